@@ -1,0 +1,91 @@
+// Ports to the outside world (DESIGN.md section 5). Each has a real and a local implementation chosen by
+// configuration; machines and gateways depend only on these interfaces.
+
+/** Failure classes every port reports, so hosts can decide: retry later, try another wallet, or give up. */
+export type PortErrorKind = "unavailable" | "rejected" | "not_found" | "forbidden" | "insufficient_funds" | "invalid";
+
+export class PortError extends Error {
+  readonly _tag = "PortError";
+  constructor(readonly port: string, readonly kind: PortErrorKind, message: string) {
+    super(`${port}: ${message}`);
+  }
+  get retryable(): boolean {
+    return this.kind === "unavailable";
+  }
+}
+
+// ---------------------------------------------------------------- embeddings
+export interface EmbeddingPort {
+  readonly name: string;
+  readonly dims: number;
+  /** Embeds a batch; vectors are L2-normalised so cosine distance = 1 - dot. */
+  embed(texts: readonly string[]): Promise<Float32Array[]>;
+}
+
+// ---------------------------------------------------------------- blob store (Walrus HTTP API)
+export interface StoredBlob {
+  readonly blobId: string;
+  readonly size: number;
+  /** Walrus blob object id when newly created, or the existing one when already certified. */
+  readonly objectId?: string;
+  readonly alreadyCertified: boolean;
+}
+
+export interface BlobPort {
+  store(bytes: Uint8Array, opts?: { epochs?: number; sendObjectTo?: string; deletable?: boolean }): Promise<StoredBlob>;
+  read(blobId: string): Promise<Uint8Array>;
+}
+
+// ---------------------------------------------------------------- chain
+export interface ResolvedAccount {
+  readonly owner: string;
+  readonly accountId: string;
+}
+
+export interface BlobObject {
+  readonly objectId: string;
+  readonly blobId: string;
+  readonly owner: string;
+  readonly namespace: string;
+  readonly packageId: string;
+  readonly createdAtMs: number;
+  readonly size: number;
+}
+
+export interface WalletBalance {
+  readonly address: string;
+  /** token symbol -> amount in the smallest unit */
+  readonly balances: Readonly<Record<string, bigint>>;
+}
+
+export interface ChainPort {
+  readonly packageId: string;
+  readonly network: string;
+  /**
+   * Owner of the active account whose delegate_keys hold `publicKeyHex` (lowercase hex). `accountIdHint` is the
+   * signed x-account-id: when given, only that account is checked. Reflects key removal immediately.
+   */
+  resolveDelegate(publicKeyHex: string, accountIdHint?: string): Promise<ResolvedAccount | null>;
+  /** Records a blob object owned by `owner` with namespace and package attributes, paid by `walletSecretKey`. Idempotent per (owner, blobId). */
+  recordBlob(input: { owner: string; namespace: string; blobId: string; size: number; walletSecretKey: Uint8Array }): Promise<BlobObject>;
+  /** Blob objects of the owner, newest first. */
+  listBlobs(owner: string, opts: { namespace?: string; limit: number }): Promise<BlobObject[]>;
+  accountExists(owner: string): Promise<boolean>;
+  balance(address: string): Promise<WalletBalance>;
+}
+
+// ---------------------------------------------------------------- encryption
+/** What the client hands over so the relayer may decrypt on its behalf (spec: x-encryption-session / x-delegate-key). */
+export type DecryptCredential =
+  | { readonly kind: "session"; readonly exported: string }
+  | { readonly kind: "delegate-key"; readonly privateKeyHex: string };
+
+export interface EncryptionPort {
+  /** Encrypts one memory for (owner, namespace). The result is self-contained: it names the key needed to open it. */
+  encrypt(owner: string, namespace: string, plaintext: Uint8Array): Promise<Uint8Array>;
+  /**
+   * Opens a batch of ciphertexts of `owner` with the client's credential. A per-item failure yields null (the caller
+   * counts it as dropped); a credential the key servers refuse fails the whole call with PortError("forbidden").
+   */
+  decryptMany(owner: string, ciphertexts: readonly Uint8Array[], credential: DecryptCredential): Promise<(Uint8Array | null)[]>;
+}

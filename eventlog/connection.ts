@@ -1,0 +1,83 @@
+// Connects to NATS and declares the streams of the event log. Stream settings live here, in one place.
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { jetstream, jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { Kvm, type KV } from "@nats-io/kv";
+import { STREAMS, SUBJECTS, KV_BUCKETS } from "./subjects.ts";
+
+export interface EventLog {
+  readonly nc: NatsConnection;
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+  readonly kvm: Kvm;
+  readonly snapshots: KV;
+  close(): Promise<void>;
+}
+
+export interface EventLogOptions {
+  readonly servers: string;
+  readonly name: string;
+  /** Seconds a nonce record lives: 2 x clock window + 300 (spec, Authentication rule 6). */
+  readonly nonceTtlSecs?: number;
+  readonly replicas?: number;
+}
+
+const SECOND_NS = 1_000_000_000;
+
+export async function openEventLog(opts: EventLogOptions): Promise<EventLog> {
+  const nc = await connect({
+    servers: opts.servers,
+    name: opts.name,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 250,
+    pingInterval: 5_000,
+  });
+  const jsm = await jetstreamManager(nc);
+  const js = jetstream(nc);
+  await ensureStreams(jsm, opts.replicas ?? 1);
+  const kvm = new Kvm(nc);
+  const snapshots = await kvm.create(KV_BUCKETS.snapshots, { history: 1, replicas: opts.replicas ?? 1 });
+  return {
+    nc,
+    js,
+    jsm,
+    kvm,
+    snapshots,
+    close: async () => {
+      await nc.drain().catch(() => nc.close());
+    },
+  };
+}
+
+export async function ensureStreams(jsm: JetStreamManager, replicas: number): Promise<void> {
+  const specs = [
+    {
+      name: STREAMS.commands,
+      subjects: [SUBJECTS.commands],
+      retention: RetentionPolicy.Workqueue,
+      duplicate_window: 10 * 60 * SECOND_NS,
+    },
+    { name: STREAMS.events, subjects: [SUBJECTS.events], retention: RetentionPolicy.Limits, duplicate_window: 10 * 60 * SECOND_NS },
+    { name: STREAMS.alerts, subjects: [SUBJECTS.alerts], retention: RetentionPolicy.Limits, max_age: 30 * 24 * 3600 * SECOND_NS },
+    { name: STREAMS.chain, subjects: [SUBJECTS.chain], retention: RetentionPolicy.Limits, duplicate_window: 10 * 60 * SECOND_NS },
+  ];
+  for (const spec of specs) {
+    const config = { ...spec, storage: StorageType.File, discard: DiscardPolicy.Old, num_replicas: replicas };
+    try {
+      await jsm.streams.info(spec.name);
+      await jsm.streams.update(spec.name, config);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      await jsm.streams.add(config);
+    }
+  }
+}
+
+/** The nonce store: a KV bucket whose records expire after the replay window; `create` is set-if-absent. */
+export async function openNonceStore(log: EventLog, ttlSecs: number): Promise<KV> {
+  return log.kvm.create(KV_BUCKETS.nonces, { history: 1, ttl: ttlSecs * 1000 });
+}
+
+export function isNotFound(err: unknown): boolean {
+  const msg = err instanceof Error ? err.message : String(err);
+  return /not found|10059|10014/i.test(msg);
+}

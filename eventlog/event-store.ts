@@ -1,0 +1,107 @@
+// Appends commits of events to the EVT stream with optimistic concurrency and reads an aggregate's history back.
+import { randomUUID } from "node:crypto";
+import { AckPolicy, DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import type { EventCommit, EventEnvelope, StoredEvent } from "../schemas/envelope.ts";
+import { STREAMS } from "./subjects.ts";
+
+export class ConcurrencyConflict extends Error {
+  constructor(readonly subject: string, readonly expected: number) {
+    super(`concurrent append to ${subject} (expected last sequence ${expected})`);
+  }
+}
+
+export interface NewEvent<D = unknown> {
+  readonly type: string;
+  readonly version: number;
+  readonly data: D;
+}
+
+export interface AppendContext {
+  readonly causationId: string;
+  readonly correlationId: string;
+  /** Deduplicates the append itself (JetStream Nats-Msg-Id): a retried append of the same transition is a no-op. */
+  readonly commitId?: string;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+export function encodeCommit(commit: EventCommit): Uint8Array {
+  return encoder.encode(JSON.stringify(commit));
+}
+
+export function decodeCommit(data: Uint8Array): EventCommit {
+  return JSON.parse(decoder.decode(data)) as EventCommit;
+}
+
+export function envelope(aggregate: string, e: NewEvent, ctx: AppendContext, now = new Date()): EventEnvelope {
+  return {
+    type: e.type,
+    version: e.version,
+    id: randomUUID(),
+    aggregate,
+    occurred_at: now.toISOString(),
+    causation_id: ctx.causationId,
+    correlation_id: ctx.correlationId,
+    data: e.data,
+  };
+}
+
+export class EventStore {
+  constructor(
+    private readonly js: JetStreamClient,
+    private readonly jsm: JetStreamManager,
+  ) {}
+
+  /**
+   * Appends one commit to `evt.<aggregate>`. `expectedSeq` is the stream sequence of the aggregate's last commit
+   * (0 when it must not exist yet); a mismatch raises ConcurrencyConflict so the caller can reload and retry.
+   */
+  async append(aggregate: string, events: readonly NewEvent[], expectedSeq: number | "any", ctx: AppendContext): Promise<{ seq: number; events: EventEnvelope[]; duplicate: boolean }> {
+    const subject = `evt.${aggregate}`;
+    const envelopes = events.map((e) => envelope(aggregate, e, ctx));
+    try {
+      const ack = await this.js.publish(subject, encodeCommit({ events: envelopes }), {
+        msgID: ctx.commitId,
+        expect: expectedSeq === "any" ? { streamName: STREAMS.events } : { streamName: STREAMS.events, lastSubjectSequence: expectedSeq },
+      });
+      return { seq: ack.seq, events: envelopes, duplicate: ack.duplicate };
+    } catch (err) {
+      if (err instanceof Error && /wrong last sequence|10071/.test(err.message)) throw new ConcurrencyConflict(subject, expectedSeq as number);
+      throw err;
+    }
+  }
+
+  /** Sequence of the aggregate's last commit, 0 when it has none. */
+  async lastSeq(aggregate: string): Promise<number> {
+    const msg = await this.jsm.streams.getMessage(STREAMS.events, { last_by_subj: `evt.${aggregate}` }).catch((err) => {
+      if (/no message found|10037|not found/i.test(String(err?.message ?? err))) return null;
+      throw err;
+    });
+    return msg?.seq ?? 0;
+  }
+
+  /** The aggregate's commits after `afterSeq`, in order. */
+  async load(aggregate: string, afterSeq = 0): Promise<{ events: StoredEvent[]; lastSeq: number }> {
+    const last = await this.lastSeq(aggregate);
+    if (last <= afterSeq) return { events: [], lastSeq: last };
+    const consumer = await this.js.consumers.get(STREAMS.events, {
+      filter_subjects: `evt.${aggregate}`,
+      opt_start_seq: afterSeq + 1,
+      deliver_policy: DeliverPolicy.StartSequence,
+    });
+    const out: StoredEvent[] = [];
+    try {
+      const it = await consumer.consume({ max_messages: 256 });
+      for await (const m of it) {
+        for (const event of decodeCommit(m.data).events) out.push({ seq: m.seq, subject: m.subject, event });
+        if (m.seq >= last) break;
+      }
+    } finally {
+      await consumer.delete().catch(() => undefined);
+    }
+    return { events: out, lastSeq: last };
+  }
+}
+
+export { AckPolicy };

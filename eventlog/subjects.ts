@@ -1,0 +1,29 @@
+// Stream and subject names of the event log (DESIGN.md 2.1). One place, so a search for a subject finds its owner.
+
+export const STREAMS = {
+  commands: "CMD",
+  events: "EVT",
+  alerts: "ALERTS",
+  chain: "CHAIN",
+} as const;
+
+export const SUBJECTS = {
+  commands: "cmd.>",
+  events: "evt.>",
+  alerts: "alerts.>",
+  chain: "chain.>",
+} as const;
+
+export const KV_BUCKETS = {
+  snapshots: "snapshots",
+  nonces: "nonces",
+} as const;
+
+export const commandSubject = (aggregateType: string, aggregateId: string) => `cmd.${aggregateType}.${aggregateId}`;
+export const eventSubject = (aggregateType: string, aggregateId: string) => `evt.${aggregateType}.${aggregateId}`;
+export const aggregateKey = (aggregateType: string, aggregateId: string) => `${aggregateType}.${aggregateId}`;
+
+/** NATS subject tokens must not contain separators or wildcards; ids we mint are uuids, others are checked. */
+export function isSubjectToken(s: string): boolean {
+  return s.length > 0 && s.length <= 256 && /^[A-Za-z0-9_\-:=]+$/.test(s);
+}

@@ -1,0 +1,80 @@
+// Starts a private nats-server with JetStream in a temp dir on a free port, for tests and benchmarks.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createConnection, createServer } from "node:net";
+
+export interface NatsServerHandle {
+  readonly url: string;
+  readonly port: number;
+  readonly storeDir: string;
+  stop(signal?: NodeJS.Signals): Promise<void>;
+  /** Starts the server again on the same port and store (for outage tests). */
+  restart(): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      const port = typeof addr === "object" && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export async function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const sock = createConnection({ host: "127.0.0.1", port }, () => {
+        sock.end();
+        resolve(true);
+      });
+      sock.on("error", () => resolve(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`port ${port} did not open within ${timeoutMs} ms`);
+}
+
+export async function startNatsServer(opts: { binary?: string } = {}): Promise<NatsServerHandle> {
+  const binary = opts.binary ?? process.env.NATS_SERVER_BIN ?? "nats-server";
+  const dir = mkdtempSync(join(tmpdir(), "memrelay-nats-"));
+  const port = await freePort();
+  const storeDir = join(dir, "js");
+  const conf = join(dir, "nats.conf");
+  writeFileSync(conf, `listen: 127.0.0.1:${port}\njetstream { store_dir: "${storeDir}" }\nmax_payload: 8MB\n`);
+  let child: ChildProcess | undefined;
+  const start = async () => {
+    child = spawn(binary, ["-c", conf], { stdio: ["ignore", "ignore", "pipe"] });
+    child.stderr?.resume();
+    await waitForPort(port);
+  };
+  const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
+    const c = child;
+    if (!c || c.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      c.once("exit", () => resolve());
+      c.kill(signal);
+    });
+  };
+  await start();
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    storeDir,
+    stop,
+    restart: start,
+    cleanup: async () => {
+      await stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
