@@ -1,0 +1,218 @@
+// The actor host: consumes commands from the CMD work queue, rehydrates an XState machine from its snapshot plus
+// newer events, records the command's decision, runs the effect that the machine's state names, appends the
+// resulting events, stores the snapshot and acknowledges. Retries and delays are the host's (nak with backoff),
+// never XState timers, because timers do not survive a restore.
+import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
+import { Effect, Exit, Cause } from "effect";
+import { transition, initialTransition, type AnyStateMachine, type AnyMachineSnapshot } from "xstate";
+import type { CommandEnvelope, EventEnvelope } from "../schemas/envelope.ts";
+import { ConcurrencyConflict, EventStore, decodeCommit, type NewEvent } from "../eventlog/event-store.ts";
+import type { EventLog } from "../eventlog/connection.ts";
+import { STREAMS } from "../eventlog/subjects.ts";
+import type { Logger } from "../config/logger.ts";
+
+/** A failure the host retries later (the command stays on the queue). Anything else is a bug and is retried too, logged. */
+export class Transient {
+  readonly _tag = "Transient";
+  constructor(readonly reason: string) {}
+}
+
+export type EffectFn<Cmd> = (ctx: { aggregateId: string; context: any; command: Cmd; heartbeat: () => void }) => Effect.Effect<NewEvent[], Transient>;
+
+export interface ActorDefinition<Cmd extends CommandEnvelope = CommandEnvelope> {
+  /** Aggregate type: events go to `evt.<type>.<id>`, commands come from `cmd.<type>.<id>`. */
+  readonly aggregateType: string;
+  readonly machine: AnyStateMachine;
+  /** The events a command produces in the current state (pure). An empty list means the command is already reflected. */
+  decide(snapshot: AnyMachineSnapshot, command: Cmd): NewEvent[];
+  /** Effects by name; a state selects one with `meta: { effect: "<name>" }`. */
+  readonly effects: Readonly<Record<string, EffectFn<Cmd>>>;
+  /** Commands create their aggregate (ids minted by the gateway): skip reads on a first delivery. */
+  readonly freshOnFirstDelivery?: boolean;
+  /** Version of the persisted snapshot shape; a mismatch rebuilds from events. */
+  readonly snapshotVersion: number;
+}
+
+export interface ActorHostOptions {
+  readonly concurrency: number;
+  readonly ackWaitMs?: number;
+  readonly maxBackoffMs?: number;
+  readonly effectTimeoutMs?: number;
+}
+
+interface PersistedSnapshot {
+  readonly v: number;
+  readonly seq: number;
+  readonly value: unknown;
+  readonly context: unknown;
+}
+
+/** Machine event for a stored domain event: `{type, data}`. */
+export const toMachineEvent = (e: EventEnvelope) => ({ type: e.type, data: e.data });
+
+export interface EffectMeta {
+  readonly effect: string;
+  /** Append the events so far before running this effect (its outcome must follow a durable fact). */
+  readonly durableBefore?: boolean;
+}
+
+export function effectOf(snapshot: AnyMachineSnapshot): EffectMeta | undefined {
+  const meta = snapshot.getMeta() as Record<string, Partial<EffectMeta> | undefined>;
+  for (const m of Object.values(meta)) if (m?.effect) return m as EffectMeta;
+  return undefined;
+}
+
+export function evolve(machine: AnyStateMachine, snapshot: AnyMachineSnapshot, events: readonly EventEnvelope[]): AnyMachineSnapshot {
+  let s = snapshot;
+  for (const e of events) [s] = transition(machine, s, toMachineEvent(e));
+  return s;
+}
+
+export class ActorHost<Cmd extends CommandEnvelope> {
+  private readonly store: EventStore;
+  private stopped = false;
+  private readonly inFlight = new Set<Promise<void>>();
+  private messages?: { stop(): void };
+
+  constructor(
+    private readonly log: EventLog,
+    private readonly def: ActorDefinition<Cmd>,
+    private readonly logger: Logger,
+    private readonly opts: ActorHostOptions,
+  ) {
+    this.store = new EventStore(log.js, log.jsm);
+  }
+
+  get consumerName() {
+    return `actor-${this.def.aggregateType}`;
+  }
+
+  async start(): Promise<void> {
+    const ackWaitNs = (this.opts.ackWaitMs ?? 30_000) * 1_000_000;
+    const config = {
+      durable_name: this.consumerName,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      filter_subject: `cmd.${this.def.aggregateType}.>`,
+      ack_wait: ackWaitNs,
+      max_ack_pending: Math.max(this.opts.concurrency * 4, 256),
+    };
+    await this.log.jsm.consumers.add(STREAMS.commands, config).catch(async (err) => {
+      if (!/already exists|10148|10013/i.test(String(err?.message))) throw err;
+      await this.log.jsm.consumers.update(STREAMS.commands, this.consumerName, { ack_wait: ackWaitNs, max_ack_pending: config.max_ack_pending });
+    });
+    void this.loop();
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        const consumer = await this.log.js.consumers.get(STREAMS.commands, this.consumerName);
+        const messages = await consumer.consume({ max_messages: this.opts.concurrency });
+        this.messages = messages;
+        for await (const m of messages) {
+          while (this.inFlight.size >= this.opts.concurrency) await Promise.race(this.inFlight);
+          const p = this.handle(m).finally(() => this.inFlight.delete(p));
+          this.inFlight.add(p);
+        }
+      } catch (err) {
+        if (this.stopped) break;
+        this.logger.warn("actor host consumer interrupted; resubscribing", { actor: this.def.aggregateType, error: String(err) });
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.messages?.stop();
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  private backoffMs(deliveries: number): number {
+    const max = this.opts.maxBackoffMs ?? 30_000;
+    return Math.min(max, 200 * 2 ** Math.min(deliveries - 1, 10)) * (0.5 + Math.random() / 2);
+  }
+
+  private async handle(m: JsMsg): Promise<void> {
+    const command = JSON.parse(new TextDecoder().decode(m.data)) as Cmd;
+    const aggregateId = m.subject.slice(`cmd.${this.def.aggregateType}.`.length);
+    const heartbeat = () => m.working();
+    try {
+      await this.process(aggregateId, command, heartbeat, m.info.deliveryCount === 1);
+      m.ack();
+    } catch (err) {
+      const delay = err instanceof ConcurrencyConflict ? 0 : this.backoffMs(m.info.deliveryCount);
+      if (!(err instanceof ConcurrencyConflict)) {
+        this.logger.warn("command will be retried", { actor: this.def.aggregateType, aggregate: aggregateId, command: command.type, delivery: m.info.deliveryCount, error: errorText(err) });
+      }
+      m.nak(delay);
+    }
+  }
+
+  /** Rehydrates the aggregate: snapshot (if current) plus newer events. */
+  async rehydrate(aggregateId: string): Promise<{ snapshot: AnyMachineSnapshot; seq: number }> {
+    const aggregate = `${this.def.aggregateType}.${aggregateId}`;
+    const [entry, lastSeq] = await Promise.all([this.log.snapshots.get(aggregate), this.store.lastSeq(aggregate)]);
+    const persisted = entry?.value?.length ? (entry.json() as PersistedSnapshot) : undefined;
+    let snapshot: AnyMachineSnapshot;
+    let fromSeq = 0;
+    if (persisted && persisted.v === this.def.snapshotVersion && persisted.seq <= lastSeq) {
+      snapshot = this.def.machine.resolveState({ value: persisted.value as never, context: persisted.context as never });
+      fromSeq = persisted.seq;
+    } else {
+      [snapshot] = initialTransition(this.def.machine);
+    }
+    if (lastSeq > fromSeq) {
+      const { events } = await this.store.load(aggregate, fromSeq);
+      snapshot = evolve(this.def.machine, snapshot, events.map((e) => e.event));
+    }
+    return { snapshot, seq: lastSeq };
+  }
+
+  private async process(aggregateId: string, command: Cmd, heartbeat: () => void, firstDelivery: boolean): Promise<void> {
+    const aggregate = `${this.def.aggregateType}.${aggregateId}`;
+    // A command delivered for the first time to a fresh aggregate needs no reads: if events did exist after all,
+    // the append's expected sequence 0 conflicts and the redelivery rehydrates properly.
+    let { snapshot, seq } = firstDelivery && this.def.freshOnFirstDelivery ? { snapshot: initialTransition(this.def.machine)[0], seq: 0 } : await this.rehydrate(aggregateId);
+    const pending: NewEvent[] = [...this.def.decide(snapshot, command)];
+    // Nothing decided and nothing left to do: the command is already reflected (a redelivery after success).
+    if (!pending.length && !effectOf(snapshot)) return;
+    const applyLocal = (events: readonly NewEvent[]) => {
+      for (const e of events) [snapshot] = transition(this.def.machine, snapshot, { type: e.type, data: e.data });
+    };
+    applyLocal(pending);
+    // Run effects until the machine rests in a state that names none (final, or waiting for another command).
+    // Effects are idempotent, so their events are appended together with the decision in one commit: a crash
+    // before the append simply repeats them on redelivery.
+    const ctxFor = (at: number) => ({ causationId: command.id, correlationId: command.correlation_id, commitId: `${command.id}:${at}` });
+    for (let step = 0; step < 16; step++) {
+      const meta = effectOf(snapshot);
+      if (!meta) break;
+      const name = meta.effect;
+      if (meta.durableBefore && pending.length) {
+        seq = (await this.store.append(aggregate, pending.splice(0), seq, ctxFor(seq))).seq;
+      }
+      const fn = this.def.effects[name];
+      if (!fn) throw new Error(`machine ${this.def.aggregateType} names unknown effect ${name}`);
+      const program = fn({ aggregateId, context: snapshot.context, command, heartbeat }).pipe(
+        Effect.timeoutOrElse({ duration: this.opts.effectTimeoutMs ?? 120_000, orElse: () => Effect.fail(new Transient(`effect ${name} timed out`)) }),
+      );
+      const exit = await Effect.runPromiseExit(program);
+      if (Exit.isFailure(exit)) throw new Error(Cause.pretty(exit.cause));
+      if (!exit.value.length) throw new Error(`effect ${name} produced no events`);
+      pending.push(...exit.value);
+      applyLocal(exit.value);
+    }
+    if (pending.length) seq = (await this.store.append(aggregate, pending, seq, ctxFor(seq))).seq;
+    const persisted: PersistedSnapshot = { v: this.def.snapshotVersion, seq, value: snapshot.value, context: snapshot.context };
+    // A snapshot is a cache: it is not awaited, and losing one only costs a longer rehydrate.
+    this.log.snapshots.put(aggregate, JSON.stringify(persisted)).catch((err) => {
+      this.logger.warn("snapshot not stored", { aggregate, error: errorText(err) });
+    });
+  }
+}
+
+export function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

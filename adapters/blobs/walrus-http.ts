@@ -1,0 +1,78 @@
+// The blob port over the Walrus HTTP API (publisher `PUT /v1/blobs`, aggregator `GET /v1/blobs/{id}`), real Walrus
+// or our blob storage service. Reads go through a ciphertext cache: blobs are immutable, so caching by id is safe.
+import { Agent, request } from "undici";
+import { PortError, type BlobPort, type StoredBlob } from "../ports.ts";
+import { CiphertextCache } from "./ciphertext-cache.ts";
+
+export interface WalrusHttpOptions {
+  readonly publisherUrl: string;
+  readonly aggregatorUrl: string;
+  readonly epochs?: number;
+  readonly timeoutMs?: number;
+  readonly cacheTtlSecs: number;
+  readonly cacheMaxBytes: number;
+  readonly cacheTotalBytes?: number;
+}
+
+interface NewlyCreated { newlyCreated: { blobObject: { id: string; blobId: string; size: number } } }
+interface AlreadyCertified { alreadyCertified: { blobId: string; object?: string; event?: unknown; endEpoch: number } }
+
+export class WalrusHttpBlobs implements BlobPort {
+  private readonly agent = new Agent({ connections: 128, pipelining: 1, keepAliveTimeout: 30_000 });
+  private readonly cache: CiphertextCache;
+
+  constructor(private readonly opts: WalrusHttpOptions) {
+    this.cache = new CiphertextCache(opts.cacheTtlSecs, opts.cacheMaxBytes, opts.cacheTotalBytes ?? 256 * 1024 * 1024);
+  }
+
+  async store(bytes: Uint8Array, o: { epochs?: number; sendObjectTo?: string; deletable?: boolean } = {}): Promise<StoredBlob> {
+    const q = new URLSearchParams({ epochs: String(o.epochs ?? this.opts.epochs ?? 2) });
+    if (o.deletable) q.set("deletable", "true");
+    if (o.sendObjectTo) q.set("send_object_to", o.sendObjectTo);
+    const res = await this.call(`${this.opts.publisherUrl}/v1/blobs?${q}`, { method: "PUT", body: bytes });
+    const body = (await res.body.json()) as NewlyCreated | AlreadyCertified;
+    if ("newlyCreated" in body) {
+      const b = body.newlyCreated.blobObject;
+      this.cache.put(b.blobId, bytes);
+      return { blobId: b.blobId, size: Number(b.size), objectId: b.id, alreadyCertified: false };
+    }
+    if ("alreadyCertified" in body) {
+      this.cache.put(body.alreadyCertified.blobId, bytes);
+      return { blobId: body.alreadyCertified.blobId, size: bytes.byteLength, objectId: body.alreadyCertified.object, alreadyCertified: true };
+    }
+    throw new PortError("blobs", "invalid", "publisher answered neither newlyCreated nor alreadyCertified");
+  }
+
+  async read(blobId: string): Promise<Uint8Array> {
+    const hit = this.cache.get(blobId);
+    if (hit) return hit;
+    const res = await this.call(`${this.opts.aggregatorUrl}/v1/blobs/${encodeURIComponent(blobId)}`, { method: "GET" });
+    const bytes = new Uint8Array(await res.body.arrayBuffer());
+    this.cache.put(blobId, bytes);
+    return bytes;
+  }
+
+  private async call(url: string, init: { method: string; body?: Uint8Array }) {
+    let res;
+    try {
+      res = await request(url, {
+        method: init.method as "GET",
+        body: init.body,
+        dispatcher: this.agent,
+        headersTimeout: this.opts.timeoutMs ?? 30_000,
+        bodyTimeout: this.opts.timeoutMs ?? 30_000,
+        headers: init.body ? { "content-type": "application/octet-stream" } : undefined,
+      });
+    } catch (err) {
+      throw new PortError("blobs", "unavailable", `${init.method} ${new URL(url).pathname} failed: ${(err as Error).message}`);
+    }
+    if (res.statusCode >= 200 && res.statusCode < 300) return res;
+    const text = await res.body.text().catch(() => "");
+    const kind = res.statusCode === 404 ? "not_found" : res.statusCode >= 500 || res.statusCode === 429 ? "unavailable" : "rejected";
+    throw new PortError("blobs", kind, `${init.method} ${new URL(url).pathname} answered ${res.statusCode} ${text.slice(0, 200)}`);
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+}

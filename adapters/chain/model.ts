@@ -1,0 +1,191 @@
+// The local ledger's data model: transactions, state objects and the events a transaction produces. Pure types and
+// constants; amounts are u64 carried as decimal strings in JSON.
+
+/** Fixed gas fee charged to the gas owner of every non-system transaction, in MIST (1 SUI = 10^9 MIST). */
+export const GAS_FEE_MIST = 1_000_000n;
+export const MAX_DELEGATE_KEYS = 20;
+export const MAX_LABEL_BYTES = 64;
+export const MAX_NAMESPACE_BYTES = 256;
+export const U64_MAX = (1n << 64n) - 1n;
+/** A transaction's timestamp may differ from the ledger clock by at most this much. */
+export const TX_CLOCK_SKEW_MS = 10 * 60 * 1000;
+/** Blob index page size (items per KV value). */
+export const BLOB_PAGE_SIZE = 64;
+export const GAS_TOKEN = "SUI";
+export const DEFAULT_TOKENS = ["SUI", "WAL"] as const;
+
+export type TxKind =
+  | "genesis"
+  | "create_account"
+  | "add_delegate_key"
+  | "remove_delegate_key"
+  | "deactivate_account"
+  | "reactivate_account"
+  | "record_blob"
+  | "transfer"
+  | "mint"
+  | "put_object";
+
+/** Kinds only the operator may sign; they pay no gas. */
+export const SYSTEM_KINDS: ReadonlySet<TxKind> = new Set(["genesis", "mint", "put_object"]);
+
+export interface TxArgs {
+  genesis: { operator_public_key: string; package_id: string };
+  create_account: Record<string, never>;
+  add_delegate_key: { account_id: string; public_key: string; label: string };
+  remove_delegate_key: { account_id: string; public_key: string };
+  deactivate_account: { account_id: string };
+  reactivate_account: { account_id: string };
+  record_blob: { owner: string; blob_id: string; namespace: string; package_id: string; size: number };
+  transfer: { to: string; token: string; amount: string };
+  mint: { to: string; token: string; amount: string };
+  put_object: { object: ObjectInput };
+}
+
+export interface TxBody<K extends TxKind = TxKind> {
+  readonly v: 1;
+  /** The network the transaction is meant for (replay protection across ledgers). */
+  readonly chain: string;
+  readonly kind: K;
+  readonly sender: string;
+  /** Pays the gas when it is not the sender (a sponsored transaction); must co-sign. */
+  readonly gas_owner?: string;
+  /** Unique per transaction (random); with the digest record it makes a signed transaction single-use. */
+  readonly nonce: string;
+  readonly timestamp_ms: number;
+  readonly args: TxArgs[K];
+}
+
+/** What travels to the ledger: the exact signed bytes and Sui serialized signatures over their intent digest. */
+export interface SignedTx {
+  /** base64 of the UTF-8 JSON of a TxBody */
+  readonly tx_bytes: string;
+  readonly signatures: readonly string[];
+}
+
+// ---------------------------------------------------------------- state objects
+
+export interface DelegateKey {
+  readonly public_key: string;
+  readonly sui_address: string;
+  readonly label: string;
+  readonly created_at: number;
+}
+
+export interface Account {
+  readonly id: string;
+  readonly owner: string;
+  readonly delegate_keys: readonly DelegateKey[];
+  readonly created_at: number;
+  readonly active: boolean;
+  /** Incremented by every transaction that changes the account. */
+  readonly version: number;
+}
+
+export interface BlobRecord {
+  readonly object_id: string;
+  readonly owner: string;
+  readonly blob_id: string;
+  readonly namespace: string;
+  readonly package_id: string;
+  readonly size: number;
+  readonly created_at: number;
+}
+
+/** A Move-style object published by the operator (package objects, Seal key servers, ...). */
+export interface ObjectInput {
+  readonly object_id: string;
+  /** Move type, e.g. `0x…::key_server::KeyServer` or `package`. */
+  readonly type: string;
+  readonly version: string;
+  readonly owner?: ObjectOwner;
+  readonly fields: unknown;
+  /** base64 BCS of the object's Move contents, when the reader needs it (e.g. Sui core getObject content). */
+  readonly bcs?: string;
+  readonly dynamic_fields?: readonly DynamicFieldInput[];
+}
+
+export type ObjectOwner = { AddressOwner: string } | { ObjectOwner: string } | { Shared: { initial_shared_version: string } } | "Immutable";
+
+export interface DynamicFieldName {
+  /** Move type of the name, e.g. `u64`. */
+  readonly type: string;
+  /** JSON value of the name (numbers of u64 and friends as decimal strings or numbers). */
+  readonly value: unknown;
+  /** base64 BCS of the name; when given, the field is also stored as a `0x2::dynamic_field::Field` object at its derived id. */
+  readonly bcs?: string;
+}
+
+export interface DynamicFieldInput {
+  readonly name: DynamicFieldName;
+  /** Move type of the value. */
+  readonly value_type: string;
+  readonly value: unknown;
+  /** base64 BCS of the value. */
+  readonly value_bcs?: string;
+}
+
+export interface StoredDynamicField extends DynamicFieldInput {
+  readonly parent_id: string;
+  /** The derived field object id, when the name's BCS was given. */
+  readonly field_id?: string;
+}
+
+export interface StoredObject {
+  readonly object_id: string;
+  readonly type: string;
+  readonly version: string;
+  readonly owner: ObjectOwner;
+  readonly fields: unknown;
+  readonly bcs?: string;
+  /** Names of its dynamic fields. */
+  readonly dynamic_field_names?: readonly DynamicFieldName[];
+  readonly previous_transaction: string;
+}
+
+export interface GenesisState {
+  readonly operator_address: string;
+  readonly operator_public_key: string;
+  readonly network: string;
+  readonly package_id: string;
+  readonly created_at: number;
+}
+
+// ---------------------------------------------------------------- events
+
+export type ChainEvent =
+  | { readonly type: "Genesis"; readonly genesis: GenesisState }
+  | { readonly type: "AccountCreated"; readonly account: Account }
+  | { readonly type: "DelegateKeyAdded"; readonly account: Account; readonly key: DelegateKey }
+  | { readonly type: "DelegateKeyRemoved"; readonly account: Account; readonly public_key: string; readonly sui_address: string }
+  | { readonly type: "AccountDeactivated"; readonly account: Account }
+  | { readonly type: "AccountReactivated"; readonly account: Account }
+  | { readonly type: "BlobRecorded"; readonly blob: BlobRecord; readonly index_all: number; readonly index_ns: number }
+  | {
+      readonly type: "BalanceChanged";
+      readonly address: string;
+      readonly token: string;
+      /** Balance after the change. */
+      readonly amount: string;
+      readonly delta: string;
+      readonly reason: "gas" | "transfer" | "mint";
+    }
+  | { readonly type: "ObjectPut"; readonly object: StoredObject; readonly dynamic_fields: readonly StoredDynamicField[] };
+
+/** One message on `chain.tx`: a verified transaction and the events it produced. */
+export interface ChainRecord {
+  readonly v: 1;
+  readonly digest: string;
+  readonly tx: SignedTx;
+  readonly kind: TxKind;
+  readonly sender: string;
+  readonly gas_owner: string | null;
+  readonly gas_used: string;
+  readonly executed_at: number;
+  readonly events: readonly ChainEvent[];
+}
+
+/** What `tx.<digest>` holds: the record plus its position in the ledger. */
+export interface TxReceipt extends Omit<ChainRecord, "tx"> {
+  readonly seq: number;
+}

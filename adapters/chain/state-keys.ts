@@ -1,0 +1,63 @@
+// Keys of the `chain_state` KV bucket, the materialised ledger state. One place, so a search for a key finds its writer.
+import { blake2b } from "@noble/hashes/blake2.js";
+import { BLOB_PAGE_SIZE } from "./model.ts";
+
+export const CHAIN_STATE_BUCKET = "chain_state";
+export const CHAIN_TX_SUBJECT = "chain.tx";
+
+const encoder = new TextEncoder();
+
+export const KEYS = {
+  /** {seq}: every chain.tx message up to seq is fully materialised. */
+  applied: "meta.applied",
+  genesis: "meta.genesis",
+  tx: (digest: string) => `tx.${digest}`,
+  account: (id: string) => `acct.${id}`,
+  owner: (address: string) => `owner.${address}`,
+  /** delegate public key (hex) -> {account_id, owner, active} */
+  delegateKey: (publicKeyHex: string) => `dk.${publicKeyHex}`,
+  /** delegate Sui address -> {account_id, owner, active, public_key} */
+  delegateAddress: (address: string) => `da.${address}`,
+  balance: (address: string) => `bal.${address}`,
+  blob: (owner: string, blobId: string) => `blob.${owner}.${blobId}`,
+  blobHead: (owner: string, scope: string) => `bix.${owner}.${scope}`,
+  blobPage: (owner: string, scope: string, page: number) => `bix.${owner}.${scope}.p${page}`,
+  object: (id: string) => `obj.${id}`,
+  /** nameKey: dynamicFieldNameKey (by JSON value) or dynamicFieldBcsKey (by BCS bytes) */
+  dynamicField: (parentId: string, nameKey: string) => `df.${parentId}.${nameKey}`,
+} as const;
+
+export const ALL_SCOPE = "all";
+
+/** Index scope of one namespace: a hash, since namespaces may hold characters a KV key cannot. */
+export function namespaceScope(namespace: string): string {
+  return "ns-" + Buffer.from(blake2b(encoder.encode(namespace), { dkLen: 16 })).toString("hex");
+}
+
+export function pageOf(index: number): number {
+  return Math.floor(index / BLOB_PAGE_SIZE);
+}
+
+/** JSON with sorted object keys and numbers/bigints as decimal strings, so `1`, `"1"` and `1n` name the same field. */
+export function canonicalJson(value: unknown): string {
+  if (typeof value === "number" || typeof value === "bigint") return JSON.stringify(String(value));
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value && typeof value === "object") {
+    const entries = Object.keys(value as object)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+    return `{${entries.join(",")}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+/** Key of a dynamic field name: hash of its type and canonical JSON value. */
+export function dynamicFieldNameKey(name: { type: string; value: unknown }): string {
+  return Buffer.from(blake2b(encoder.encode(`${name.type}\u0000${canonicalJson(name.value)}`), { dkLen: 16 })).toString("hex");
+}
+
+/** Key of a dynamic field name given as BCS bytes (base64). */
+export function dynamicFieldBcsKey(name: { type: string; bcs: string }): string {
+  const bytes = Buffer.from(name.bcs, "base64").toString("hex");
+  return "b" + Buffer.from(blake2b(encoder.encode(`${name.type}\u0000${bytes}`), { dkLen: 16 })).toString("hex");
+}

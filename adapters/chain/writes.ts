@@ -1,0 +1,161 @@
+// Pure projection of a ledger record onto KV writes. Every write is absolute or positional, so applying a record twice
+// (a retried submit, a catch-up racing the submitter) yields the same state; the stored `_seq` makes older writes lose.
+import { BLOB_PAGE_SIZE, type Account, type ChainEvent, type ChainRecord, type StoredDynamicField, type StoredObject, type TxReceipt } from "./model.ts";
+import { ALL_SCOPE, KEYS, dynamicFieldBcsKey, dynamicFieldNameKey, namespaceScope, pageOf } from "./state-keys.ts";
+
+export type Op =
+  /** Replace the value. */
+  | { readonly kind: "set"; readonly key: string; readonly value: Record<string, unknown> }
+  /** Shallow-merge fields into the current value. */
+  | { readonly kind: "merge"; readonly key: string; readonly fields: Record<string, unknown> }
+  /** Put items at positions of a page `{items: []}`. */
+  | { readonly kind: "slots"; readonly key: string; readonly slots: ReadonlyArray<readonly [number, unknown]> };
+
+/** The value written for a removed entry: reads treat it as absent; its `_seq` keeps stale writers out. */
+export const TOMBSTONE = { deleted: true } as const;
+
+export interface DelegateEntry {
+  readonly account_id: string;
+  readonly owner: string;
+  readonly active: boolean;
+  readonly public_key: string;
+  readonly sui_address: string;
+}
+
+function delegateWrites(account: Account, out: Op[]): void {
+  for (const k of account.delegate_keys) {
+    const entry: DelegateEntry = { account_id: account.id, owner: account.owner, active: account.active, public_key: k.public_key, sui_address: k.sui_address };
+    out.push({ kind: "set", key: KEYS.delegateKey(k.public_key), value: { ...entry } });
+    out.push({ kind: "set", key: KEYS.delegateAddress(k.sui_address), value: { ...entry } });
+  }
+}
+
+/** A dynamic field as the Move object `0x2::dynamic_field::Field<Name, Value>` at its derived id. */
+function fieldObject(f: StoredDynamicField, parent: StoredObject): StoredObject {
+  const id = f.field_id as string;
+  const bcs =
+    f.name.bcs !== undefined && f.value_bcs !== undefined
+      ? Buffer.concat([Buffer.from(id.slice(2), "hex"), Buffer.from(f.name.bcs, "base64"), Buffer.from(f.value_bcs, "base64")]).toString("base64")
+      : undefined;
+  return {
+    object_id: id,
+    type: `0x2::dynamic_field::Field<${f.name.type}, ${f.value_type}>`,
+    version: parent.version,
+    owner: { ObjectOwner: parent.object_id },
+    fields: { id, name: f.name.value, value: f.value },
+    ...(bcs !== undefined ? { bcs } : {}),
+    previous_transaction: parent.previous_transaction,
+  };
+}
+
+function eventWrites(e: ChainEvent, out: Op[]): void {
+  switch (e.type) {
+    case "Genesis":
+      out.push({ kind: "set", key: KEYS.genesis, value: { ...e.genesis } });
+      return;
+    case "AccountCreated":
+      out.push({ kind: "set", key: KEYS.account(e.account.id), value: { ...e.account } });
+      out.push({ kind: "set", key: KEYS.owner(e.account.owner), value: { account_id: e.account.id } });
+      return;
+    case "DelegateKeyAdded": {
+      out.push({ kind: "set", key: KEYS.account(e.account.id), value: { ...e.account } });
+      const entry: DelegateEntry = {
+        account_id: e.account.id,
+        owner: e.account.owner,
+        active: e.account.active,
+        public_key: e.key.public_key,
+        sui_address: e.key.sui_address,
+      };
+      out.push({ kind: "set", key: KEYS.delegateKey(e.key.public_key), value: { ...entry } });
+      out.push({ kind: "set", key: KEYS.delegateAddress(e.key.sui_address), value: { ...entry } });
+      return;
+    }
+    case "DelegateKeyRemoved":
+      out.push({ kind: "set", key: KEYS.account(e.account.id), value: { ...e.account } });
+      out.push({ kind: "set", key: KEYS.delegateKey(e.public_key), value: { ...TOMBSTONE } });
+      out.push({ kind: "set", key: KEYS.delegateAddress(e.sui_address), value: { ...TOMBSTONE } });
+      return;
+    case "AccountDeactivated":
+    case "AccountReactivated":
+      out.push({ kind: "set", key: KEYS.account(e.account.id), value: { ...e.account } });
+      delegateWrites(e.account, out);
+      return;
+    case "BlobRecorded": {
+      const b = e.blob;
+      out.push({ kind: "set", key: KEYS.blob(b.owner, b.blob_id), value: { ...b } });
+      out.push({
+        kind: "set",
+        key: KEYS.object(b.object_id),
+        value: {
+          object_id: b.object_id,
+          type: `${b.package_id}::blob::Blob`,
+          version: "1",
+          owner: { AddressOwner: b.owner },
+          fields: { id: b.object_id, blob_id: b.blob_id, namespace: b.namespace, package_id: b.package_id, size: String(b.size), created_at: String(b.created_at) },
+        },
+      });
+      const ns = namespaceScope(b.namespace);
+      for (const [scope, index] of [
+        [ALL_SCOPE, e.index_all],
+        [ns, e.index_ns],
+      ] as const) {
+        out.push({ kind: "slots", key: KEYS.blobPage(b.owner, scope, pageOf(index)), slots: [[index, b]] });
+        out.push({ kind: "set", key: KEYS.blobHead(b.owner, scope), value: { count: index + 1 } });
+      }
+      return;
+    }
+    case "BalanceChanged":
+      out.push({ kind: "merge", key: KEYS.balance(e.address), fields: { [e.token]: e.amount } });
+      return;
+    case "ObjectPut":
+      out.push({ kind: "set", key: KEYS.object(e.object.object_id), value: { ...e.object } });
+      for (const f of e.dynamic_fields) {
+        out.push({ kind: "set", key: KEYS.dynamicField(f.parent_id, dynamicFieldNameKey(f.name)), value: { ...f } });
+        if (f.name.bcs !== undefined) {
+          out.push({ kind: "set", key: KEYS.dynamicField(f.parent_id, dynamicFieldBcsKey({ type: f.name.type, bcs: f.name.bcs })), value: { ...f } });
+        }
+        if (f.field_id) out.push({ kind: "set", key: KEYS.object(f.field_id), value: { ...fieldObject(f, e.object) } });
+      }
+      return;
+  }
+}
+
+function combine(a: Op, b: Op): Op {
+  if (b.kind === "set") return b;
+  if (b.kind === "merge") {
+    if (a.kind === "set") return { kind: "set", key: a.key, value: { ...a.value, ...b.fields } };
+    if (a.kind === "merge") return { kind: "merge", key: a.key, fields: { ...a.fields, ...b.fields } };
+  }
+  if (b.kind === "slots" && a.kind === "slots") return { kind: "slots", key: a.key, slots: [...a.slots, ...b.slots] };
+  throw new Error(`incompatible writes to ${a.key}`);
+}
+
+/** The KV writes of one record at stream sequence `seq`, one op per key (receipt included). */
+export function opsOf(record: ChainRecord, seq: number): Op[] {
+  const raw: Op[] = [];
+  for (const e of record.events) eventWrites(e, raw);
+  const { tx: _tx, ...rest } = record;
+  const receipt: TxReceipt = { ...rest, seq };
+  raw.push({ kind: "set", key: KEYS.tx(record.digest), value: { ...receipt } });
+  const byKey = new Map<string, Op>();
+  for (const op of raw) {
+    const prev = byKey.get(op.key);
+    byKey.set(op.key, prev ? combine(prev, op) : op);
+  }
+  return [...byKey.values()];
+}
+
+/** The new stored value of `op` over the current one (null when absent or a tombstone). */
+export function applyOp(op: Op, current: Record<string, unknown> | null, seq: number): Record<string, unknown> {
+  switch (op.kind) {
+    case "set":
+      return { ...op.value, _seq: seq };
+    case "merge":
+      return { ...(current ?? {}), ...op.fields, _seq: seq };
+    case "slots": {
+      const items = Array.isArray(current?.items) ? [...(current.items as unknown[])] : [];
+      for (const [index, item] of op.slots) items[index % BLOB_PAGE_SIZE] = item;
+      return { items, _seq: seq };
+    }
+  }
+}

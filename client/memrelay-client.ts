@@ -1,0 +1,80 @@
+// A TypeScript client of the relayer: signed requests, remember, job polling with backoff, recall.
+// Used by the CLI, the tests and the benchmarks.
+import { request, Agent } from "undici";
+import { RequestSigner } from "./signer.ts";
+
+export interface ClientOptions {
+  readonly baseUrl: string;
+  readonly delegatePrivateKey: Uint8Array;
+  readonly accountId?: string;
+  /** Exported Seal session key (base64) for x-encryption-session; a function lets callers refresh it. */
+  readonly encryptionSession?: string | (() => Promise<string>);
+  readonly agent?: Agent;
+}
+
+export class RelayerError extends Error {
+  constructor(readonly status: number, readonly body: unknown, readonly headers: Record<string, string | string[] | undefined>) {
+    super(`relayer answered ${status}: ${typeof body === "object" && body && "error" in body ? (body as { error: string }).error : JSON.stringify(body)}`);
+  }
+}
+
+export interface Job { job_id: string; status: string; owner?: string; namespace?: string; blob_id?: string; error?: string }
+export interface RecallResponse { results: { blob_id: string; text: string; distance: number; score?: number }[]; total: number; dropped_count?: number }
+
+export class MemrelayClient {
+  readonly signer: RequestSigner;
+
+  constructor(private readonly opts: ClientOptions) {
+    this.signer = new RequestSigner(opts.delegatePrivateKey, opts.accountId ?? "");
+  }
+
+  async call<T>(method: "GET" | "POST", path: string, body?: unknown, extra: Record<string, string> = {}): Promise<T> {
+    const raw = body === undefined ? "" : JSON.stringify(body);
+    const headers: Record<string, string> = { ...this.signer.headers(method, path, raw), ...extra };
+    if (raw) headers["content-type"] = "application/json";
+    const res = await request(this.opts.baseUrl + path, { method, headers, body: raw || undefined, dispatcher: this.opts.agent });
+    const text = await res.body.text();
+    const parsed = text ? JSON.parse(text) : {};
+    if (res.statusCode >= 400) throw new RelayerError(res.statusCode, parsed, res.headers);
+    return parsed as T;
+  }
+
+  remember(text: string, namespace?: string) {
+    return this.call<{ job_id: string; status: string }>("POST", "/api/remember", { text, ...(namespace ? { namespace } : {}) });
+  }
+
+  rememberBulk(items: { text: string; namespace?: string }[]) {
+    return this.call<{ job_ids: string[]; total: number; status: string }>("POST", "/api/remember/bulk", { items });
+  }
+
+  job(jobId: string) {
+    return this.call<Job>("GET", `/api/remember/${jobId}`);
+  }
+
+  bulkStatus(jobIds: string[]) {
+    return this.call<{ results: Job[] }>("POST", "/api/remember/bulk/status", { job_ids: jobIds });
+  }
+
+  /** Polls until the job is done or failed, backing off from 50 ms to 2 s. */
+  async waitForJob(jobId: string, timeoutMs = 60_000): Promise<Job> {
+    const deadline = Date.now() + timeoutMs;
+    let delay = 50;
+    for (;;) {
+      const j = await this.job(jobId);
+      if (j.status === "done" || j.status === "failed") return j;
+      if (Date.now() > deadline) throw new Error(`job ${jobId} still ${j.status} after ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(2_000, delay * 2);
+    }
+  }
+
+  async recall(query: string, opts: { limit?: number; namespace?: string; scoring_weights?: Record<string, number> } = {}) {
+    return this.call<RecallResponse>("POST", "/api/recall", { query, ...opts }, await this.decryptHeaders());
+  }
+
+  private async decryptHeaders(): Promise<Record<string, string>> {
+    const s = this.opts.encryptionSession;
+    if (!s) return {};
+    return { "x-encryption-session": typeof s === "string" ? s : await s() };
+  }
+}

@@ -1,0 +1,91 @@
+// Operator configuration from environment variables. The names are a public contract (spec/relayer.md,
+// Operator configuration): read them here only, with their documented defaults.
+
+export interface RelayerConfig {
+  readonly port: number;
+  readonly consolePort: number;
+  readonly blobstorePort: number;
+  readonly host: string;
+  readonly natsUrl: string;
+  readonly databaseUrl: string | undefined;
+  readonly logFormat: string;
+  readonly authMaxClockDriftSecs: number;
+  readonly corsAllowedOrigins: readonly string[];
+  readonly packageId: string;
+  readonly registryId: string;
+  readonly network: string;
+  readonly chainRpcUrl: string;
+  readonly chainGrpcUrl: string;
+  readonly blobstorePublisherUrl: string;
+  readonly blobstoreAggregatorUrl: string;
+  readonly blobCacheTtlSecs: number;
+  readonly blobCacheMaxBytes: number;
+  readonly serverChainPrivateKeys: readonly string[];
+  readonly encryptionThreshold: number | undefined;
+  readonly embedder: "hashing" | "use-lite" | "openai";
+  readonly embeddingDims: number | undefined;
+  readonly embeddingApiBase: string | undefined;
+  readonly embeddingApiKey: string | undefined;
+  readonly embeddingModel: string | undefined;
+  readonly rateLimitDisabled: boolean;
+  readonly alertWebhookUrl: string | undefined;
+  readonly trustedProxyHops: number;
+  readonly dataDir: string;
+}
+
+type Env = Record<string, string | undefined>;
+
+export function intVar(env: Env, name: string, def: number, min = -Infinity, max = Infinity): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === "") return def;
+  const n = Number(raw);
+  return Number.isInteger(n) && n >= min && n <= max ? n : def;
+}
+
+/** AUTH_MAX_CLOCK_DRIFT_SECS: default 300, range 0..900 (0 = exact second), anything else falls back to 300. */
+export function clockDriftSecs(env: Env): number {
+  return intVar(env, "AUTH_MAX_CLOCK_DRIFT_SECS", 300, 0, 900);
+}
+
+const list = (raw: string | undefined) =>
+  (raw ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+export function loadConfig(env: Env = process.env): RelayerConfig {
+  const port = intVar(env, "PORT", 8000, 0, 65535);
+  const blobstorePort = intVar(env, "BLOBSTORE_PORT", 8200, 0, 65535);
+  const embedder = (env.MEMRELAY_EMBEDDER ?? (env.EMBEDDING_API_KEY ? "openai" : "hashing")) as RelayerConfig["embedder"];
+  return {
+    port,
+    consolePort: intVar(env, "CONSOLE_PORT", 8100, 0, 65535),
+    blobstorePort,
+    host: env.HOST ?? "127.0.0.1",
+    natsUrl: env.NATS_URL ?? "nats://127.0.0.1:4222",
+    databaseUrl: env.DATABASE_URL,
+    logFormat: env.LOG_FORMAT ?? "pretty",
+    authMaxClockDriftSecs: clockDriftSecs(env),
+    corsAllowedOrigins: list(env.CORS_ALLOWED_ORIGINS),
+    packageId: env.MEMORY_PACKAGE_ID ?? "0x" + "a1".repeat(32),
+    registryId: env.MEMORY_REGISTRY_ID ?? "0x" + "b2".repeat(32),
+    network: env.CHAIN_NETWORK ?? "localnet",
+    chainRpcUrl: env.CHAIN_RPC_URL ?? "",
+    chainGrpcUrl: env.CHAIN_GRPC_URL ?? "",
+    blobstorePublisherUrl: env.BLOBSTORE_PUBLISHER_URL ?? `http://127.0.0.1:${blobstorePort}`,
+    blobstoreAggregatorUrl: env.BLOBSTORE_AGGREGATOR_URL ?? `http://127.0.0.1:${blobstorePort}`,
+    blobCacheTtlSecs: intVar(env, "BLOB_CACHE_TTL_SECS", 1_209_600, 0),
+    blobCacheMaxBytes: intVar(env, "BLOB_CACHE_MAX_BYTES", 524_288, 0),
+    serverChainPrivateKeys: list(env.SERVER_CHAIN_PRIVATE_KEYS ?? env.SERVER_CHAIN_PRIVATE_KEY),
+    encryptionThreshold: env.ENCRYPTION_THRESHOLD ? intVar(env, "ENCRYPTION_THRESHOLD", 2, 1) : undefined,
+    embedder: ["hashing", "use-lite", "openai"].includes(embedder) ? embedder : "hashing",
+    embeddingDims: env.MEMRELAY_EMBEDDING_DIMS ? intVar(env, "MEMRELAY_EMBEDDING_DIMS", 1024, 8, 2000) : undefined,
+    embeddingApiBase: env.EMBEDDING_API_BASE,
+    embeddingApiKey: env.EMBEDDING_API_KEY,
+    embeddingModel: env.EMBEDDING_MODEL,
+    rateLimitDisabled: env.RATE_LIMIT_DISABLED === "true" || env.RATE_LIMIT_DISABLED === "1",
+    alertWebhookUrl: env.ALERT_WEBHOOK_URL,
+    trustedProxyHops: intVar(env, "TRUSTED_PROXY_HOPS", 0, 0, 16),
+    dataDir: env.MEMRELAY_DATA_DIR ?? `${env.HOME ?? "."}/.memrelay`,
+  };
+}

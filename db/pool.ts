@@ -1,0 +1,46 @@
+// PostgreSQL access: one pool per process, pgvector types registered on every connection.
+import pg from "pg";
+import pgvector from "pgvector/pg";
+
+export type Db = pg.Pool;
+export type Tx = pg.PoolClient;
+
+export function createPool(url: string, max = 10): Db {
+  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 3_000, idleTimeoutMillis: 30_000 });
+  // Without a listener, an idle client's error (e.g. Postgres restarted) would crash the process.
+  pool.on("error", () => undefined);
+  return pool;
+}
+
+export async function ensureVectorExtension(db: Db): Promise<void> {
+  await db.query("CREATE EXTENSION IF NOT EXISTS vector");
+}
+
+/** Registers pgvector's type parser on new connections (after the extension exists). */
+export function registerVectorType(db: Db): void {
+  db.on("connect", (client) => {
+    void pgvector.registerTypes(client).catch(() => undefined);
+  });
+}
+
+export async function inTransaction<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  const client = await db.connect();
+  try {
+    await client.query("BEGIN");
+    const out = await fn(client);
+    await client.query("COMMIT");
+    return out;
+  } catch (err) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+/** Text form of a vector for a `$n::vector` parameter. */
+export function toVectorLiteral(v: ArrayLike<number>): string {
+  let s = "[";
+  for (let i = 0; i < v.length; i++) s += (i ? "," : "") + v[i];
+  return s + "]";
+}

@@ -1,0 +1,305 @@
+// A thin layer over uWebSockets.js: routes with typed handlers, bounded body reading, JSON replies, streaming
+// replies with backpressure, CORS by allow-list, and abort safety (a disconnected client never gets a write and
+// the handler can see it left). Everything a handler needs from the request is copied before the first await,
+// because uWS request objects are only valid synchronously.
+import { createRequire } from "node:module";
+import { Readable } from "node:stream";
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from "uWebSockets.js";
+
+const require = createRequire(import.meta.url);
+type Uws = typeof import("uWebSockets.js");
+
+/** Loads the native binding and fails loudly when it is missing (the start-up check DEVELOPERS.md asks for). */
+export function loadUws(): Uws {
+  try {
+    const uws = require("uWebSockets.js") as Uws;
+    if (typeof uws.App !== "function") throw new Error("uWebSockets.js loaded without App()");
+    return uws;
+  } catch (err) {
+    throw new Error(`uWebSockets.js native binding did not load on Node ${process.version}: ${err instanceof Error ? err.message : err}`);
+  }
+}
+
+export interface Request {
+  readonly method: string;
+  readonly path: string;
+  readonly query: string;
+  /** Raw request target, path plus `?query`, exactly as sent (signed by clients). */
+  readonly target: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly params: readonly string[];
+  readonly remoteAddress: string;
+  readonly body: Buffer;
+  /** For stream-mode routes: the request body as it arrives (with backpressure). */
+  readonly bodyStream?: Readable;
+  readonly aborted: () => boolean;
+}
+
+export interface Reply {
+  readonly status: number;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly body?: string | Uint8Array;
+  readonly stream?: Readable;
+  /** Known length of `stream`, sent as Content-Length. */
+  readonly length?: number;
+}
+
+export type Handler = (req: Request) => Promise<Reply> | Reply;
+
+export class HttpError extends Error {
+  constructor(readonly status: number, message: string, readonly extra: Record<string, unknown> = {}, readonly headers: Record<string, string> = {}) {
+    super(message);
+  }
+}
+
+export const json = (status: number, body: unknown, headers: Record<string, string> = {}): Reply => ({
+  status,
+  headers: { "content-type": "application/json", ...headers },
+  body: JSON.stringify(body),
+});
+
+export const errorReply = (status: number, error: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
+  json(status, { error, ...extra }, headers);
+
+export interface RouteOptions {
+  /** Largest accepted body in bytes; larger gets 413 with the limit in the error. */
+  readonly bodyLimit?: number;
+  /** "stream" hands the body to the handler as a Readable instead of buffering it. */
+  readonly bodyMode?: "buffer" | "stream";
+}
+
+export interface ServerOptions {
+  readonly corsOrigins: readonly string[];
+  readonly corsHeaders?: string;
+  readonly onError?: (err: unknown, req: Request) => void;
+  readonly defaultBodyLimit?: number;
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  200: "OK", 201: "Created", 202: "Accepted", 204: "No Content", 206: "Partial Content", 304: "Not Modified",
+  400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 409: "Conflict",
+  412: "Precondition Failed", 413: "Payload Too Large", 416: "Range Not Satisfiable", 422: "Unprocessable Entity", 423: "Locked", 426: "Upgrade Required",
+  429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout",
+};
+const statusLine = (s: number) => `${s} ${STATUS_TEXT[s] ?? "Unknown"}`;
+
+export class HttpServer {
+  readonly app: TemplatedApp;
+  private socket: us_listen_socket | null = null;
+  private readonly uws: Uws;
+  port = 0;
+
+  constructor(private readonly opts: ServerOptions) {
+    this.uws = loadUws();
+    this.app = this.uws.App();
+  }
+
+  route(method: "get" | "post" | "put" | "del" | "patch" | "head" | "options" | "any", pattern: string, handler: Handler, ro: RouteOptions = {}): this {
+    this.app[method](pattern, (res, req) => this.dispatch(res, req, pattern, handler, ro));
+    return this;
+  }
+
+  /** Unknown routes and preflights; call after registering routes. */
+  fallback(notFound: Handler = () => errorReply(404, "not found")): this {
+    this.app.options("/*", (res, req) => {
+      const origin = req.getHeader("origin");
+      const allowed = this.allowedOrigin(origin);
+      res.cork(() => {
+        res.writeStatus(allowed ? "204 No Content" : "403 Forbidden");
+        if (allowed) {
+          res.writeHeader("access-control-allow-origin", allowed);
+          res.writeHeader("vary", "origin");
+          res.writeHeader("access-control-allow-methods", "GET, POST, PUT, DELETE, OPTIONS");
+          res.writeHeader("access-control-allow-headers", this.opts.corsHeaders ?? "content-type, authorization");
+          res.writeHeader("access-control-max-age", "600");
+        }
+        res.end();
+      });
+    });
+    this.app.any("/*", (res, req) => this.dispatch(res, req, "/*", notFound, { bodyLimit: 0 }));
+    return this;
+  }
+
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.app.listen(host, port, (socket) => {
+        if (!socket) return reject(new Error(`cannot listen on ${host}:${port}`));
+        this.socket = socket;
+        this.port = this.uws.us_socket_local_port(socket);
+        resolve(this.port);
+      });
+    });
+  }
+
+  close(): void {
+    if (this.socket) this.uws.us_listen_socket_close(this.socket);
+    this.socket = null;
+  }
+
+  private allowedOrigin(origin: string): string | undefined {
+    if (!origin) return undefined;
+    return this.opts.corsOrigins.includes(origin) || this.opts.corsOrigins.includes("*") ? origin : undefined;
+  }
+
+  private dispatch(res: HttpResponse, req: HttpRequest, pattern: string, handler: Handler, ro: RouteOptions): void {
+    let aborted = false;
+    res.onAborted(() => {
+      aborted = true;
+      bodyStream?.destroy(new Error("client disconnected"));
+    });
+    const method = req.getCaseSensitiveMethod?.() ?? req.getMethod().toUpperCase();
+    const path = req.getUrl();
+    const query = req.getQuery() ?? "";
+    const headers: Record<string, string> = {};
+    req.forEach((k, v) => (headers[k] = v));
+    const params: string[] = [];
+    const nParams = (pattern.match(/:/g) ?? []).length;
+    for (let i = 0; i < nParams; i++) params.push(req.getParameter(i) ?? "");
+    const remoteAddress = Buffer.from(res.getRemoteAddressAsText()).toString();
+    const origin = headers["origin"];
+    const limit = ro.bodyLimit ?? this.opts.defaultBodyLimit ?? 1_048_576;
+    const base = { method, path, query, target: query ? `${path}?${query}` : path, headers, params, remoteAddress, aborted: () => aborted };
+
+    const respond = (reply: Reply) => {
+      if (aborted) return;
+      const allowed = this.allowedOrigin(origin ?? "");
+      if (reply.stream) return this.streamReply(res, reply, allowed, () => aborted, (a) => (aborted = a));
+      res.cork(() => {
+        res.writeStatus(statusLine(reply.status));
+        if (allowed) {
+          res.writeHeader("access-control-allow-origin", allowed);
+          res.writeHeader("vary", "origin");
+        }
+        for (const [k, v] of Object.entries(reply.headers ?? {})) res.writeHeader(k, v);
+        res.end(reply.body ?? "");
+      });
+      aborted = true;
+    };
+    const run = (request: Request) => {
+      Promise.resolve()
+        .then(() => handler(request))
+        .then(respond, (err) => {
+          if (err instanceof HttpError) return respond(errorReply(err.status, err.message, err.extra, err.headers));
+          this.opts.onError?.(err, request);
+          respond(errorReply(500, "internal error"));
+        });
+    };
+
+    const declared = Number(headers["content-length"] ?? "0");
+    if (Number.isFinite(declared) && declared > limit) {
+      respond(errorReply(413, `body exceeds the limit of ${limit} bytes`, { limit }));
+      return;
+    }
+    let bodyStream: Readable | undefined;
+    if (ro.bodyMode === "stream") {
+      let received = 0;
+      bodyStream = new Readable({ read: () => res.resume() });
+      res.onData((chunk, isLast) => {
+        received += chunk.byteLength;
+        if (received > limit) {
+          bodyStream!.destroy(new HttpError(413, `body exceeds the limit of ${limit} bytes`, { limit }));
+          return;
+        }
+        // onData's buffer is reused by uWS after the callback: copy it.
+        if (!bodyStream!.push(Buffer.from(chunk.slice(0)))) res.pause();
+        if (isLast) bodyStream!.push(null);
+      });
+      run({ ...base, body: Buffer.alloc(0), bodyStream });
+      return;
+    }
+    if (!declared && !headers["transfer-encoding"]) {
+      run({ ...base, body: Buffer.alloc(0) });
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let received = 0;
+    let tooLarge = false;
+    res.onData((chunk, isLast) => {
+      if (tooLarge) return;
+      received += chunk.byteLength;
+      if (received > limit) {
+        tooLarge = true;
+        respond(errorReply(413, `body exceeds the limit of ${limit} bytes`, { limit }));
+        return;
+      }
+      chunks.push(Buffer.from(chunk.slice(0)));
+      if (isLast) run({ ...base, body: chunks.length === 1 ? chunks[0] : Buffer.concat(chunks) });
+    });
+  }
+
+  private streamReply(res: HttpResponse, reply: Reply, allowed: string | undefined, isAborted: () => boolean, setDone: (d: boolean) => void): void {
+    const stream = reply.stream!;
+    const total = reply.length;
+    res.cork(() => {
+      res.writeStatus(statusLine(reply.status));
+      if (allowed) res.writeHeader("access-control-allow-origin", allowed);
+      for (const [k, v] of Object.entries(reply.headers ?? {})) res.writeHeader(k, v);
+    });
+    if (total === undefined) {
+      // Unknown length: chunked transfer, write() with backpressure.
+      stream.on("data", (chunk: Buffer) => {
+        if (isAborted()) return stream.destroy();
+        let ok = true;
+        res.cork(() => (ok = res.write(chunk)));
+        if (!ok) {
+          stream.pause();
+          res.onWritable(() => {
+            stream.resume();
+            return true;
+          });
+        }
+      });
+      stream.on("end", () => !isAborted() && res.cork(() => res.end()));
+      stream.on("error", () => !isAborted() && res.close());
+      return;
+    }
+    let pending: Buffer | undefined;
+    let pendingOffset = 0;
+    stream.on("data", (chunk: Buffer) => {
+      if (isAborted()) return stream.destroy();
+      const offset = res.getWriteOffset();
+      let result: [boolean, boolean] = [true, false];
+      res.cork(() => (result = res.tryEnd(chunk, total)));
+      const [ok, done] = result;
+      if (done) {
+        setDone(true);
+        stream.destroy();
+      } else if (!ok) {
+        pending = chunk;
+        pendingOffset = offset;
+        stream.pause();
+        res.onWritable((off) => {
+          if (!pending) return true;
+          let r: [boolean, boolean] = [true, false];
+          res.cork(() => (r = res.tryEnd(pending!.subarray(off - pendingOffset), total)));
+          if (r[1]) {
+            setDone(true);
+            stream.destroy();
+          } else if (r[0]) {
+            pending = undefined;
+            stream.resume();
+          }
+          return r[0];
+        });
+      }
+    });
+    stream.on("error", () => !isAborted() && res.close());
+    stream.on("end", () => {
+      if (!isAborted() && !pending && total === 0) res.cork(() => res.end());
+    });
+    res.onAborted(() => stream.destroy());
+  }
+}
+
+/** Parses a JSON body, answering 400 for malformed JSON or a non-object. */
+export function parseJsonObject(body: Buffer): Record<string, unknown> {
+  if (!body.length) throw new HttpError(400, "request body must be a JSON object");
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString("utf8"));
+  } catch {
+    throw new HttpError(400, "malformed JSON body");
+  }
+  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new HttpError(400, "request body must be a JSON object");
+  return parsed as Record<string, unknown>;
+}

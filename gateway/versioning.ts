@@ -1,0 +1,30 @@
+// Health and version bodies (spec/relayer.md, Versioning): one source for both routes.
+export const RELAYER_VERSION = "0.1.0";
+export const API_VERSION = "1.0.0";
+
+const compat = {
+  relayerVersion: RELAYER_VERSION,
+  apiVersion: API_VERSION,
+  minSupportedSdk: { typescript: "0.1.0", python: "0.1.0", mcp: "0.1.0" },
+  featureFlags: { "auth.accountBoundNonce": false, "auth.encryptionSessionHeader": true, "runtime.versionEndpoint": true },
+  deprecations: [
+    { item: "header:x-delegate-key", replacement: "header:x-encryption-session", removal: "2.0.0" },
+    { item: "env:ENCRYPTION_KEY_SERVERS", replacement: "env:ENCRYPTION_SERVER_CONFIGS", removal: "2.0.0" },
+  ],
+};
+
+export function versionBody() {
+  return { version: RELAYER_VERSION, ...compat };
+}
+
+export function healthBody(status: string, mode: string, dependencies: Record<string, boolean>) {
+  return {
+    status,
+    version: RELAYER_VERSION,
+    ...compat,
+    build: { node: process.version },
+    mode,
+    prompt_versions: { extract: "local-1", ask: "local-1" },
+    dependencies,
+  };
+}

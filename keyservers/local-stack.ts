@@ -1,0 +1,74 @@
+// One call that brings up the local encryption backend: an object registry (the ledger's, or an in-memory one),
+// the Sui JSON-RPC subset over it, and n key servers whose objects and the memory package are published there.
+// Unmodified @mysten/sui / @mysten/seal client code pointed at `rpcUrl` with `serverConfigs` then just works.
+
+import { join } from "node:path";
+import { normalizeSuiAddress } from "@mysten/sui/utils";
+import { MemoryObjectSource, packageObject, sealApproveFunction, type ChainObject, type ObjectSource } from "../chain/rpc/objects.ts";
+import { startChainRpcServer, type ChainRpcServerHandle } from "../chain/rpc/server.ts";
+import { startKeyServerCluster, type KeyServerCluster } from "./cluster.ts";
+import type { IsAuthorized } from "./server.ts";
+
+export type ObjectRegistry = ObjectSource & { putObject(o: ChainObject): unknown };
+
+export interface LocalEncryptionStackOptions {
+  /** Directory for key-server master keys (and the object file when no registry is given). */
+  readonly dir: string;
+  /** The memory package id (identities are `package ‖ owner ‖ key id`). */
+  readonly packageId: string;
+  readonly isAuthorized: IsAuthorized;
+  /** Number of key servers (default 3). */
+  readonly count?: number;
+  /** The ledger's object registry; default: a file-backed MemoryObjectSource in `dir`. */
+  readonly objects?: ObjectRegistry;
+  /** When the ledger already serves the JSON-RPC subset, its URL; otherwise one is started over `objects`. */
+  readonly rpcUrl?: string;
+  readonly host?: string;
+  readonly rpcPort?: number;
+  readonly keyServerPorts?: readonly number[];
+}
+
+export interface LocalEncryptionStack {
+  readonly packageId: string;
+  readonly rpcUrl: string;
+  readonly objects: ObjectRegistry;
+  readonly cluster: KeyServerCluster;
+  readonly serverConfigs: readonly { objectId: string; weight: number }[];
+  close(): Promise<void>;
+}
+
+export async function startLocalEncryptionStack(opts: LocalEncryptionStackOptions): Promise<LocalEncryptionStack> {
+  const packageId = normalizeSuiAddress(opts.packageId);
+  const objects = opts.objects ?? new MemoryObjectSource({ file: join(opts.dir, "objects.jsonl") });
+  if (!(await objects.getObject(packageId))) {
+    await objects.putObject(packageObject(packageId, { "account::seal_approve": sealApproveFunction(packageId) }));
+  }
+  let rpc: ChainRpcServerHandle | undefined;
+  if (!opts.rpcUrl) rpc = await startChainRpcServer({ objects, host: opts.host, port: opts.rpcPort });
+  let cluster: KeyServerCluster;
+  try {
+    cluster = await startKeyServerCluster({
+      dir: join(opts.dir, "keyservers"),
+      count: opts.count,
+      packageIds: [packageId],
+      isAuthorized: opts.isAuthorized,
+      host: opts.host,
+      ports: opts.keyServerPorts,
+    });
+  } catch (e) {
+    await rpc?.close();
+    throw e;
+  }
+  await cluster.publish(objects);
+  return {
+    packageId,
+    rpcUrl: opts.rpcUrl ?? rpc!.url,
+    objects,
+    cluster,
+    serverConfigs: cluster.serverConfigs,
+    close: async () => {
+      await cluster.close();
+      await rpc?.close();
+    },
+  };
+}

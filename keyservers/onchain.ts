@@ -1,0 +1,65 @@
+// The on-chain records of key servers, as @mysten/seal reads them: a `key_server::KeyServer` object
+// {id, first_version, last_version} with one dynamic field per supported version (u64 name): V1 {name, url,
+// key_type, pk} and V2 {name, key_type, pk, server_type: Independent{url}}. Both are published, first=1 last=2,
+// so SDKs that know only V1 and current ones (which prefer V2) both resolve the server.
+
+import { bcs } from "@mysten/sui/bcs";
+import { normalizeSuiAddress } from "@mysten/sui/utils";
+import { createHash } from "node:crypto";
+import { dynamicFieldObject, moveObject, type ChainObject } from "../chain/rpc/objects.ts";
+
+/** The package id our local chain uses for Seal's key_server module (any stable id works: clients only read it). */
+export const LOCAL_SEAL_PACKAGE_ID = normalizeSuiAddress(createHash("sha256").update("memrelay/local-seal-package").digest("hex"));
+
+const KeyServerParent = bcs.struct("KeyServer", { id: bcs.Address, firstVersion: bcs.u64(), lastVersion: bcs.u64() });
+const KeyServerV1 = bcs.struct("KeyServerV1", { name: bcs.string(), url: bcs.string(), keyType: bcs.u8(), pk: bcs.byteVector() });
+const ServerType = bcs.enum("ServerType", {
+  Independent: bcs.struct("Independent", { url: bcs.string() }),
+  Committee: bcs.struct("Committee", {
+    version: bcs.u32(),
+    threshold: bcs.u16(),
+    partialKeyServers: bcs.vector(
+      bcs.struct("PartialKeyServer", { name: bcs.string(), url: bcs.string(), partialPk: bcs.byteVector(), partyId: bcs.u16() }),
+    ),
+  }),
+});
+const KeyServerV2 = bcs.struct("KeyServerV2", { name: bcs.string(), keyType: bcs.u8(), pk: bcs.byteVector(), serverType: ServerType });
+
+export interface KeyServerRecord {
+  readonly objectId: string;
+  readonly name: string;
+  readonly url: string;
+  /** 96-byte compressed G2 master public key. */
+  readonly publicKey: Uint8Array;
+}
+
+/** The parent object and its two versioned dynamic fields, ready for an object registry's putObject. */
+export function keyServerObjects(ks: KeyServerRecord, opts: { sealPackageId?: string; version?: string } = {}): ChainObject[] {
+  const pkg = normalizeSuiAddress(opts.sealPackageId ?? LOCAL_SEAL_PACKAGE_ID);
+  const id = normalizeSuiAddress(ks.objectId);
+  const version = opts.version ?? "1";
+  const parent = moveObject({
+    objectId: id,
+    type: `${pkg}::key_server::KeyServer`,
+    contents: KeyServerParent.serialize({ id, firstVersion: 1n, lastVersion: 2n }).toBytes(),
+    owner: { kind: "Immutable" },
+    version,
+    fields: { id: { id }, first_version: "1", last_version: "2" },
+  });
+  const u64 = (n: number) => bcs.u64().serialize(n).toBytes();
+  const v1 = dynamicFieldObject({
+    parentId: id,
+    name: { type: "u64", bcs: u64(1) },
+    valueType: `${pkg}::key_server::KeyServerV1`,
+    valueBcs: KeyServerV1.serialize({ name: ks.name, url: ks.url, keyType: 0, pk: ks.publicKey }).toBytes(),
+    version,
+  });
+  const v2 = dynamicFieldObject({
+    parentId: id,
+    name: { type: "u64", bcs: u64(2) },
+    valueType: `${pkg}::key_server::KeyServerV2`,
+    valueBcs: KeyServerV2.serialize({ name: ks.name, keyType: 0, pk: ks.publicKey, serverType: { Independent: { url: ks.url } } }).toBytes(),
+    version,
+  });
+  return [parent, v1, v2];
+}

@@ -1,0 +1,161 @@
+// Projection runtime: an ordered JetStream consumer per projection, starting after the checkpoint kept in Postgres.
+// Each batch of events is applied and the checkpoint advanced in one transaction, with a compare-and-set on the
+// checkpoint, so a redelivered event changes nothing and a reset (replay) made by another process is noticed.
+import { DeliverPolicy } from "@nats-io/jetstream";
+import type { EventLog } from "../eventlog/connection.ts";
+import { decodeCommit } from "../eventlog/event-store.ts";
+import { STREAMS } from "../eventlog/subjects.ts";
+import type { StoredEvent } from "../schemas/envelope.ts";
+import { inTransaction, type Db, type Tx } from "../db/pool.ts";
+import type { Logger } from "../config/logger.ts";
+
+export interface Projection {
+  readonly name: string;
+  /** Subject filter on the EVT stream, e.g. `evt.job.>`. */
+  readonly filter: string;
+  /** Creates the read model's tables (idempotent). */
+  migrate(db: Db): Promise<void>;
+  /** Empties the read model before a replay from sequence 1. */
+  reset(tx: Tx): Promise<void>;
+  /** Applies a batch of events inside the projection's transaction. */
+  apply(tx: Tx, events: readonly StoredEvent[]): Promise<void>;
+}
+
+export async function migrateCheckpoints(db: Db): Promise<void> {
+  await db.query(`CREATE TABLE IF NOT EXISTS projection_checkpoints (
+    name text PRIMARY KEY, seq bigint NOT NULL DEFAULT 0, updated_at timestamptz NOT NULL DEFAULT now())`);
+}
+
+export async function readCheckpoint(db: Db | Tx, name: string): Promise<number> {
+  const r = await db.query<{ seq: string }>("SELECT seq FROM projection_checkpoints WHERE name = $1", [name]);
+  return r.rows.length ? Number(r.rows[0].seq) : 0;
+}
+
+/** Empties a projection's read model and rewinds its checkpoint; a running instance notices and rebuilds. */
+export async function resetProjection(db: Db, p: Projection): Promise<void> {
+  await inTransaction(db, async (tx) => {
+    await tx.query("INSERT INTO projection_checkpoints (name, seq) VALUES ($1, 0) ON CONFLICT (name) DO UPDATE SET seq = 0, updated_at = now()", [p.name]);
+    await tx.query("SELECT seq FROM projection_checkpoints WHERE name = $1 FOR UPDATE", [p.name]);
+    await p.reset(tx);
+  });
+}
+
+class CheckpointMoved extends Error {}
+
+const MAX_BATCH = 2_000;
+
+export class ProjectionRunner {
+  private stopped = false;
+  private position = 0;
+  private stopCurrent?: () => void;
+  private readonly waiters = new Set<{ seq: number; resolve: () => void }>();
+
+  constructor(
+    private readonly log: EventLog,
+    private readonly db: Db,
+    readonly projection: Projection,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Last sequence this runner applied. */
+  get checkpoint(): number {
+    return this.position;
+  }
+
+  async start(): Promise<void> {
+    await this.projection.migrate(this.db);
+    void this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.stopCurrent?.();
+  }
+
+  /** Resolves once this runner has applied `seq` (or the timeout passes; then resolves false). */
+  waitFor(seq: number, timeoutMs: number): Promise<boolean> {
+    if (this.position >= seq) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const w = { seq, resolve: () => { clearTimeout(t); resolve(true); } };
+      const t = setTimeout(() => { this.waiters.delete(w); resolve(false); }, timeoutMs);
+      this.waiters.add(w);
+    });
+  }
+
+  private notify() {
+    for (const w of this.waiters) if (this.position >= w.seq) { this.waiters.delete(w); w.resolve(); }
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    while (!this.stopped) {
+      try {
+        this.position = await readCheckpoint(this.db, this.projection.name);
+        await this.follow();
+        failures = 0;
+      } catch (err) {
+        if (this.stopped) break;
+        if (!(err instanceof CheckpointMoved)) {
+          failures++;
+          this.logger.warn("projection paused; will resume from its checkpoint", { projection: this.projection.name, error: err instanceof Error ? err.message : String(err) });
+          await new Promise((r) => setTimeout(r, Math.min(5_000, 100 * 2 ** Math.min(failures, 6))));
+        }
+      }
+    }
+  }
+
+  private async follow(): Promise<void> {
+    const consumer = await this.log.js.consumers.get(STREAMS.events, {
+      filter_subjects: this.projection.filter,
+      deliver_policy: this.position > 0 ? DeliverPolicy.StartSequence : DeliverPolicy.All,
+      ...(this.position > 0 ? { opt_start_seq: this.position + 1 } : {}),
+    });
+    const messages = await consumer.consume({ max_messages: 4_096 });
+    let buffer: StoredEvent[] = [];
+    let lastSeq = this.position;
+    let flushing: Promise<void> | undefined;
+    let failure: unknown;
+    const flush = async () => {
+      while (buffer.length && !failure) {
+        const batch = buffer.splice(0, buffer.length);
+        try {
+          await this.applyBatch(batch, lastSeqOf(batch));
+        } catch (err) {
+          failure = err;
+          messages.stop();
+        }
+      }
+    };
+    this.stopCurrent = () => messages.stop();
+    for await (const m of messages) {
+      if (m.seq <= lastSeq) continue;
+      lastSeq = m.seq;
+      for (const event of decodeCommit(m.data).events) buffer.push({ seq: m.seq, subject: m.subject, event });
+      if (!flushing) flushing = new Promise<void>((r) => setImmediate(r)).then(flush).finally(() => (flushing = undefined));
+      if (buffer.length >= MAX_BATCH && flushing) await flushing;
+      if (failure) break;
+    }
+    if (flushing) await flushing;
+    if (failure) throw failure;
+  }
+
+  private async applyBatch(batch: StoredEvent[], toSeq: number): Promise<void> {
+    const expected = this.position;
+    await inTransaction(this.db, async (tx) => {
+      const r = await tx.query<{ seq: string }>("SELECT seq FROM projection_checkpoints WHERE name = $1 FOR UPDATE", [this.projection.name]);
+      const stored = r.rows.length ? Number(r.rows[0].seq) : 0;
+      if (stored !== expected) throw new CheckpointMoved(`checkpoint of ${this.projection.name} moved from ${expected} to ${stored}`);
+      const fresh = batch.filter((e) => e.seq > stored);
+      if (fresh.length) await this.projection.apply(tx, fresh);
+      await tx.query(
+        `INSERT INTO projection_checkpoints (name, seq, updated_at) VALUES ($1, $2, now())
+         ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq, updated_at = now()`,
+        [this.projection.name, toSeq],
+      );
+    });
+    this.position = toSeq;
+    this.notify();
+  }
+}
+
+const lastSeqOf = (batch: StoredEvent[]) => batch[batch.length - 1].seq;

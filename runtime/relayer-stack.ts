@@ -1,0 +1,113 @@
+// Starts the relayer's processes around given ports: gateway, remember-job actor host and projections. Each role
+// can run alone (a replica) or together (one machine); they share nothing but NATS and Postgres.
+import type { EventLog } from "../eventlog/connection.ts";
+import { openNonceStore } from "../eventlog/connection.ts";
+import type { Db } from "../db/pool.ts";
+import type { RelayerConfig } from "../config/env.ts";
+import type { Logger } from "../config/logger.ts";
+import type { BlobPort, ChainPort, EmbeddingPort, EncryptionPort } from "../adapters/ports.ts";
+import { WalletPool } from "../adapters/wallet-pool.ts";
+import { EmbedBatcher } from "../adapters/embed-batcher.ts";
+import { ActorHost } from "../actors/host.ts";
+import { rememberJobActor } from "../actors/remember-job.actor.ts";
+import { ProjectionRunner, migrateCheckpoints, type Projection } from "../projections/runtime.ts";
+import { memoryIndexProjection } from "../projections/memory-index.ts";
+import { jobStatusProjection } from "../projections/job-status.ts";
+import { createRelayerServer } from "../gateway/relayer.ts";
+import { SignedAuth } from "../gateway/signed-auth.ts";
+import { KvNonceStore, nonceTtlSecs } from "../gateway/nonce-store.ts";
+
+export interface RelayerPorts {
+  readonly chain: ChainPort;
+  readonly encryption: EncryptionPort;
+  readonly blobs: BlobPort;
+  readonly embedder: EmbeddingPort;
+}
+
+export interface RelayerRoles {
+  readonly gateway?: boolean;
+  readonly actors?: boolean;
+  readonly projections?: boolean;
+}
+
+export interface RelayerStack {
+  readonly port: number;
+  readonly projections: readonly ProjectionRunner[];
+  readonly actorHost?: ActorHost<never>;
+  stop(): Promise<void>;
+}
+
+export function relayerProjections(dims: number): Projection[] {
+  return [memoryIndexProjection(dims), jobStatusProjection];
+}
+
+export async function startRelayer(opts: {
+  config: RelayerConfig;
+  log: EventLog;
+  db: Db;
+  ports: RelayerPorts;
+  logger: Logger;
+  roles?: RelayerRoles;
+  actorConcurrency?: number;
+  attemptDelayMs?: number;
+  embedderMode?: string;
+}): Promise<RelayerStack> {
+  const { config, log, db, ports, logger } = opts;
+  const roles = { gateway: true, actors: true, projections: true, ...opts.roles };
+  const stops: (() => Promise<void> | void)[] = [];
+  const runners: ProjectionRunner[] = [];
+  let actorHost: ActorHost<never> | undefined;
+  let port = 0;
+
+  if (roles.projections) {
+    await migrateCheckpoints(db);
+    for (const p of relayerProjections(ports.embedder.dims)) {
+      const r = new ProjectionRunner(log, db, p, logger.child({ projection: p.name }));
+      await r.start();
+      runners.push(r);
+      stops.push(() => r.stop());
+    }
+  }
+  if (roles.actors) {
+    const host = new ActorHost(
+      log,
+      rememberJobActor({
+        embedder: new EmbedBatcher(ports.embedder),
+        encryption: ports.encryption,
+        blobs: ports.blobs,
+        chain: ports.chain,
+        wallets: new WalletPool(config.serverChainPrivateKeys),
+        attemptDelayMs: opts.attemptDelayMs ?? 200,
+      }),
+      logger.child({ actor: "remember-job" }),
+      { concurrency: opts.actorConcurrency ?? 64 },
+    );
+    await host.start();
+    actorHost = host as unknown as ActorHost<never>;
+    stops.push(() => host.stop());
+  }
+  if (roles.gateway) {
+    const nonces = new KvNonceStore(await openNonceStore(log, nonceTtlSecs(config.authMaxClockDriftSecs)));
+    const server = createRelayerServer({
+      config,
+      log,
+      db,
+      auth: new SignedAuth(ports.chain, nonces, config.authMaxClockDriftSecs),
+      embedder: ports.embedder,
+      blobs: ports.blobs,
+      encryption: ports.encryption,
+      logger: logger.child({ component: "gateway" }),
+      embedderMode: opts.embedderMode ?? `local (${ports.embedder.name})`,
+    });
+    port = await server.listen(config.host, config.port);
+    stops.push(() => server.close());
+  }
+  return {
+    port,
+    projections: runners,
+    actorHost,
+    stop: async () => {
+      for (const s of stops.reverse()) await s();
+    },
+  };
+}

@@ -1,0 +1,120 @@
+// HTTP request bodies of the relayer (spec/relayer.md, Endpoints) and their validation. Pure: a validation
+// failure is a ValidationError that gateways turn into 400 `{error}`.
+
+export class ValidationError extends Error {}
+
+export const LIMITS = {
+  namespaceBytes: 255,
+  textBytes: 1_048_576,
+  bulkItems: 20,
+  bulkBodyBytes: 2_000_000,
+  bodyBytes: 1_100_000,
+  recallDefault: 10,
+  recallMax: 100,
+} as const;
+
+export interface ScoringWeights {
+  readonly semantic: number;
+  readonly recency: number;
+  readonly recency_half_life_days: number;
+  readonly importance: number;
+}
+
+export const DEFAULT_WEIGHTS: ScoringWeights = { semantic: 1, recency: 0, recency_half_life_days: 30, importance: 0 };
+
+export interface RememberBody { readonly text: string; readonly namespace: string }
+export interface BulkBody { readonly items: readonly RememberBody[] }
+export interface BulkStatusBody { readonly job_ids: readonly string[] }
+export interface RecallBody {
+  readonly query: string;
+  readonly limit: number;
+  readonly namespace: string;
+  readonly weights: ScoringWeights;
+  /** True when recency or importance is non-zero: composite ranking and `score` in results. */
+  readonly composite: boolean;
+}
+
+const utf8Bytes = (s: string) => Buffer.byteLength(s, "utf8");
+
+export function namespaceOf(v: unknown): string {
+  if (v === undefined || v === null) return "default";
+  if (typeof v !== "string") throw new ValidationError("namespace must be a string");
+  if (v === "") return "default";
+  if (utf8Bytes(v) > LIMITS.namespaceBytes) throw new ValidationError(`namespace must be at most ${LIMITS.namespaceBytes} UTF-8 bytes`);
+  return v;
+}
+
+export function requiredText(v: unknown, field: string, maxBytes: number): string {
+  if (typeof v !== "string") throw new ValidationError(`${field} must be a string`);
+  if (v.trim() === "") throw new ValidationError(`${field} must not be empty`);
+  if (utf8Bytes(v) > maxBytes) throw new ValidationError(`${field} must be at most ${maxBytes} bytes`);
+  return v;
+}
+
+export function limitOf(v: unknown, def: number, max: number): number {
+  if (v === undefined || v === null) return def;
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 1) throw new ValidationError("limit must be a positive integer");
+  return Math.min(v, max);
+}
+
+export function weightsOf(v: unknown): { weights: ScoringWeights; composite: boolean } {
+  if (v === undefined || v === null) return { weights: DEFAULT_WEIGHTS, composite: false };
+  if (typeof v !== "object" || Array.isArray(v)) throw new ValidationError("scoring_weights must be an object");
+  const o = v as Record<string, unknown>;
+  const num = (k: keyof ScoringWeights, def: number) => {
+    const x = o[k];
+    if (x === undefined || x === null) return def;
+    if (typeof x !== "number" || !Number.isFinite(x)) throw new ValidationError(`scoring_weights.${k} must be a finite number`);
+    return x;
+  };
+  const w: ScoringWeights = {
+    semantic: num("semantic", 1),
+    recency: num("recency", 0),
+    recency_half_life_days: num("recency_half_life_days", 30),
+    importance: num("importance", 0),
+  };
+  for (const k of ["semantic", "recency", "importance"] as const) {
+    if (w[k] < 0 || w[k] > 100) throw new ValidationError(`scoring_weights.${k} must be within [0, 100]`);
+  }
+  if (w.recency_half_life_days <= 0) throw new ValidationError("scoring_weights.recency_half_life_days must be greater than 0");
+  return { weights: w, composite: w.recency !== 0 || w.importance !== 0 };
+}
+
+export function parseRemember(o: Record<string, unknown>): RememberBody {
+  return { text: requiredText(o.text, "text", LIMITS.textBytes), namespace: namespaceOf(o.namespace) };
+}
+
+export function parseBulk(o: Record<string, unknown>): BulkBody {
+  if (!Array.isArray(o.items)) throw new ValidationError("items must be an array");
+  if (o.items.length < 1 || o.items.length > LIMITS.bulkItems) throw new ValidationError(`items must hold 1 to ${LIMITS.bulkItems} entries`);
+  return {
+    items: o.items.map((it, i) => {
+      if (!it || typeof it !== "object" || Array.isArray(it)) throw new ValidationError(`items[${i}] must be an object`);
+      try {
+        return parseRemember(it as Record<string, unknown>);
+      } catch (e) {
+        throw new ValidationError(`items[${i}]: ${(e as Error).message}`);
+      }
+    }),
+  };
+}
+
+export function parseBulkStatus(o: Record<string, unknown>): BulkStatusBody {
+  if (!Array.isArray(o.job_ids) || o.job_ids.some((x) => typeof x !== "string")) throw new ValidationError("job_ids must be an array of strings");
+  if (o.job_ids.length > 1000) throw new ValidationError("job_ids must hold at most 1000 entries");
+  return { job_ids: o.job_ids as string[] };
+}
+
+export function parseRecall(o: Record<string, unknown>): RecallBody {
+  const { weights, composite } = weightsOf(o.scoring_weights);
+  return {
+    query: requiredText(o.query, "query", 65_536),
+    limit: limitOf(o.limit, LIMITS.recallDefault, LIMITS.recallMax),
+    namespace: namespaceOf(o.namespace),
+    weights,
+    composite,
+  };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+export const isUuid = (s: string) => UUID.test(s);
