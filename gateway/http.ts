@@ -193,7 +193,17 @@ export class HttpServer {
     let bodyStream: Readable | undefined;
     if (ro.bodyMode === "stream") {
       let received = 0;
-      bodyStream = new Readable({ read: () => res.resume() });
+      let paused = false;
+      // Resume only a response we paused and that is still open: an unmatched resume() makes uWS reset the
+      // keep-alive connection (every second streamed upload on a connection failed with ECONNRESET).
+      bodyStream = new Readable({
+        read: () => {
+          if (paused && !aborted) {
+            paused = false;
+            res.resume();
+          }
+        },
+      });
       res.onData((chunk, isLast) => {
         received += chunk.byteLength;
         if (received > limit) {
@@ -201,7 +211,10 @@ export class HttpServer {
           return;
         }
         // onData's buffer is reused by uWS after the callback: copy it.
-        if (!bodyStream!.push(Buffer.from(chunk.slice(0)))) res.pause();
+        if (!bodyStream!.push(Buffer.from(chunk.slice(0))) && !isLast && !aborted) {
+          paused = true;
+          res.pause();
+        }
         if (isLast) bodyStream!.push(null);
       });
       run({ ...base, body: Buffer.alloc(0), bodyStream });

@@ -6,6 +6,8 @@ import { join } from "node:path";
 import { normalizeSuiAddress } from "@mysten/sui/utils";
 import { MemoryObjectSource, packageObject, sealApproveFunction, type ChainObject, type ObjectSource } from "../chain/rpc/objects.ts";
 import { startChainRpcServer, type ChainRpcServerHandle } from "../chain/rpc/server.ts";
+import { ledgerObjectSource, type LedgerObjectReader } from "../chain/rpc/ledger-source.ts";
+import { keyServerLedgerInput } from "./onchain.ts";
 import { startKeyServerCluster, type KeyServerCluster } from "./cluster.ts";
 import type { IsAuthorized } from "./server.ts";
 
@@ -19,8 +21,13 @@ export interface LocalEncryptionStackOptions {
   readonly isAuthorized: IsAuthorized;
   /** Number of key servers (default 3). */
   readonly count?: number;
-  /** The ledger's object registry; default: a file-backed MemoryObjectSource in `dir`. */
+  /** An object registry of ChainObjects; default: a file-backed MemoryObjectSource in `dir`. */
   readonly objects?: ObjectRegistry;
+  /**
+   * The local ledger instead (its put_object form): key servers are published with `putObject(id, input)` and the
+   * RPC reads through `ledgerObjectSource` (the package object is served as version 1 if the ledger has none).
+   */
+  readonly ledger?: LedgerObjectReader & { putObject(objectId: string, input: ReturnType<typeof keyServerLedgerInput>["input"]): Promise<unknown> };
   /** When the ledger already serves the JSON-RPC subset, its URL; otherwise one is started over `objects`. */
   readonly rpcUrl?: string;
   readonly host?: string;
@@ -31,7 +38,10 @@ export interface LocalEncryptionStackOptions {
 export interface LocalEncryptionStack {
   readonly packageId: string;
   readonly rpcUrl: string;
-  readonly objects: ObjectRegistry;
+  /** What the RPC server reads. */
+  readonly objects: ObjectSource;
+  /** The ChainObject registry when no ledger was given (tests put extra objects here). */
+  readonly registry: ObjectRegistry | undefined;
   readonly cluster: KeyServerCluster;
   readonly serverConfigs: readonly { objectId: string; weight: number }[];
   close(): Promise<void>;
@@ -39,9 +49,11 @@ export interface LocalEncryptionStack {
 
 export async function startLocalEncryptionStack(opts: LocalEncryptionStackOptions): Promise<LocalEncryptionStack> {
   const packageId = normalizeSuiAddress(opts.packageId);
-  const objects = opts.objects ?? new MemoryObjectSource({ file: join(opts.dir, "objects.jsonl") });
-  if (!(await objects.getObject(packageId))) {
-    await objects.putObject(packageObject(packageId, { "account::seal_approve": sealApproveFunction(packageId) }));
+  if (opts.ledger && opts.objects) throw new Error("pass either objects or ledger");
+  const registry = opts.ledger ? undefined : (opts.objects ?? new MemoryObjectSource({ file: join(opts.dir, "objects.jsonl") }));
+  const objects: ObjectSource = registry ?? ledgerObjectSource(opts.ledger!, { packageIds: [packageId] });
+  if (registry && !(await registry.getObject(packageId))) {
+    await registry.putObject(packageObject(packageId, { "account::seal_approve": sealApproveFunction(packageId) }));
   }
   let rpc: ChainRpcServerHandle | undefined;
   if (!opts.rpcUrl) rpc = await startChainRpcServer({ objects, host: opts.host, port: opts.rpcPort });
@@ -59,11 +71,25 @@ export async function startLocalEncryptionStack(opts: LocalEncryptionStackOption
     await rpc?.close();
     throw e;
   }
-  await cluster.publish(objects);
+  try {
+    if (registry) await cluster.publish(registry);
+    else {
+      const version = String(Math.floor(Date.now() / 1000));
+      for (const [i, s] of cluster.servers.entries()) {
+        const { objectId, input } = keyServerLedgerInput({ objectId: s.objectId, name: `memrelay-local-${i}`, url: s.url, publicKey: s.publicKey }, { version });
+        await opts.ledger!.putObject(objectId, input);
+      }
+    }
+  } catch (e) {
+    await cluster.close();
+    await rpc?.close();
+    throw e;
+  }
   return {
     packageId,
     rpcUrl: opts.rpcUrl ?? rpc!.url,
     objects,
+    registry,
     cluster,
     serverConfigs: cluster.serverConfigs,
     close: async () => {

@@ -33,33 +33,86 @@ export interface KeyServerRecord {
   readonly publicKey: Uint8Array;
 }
 
+interface KeyServerParts {
+  readonly parentType: string;
+  readonly parentBcs: Uint8Array;
+  readonly parentFields: Record<string, unknown>;
+  readonly fields: readonly { nameBcs: Uint8Array; version: number; valueType: string; valueBcs: Uint8Array; value: Record<string, unknown> }[];
+}
+
+function parts(ks: KeyServerRecord, sealPackageId: string): KeyServerParts {
+  const pkg = normalizeSuiAddress(sealPackageId);
+  const id = normalizeSuiAddress(ks.objectId);
+  const u64 = (n: number) => bcs.u64().serialize(n).toBytes();
+  const pkHex = Buffer.from(ks.publicKey).toString("hex");
+  return {
+    parentType: `${pkg}::key_server::KeyServer`,
+    parentBcs: KeyServerParent.serialize({ id, firstVersion: 1n, lastVersion: 2n }).toBytes(),
+    parentFields: { id: { id }, first_version: "1", last_version: "2" },
+    fields: [
+      {
+        nameBcs: u64(1),
+        version: 1,
+        valueType: `${pkg}::key_server::KeyServerV1`,
+        valueBcs: KeyServerV1.serialize({ name: ks.name, url: ks.url, keyType: 0, pk: ks.publicKey }).toBytes(),
+        value: { name: ks.name, url: ks.url, key_type: 0, pk: pkHex },
+      },
+      {
+        nameBcs: u64(2),
+        version: 2,
+        valueType: `${pkg}::key_server::KeyServerV2`,
+        valueBcs: KeyServerV2.serialize({ name: ks.name, keyType: 0, pk: ks.publicKey, serverType: { Independent: { url: ks.url } } }).toBytes(),
+        value: { name: ks.name, key_type: 0, pk: pkHex, server_type: { Independent: { url: ks.url } } },
+      },
+    ],
+  };
+}
+
 /** The parent object and its two versioned dynamic fields, ready for an object registry's putObject. */
 export function keyServerObjects(ks: KeyServerRecord, opts: { sealPackageId?: string; version?: string } = {}): ChainObject[] {
-  const pkg = normalizeSuiAddress(opts.sealPackageId ?? LOCAL_SEAL_PACKAGE_ID);
+  const p = parts(ks, opts.sealPackageId ?? LOCAL_SEAL_PACKAGE_ID);
   const id = normalizeSuiAddress(ks.objectId);
   const version = opts.version ?? "1";
-  const parent = moveObject({
-    objectId: id,
-    type: `${pkg}::key_server::KeyServer`,
-    contents: KeyServerParent.serialize({ id, firstVersion: 1n, lastVersion: 2n }).toBytes(),
-    owner: { kind: "Immutable" },
-    version,
-    fields: { id: { id }, first_version: "1", last_version: "2" },
-  });
-  const u64 = (n: number) => bcs.u64().serialize(n).toBytes();
-  const v1 = dynamicFieldObject({
-    parentId: id,
-    name: { type: "u64", bcs: u64(1) },
-    valueType: `${pkg}::key_server::KeyServerV1`,
-    valueBcs: KeyServerV1.serialize({ name: ks.name, url: ks.url, keyType: 0, pk: ks.publicKey }).toBytes(),
-    version,
-  });
-  const v2 = dynamicFieldObject({
-    parentId: id,
-    name: { type: "u64", bcs: u64(2) },
-    valueType: `${pkg}::key_server::KeyServerV2`,
-    valueBcs: KeyServerV2.serialize({ name: ks.name, keyType: 0, pk: ks.publicKey, serverType: { Independent: { url: ks.url } } }).toBytes(),
-    version,
-  });
-  return [parent, v1, v2];
+  const parent = moveObject({ objectId: id, type: p.parentType, contents: p.parentBcs, owner: { kind: "Immutable" }, version, fields: p.parentFields });
+  return [
+    parent,
+    ...p.fields.map((f) =>
+      dynamicFieldObject({ parentId: id, name: { type: "u64", bcs: f.nameBcs }, valueType: f.valueType, valueBcs: f.valueBcs, version }),
+    ),
+  ];
+}
+
+/**
+ * The same records in the local ledger's put_object form ({type, version, fields, owner, bcs, dynamicFields}),
+ * base64 BCS throughout, names given by BCS so the ledger also stores each field object at its derived id.
+ */
+export function keyServerLedgerInput(ks: KeyServerRecord, opts: { sealPackageId?: string; version?: string } = {}): {
+  objectId: string;
+  input: {
+    type: string;
+    version: string;
+    fields: unknown;
+    owner: "Immutable";
+    bcs: string;
+    dynamicFields: { name: { type: string; value: string; bcs: string }; value_type: string; value: unknown; value_bcs: string }[];
+  };
+} {
+  const p = parts(ks, opts.sealPackageId ?? LOCAL_SEAL_PACKAGE_ID);
+  const b64 = (b: Uint8Array) => Buffer.from(b).toString("base64");
+  return {
+    objectId: normalizeSuiAddress(ks.objectId),
+    input: {
+      type: p.parentType,
+      version: opts.version ?? "1",
+      fields: p.parentFields,
+      owner: "Immutable",
+      bcs: b64(p.parentBcs),
+      dynamicFields: p.fields.map((f) => ({
+        name: { type: "u64", value: String(f.version), bcs: b64(f.nameBcs) },
+        value_type: f.valueType,
+        value: f.value,
+        value_bcs: b64(f.valueBcs),
+      })),
+    },
+  };
 }

@@ -4,9 +4,12 @@
 import { normalizeSuiAddress } from "@mysten/sui/utils";
 import type { IsAuthorized } from "./server.ts";
 
-/** What the ledger answers: the owner of the active account whose delegate_keys hold this Sui address, or null. */
+/**
+ * What the ledger answers: the owner (or `{owner, ...}`) of the active account whose delegate_keys hold this Sui
+ * address, or null when the address is no active delegate.
+ */
 export interface DelegateDirectory {
-  ownerOfDelegateAddress(suiAddress: string): Promise<string | null>;
+  ownerOfDelegateAddress(suiAddress: string): Promise<string | { readonly owner: string } | null>;
 }
 
 /**
@@ -18,7 +21,9 @@ export function ownerOrDelegate(directory: DelegateDirectory): IsAuthorized {
     const owner = normalizeSuiAddress(ownerAddress);
     const user = normalizeSuiAddress(userAddress);
     if (user === owner) return true;
-    const delegatesFor = await directory.ownerOfDelegateAddress(user);
-    return delegatesFor !== null && normalizeSuiAddress(delegatesFor) === owner;
+    const found = await directory.ownerOfDelegateAddress(user);
+    if (found === null || found === undefined) return false;
+    const of = typeof found === "string" ? found : found.owner;
+    return typeof of === "string" && normalizeSuiAddress(of) === owner;
   };
 }

@@ -77,6 +77,13 @@ const RequestFormat = bcs.struct("RequestFormat", {
 });
 
 const MAX_BODY = 256 * 1024;
+/** Browser dapps call key servers directly, as they do Seal's. */
+const CORS = {
+  "access-control-allow-origin": "*",
+  "access-control-allow-methods": "GET, POST, OPTIONS",
+  "access-control-allow-headers": "content-type, request-id, client-sdk-type, client-sdk-version",
+  "access-control-expose-headers": "x-keyserver-version",
+} as const;
 
 function b64(value: unknown, field: string, len?: number): Uint8Array {
   if (typeof value !== "string") throw new KsError(400, "InvalidParameter", `${field} must be base64`);
@@ -163,6 +170,7 @@ export async function startKeyServer(opts: KeyServerOptions): Promise<KeyServerH
       "content-type": "application/json",
       "content-length": Buffer.byteLength(text),
       "x-keyserver-version": version,
+      ...CORS,
     });
     res.end(text);
   }
@@ -256,6 +264,10 @@ export async function startKeyServer(opts: KeyServerOptions): Promise<KeyServerH
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://local");
+    if (req.method === "OPTIONS") {
+      res.writeHead(204, { ...CORS, "access-control-max-age": "600" });
+      return void res.end();
+    }
     if (req.method === "GET" && url.pathname === "/v1/service") {
       const sid = url.searchParams.get("service_id");
       if (!sid || normalizeSuiAddress(sid) !== objectId) return send(res, 400, { error: "InvalidServiceId", message: "unknown service id" });

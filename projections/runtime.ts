@@ -47,6 +47,9 @@ const MAX_BATCH = 2_000;
 export class ProjectionRunner {
   private stopped = false;
   private position = 0;
+  /** Matching events the log still holds beyond what was received (from the consumer's delivery info). */
+  private backlog = Number.POSITIVE_INFINITY;
+  private buffered = 0;
   private stopCurrent?: () => void;
   private readonly waiters = new Set<{ seq: number; resolve: () => void }>();
 
@@ -56,6 +59,11 @@ export class ProjectionRunner {
     readonly projection: Projection,
     private readonly logger: Logger,
   ) {}
+
+  /** Events not yet applied; 0 means caught up with the log. */
+  get pending(): number {
+    return this.backlog + this.buffered;
+  }
 
   /** Last sequence this runner applied. */
   get checkpoint(): number {
@@ -110,6 +118,8 @@ export class ProjectionRunner {
       deliver_policy: this.position > 0 ? DeliverPolicy.StartSequence : DeliverPolicy.All,
       ...(this.position > 0 ? { opt_start_seq: this.position + 1 } : {}),
     });
+    const info = await consumer.info(true).catch(() => undefined);
+    if (info && info.num_pending === 0) this.backlog = 0;
     const messages = await consumer.consume({ max_messages: 4_096 });
     let buffer: StoredEvent[] = [];
     let lastSeq = this.position;
@@ -120,6 +130,7 @@ export class ProjectionRunner {
         const batch = buffer.splice(0, buffer.length);
         try {
           await this.applyBatch(batch, lastSeqOf(batch));
+          if (!buffer.length) this.buffered = 0;
         } catch (err) {
           failure = err;
           messages.stop();
@@ -130,7 +141,9 @@ export class ProjectionRunner {
     for await (const m of messages) {
       if (m.seq <= lastSeq) continue;
       lastSeq = m.seq;
+      this.backlog = m.info.pending;
       for (const event of decodeCommit(m.data).events) buffer.push({ seq: m.seq, subject: m.subject, event });
+      this.buffered = buffer.length + 1;
       if (!flushing) flushing = new Promise<void>((r) => setImmediate(r)).then(flush).finally(() => (flushing = undefined));
       if (buffer.length >= MAX_BATCH && flushing) await flushing;
       if (failure) break;

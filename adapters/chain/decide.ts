@@ -26,13 +26,20 @@ import {
 import { ALL_SCOPE, KEYS, namespaceScope } from "./state-keys.ts";
 import type { ChainStateStore, Entry } from "./state-store.ts";
 import { deriveObjectId, type VerifiedTx } from "./tx.ts";
-import type { DelegateEntry } from "./writes.ts";
+import { applyOp, type DelegateEntry, type Op } from "./writes.ts";
 
 type Fx<A> = Effect.Effect<A, TxRejected | StoreUnavailable>;
 
-/** Reads of one decision, memoised; the entries seed the compare-and-set of the writes that follow. */
+/**
+ * Reads of one block of decisions, memoised. `seen` holds the entries as read from KV (they seed the compare-and-set
+ * of the writes that follow); the writes of records decided earlier in the block are layered on top.
+ */
 export class StateView {
   readonly seen = new Map<string, Entry>();
+  /** Current values of keys written by earlier records of the block. */
+  private readonly overlay = new Map<string, Record<string, unknown> | null>();
+  /** Writes to keys not read yet, replayed on first read. */
+  private readonly pending = new Map<string, Op[]>();
   constructor(private readonly store: ChainStateStore) {}
 
   entry(key: string): Effect.Effect<Entry, StoreUnavailable> {
@@ -42,8 +49,37 @@ export class StateView {
   }
 
   get<T>(key: string): Effect.Effect<T | null, StoreUnavailable> {
-    return this.entry(key).pipe(Effect.map((e) => e.value as T | null));
+    if (this.overlay.has(key)) return Effect.succeed(this.overlay.get(key) as T | null);
+    return this.entry(key).pipe(
+      Effect.map((e) => {
+        const ops = this.pending.get(key);
+        if (!ops) return e.value as T | null;
+        this.pending.delete(key);
+        let v: Record<string, unknown> | null = e.value;
+        for (const op of ops) v = layered(op, v);
+        this.overlay.set(key, v);
+        return v as T | null;
+      }),
+    );
   }
+
+  /** Layers the writes of a record decided in this block, so the next decisions see them. */
+  layer(ops: readonly Op[]): void {
+    for (const op of ops) {
+      if (this.overlay.has(op.key)) this.overlay.set(op.key, layered(op, this.overlay.get(op.key) ?? null));
+      else if (this.seen.has(op.key) && !this.pending.has(op.key)) this.overlay.set(op.key, layered(op, this.seen.get(op.key)!.value));
+      else {
+        const list = this.pending.get(op.key);
+        if (list) list.push(op);
+        else this.pending.set(op.key, [op]);
+      }
+    }
+  }
+}
+
+function layered(op: Op, current: Record<string, unknown> | null): Record<string, unknown> | null {
+  const next = applyOp(op, current, 0);
+  return next.deleted === true ? null : next;
 }
 
 export interface TxOutcome {
@@ -94,20 +130,22 @@ class BalanceSheet {
   }
 
   debit(address: string, token: string, amount: bigint, reason: "gas" | "transfer"): Fx<void> {
-    return Effect.gen(this, function* () {
-      const have = yield* this.balance(address, token);
+    const self = this;
+    return Effect.gen(function* () {
+      const have = yield* self.balance(address, token);
       if (have < amount) {
         return yield* Effect.fail(reject("insufficient_funds", `${address} has ${have} ${token}, needs ${amount}${reason === "gas" ? " for gas" : ""}`));
       }
-      this.set(address, token, have - amount, -amount, reason);
+      self.set(address, token, have - amount, -amount, reason);
     });
   }
 
   credit(address: string, token: string, amount: bigint, reason: "transfer" | "mint"): Fx<void> {
-    return Effect.gen(this, function* () {
-      const have = yield* this.balance(address, token);
+    const self = this;
+    return Effect.gen(function* () {
+      const have = yield* self.balance(address, token);
       if (have + amount > U64_MAX) return yield* Effect.fail(reject("invalid", `balance of ${token} would overflow u64`));
-      this.set(address, token, have + amount, amount, reason);
+      self.set(address, token, have + amount, amount, reason);
     });
   }
 
@@ -194,6 +232,37 @@ function validateObject(input: ObjectInput, digest: string): Fx<{ object: Stored
     };
     return { object, fields };
   });
+}
+
+/** The keys `decide` will read for `vtx`, so a block can load them all at once. Best effort: bad input reads nothing. */
+export function keysToPrefetch(vtx: VerifiedTx): string[] {
+  const { body } = vtx;
+  const keys = [KEYS.balance(vtx.gasOwner)];
+  const a = body.args as Record<string, unknown>;
+  const addr = (v: unknown) => (typeof v === "string" ? normalizeAddress(v) : null);
+  const account = addr(a.account_id);
+  if (account) keys.push(KEYS.account(account));
+  switch (body.kind) {
+    case "create_account":
+      keys.push(KEYS.owner(body.sender));
+      break;
+    case "add_delegate_key":
+      if (typeof a.public_key === "string" && PUBLIC_KEY_HEX_RE.test(a.public_key.toLowerCase())) keys.push(KEYS.delegateKey(a.public_key.toLowerCase()));
+      break;
+    case "record_blob": {
+      const owner = addr(a.owner);
+      if (owner && typeof a.blob_id === "string" && BLOB_ID_RE.test(a.blob_id)) keys.push(KEYS.blob(owner, a.blob_id), KEYS.blobHead(owner, ALL_SCOPE));
+      if (owner && typeof a.namespace === "string") keys.push(KEYS.blobHead(owner, namespaceScope(a.namespace)));
+      break;
+    }
+    case "transfer":
+    case "mint": {
+      const to = addr(a.to);
+      if (to) keys.push(KEYS.balance(to));
+      break;
+    }
+  }
+  return keys;
 }
 
 export function decide(view: StateView, vtx: VerifiedTx, ctx: DecideContext): Fx<Decision> {

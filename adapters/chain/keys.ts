@@ -4,6 +4,7 @@
 import { createPrivateKey, createPublicKey, sign as nodeSign, verify as nodeVerify, randomBytes, type KeyObject } from "node:crypto";
 import { Ed25519PublicKey } from "@mysten/sui/keypairs/ed25519";
 import { decodeSuiPrivateKey } from "@mysten/sui/cryptography";
+import { blake2b } from "@noble/hashes/blake2.js";
 
 const PKCS8_ED25519_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
 const SPKI_ED25519_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
@@ -52,8 +53,22 @@ export function suiAddressOf(publicKey: Uint8Array): string {
   return new Ed25519PublicKey(publicKey).toSuiAddress();
 }
 
+/** Derived keypairs by a hash of their seed: deriving one from DER costs about a millisecond. */
+const keypairCache = new Map<string, ChainKeypair>();
+const KEYPAIR_CACHE_MAX = 256;
+
 export function keypairFromSecret(secret: SecretKeyInput): ChainKeypair {
   const seed = seedOf(secret);
+  const id = Buffer.from(blake2b(seed, { dkLen: 16 })).toString("hex");
+  const hit = keypairCache.get(id);
+  if (hit) return hit;
+  const kp = deriveKeypair(seed);
+  if (keypairCache.size >= KEYPAIR_CACHE_MAX) keypairCache.delete(keypairCache.keys().next().value as string);
+  keypairCache.set(id, kp);
+  return kp;
+}
+
+function deriveKeypair(seed: Uint8Array): ChainKeypair {
   const priv = createPrivateKey({ key: Buffer.concat([PKCS8_ED25519_PREFIX, seed]), format: "der", type: "pkcs8" });
   const publicKey = new Uint8Array(createPublicKey(priv).export({ format: "der", type: "spki" }).subarray(12));
   return {

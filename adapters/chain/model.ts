@@ -172,7 +172,7 @@ export type ChainEvent =
     }
   | { readonly type: "ObjectPut"; readonly object: StoredObject; readonly dynamic_fields: readonly StoredDynamicField[] };
 
-/** One message on `chain.tx`: a verified transaction and the events it produced. */
+/** A verified transaction and the events it produced. */
 export interface ChainRecord {
   readonly v: 1;
   readonly digest: string;
@@ -185,7 +185,19 @@ export interface ChainRecord {
   readonly events: readonly ChainEvent[];
 }
 
+/**
+ * One message on `chain.tx`: the transactions one process committed together (group commit), in execution order.
+ * Each record was decided against the state left by the records before it.
+ */
+export interface ChainBlock {
+  readonly v: 1;
+  readonly records: readonly ChainRecord[];
+}
+
 /** What `tx.<digest>` holds: the record plus its position in the ledger. */
 export interface TxReceipt extends Omit<ChainRecord, "tx"> {
+  /** chain.tx stream sequence of the block */
   readonly seq: number;
+  /** position in the block */
+  readonly index: number;
 }

@@ -19,6 +19,8 @@ export interface Entry {
 const ABSENT: Entry = { value: null, revision: 0, seq: 0 };
 const encoder = new TextEncoder();
 const MAX_CAS_ATTEMPTS = 64;
+/** KV writes in flight per apply. */
+const APPLY_CONCURRENCY = 256;
 
 function decodeEntry(e: KvEntry | null): Entry {
   if (!e) return ABSENT;
@@ -59,20 +61,30 @@ export class ChainStateStore {
   /** Applies the ops of the record at `seq`; `known` holds entries read earlier (a first CAS guess, re-read on conflict). */
   apply(ops: readonly Op[], seq: number, known?: ReadonlyMap<string, Entry>): Effect.Effect<void, StoreUnavailable> {
     return Effect.tryPromise({
-      try: () => Promise.all(ops.map((op) => this.applyOne(op, seq, known?.get(op.key)))).then(() => undefined),
+      try: async () => {
+        let next = 0;
+        const worker = async () => {
+          while (next < ops.length) {
+            const op = ops[next++]!;
+            await this.applyOne(op, seq, known?.get(op.key));
+          }
+        };
+        await Promise.all(Array.from({ length: Math.min(APPLY_CONCURRENCY, ops.length) }, worker));
+      },
       catch: unavailable(`apply chain record ${seq}`),
     });
   }
 
   /** Raises meta.applied to `seq` (never lowers it). Call only when every record up to `seq` is applied. */
-  markApplied(seq: number): Effect.Effect<void, StoreUnavailable> {
+  markApplied(seq: number, guess?: Entry): Effect.Effect<void, StoreUnavailable> {
     return Effect.tryPromise({
-      try: () => this.applyOne({ kind: "set", key: KEYS.applied, value: { seq } }, seq),
+      try: () => this.applyOne({ kind: "set", key: KEYS.applied, value: { seq } }, seq, guess),
       catch: unavailable(`mark applied ${seq}`),
     });
   }
 
-  private async applyOne(op: Op, seq: number, guess?: Entry): Promise<void> {
+  /** Compare-and-set loop. Without a guess the key is first assumed absent (most unread keys are new objects). */
+  private async applyOne(op: Op, seq: number, guess: Entry = ABSENT): Promise<void> {
     let cur: Entry | undefined = guess;
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
       if (!cur) cur = decodeEntry(await this.kv.get(op.key));

@@ -130,13 +130,25 @@ function combine(a: Op, b: Op): Op {
   throw new Error(`incompatible writes to ${a.key}`);
 }
 
-/** The KV writes of one record at stream sequence `seq`, one op per key (receipt included). */
-export function opsOf(record: ChainRecord, seq: number): Op[] {
+export interface SequencedBlock {
+  readonly seq: number;
+  readonly records: readonly ChainRecord[];
+}
+
+/**
+ * The KV writes of consecutive blocks, one op per key (receipts included). All ops are absolute or positional, so the
+ * combined ops applied at the last block's sequence give the same state as applying the blocks one by one.
+ */
+export function opsOf(blocks: readonly SequencedBlock[]): Op[] {
   const raw: Op[] = [];
-  for (const e of record.events) eventWrites(e, raw);
-  const { tx: _tx, ...rest } = record;
-  const receipt: TxReceipt = { ...rest, seq };
-  raw.push({ kind: "set", key: KEYS.tx(record.digest), value: { ...receipt } });
+  for (const { seq, records } of blocks) {
+    records.forEach((record, index) => {
+      for (const e of record.events) eventWrites(e, raw);
+      const { tx: _tx, ...rest } = record;
+      const receipt: TxReceipt = { ...rest, seq, index };
+      raw.push({ kind: "set", key: KEYS.tx(record.digest), value: { ...receipt } });
+    });
+  }
   const byKey = new Map<string, Op>();
   for (const op of raw) {
     const prev = byKey.get(op.key);

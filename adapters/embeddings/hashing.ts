@@ -111,11 +111,11 @@ const pairHash = (a: number, b: number) => fmix32(Math.imul(a, 0x9e3779b1) ^ b ^
 const EMPTY_FEATURE = fnv1a("\u0000empty");
 
 /**
- * Content tokens of `text`: lowercased, normalised, stemmed word hashes, stopwords dropped. A text made only of
- * stopwords keeps them (so "how are you?" still has a direction); exported for lexical indexes that must agree
- * with the dense vectors' tokenisation.
+ * Calls `fn` with each content token of `text`: lowercased, apostrophes normalised, stemmed, stopwords dropped. A
+ * text made only of stopwords keeps them (so "how are you?" still has a direction). Exported so that a lexical
+ * index (e.g. keyed token hashes) tokenises exactly as the dense vectors do.
  */
-export function tokenHashes(text: string, out: Uint32Array = new Uint32Array(64)): { hashes: Uint32Array; count: number } {
+export function forEachToken(text: string, fn: (token: string) => void): void {
   const lower = text.toLowerCase();
   let n = 0;
   for (let pass = 0; pass < 2 && n === 0; pass++) {
@@ -123,14 +123,29 @@ export function tokenHashes(text: string, out: Uint32Array = new Uint32Array(64)
     for (let m = WORD.exec(lower); m !== null; m = WORD.exec(lower)) {
       const w = normalise(m[0]);
       if (pass === 0 && STOPWORDS.has(w)) continue;
-      if (n === out.length) {
-        const grown = new Uint32Array(out.length * 2);
-        grown.set(out);
-        out = grown;
-      }
-      out[n++] = fnv1a(stem(w));
+      n++;
+      fn(stem(w));
     }
   }
+}
+
+export function contentTokens(text: string): string[] {
+  const out: string[] = [];
+  forEachToken(text, (t) => out.push(t));
+  return out;
+}
+
+/** Token hashes of `text` in `out` (grown when needed and returned) and their count. */
+function tokenHashes(text: string, out: Uint32Array = new Uint32Array(64)): { hashes: Uint32Array; count: number } {
+  let n = 0;
+  forEachToken(text, (t) => {
+    if (n === out.length) {
+      const grown = new Uint32Array(out.length * 2);
+      grown.set(out);
+      out = grown;
+    }
+    out[n++] = fnv1a(t);
+  });
   return { hashes: out, count: n };
 }
 

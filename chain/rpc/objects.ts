@@ -65,7 +65,8 @@ export interface ObjectSource {
 export const SUI_FRAMEWORK = normalizeSuiAddress("0x2");
 const GENESIS_TX = toBase58(new Uint8Array(32));
 
-function digestOf(...parts: (string | Uint8Array)[]): string {
+/** A stable 32-byte digest (base58) over the given parts. */
+export function digestOf(...parts: (string | Uint8Array)[]): string {
   const h = createHash("sha256");
   for (const p of parts) h.update(p);
   return toBase58(new Uint8Array(h.digest()));

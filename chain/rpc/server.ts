@@ -50,6 +50,12 @@ class RpcError extends Error {
 }
 
 const JSON_RPC_VERSION = "1.60.0";
+/** Browser dapps point Sui clients at full nodes directly; allow the same here. */
+const CORS = {
+  "access-control-allow-origin": "*",
+  "access-control-allow-methods": "POST, GET, OPTIONS",
+  "access-control-allow-headers": "content-type, client-sdk-type, client-sdk-version, client-target-api-version, client-request-method",
+} as const;
 
 function ownerJson(owner: ChainOwner): unknown {
   switch (owner.kind) {
@@ -171,11 +177,15 @@ export async function startChainRpcServer(opts: ChainRpcServerOptions): Promise<
 
   function send(res: ServerResponse, status: number, body: unknown): void {
     const text = JSON.stringify(body);
-    res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+    res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...CORS });
     res.end(text);
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method === "OPTIONS") {
+      res.writeHead(204, { ...CORS, "access-control-max-age": "600" });
+      return void res.end();
+    }
     if (req.method === "GET" && (req.url === "/health" || req.url === "/")) return send(res, 200, { status: "ok" });
     if (req.method !== "POST") return send(res, 405, { jsonrpc: "2.0", id: null, error: { code: -32600, message: "POST only" } });
     const chunks: Buffer[] = [];

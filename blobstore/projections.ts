@@ -1,0 +1,190 @@
+// Read models of the blob storage service, one projection per aggregate kind (a projection follows one subject
+// filter, so each stays self-contained: no projection reads another's tables while applying). Rows are upserted
+// from the full state every event carries; a replay from sequence 1 rebuilds the same rows.
+//
+//   blobstore_apps      evt.bs_app.>      bs_apps
+//   blobstore_keys      evt.bs_key.>      bs_keys              (admin keys, data API keys, S3 access keys)
+//   blobstore_accounts  evt.bs_account.>  bs_accounts
+//   blobstore_buckets   evt.bs_bucket.>   bs_buckets           (live buckets only; name is globally unique)
+//   blobstore_blobs     evt.bs_blob.>     bs_objects, bs_walrus_objects, bs_contents (reference counts)
+//
+// Operational tables that a replay does not rebuild (and does not clear): bs_key_usage (last-used time per key,
+// written by the gateway) and bs_gc_queue (blob ids whose last reference went away, drained by the sweeper).
+import type { Db, Tx } from "../db/pool.ts";
+import type { Projection } from "../projections/runtime.ts";
+import type { StoredEvent } from "../schemas/envelope.ts";
+import { EVT, KIND, filterOf, upcastEvent, type Kind } from "./events.ts";
+
+type Q = { name: string; text: string };
+const q = (name: string, text: string): Q => ({ name: `bs_${name}`, text });
+const run = (tx: Tx, stmt: Q, values: unknown[]) => tx.query({ name: stmt.name, text: stmt.text, values });
+
+const SQL = {
+  upsertApp: q("p_app", `INSERT INTO bs_apps (app_id, created_at, seq) VALUES ($1, $2, $3)
+    ON CONFLICT (app_id) DO UPDATE SET created_at = EXCLUDED.created_at, seq = EXCLUDED.seq`),
+  upsertKey: q("p_key", `INSERT INTO bs_keys (key_id, kind, app_id, account_id, hash, prefix, label, created_at, revoked_at, sealed_secret, seq)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+    ON CONFLICT (key_id) DO UPDATE SET kind = EXCLUDED.kind, app_id = EXCLUDED.app_id, account_id = EXCLUDED.account_id,
+      hash = EXCLUDED.hash, prefix = EXCLUDED.prefix, label = EXCLUDED.label, created_at = EXCLUDED.created_at,
+      revoked_at = EXCLUDED.revoked_at, sealed_secret = EXCLUDED.sealed_secret, seq = EXCLUDED.seq`),
+  upsertAccount: q("p_account", `INSERT INTO bs_accounts (account_id, app_id, name, created_at, seq) VALUES ($1, $2, $3, $4, $5)
+    ON CONFLICT (account_id) DO UPDATE SET app_id = EXCLUDED.app_id, name = EXCLUDED.name, created_at = EXCLUDED.created_at, seq = EXCLUDED.seq`),
+  upsertBucket: q("p_bucket", `INSERT INTO bs_buckets (name, bucket_id, account_id, description, metadata, created_at, updated_at, seq)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+    ON CONFLICT (name) DO UPDATE SET bucket_id = EXCLUDED.bucket_id, account_id = EXCLUDED.account_id, description = EXCLUDED.description,
+      metadata = EXCLUDED.metadata, created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, seq = EXCLUDED.seq`),
+  deleteBucket: q("p_bucket_del", `DELETE FROM bs_buckets WHERE name = $1 AND bucket_id = $2`),
+  upsertObject: q("p_object", `WITH prev AS (SELECT blob_id FROM bs_objects WHERE object_id = $1)
+    INSERT INTO bs_objects (object_id, bucket, bucket_id, account_id, key, blob_id, size, md5, content_type, created_at, updated_at, seq)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+    ON CONFLICT (object_id) DO UPDATE SET blob_id = EXCLUDED.blob_id, size = EXCLUDED.size, md5 = EXCLUDED.md5,
+      content_type = EXCLUDED.content_type, created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, seq = EXCLUDED.seq
+    RETURNING (SELECT blob_id FROM prev) AS prev`),
+  deleteObject: q("p_object_del", `DELETE FROM bs_objects WHERE object_id = $1 RETURNING blob_id`),
+  insertWalrus: q("p_walrus", `INSERT INTO bs_walrus_objects (object_id, blob_id, size, encoding_type, registered_epoch, certified_epoch,
+      end_epoch, deletable, owner, storage_id, storage_size, created_at, seq)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (object_id) DO NOTHING RETURNING object_id`),
+  incref: q("p_incref", `INSERT INTO bs_contents (blob_id, size, refs) VALUES ($1, $2, 1)
+    ON CONFLICT (blob_id) DO UPDATE SET refs = bs_contents.refs + 1`),
+  decref: q("p_decref", `UPDATE bs_contents SET refs = refs - 1 WHERE blob_id = $1 RETURNING refs`),
+  dropContent: q("p_drop", `DELETE FROM bs_contents WHERE blob_id = $1 AND refs <= 0`),
+  enqueueGc: q("p_gc", `INSERT INTO bs_gc_queue (blob_id, enqueued_at) VALUES ($1, now())
+    ON CONFLICT (blob_id) DO UPDATE SET enqueued_at = now()`),
+};
+
+const MIGRATIONS: Record<Kind, string[]> = {
+  [KIND.app]: [`CREATE TABLE IF NOT EXISTS bs_apps (app_id text PRIMARY KEY, created_at timestamptz NOT NULL, seq bigint NOT NULL)`],
+  [KIND.key]: [
+    `CREATE TABLE IF NOT EXISTS bs_keys (
+      key_id text PRIMARY KEY, kind text NOT NULL, app_id text NOT NULL, account_id text,
+      hash text NOT NULL, prefix text NOT NULL, label text, created_at timestamptz NOT NULL, revoked_at timestamptz,
+      sealed_secret text, seq bigint NOT NULL)`,
+    `CREATE UNIQUE INDEX IF NOT EXISTS bs_keys_hash ON bs_keys (hash, kind)`,
+    `CREATE INDEX IF NOT EXISTS bs_keys_app ON bs_keys (app_id, kind, created_at)`,
+    `CREATE INDEX IF NOT EXISTS bs_keys_account ON bs_keys (account_id, kind, created_at)`,
+    `CREATE TABLE IF NOT EXISTS bs_key_usage (key_id text PRIMARY KEY, last_used_at timestamptz NOT NULL)`,
+  ],
+  [KIND.account]: [
+    `CREATE TABLE IF NOT EXISTS bs_accounts (account_id text PRIMARY KEY, app_id text NOT NULL, name text, created_at timestamptz NOT NULL, seq bigint NOT NULL)`,
+    `CREATE INDEX IF NOT EXISTS bs_accounts_app ON bs_accounts (app_id, created_at)`,
+  ],
+  [KIND.bucket]: [
+    `CREATE TABLE IF NOT EXISTS bs_buckets (
+      name text PRIMARY KEY, bucket_id text NOT NULL UNIQUE, account_id text NOT NULL, description text NOT NULL,
+      metadata jsonb NOT NULL, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, seq bigint NOT NULL)`,
+    `CREATE INDEX IF NOT EXISTS bs_buckets_account ON bs_buckets (account_id, name)`,
+  ],
+  [KIND.blob]: [
+    `CREATE TABLE IF NOT EXISTS bs_objects (
+      object_id text PRIMARY KEY, bucket text NOT NULL, bucket_id text NOT NULL, account_id text NOT NULL,
+      key text COLLATE "C" NOT NULL, blob_id text NOT NULL, size bigint NOT NULL, md5 text NOT NULL, content_type text NOT NULL,
+      created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, seq bigint NOT NULL)`,
+    `CREATE UNIQUE INDEX IF NOT EXISTS bs_objects_key ON bs_objects (bucket_id, key)`,
+    `CREATE TABLE IF NOT EXISTS bs_walrus_objects (
+      object_id text PRIMARY KEY, blob_id text NOT NULL, size bigint NOT NULL, encoding_type text NOT NULL,
+      registered_epoch integer NOT NULL, certified_epoch integer NOT NULL, end_epoch integer NOT NULL, deletable boolean NOT NULL,
+      owner text NOT NULL, storage_id text NOT NULL, storage_size bigint NOT NULL, created_at timestamptz NOT NULL, seq bigint NOT NULL)`,
+    `CREATE INDEX IF NOT EXISTS bs_walrus_blob ON bs_walrus_objects (blob_id, end_epoch)`,
+    `CREATE TABLE IF NOT EXISTS bs_contents (blob_id text PRIMARY KEY, size bigint NOT NULL, refs integer NOT NULL)`,
+    `CREATE TABLE IF NOT EXISTS bs_gc_queue (blob_id text PRIMARY KEY, enqueued_at timestamptz NOT NULL)`,
+  ],
+};
+
+/** Tables each projection owns (emptied by a reset, rebuilt by a replay). */
+export const READ_MODEL_TABLES: Record<Kind, string[]> = {
+  [KIND.app]: ["bs_apps"],
+  [KIND.key]: ["bs_keys"],
+  [KIND.account]: ["bs_accounts"],
+  [KIND.bucket]: ["bs_buckets"],
+  [KIND.blob]: ["bs_objects", "bs_walrus_objects", "bs_contents"],
+};
+
+export const PROJECTION_NAMES: Record<Kind, string> = {
+  [KIND.app]: "blobstore_apps",
+  [KIND.key]: "blobstore_keys",
+  [KIND.account]: "blobstore_accounts",
+  [KIND.bucket]: "blobstore_buckets",
+  [KIND.blob]: "blobstore_blobs",
+};
+
+async function decref(tx: Tx, blobId: string): Promise<void> {
+  const r = await run(tx, SQL.decref, [blobId]);
+  if (r.rows.length && Number(r.rows[0].refs) <= 0) {
+    await run(tx, SQL.dropContent, [blobId]);
+    await run(tx, SQL.enqueueGc, [blobId]);
+  }
+}
+
+async function applyOne(tx: Tx, se: StoredEvent): Promise<void> {
+  const e = upcastEvent(se.event);
+  switch (e.type) {
+    case EVT.appCreated:
+      await run(tx, SQL.upsertApp, [e.data.app_id, e.data.created_at, se.seq]);
+      return;
+    case EVT.keyIssued:
+    case EVT.keyRevoked: {
+      const d = e.data;
+      await run(tx, SQL.upsertKey, [d.key_id, d.kind, d.app_id, d.account_id, d.hash, d.prefix, d.label, d.created_at, d.revoked_at, d.sealed_secret, se.seq]);
+      return;
+    }
+    case EVT.accountCreated:
+      await run(tx, SQL.upsertAccount, [e.data.account_id, e.data.app_id, e.data.name, e.data.created_at, se.seq]);
+      return;
+    case EVT.bucketCreated:
+    case EVT.bucketUpdated: {
+      const d = e.data;
+      await run(tx, SQL.upsertBucket, [d.name, d.bucket_id, d.account_id, d.description, JSON.stringify(d.metadata), d.created_at, d.updated_at, se.seq]);
+      return;
+    }
+    case EVT.bucketDeleted:
+      await run(tx, SQL.deleteBucket, [e.data.name, e.data.bucket_id]);
+      return;
+    case EVT.blobWritten: {
+      const d = e.data;
+      const r = await run(tx, SQL.upsertObject, [d.object_id, d.bucket, d.bucket_id, d.account_id, d.key, d.blob_id, d.size, d.md5, d.content_type, d.created_at, d.updated_at, se.seq]);
+      const prev = r.rows[0]?.prev as string | null;
+      if (prev !== d.blob_id) {
+        await run(tx, SQL.incref, [d.blob_id, d.size]);
+        if (prev) await decref(tx, prev);
+      }
+      return;
+    }
+    case EVT.blobDeleted: {
+      const r = await run(tx, SQL.deleteObject, [e.data.object_id]);
+      if (r.rows.length) await decref(tx, r.rows[0].blob_id as string);
+      return;
+    }
+    case EVT.walrusBlobRegistered: {
+      const d = e.data;
+      const r = await run(tx, SQL.insertWalrus, [d.object_id, d.blob_id, d.size, d.encoding_type, d.registered_epoch, d.certified_epoch, d.end_epoch, d.deletable, d.owner, d.storage_id, d.storage_size, d.created_at, se.seq]);
+      if (r.rows.length) await run(tx, SQL.incref, [d.blob_id, d.size]);
+      return;
+    }
+    default:
+      // Unknown types (a newer writer) are skipped, never guessed at.
+      return;
+  }
+}
+
+export function blobstoreProjection(kind: Kind): Projection {
+  return {
+    name: PROJECTION_NAMES[kind],
+    filter: filterOf(kind),
+    async migrate(db: Db) {
+      for (const sql of MIGRATIONS[kind]) await db.query(sql);
+    },
+    async reset(tx: Tx) {
+      await tx.query(`TRUNCATE ${READ_MODEL_TABLES[kind].join(", ")}`);
+    },
+    async apply(tx: Tx, events: readonly StoredEvent[]) {
+      for (const se of events) await applyOne(tx, se);
+    },
+  };
+}
+
+export const BLOBSTORE_KINDS: readonly Kind[] = [KIND.app, KIND.key, KIND.account, KIND.bucket, KIND.blob];
+
+/** All projections of the blob store (for `memrelay replay` and `memrelay lag`). */
+export function blobstoreProjections(): Projection[] {
+  return BLOBSTORE_KINDS.map(blobstoreProjection);
+}

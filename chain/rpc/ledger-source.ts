@@ -1,0 +1,75 @@
+// Adapts the local ledger's object registry (put_object records: {object_id, type, version, owner, fields, bcs?},
+// dynamic fields stored by name with their `0x2::dynamic_field::Field` object at the derived id) to the
+// ObjectSource the JSON-RPC server reads. Structural: it names only the reads it uses, not the ledger's internals.
+
+import { fromBase64, normalizeSuiAddress } from "@mysten/sui/utils";
+import { digestOf, packageObject, sealApproveFunction, type ChainObject, type ChainOwner, type DynamicFieldName, type NormalizedMoveFunction, type ObjectSource } from "./objects.ts";
+
+export type LedgerOwner = { AddressOwner: string } | { ObjectOwner: string } | { Shared: { initial_shared_version: string | number } } | "Immutable";
+
+export interface LedgerStoredObject {
+  readonly object_id: string;
+  readonly type: string;
+  readonly version: string;
+  readonly owner: LedgerOwner;
+  readonly fields: unknown;
+  /** base64 BCS of the Move contents. */
+  readonly bcs?: string;
+  readonly previous_transaction?: string;
+}
+
+export interface LedgerObjectReader {
+  getObject(objectId: string): Promise<LedgerStoredObject | null>;
+  getDynamicField(parentId: string, name: { readonly type: string; readonly bcs: string }): Promise<{ readonly field_id?: string } | null>;
+}
+
+function owner(o: LedgerOwner): ChainOwner {
+  if (o === "Immutable") return { kind: "Immutable" };
+  if ("AddressOwner" in o) return { kind: "AddressOwner", address: normalizeSuiAddress(o.AddressOwner) };
+  if ("ObjectOwner" in o) return { kind: "ObjectOwner", address: normalizeSuiAddress(o.ObjectOwner) };
+  return { kind: "Shared", initialSharedVersion: String(o.Shared.initial_shared_version) };
+}
+
+function digestFor(o: LedgerStoredObject): string {
+  // The ledger does not keep object digests; a stable one from (id, version, contents) is what clients need.
+  return digestOf("ledger", o.object_id, "\n", String(o.version), "\n", o.bcs ?? "");
+}
+
+export function fromLedgerObject(o: LedgerStoredObject): ChainObject {
+  const isPackage = o.type === "package";
+  const fields = (o.fields ?? {}) as Record<string, unknown>;
+  return {
+    objectId: normalizeSuiAddress(o.object_id),
+    version: String(o.version),
+    digest: digestFor(o),
+    type: o.type,
+    owner: owner(o.owner),
+    contents: o.bcs !== undefined ? fromBase64(o.bcs) : isPackage ? undefined : new Uint8Array(),
+    hasPublicTransfer: false,
+    previousTransaction: o.previous_transaction,
+    fields: isPackage ? undefined : fields,
+    functions: isPackage ? (fields.functions as Record<string, NormalizedMoveFunction> | undefined) : undefined,
+  };
+}
+
+/**
+ * An ObjectSource over the ledger. `packageIds` are served as version-1 package objects carrying the
+ * `account::seal_approve` signature when the ledger has no package object of its own.
+ */
+export function ledgerObjectSource(ledger: LedgerObjectReader, opts: { packageIds?: readonly string[] } = {}): ObjectSource {
+  const packages = new Map((opts.packageIds ?? []).map((p) => [normalizeSuiAddress(p), packageObject(p, { "account::seal_approve": sealApproveFunction(p) })]));
+  return {
+    async getObject(objectId: string): Promise<ChainObject | null> {
+      const id = normalizeSuiAddress(objectId);
+      const o = await ledger.getObject(id);
+      if (o) return fromLedgerObject(o);
+      return packages.get(id) ?? null;
+    },
+    async getDynamicField(parentId: string, name: DynamicFieldName): Promise<ChainObject | null> {
+      const f = await ledger.getDynamicField(normalizeSuiAddress(parentId), { type: name.type, bcs: Buffer.from(name.bcs).toString("base64") });
+      if (!f?.field_id) return null;
+      const o = await ledger.getObject(f.field_id);
+      return o ? fromLedgerObject(o) : null;
+    },
+  };
+}

@@ -1,0 +1,54 @@
+// The `memrelay` command: one entry point with a subcommand for everything an operator or a user does.
+import { startCommand, START_HELP } from "./start.ts";
+import { userCommand, USER_HELP } from "./user-commands.ts";
+import { projectionsCommand, REPLAY_HELP } from "./projections.ts";
+import { workerCommand, WORKER_HELP } from "./worker.ts";
+
+const HELP = `memrelay <command> [options]
+
+Commands:
+  start                       run everything locally (nats-server, Postgres, chain, key servers, blob store, relayer)
+  remember <text>             store a memory            (memrelay remember --help)
+  recall <query>              recall memories by meaning
+  status <job_id>...          remember job status
+  replay [projection|all]     rebuild read models from the event log, with a progress bar
+  lag                         each projection's checkpoint and lag
+  worker --roles ...          run relayer roles (gateway, actors, projections) against running services
+  blobstore admin-key ...     blob store operator commands (issue, revoke, list admin keys)
+
+Every command takes --help.`;
+
+type Handler = (args: string[]) => Promise<number>;
+
+const commands: Record<string, Handler> = {
+  start: (a) => startCommand(a),
+  remember: (a) => userCommand("remember", a),
+  recall: (a) => userCommand("recall", a),
+  status: (a) => userCommand("status", a),
+  replay: (a) => projectionsCommand("replay", a),
+  lag: (a) => projectionsCommand("lag", a),
+  worker: (a) => workerCommand(a),
+  blobstore: async (a) => (await import("./blobstore.ts")).blobstoreCommand(a, process.env),
+};
+
+export async function main(argv: string[]): Promise<number> {
+  const [cmd, ...rest] = argv;
+  if (!cmd || cmd === "--help" || cmd === "-h" || cmd === "help") {
+    console.log(cmd === "help" && rest[0] ? helpFor(rest[0]) : HELP);
+    return 0;
+  }
+  const handler = commands[cmd];
+  if (!handler) {
+    console.error(`unknown command: ${cmd}\n\n${HELP}`);
+    return 2;
+  }
+  return handler(rest);
+}
+
+function helpFor(cmd: string): string {
+  if (cmd === "start") return START_HELP;
+  if (cmd === "replay" || cmd === "lag") return REPLAY_HELP;
+  if (cmd === "worker") return WORKER_HELP;
+  if (["remember", "recall", "status"].includes(cmd)) return USER_HELP;
+  return HELP;
+}

@@ -1,0 +1,76 @@
+// `memrelay replay [name|all]` and `memrelay lag`: rebuild read models from the event log and show lag.
+import { openEventLog } from "../eventlog/connection.ts";
+import { STREAMS } from "../eventlog/subjects.ts";
+import { createPool } from "../db/pool.ts";
+import { DeliverPolicy } from "@nats-io/jetstream";
+import { loadConfig } from "../config/env.ts";
+import { createLogger } from "../config/logger.ts";
+import { ProjectionRunner, migrateCheckpoints, readCheckpoint, resetProjection, type Projection } from "../projections/runtime.ts";
+import { relayerProjections } from "../runtime/relayer-stack.ts";
+import { ProgressBar } from "./progress.ts";
+
+export const REPLAY_HELP = `memrelay replay [<projection>|all] [--dims N]
+  Rebuilds read models from the event log, from sequence 1: empties the read model, rewinds its checkpoint and
+  follows the log to its end, with a progress bar. A running memrelay notices the rewind and rebuilds too.
+  Projections: memory_index, job_status (default: all).
+
+memrelay lag
+  Shows each projection's checkpoint and its lag behind the event log.`;
+
+export async function projectionsCommand(cmd: "replay" | "lag", args: string[], env = process.env): Promise<number> {
+  if (args.includes("--help") || args.includes("-h")) {
+    console.log(REPLAY_HELP);
+    return 0;
+  }
+  const config = loadConfig(env);
+  if (!config.databaseUrl) {
+    console.error("DATABASE_URL is not set (memrelay start prints the one it uses)");
+    return 2;
+  }
+  const dimsArg = args.indexOf("--dims");
+  const dims = dimsArg >= 0 ? Number(args[dimsArg + 1]) : config.embeddingDims ?? 1024;
+  const log = await openEventLog({ servers: config.natsUrl, name: `memrelay-${cmd}` });
+  const db = createPool(config.databaseUrl, 4);
+  try {
+    await migrateCheckpoints(db);
+    const all = relayerProjections(dims);
+    const which = args.find((a) => !a.startsWith("--") && a !== String(dims)) ?? "all";
+    const selected: Projection[] = which === "all" ? all : all.filter((p) => p.name === which);
+    if (!selected.length) {
+      console.error(`unknown projection ${which}; known: ${all.map((p) => p.name).join(", ")}`);
+      return 2;
+    }
+    if (cmd === "lag") {
+      for (const p of selected) {
+        const cp = await readCheckpoint(db, p.name);
+        const consumer = await log.js.consumers.get(STREAMS.events, { filter_subjects: p.filter, ...(cp ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: cp + 1 } : {}) });
+        const info = await consumer.info(true);
+        await consumer.delete().catch(() => undefined);
+        console.log(`${p.name.padEnd(16)} checkpoint ${String(cp).padStart(10)}  lag ${info.num_pending} events`);
+      }
+      return 0;
+    }
+    for (const p of selected) {
+      await p.migrate(db);
+      await resetProjection(db, p);
+      const runner = new ProjectionRunner(log, db, p, createLogger({ format: config.logFormat }));
+      const bar = new ProgressBar(`replay ${p.name}`);
+      const t0 = Date.now();
+      await runner.start();
+      let events = 0;
+      while (runner.pending > 0) {
+        events = runner.checkpoint;
+        if (Number.isFinite(runner.pending)) bar.update(runner.checkpoint, runner.checkpoint + runner.pending, "sequence");
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await runner.stop();
+      events = runner.checkpoint;
+      bar.update(events, events, "sequence");
+      bar.finish(`replayed ${p.name} to sequence ${events} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    }
+    return 0;
+  } finally {
+    await db.end();
+    await log.close();
+  }
+}

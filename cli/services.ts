@@ -1,0 +1,110 @@
+// System services `memrelay start` brings up when they are not given: nats-server with nats.conf (on 4222, or a
+// free port when 4222 is taken) and Postgres (DATABASE_URL, else the native server on 127.0.0.1:5432, else
+// embedded PGlite with pgvector served over a socket).
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync, chmodSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { freePort, waitForPort } from "../test/support/nats-server.ts";
+
+const repoRoot = resolve(fileURLToPath(new URL("..", import.meta.url)));
+
+export interface Service {
+  readonly url: string;
+  readonly description: string;
+  stop(): Promise<void>;
+}
+
+async function portFree(port: number): Promise<boolean> {
+  const net = await import("node:net");
+  return new Promise((res) => {
+    const srv = net.createServer();
+    srv.once("error", () => res(false));
+    srv.listen(port, "127.0.0.1", () => srv.close(() => res(true)));
+  });
+}
+
+/** A persistent at-rest key for the JetStream store (0600): the store holds plaintext commands until acked. */
+function jetstreamKey(dataDir: string): string {
+  const path = join(dataDir, "jetstream.key");
+  if (!existsSync(path)) writeFileSync(path, randomBytes(32).toString("hex") + "\n", { mode: 0o600 });
+  chmodSync(path, 0o600);
+  return readFileSync(path, "utf8").trim();
+}
+
+export async function startNats(dataDir: string): Promise<Service> {
+  const which = spawnSync("sh", ["-c", "command -v nats-server"], { encoding: "utf8" });
+  const binary = process.env.NATS_SERVER_BIN ?? which.stdout.trim();
+  if (!binary) {
+    throw new Error("nats-server is not installed. Install it with:\n  sudo apt-get install -y nats-server\n(or run `bash scripts/setup-system.sh`), or point NATS_URL at a running server.");
+  }
+  const port = (await portFree(4222)) ? 4222 : await freePort();
+  const store = join(dataDir, "nats");
+  mkdirSync(store, { recursive: true });
+  const child: ChildProcess = spawn(binary, ["-c", join(repoRoot, "nats.conf")], {
+    env: { ...process.env, MEMRELAY_NATS_HOST: "127.0.0.1", MEMRELAY_NATS_PORT: String(port), MEMRELAY_NATS_STORE: store, MEMRELAY_JS_KEY: jetstreamKey(dataDir) },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  child.stderr?.on("data", (d) => (stderr = (stderr + d).slice(-4000)));
+  try {
+    await waitForPort(port, 10_000);
+  } catch {
+    child.kill();
+    throw new Error(`nats-server did not start:\n${stderr}`);
+  }
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    description: `nats-server (JetStream, encrypted store ${store}) on 127.0.0.1:${port}${port !== 4222 ? " (4222 was taken)" : ""}`,
+    stop: () =>
+      new Promise<void>((res) => {
+        if (child.exitCode !== null) return res();
+        child.once("exit", () => res());
+        child.kill("SIGTERM");
+      }),
+  };
+}
+
+async function nativePostgres(): Promise<string | undefined> {
+  const admin = process.env.MEMRELAY_NATIVE_PG ?? "postgres://postgres@127.0.0.1:5432/postgres";
+  const c = new pg.Client({ connectionString: admin, connectionTimeoutMillis: 1_500 });
+  try {
+    await c.connect();
+    const ext = await c.query("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'");
+    if (!ext.rowCount) return undefined;
+    const exists = await c.query("SELECT 1 FROM pg_database WHERE datname = 'memrelay'");
+    if (!exists.rowCount) await c.query("CREATE DATABASE memrelay");
+    const u = new URL(admin);
+    u.pathname = "/memrelay";
+    return u.toString();
+  } catch {
+    return undefined;
+  } finally {
+    await c.end().catch(() => undefined);
+  }
+}
+
+export async function startPostgres(dataDir: string): Promise<Service> {
+  if (process.env.DATABASE_URL) return { url: process.env.DATABASE_URL, description: "Postgres from DATABASE_URL", stop: async () => undefined };
+  const native = await nativePostgres();
+  if (native) return { url: native, description: "native Postgres with pgvector on 127.0.0.1:5432 (database memrelay)", stop: async () => undefined };
+  const { PGlite } = await import("@electric-sql/pglite");
+  const { vector } = await import("@electric-sql/pglite-pgvector");
+  const { PGLiteSocketServer } = await import("@electric-sql/pglite-socket");
+  const dir = join(dataDir, "pglite");
+  mkdirSync(dir, { recursive: true });
+  const db = await PGlite.create(dir, { extensions: { vector } });
+  const port = await freePort();
+  const server = new PGLiteSocketServer({ db, port, host: "127.0.0.1", maxConnections: 32 } as never);
+  await server.start();
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    description: `embedded PGlite with pgvector (${dir}) on 127.0.0.1:${port}`,
+    stop: async () => {
+      await server.stop();
+      await db.close();
+    },
+  };
+}

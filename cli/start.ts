@@ -1,0 +1,93 @@
+// `memrelay start`: everything on one machine from one command. Starts (or reuses) nats-server and Postgres, then
+// the local chain, key servers, blob store and relayer; creates a dev account with a delegate key and writes the
+// credential file when absent; prints where everything listens. Ctrl-C stops everything cleanly.
+import { chmodSync, existsSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { loadConfig } from "../config/env.ts";
+import { createLogger } from "../config/logger.ts";
+import { startLocalStack } from "../runtime/local-stack.ts";
+import { generateKeypair } from "../adapters/chain/accounts.ts";
+import { startNats, startPostgres, type Service } from "./services.ts";
+import { credentialsPath, readCredentials, writeCredentials } from "./credentials.ts";
+
+export const START_HELP = `memrelay start
+  Starts nats-server (with nats.conf; NATS_URL to use a running one), Postgres (DATABASE_URL; else the native
+  server on 127.0.0.1:5432 when it has pgvector; else embedded PGlite with pgvector), the local chain, the
+  key servers, the blob store (BLOBSTORE_PORT, 8200) and the relayer (PORT, 8000). Creates a dev account and
+  writes ~/.memory/credentials.json (0600) when absent. Data lives in MEMRELAY_DATA_DIR (~/.memrelay).`;
+
+function secretFile(path: string, make: () => Uint8Array): Uint8Array {
+  if (!existsSync(path)) writeFileSync(path, Buffer.from(make()).toString("hex") + "\n", { mode: 0o600 });
+  chmodSync(path, 0o600);
+  return Uint8Array.from(Buffer.from(readFileSync(path, "utf8").trim(), "hex"));
+}
+
+export async function startCommand(args: string[], env = process.env): Promise<number> {
+  if (args.includes("--help") || args.includes("-h")) {
+    console.log(START_HELP);
+    return 0;
+  }
+  const base = loadConfig(env);
+  mkdirSync(base.dataDir, { recursive: true, mode: 0o700 });
+  const logger = createLogger({ format: base.logFormat });
+  const services: Service[] = [];
+  const stopAll = async () => {
+    for (const s of services.reverse()) await s.stop().catch(() => undefined);
+  };
+  try {
+    const nats = env.NATS_URL ? { url: env.NATS_URL, description: `NATS from NATS_URL (${env.NATS_URL})`, stop: async () => undefined } : await startNats(base.dataDir);
+    services.push(nats);
+    const postgres = await startPostgres(base.dataDir);
+    services.push(postgres);
+    const config = loadConfig({ ...env, NATS_URL: nats.url, DATABASE_URL: postgres.url });
+    const operatorSecretKey = secretFile(join(base.dataDir, "operator.key"), () => generateKeypair().secretKey);
+    const stack = await startLocalStack({ config, logger, databaseUrl: postgres.url, operatorSecretKey });
+    services.push({ url: "", description: "", stop: () => stack.stop() });
+
+    const credPath = credentialsPath(env);
+    let creds = readCredentials(credPath);
+    if (!creds) {
+      const who = await stack.createIdentity("memrelay-dev");
+      writeFileSync(join(base.dataDir, "dev-owner.key"), Buffer.from(who.ownerSecretKey).toString("hex") + "\n", { mode: 0o600 });
+      creds = {
+        delegatePrivateKey: Buffer.from(who.delegateSecretKey).toString("hex"),
+        delegatePublicKeyHex: who.delegatePublicKeyHex,
+        delegateAddress: who.delegateAddress,
+        walletAddress: who.owner,
+        accountId: who.accountId,
+        packageId: stack.encryptionStack.packageId,
+        relayerUrl: stack.relayerUrl,
+        label: "memrelay-dev",
+        createdAt: new Date().toISOString(),
+        version: 1,
+      };
+      writeCredentials(creds, credPath);
+    }
+    const lines = [
+      "memrelay is running",
+      `  relayer      ${stack.relayerUrl}`,
+      `  blob store   ${stack.blobstoreUrl}  (Walrus API: PUT ${stack.blobstoreUrl}/v1/blobs)`,
+      `  chain RPC    ${stack.encryptionStack.rpcUrl}`,
+      `  key servers  ${stack.encryptionStack.serverConfigs.length} (threshold ${config.encryptionThreshold ?? Math.min(2, stack.encryptionStack.serverConfigs.length)})`,
+      `  NATS         ${nats.description}`,
+      `  Postgres     ${postgres.description}`,
+      `  embedder     ${stack.embedder.name} (${stack.embedder.dims} dims)`,
+      `  credentials  ${credPath} (account ${creds.accountId})`,
+      "",
+      "try:  memrelay remember \"I prefer green tea\" --wait  &&  memrelay recall \"what do I drink?\"",
+      "Ctrl-C stops everything.",
+    ];
+    console.log(lines.join("\n"));
+    await new Promise<void>((resolve) => {
+      process.once("SIGINT", resolve);
+      process.once("SIGTERM", resolve);
+    });
+    console.log("stopping…");
+    await stopAll();
+    return 0;
+  } catch (err) {
+    console.error(`memrelay start failed: ${(err as Error).message}`);
+    await stopAll();
+    return 1;
+  }
+}

@@ -1,0 +1,154 @@
+// Brings up everything on local adapters (DESIGN.md section 5): the ledger on the CHAIN stream, its JSON-RPC
+// subset and t-of-n Seal-compatible key servers, the blob storage service, an embedder, and the relayer.
+// Used by `memrelay start`, the black-box tests and the benchmarks, so all three run the same wiring.
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { openEventLog, type EventLog } from "../eventlog/connection.ts";
+import { createPool, type Db } from "../db/pool.ts";
+import type { RelayerConfig } from "../config/env.ts";
+import type { Logger } from "../config/logger.ts";
+import { LocalChain } from "../adapters/chain/local-chain.ts";
+import { createAccount, addDelegateKey, generateKeypair, keypairFromSecret, mint } from "../adapters/chain/accounts.ts";
+import { startLocalEncryptionStack, type LocalEncryptionStack } from "../keyservers/local-stack.ts";
+import { ownerOrDelegate } from "../keyservers/policy.ts";
+import { createEnvelopeEncryption } from "../adapters/encryption/envelope.ts";
+import { createEmbedder } from "../adapters/embeddings/select.ts";
+import { WalrusHttpBlobs } from "../adapters/blobs/walrus-http.ts";
+import { startBlobstore } from "../blobstore/service.ts";
+import { startRelayer, type RelayerRoles, type RelayerStack } from "./relayer-stack.ts";
+import type { EmbeddingPort } from "../adapters/ports.ts";
+
+export interface DevIdentity {
+  readonly ownerSecretKey: Uint8Array;
+  readonly owner: string;
+  readonly accountId: string;
+  readonly delegateSecretKey: Uint8Array;
+  readonly delegatePublicKeyHex: string;
+  readonly delegateAddress: string;
+}
+
+export interface LocalStack {
+  readonly config: RelayerConfig;
+  readonly log: EventLog;
+  readonly db: Db;
+  readonly chain: LocalChain;
+  readonly encryptionStack: LocalEncryptionStack;
+  readonly relayer: RelayerStack;
+  readonly relayerUrl: string;
+  readonly blobstoreUrl: string;
+  readonly operatorSecretKey: Uint8Array;
+  readonly embedder: EmbeddingPort;
+  /** Operator variables a separate `memrelay worker` process needs to join this stack. */
+  readonly workerEnv: Record<string, string>;
+  /** Creates an account with one delegate key (what a wallet app does for a new user). */
+  createIdentity(label?: string): Promise<DevIdentity>;
+  stop(): Promise<void>;
+}
+
+const GAS_GRANT = 1_000_000_000_000n;
+
+export async function startLocalStack(opts: {
+  config: RelayerConfig;
+  logger: Logger;
+  databaseUrl: string;
+  operatorSecretKey?: Uint8Array;
+  walletCount?: number;
+  walletFunding?: bigint;
+  actorConcurrency?: number;
+  attemptDelayMs?: number;
+  roles?: RelayerRoles;
+}): Promise<LocalStack> {
+  const { logger } = opts;
+  mkdirSync(opts.config.dataDir, { recursive: true });
+  const log = await openEventLog({ servers: opts.config.natsUrl, name: "memrelay" });
+  const db = createPool(opts.databaseUrl, 16);
+  const stops: (() => Promise<void> | void)[] = [() => log.close(), () => db.end()];
+  try {
+    const operatorSecretKey = opts.operatorSecretKey ?? generateKeypair().secretKey;
+    const chain = await LocalChain.open(log, { packageId: opts.config.packageId, network: opts.config.network, operatorKey: operatorSecretKey });
+    stops.unshift(() => chain.close?.());
+
+    const encryptionStack = await startLocalEncryptionStack({
+      dir: join(opts.config.dataDir, "encryption"),
+      packageId: opts.config.packageId,
+      host: opts.config.host,
+      ledger: chain,
+      isAuthorized: ownerOrDelegate(chain),
+    });
+    stops.unshift(() => encryptionStack.close());
+    const threshold = opts.config.encryptionThreshold ?? Math.min(2, encryptionStack.serverConfigs.length);
+    const encryption = createEnvelopeEncryption({ packageId: encryptionStack.packageId, rpcUrl: encryptionStack.rpcUrl, serverConfigs: encryptionStack.serverConfigs, threshold });
+
+    const blobstore = await startBlobstore({ log, db, host: opts.config.host, port: opts.config.blobstorePort, dataDir: join(opts.config.dataDir, "blobstore"), logger: logger.child({ service: "blobstore" }) });
+    stops.unshift(() => blobstore.stop());
+    const blobstoreUrl = blobstore.url;
+    const publisher = process.env.BLOBSTORE_PUBLISHER_URL ?? blobstoreUrl;
+    const aggregator = process.env.BLOBSTORE_AGGREGATOR_URL ?? blobstoreUrl;
+    const blobs = new WalrusHttpBlobs({ publisherUrl: publisher, aggregatorUrl: aggregator, cacheTtlSecs: opts.config.blobCacheTtlSecs, cacheMaxBytes: opts.config.blobCacheMaxBytes });
+    stops.unshift(() => blobs.close());
+
+    // The upload wallet pool: configured keys, or fresh funded dev wallets.
+    let walletKeys = [...opts.config.serverChainPrivateKeys];
+    if (!walletKeys.length) {
+      for (let i = 0; i < (opts.walletCount ?? 5); i++) {
+        const { secretKey } = generateKeypair();
+        walletKeys.push(Buffer.from(secretKey).toString("hex"));
+      }
+    }
+    if (opts.walletFunding !== 0n) {
+      for (const k of walletKeys) await mint(chain, { operatorKey: operatorSecretKey, to: keypairFromSecret(k).address, amount: opts.walletFunding ?? GAS_GRANT });
+    }
+    const embedder = createEmbedder({ kind: opts.config.embedder, dims: opts.config.embeddingDims, apiBase: opts.config.embeddingApiBase, apiKey: opts.config.embeddingApiKey, model: opts.config.embeddingModel });
+    const config: RelayerConfig = { ...opts.config, serverChainPrivateKeys: walletKeys, chainRpcUrl: opts.config.chainRpcUrl || encryptionStack.rpcUrl };
+    const relayer = await startRelayer({ config, log, db, ports: { chain, encryption, blobs, embedder }, logger, actorConcurrency: opts.actorConcurrency, attemptDelayMs: opts.attemptDelayMs, roles: opts.roles });
+    stops.unshift(() => relayer.stop());
+
+    const createIdentity = async (label = "memrelay-dev"): Promise<DevIdentity> => {
+      const ownerKp = generateKeypair();
+      const delegate = generateKeypair();
+      await mint(chain, { operatorKey: operatorSecretKey, to: ownerKp.keypair.address, amount: GAS_GRANT });
+      const account = await createAccount(chain, { ownerKey: ownerKp.secretKey });
+      await addDelegateKey(chain, { ownerKey: ownerKp.secretKey, publicKey: delegate.keypair.publicKeyHex, label, accountId: account.id });
+      return {
+        ownerSecretKey: ownerKp.secretKey,
+        owner: ownerKp.keypair.address,
+        accountId: account.id,
+        delegateSecretKey: delegate.secretKey,
+        delegatePublicKeyHex: delegate.keypair.publicKeyHex,
+        delegateAddress: delegate.keypair.address,
+      };
+    };
+    return {
+      config,
+      log,
+      db,
+      chain,
+      encryptionStack,
+      relayer,
+      relayerUrl: `http://${config.host}:${relayer.port}`,
+      blobstoreUrl,
+      operatorSecretKey,
+      embedder,
+      workerEnv: {
+        NATS_URL: config.natsUrl,
+        DATABASE_URL: opts.databaseUrl,
+        CHAIN_RPC_URL: encryptionStack.rpcUrl,
+        ENCRYPTION_SERVER_CONFIGS: JSON.stringify(encryptionStack.serverConfigs),
+        ENCRYPTION_THRESHOLD: String(threshold),
+        MEMORY_PACKAGE_ID: encryptionStack.packageId,
+        BLOBSTORE_PUBLISHER_URL: publisher,
+        BLOBSTORE_AGGREGATOR_URL: aggregator,
+        SERVER_CHAIN_PRIVATE_KEYS: walletKeys.join(","),
+        MEMRELAY_EMBEDDER: config.embedder,
+        ...(config.embeddingDims ? { MEMRELAY_EMBEDDING_DIMS: String(config.embeddingDims) } : {}),
+      },
+      createIdentity,
+      stop: async () => {
+        for (const s of stops) await Promise.resolve(s()).catch(() => undefined);
+      },
+    };
+  } catch (err) {
+    for (const s of stops) await Promise.resolve(s()).catch(() => undefined);
+    throw err;
+  }
+}

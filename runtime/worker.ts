@@ -1,0 +1,43 @@
+// A stateless relayer process joining running services: any mix of the gateway, actor-host and projection roles,
+// with ports built from the operator variables (NATS_URL, DATABASE_URL, CHAIN_RPC_URL, ENCRYPTION_SERVER_CONFIGS,
+// ENCRYPTION_THRESHOLD, BLOBSTORE_PUBLISHER_URL / _AGGREGATOR_URL, SERVER_CHAIN_PRIVATE_KEYS). This is how the
+// relayer scales out: run as many as needed; they share nothing but NATS and Postgres.
+import { openEventLog } from "../eventlog/connection.ts";
+import { createPool } from "../db/pool.ts";
+import type { RelayerConfig } from "../config/env.ts";
+import type { Logger } from "../config/logger.ts";
+import { LocalChain } from "../adapters/chain/local-chain.ts";
+import { createEnvelopeEncryption } from "../adapters/encryption/envelope.ts";
+import { parseServerConfigs, thresholdFromEnv } from "../adapters/encryption/config.ts";
+import { createEmbedder } from "../adapters/embeddings/select.ts";
+import { WalrusHttpBlobs } from "../adapters/blobs/walrus-http.ts";
+import { startRelayer, type RelayerRoles } from "./relayer-stack.ts";
+
+export async function startWorker(config: RelayerConfig, roles: RelayerRoles, logger: Logger, env: Record<string, string | undefined> = process.env) {
+  if (!config.databaseUrl) throw new Error("DATABASE_URL is required");
+  const servers = parseServerConfigs(env);
+  if (!servers?.length) throw new Error("ENCRYPTION_SERVER_CONFIGS is required");
+  if (!config.chainRpcUrl) throw new Error("CHAIN_RPC_URL is required");
+  const log = await openEventLog({ servers: config.natsUrl, name: "memrelay-worker" });
+  const db = createPool(config.databaseUrl, 16);
+  const chain = await LocalChain.open(log, { packageId: config.packageId, network: config.network });
+  const encryption = createEnvelopeEncryption({
+    packageId: config.packageId,
+    rpcUrl: config.chainRpcUrl,
+    serverConfigs: servers,
+    threshold: thresholdFromEnv(servers.reduce((s, c) => s + c.weight, 0), env),
+  });
+  const blobs = new WalrusHttpBlobs({ publisherUrl: config.blobstorePublisherUrl, aggregatorUrl: config.blobstoreAggregatorUrl, cacheTtlSecs: config.blobCacheTtlSecs, cacheMaxBytes: config.blobCacheMaxBytes });
+  const embedder = createEmbedder({ kind: config.embedder, dims: config.embeddingDims, apiBase: config.embeddingApiBase, apiKey: config.embeddingApiKey, model: config.embeddingModel });
+  const relayer = await startRelayer({ config, log, db, ports: { chain, encryption, blobs, embedder }, logger, roles });
+  return {
+    relayer,
+    stop: async () => {
+      await relayer.stop();
+      await blobs.close();
+      await chain.close?.();
+      await log.close();
+      await db.end();
+    },
+  };
+}

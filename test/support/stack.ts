@@ -1,0 +1,54 @@
+// Starts the whole local stack for a black-box suite: private nats-server, fresh database, every service on
+// free ports. Returns what a client needs plus handles for fault injection.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadConfig } from "../../config/env.ts";
+import { createLogger, silentLogger } from "../../config/logger.ts";
+import { startLocalStack, type LocalStack } from "../../runtime/local-stack.ts";
+import { startNatsServer, type NatsServerHandle } from "./nats-server.ts";
+import { createTestDatabase, type TestDatabase } from "./postgres.ts";
+import { MemrelayClient } from "../../client/memrelay-client.ts";
+import { createDelegateSession } from "../../adapters/encryption/session.ts";
+import { startTcpProxy, type TcpProxy } from "./tcp-proxy.ts";
+import type { RelayerRoles } from "../../runtime/relayer-stack.ts";
+
+export interface TestStack {
+  readonly nats: NatsServerHandle;
+  readonly database: TestDatabase;
+  readonly stack: LocalStack;
+  readonly proxy?: TcpProxy;
+  client(identity?: Awaited<ReturnType<LocalStack["createIdentity"]>>): Promise<MemrelayClient>;
+  teardown(): Promise<void>;
+}
+
+export async function startTestStack(env: Record<string, string> = {}, opts: { roles?: RelayerRoles; viaProxy?: boolean } = {}): Promise<TestStack> {
+  const nats = await startNatsServer();
+  const database = await createTestDatabase();
+  // Optionally reach Postgres through a proxy the test can cut (a Postgres outage without touching the server).
+  const dbUrl = new URL(database.url);
+  const proxy = opts.viaProxy ? await startTcpProxy(dbUrl.hostname, Number(dbUrl.port || 5432)) : undefined;
+  if (proxy) dbUrl.port = String(proxy.port);
+  const dataDir = mkdtempSync(join(tmpdir(), "memrelay-data-"));
+  const config = loadConfig({ PORT: "0", BLOBSTORE_PORT: "0", NATS_URL: nats.url, DATABASE_URL: dbUrl.toString(), MEMRELAY_DATA_DIR: dataDir, ...env });
+  const logger = process.env.MEMRELAY_TEST_LOGS ? createLogger({}) : silentLogger;
+  const stack = await startLocalStack({ config, logger, databaseUrl: dbUrl.toString(), attemptDelayMs: 10, roles: opts.roles });
+  return {
+    nats,
+    database,
+    stack,
+    proxy,
+    client: async (identity) => {
+      const who = identity ?? (await stack.createIdentity());
+      const session = await createDelegateSession({ delegateSecretKey: who.delegateSecretKey, packageId: stack.encryptionStack.packageId, rpcUrl: stack.encryptionStack.rpcUrl });
+      return new MemrelayClient({ baseUrl: stack.relayerUrl, delegatePrivateKey: who.delegateSecretKey, accountId: who.accountId, encryptionSession: session.header });
+    },
+    teardown: async () => {
+      await stack.stop();
+      await proxy?.close();
+      await database.drop().catch(() => undefined);
+      await nats.cleanup();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
