@@ -256,50 +256,60 @@ export function checkPreconditions(current: ObjectState | null, p: Preconditions
   }
 }
 
-/** Records an object write whose bytes are already stored; returns the new state and its sequence. */
+/**
+ * Records an object write whose bytes are already stored. A conditional write decides against the object's current
+ * state and appends expecting it; an unconditional one is last-writer-wins and appends without reading it.
+ */
 export async function recordObject(
   core: Core,
   bucket: BucketState,
   key: string,
   blob: { blobId: string; size: number; md5: string; contentType: string },
   pre: Preconditions,
-): Promise<{ state: ObjectState; seq: number; replaced: boolean }> {
+): Promise<{ state: ObjectState; seq: number }> {
   const objectId = objectAggregateId(bucket.bucket_id, key);
+  const make = (): ObjectState => {
+    const t = now();
+    return {
+      object_id: objectId,
+      bucket: bucket.name,
+      bucket_id: bucket.bucket_id,
+      account_id: bucket.account_id,
+      key,
+      blob_id: blob.blobId,
+      size: blob.size,
+      md5: blob.md5,
+      content_type: blob.contentType,
+      created_at: t,
+      updated_at: t,
+    };
+  };
   let state: ObjectState | undefined;
-  let replaced = false;
-  const r = await core.log.decide(
-    KIND.blob,
-    objectId,
-    (last) => {
-      const current = liveObject(last);
-      checkPreconditions(current, pre);
-      const t = now();
-      replaced = current !== null;
-      state = {
-        object_id: objectId,
-        bucket: bucket.name,
-        bucket_id: bucket.bucket_id,
-        account_id: bucket.account_id,
-        key,
-        blob_id: blob.blobId,
-        size: blob.size,
-        md5: blob.md5,
-        content_type: blob.contentType,
-        created_at: t,
-        updated_at: t,
-      };
-      return [newEvent(EVT.blobWritten, state)];
-    },
-    ctx(),
-  );
+  let seq: number;
+  if (pre.ifNoneMatchAny || pre.ifMatch) {
+    const r = await core.log.decide(
+      KIND.blob,
+      objectId,
+      (last) => {
+        checkPreconditions(liveObject(last), pre);
+        state = make();
+        return [newEvent(EVT.blobWritten, state)];
+      },
+      ctx(),
+    );
+    seq = r!.seq;
+  } else {
+    state = make();
+    seq = await core.log.appendAny(KIND.blob, objectId, [newEvent(EVT.blobWritten, state)], ctx());
+  }
   // The bucket may have been deleted while the body streamed in: check after the append, undo if it is gone.
-  const still = liveBucket(await core.log.last(KIND.bucket, bucket.name));
+  const [latest] = await Promise.all([core.log.last(KIND.bucket, bucket.name), core.settle(KIND.blob, seq)]);
+  const still = liveBucket(latest);
   if (!still || still.bucket_id !== bucket.bucket_id) {
     await removeObject(core, bucket, key, "bucket_deleted");
     throw new HttpError(404, `bucket ${bucket.name} not found`);
   }
-  await core.settle(KIND.blob, r!.seq);
-  return { state: state!, seq: r!.seq, replaced };
+  return { state: state!, seq };
 }
 
 async function removeObject(core: Core, bucket: BucketState, key: string, reason: "deleted" | "bucket_deleted", pre?: Preconditions): Promise<{ seq: number; state: ObjectState } | null> {

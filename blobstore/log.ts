@@ -69,6 +69,12 @@ export class BlobstoreLog {
     }
   }
 
+  /** Appends whatever the aggregate's state (last writer wins); returns the sequence. */
+  async appendAny(kind: Kind, id: string, events: NewEvent[], ctx: { correlationId: string }): Promise<number> {
+    const r = await this.store.append(aggregateOf(kind, id), events, "any", { correlationId: ctx.correlationId, causationId: ctx.correlationId });
+    return r.seq;
+  }
+
   /** Appends to an aggregate that must not exist yet; false when it already does. */
   async create(kind: Kind, id: string, events: NewEvent[], ctx: { correlationId: string }): Promise<number | null> {
     try {

@@ -13,7 +13,7 @@ import { createPool, type Db } from "../db/pool.ts";
 import { createLogger, type Logger } from "../config/logger.ts";
 import { HttpError, HttpServer, errorReply, json, parseJsonObject, type Handler, type Reply, type Request, type RouteOptions } from "../gateway/http.ts";
 import { Metrics } from "../gateway/metrics.ts";
-import { ProjectionRunner, migrateCheckpoints } from "../projections/runtime.ts";
+import { ProjectionRunner, migrateCheckpoints, resetProjection } from "../projections/runtime.ts";
 import { FsBlobBackend, type BlobBackend, type OpenedBlob } from "./backend.ts";
 import { BlobstoreLog } from "./log.ts";
 import { BLOBSTORE_KINDS, blobstoreProjection } from "./projections.ts";
@@ -96,6 +96,8 @@ export interface BlobstoreHandle {
   gc(opts?: { full?: boolean; graceMs?: number }): Promise<SweepResult>;
   /** Resolves true once every read model has applied everything the log held when called. */
   caughtUp(timeoutMs?: number): Promise<boolean>;
+  /** Drops and rebuilds read models from the event log (all by default); resolves when they have caught up. */
+  replay(kinds?: readonly Kind[]): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -200,7 +202,8 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
 
   await migrateCheckpoints(db);
   const runners = {} as Record<Kind, ProjectionRunner>;
-  for (const kind of BLOBSTORE_KINDS) runners[kind] = new ProjectionRunner(eventLog, db, blobstoreProjection(kind), logger.child({ projection: kind }));
+  const newRunner = (kind: Kind) => new ProjectionRunner(eventLog, db, blobstoreProjection(kind), logger.child({ projection: kind }));
+  for (const kind of BLOBSTORE_KINDS) runners[kind] = newRunner(kind);
   for (const kind of BLOBSTORE_KINDS) await runners[kind].start();
 
   const core: Core = {
@@ -656,7 +659,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
       try {
         if (expectMd5 && expectMd5 !== put.md5) throw new HttpError(400, "Content-MD5 does not match the body");
         const r = await recordObject(core, bucket, key, { blobId: put.blobId, size: put.size, md5: put.md5, contentType }, pre);
-        return json(201, { ...blobJson(r.state), deduplicated: put.deduplicated, replaced: r.replaced });
+        return json(201, { ...blobJson(r.state), deduplicated: put.deduplicated });
       } catch (err) {
         orphan();
         throw err;
@@ -808,6 +811,17 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
   const timer = intervalMs > 0 ? setInterval(() => void gc().catch((err) => logger.warn("blob sweep failed", { error: (err as Error).message })), intervalMs) : undefined;
   timer?.unref();
 
+  const replay = async (kinds: readonly Kind[] = BLOBSTORE_KINDS) => {
+    for (const kind of kinds) {
+      const old = runners[kind];
+      await old.stop();
+      await resetProjection(db, old.projection);
+      runners[kind] = newRunner(kind);
+      await runners[kind].start();
+    }
+    if (!(await caughtUp(120_000))) throw new Error("replay did not catch up within 120 s");
+  };
+
   let stopped = false;
   return {
     port,
@@ -816,6 +830,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
     runners,
     gc,
     caughtUp,
+    replay,
     async stop() {
       if (stopped) return;
       stopped = true;

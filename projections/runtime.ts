@@ -43,6 +43,7 @@ export async function resetProjection(db: Db, p: Projection): Promise<void> {
 class CheckpointMoved extends Error {}
 
 const MAX_BATCH = 2_000;
+const CHECKPOINT_POLL_MS = 1_000;
 
 export class ProjectionRunner {
   private stopped = false;
@@ -99,6 +100,8 @@ export class ProjectionRunner {
     while (!this.stopped) {
       try {
         this.position = await readCheckpoint(this.db, this.projection.name);
+        // Another process may have applied what a waiter waits for (a checkpoint moved past it): release it.
+        this.notify();
         await this.follow();
         failures = 0;
       } catch (err) {
@@ -121,7 +124,7 @@ export class ProjectionRunner {
     const info = await consumer.info(true).catch(() => undefined);
     if (info && info.num_pending === 0) this.backlog = 0;
     const messages = await consumer.consume({ max_messages: 4_096 });
-    let buffer: StoredEvent[] = [];
+    const buffer: StoredEvent[] = [];
     let lastSeq = this.position;
     let flushing: Promise<void> | undefined;
     let failure: unknown;
@@ -138,18 +141,35 @@ export class ProjectionRunner {
       }
     };
     this.stopCurrent = () => messages.stop();
-    for await (const m of messages) {
-      if (m.seq <= lastSeq) continue;
-      lastSeq = m.seq;
-      this.backlog = m.info.pending;
-      for (const event of decodeCommit(m.data).events) buffer.push({ seq: m.seq, subject: m.subject, event });
-      this.buffered = buffer.length + 1;
-      if (!flushing) flushing = new Promise<void>((r) => setImmediate(r)).then(flush).finally(() => (flushing = undefined));
-      if (buffer.length >= MAX_BATCH && flushing) await flushing;
-      if (failure) break;
+    // An idle runner sees no batch to fail its compare-and-set: poll the checkpoint so a reset made by another
+    // process (operator replay) restarts it from sequence 1 even when no new events arrive.
+    let moved = false;
+    const watch = setInterval(() => {
+      if (flushing || buffer.length) return;
+      readCheckpoint(this.db, this.projection.name).then((stored) => {
+        if (!flushing && !buffer.length && stored !== this.position) {
+          moved = true;
+          messages.stop();
+        }
+      }, () => undefined);
+    }, CHECKPOINT_POLL_MS);
+    try {
+      for await (const m of messages) {
+        if (m.seq <= lastSeq) continue;
+        lastSeq = m.seq;
+        this.backlog = m.info.pending;
+        for (const event of decodeCommit(m.data).events) buffer.push({ seq: m.seq, subject: m.subject, event });
+        this.buffered = buffer.length + 1;
+        if (!flushing) flushing = new Promise<void>((r) => setImmediate(r)).then(flush).finally(() => (flushing = undefined));
+        if (buffer.length >= MAX_BATCH && flushing) await flushing;
+        if (failure) break;
+      }
+    } finally {
+      clearInterval(watch);
     }
     if (flushing) await flushing;
     if (failure) throw failure;
+    if (moved) throw new CheckpointMoved(`checkpoint of ${this.projection.name} was moved`);
   }
 
   private async applyBatch(batch: StoredEvent[], toSeq: number): Promise<void> {

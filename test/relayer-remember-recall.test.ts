@@ -37,7 +37,7 @@ describe("remember → poll → recall", () => {
       expect(j.status).toBe("done");
       expect(j.blob_id).toMatch(/^[A-Za-z0-9_-]{43}$/);
     }
-    const r = await alice.recall("what pet does she have?", { namespace: "personal", limit: 2 });
+    const r = await alice.recall("which food does my cat love?", { namespace: "personal", limit: 2 });
     expect(r.total).toBe(2);
     expect(r.results[0].text).toBe(texts[0]);
     expect(r.results[0].score).toBeUndefined();

@@ -1,0 +1,241 @@
+// Shared state of one `bench/run.ts` invocation: options, the main (hashing) environment started on first use,
+// the queried owner, and seeding helpers the sections share (real memories through the API; synthetic
+// `job.indexed` commits of other owners on the event log).
+import { randomBytes, randomUUID } from "node:crypto";
+import { Agent } from "undici";
+import { EventStore } from "../../eventlog/event-store.ts";
+import { STREAMS } from "../../eventlog/subjects.ts";
+import { readCheckpoint } from "../../projections/runtime.ts";
+import { MEMORY_INDEX } from "../../projections/memory-index.ts";
+import { JOB_STATUS } from "../../projections/job-status.ts";
+import { HashingEmbedder } from "../../adapters/embeddings/hashing.ts";
+import { JOB_EVENTS, type JobIndexed } from "../../schemas/remember-job.ts";
+import { RequestSigner } from "../../client/signer.ts";
+import { BenchEnv, type Role } from "./env.ts";
+import { MemorySampler, type IdentityWire } from "./processes.ts";
+import { memoryTexts, vocabulary } from "./texts.ts";
+import { closedLoop, newPool, signedPost } from "./load.ts";
+import { sleep, until } from "./stats.ts";
+
+export interface Options {
+  readonly only?: Set<string>;
+  readonly quick: boolean;
+  readonly encryptedNats: boolean;
+  readonly cpuProf: boolean;
+  readonly profileDir: string;
+}
+
+export const log = (msg: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${msg}`);
+
+export class Ctx {
+  readonly sampler = new MemorySampler(500);
+  private main?: BenchEnv;
+  private q?: IdentityWire;
+  /** Owners and rows of synthetic commits appended so far (main environment). */
+  synthetic = { rows: 0, lastSeq: 0, appendSeconds: 0 };
+  /** Real jobs driven to done in the main environment (each has one 2-event commit and one 1-event commit). */
+  readonly layout = new Set<string>();
+
+  constructor(readonly opts: Options) {
+    this.sampler.track("bench (load generator, observer)", process.pid);
+    this.sampler.start();
+  }
+
+  /** Scales a count down for --quick smoke runs. */
+  n(full: number, quick: number): number {
+    return this.opts.quick ? quick : full;
+  }
+
+  workerNodeArgs(): string[] {
+    return this.opts.cpuProf ? ["--cpu-prof", `--cpu-prof-dir=${this.opts.profileDir}`] : [];
+  }
+
+  async env(roles: Role[] = ["gateway", "projections", "actors"]): Promise<BenchEnv> {
+    if (!this.main) {
+      log("starting the main environment (nats-server, fresh database, services process) ...");
+      this.main = await BenchEnv.start({ embedder: "hashing", encryptedNats: this.opts.encryptedNats, label: "main", workerNodeArgs: this.workerNodeArgs() }, this.sampler);
+    }
+    for (const r of roles) if (!this.main.workers.has(r)) await this.main.startRole(r);
+    return this.main;
+  }
+
+  async owner(): Promise<IdentityWire> {
+    const env = await this.env([]);
+    this.q ??= await env.identity("bench-queried-owner");
+    return this.q;
+  }
+
+  async teardown(): Promise<void> {
+    await this.main?.teardown();
+    this.main = undefined;
+    this.sampler.stop();
+  }
+}
+
+// ---------------------------------------------------------------- queries on the read models
+
+export async function jobCounts(env: BenchEnv, owner: string, namespace: string): Promise<{ done: number; failed: number }> {
+  const r = await env.db.query<{ done: string; failed: string }>(
+    "SELECT count(*) FILTER (WHERE status = 'done') AS done, count(*) FILTER (WHERE status = 'failed') AS failed FROM remember_jobs WHERE owner = $1 AND namespace = $2",
+    [owner, namespace],
+  );
+  return { done: Number(r.rows[0].done), failed: Number(r.rows[0].failed) };
+}
+
+export async function indexedCount(env: BenchEnv, owner: string, namespace: string): Promise<number> {
+  const r = await env.db.query<{ n: string }>("SELECT count(*) AS n FROM memories WHERE owner = $1 AND namespace = $2", [owner, namespace]);
+  return Number(r.rows[0].n);
+}
+
+/** Waits until both projections have applied stream sequence `seq`. */
+export async function waitProjections(env: BenchEnv, seq: number, timeoutMs: number, names = [MEMORY_INDEX, JOB_STATUS]): Promise<void> {
+  await until(async () => {
+    for (const n of names) if ((await readCheckpoint(env.db, n)) < seq) return false;
+    return true;
+  }, timeoutMs, `projections to reach sequence ${seq}`, 100);
+}
+
+export async function lastEventSeq(env: BenchEnv): Promise<number> {
+  const info = await env.log.jsm.streams.info(STREAMS.events);
+  return info.state.last_seq;
+}
+
+// ---------------------------------------------------------------- real memories through the API
+
+export interface SubmitTimeline {
+  readonly submitSeconds: number;
+  readonly firstSubmitAt: number;
+  readonly lastDoneAt: number;
+  /** (ms since first submit, done count) samples. */
+  readonly timeline: [number, number][];
+  readonly done: number;
+  readonly failed: number;
+  readonly jobIds: string[];
+  readonly httpErrors: number;
+}
+
+/**
+ * Submits `texts` as signed bulk remembers (20 per request, `concurrency` requests in flight) for `who` in
+ * `namespace`, and polls the job-status read model every `pollMs` until every job is done or failed.
+ */
+export async function submitBulkAndWait(env: BenchEnv, who: IdentityWire, namespace: string, texts: readonly string[], opts: { concurrency?: number; pollMs?: number; timeoutMs?: number; progress?: boolean } = {}): Promise<SubmitTimeline> {
+  const signer = new RequestSigner(Buffer.from(who.delegateSecretKeyHex, "hex"), who.accountId);
+  const reqs = [];
+  for (let i = 0; i < texts.length; i += 20) reqs.push(signedPost(signer, "/api/remember/bulk", { items: texts.slice(i, i + 20).map((text) => ({ text, namespace })) }));
+  const base = await jobCounts(env, who.owner, namespace);
+  const pool = newPool(env.relayerUrl, opts.concurrency ?? 8);
+  const t0 = performance.now();
+  const timeline: [number, number][] = [];
+  let submitted = false;
+  const submit = closedLoop(pool, reqs, opts.concurrency ?? 8, { expect: 202, keepBodies: true }).then((r) => {
+    submitted = true;
+    return r;
+  });
+  let counts = base;
+  let lastProgress = 0;
+  let lastDoneAt = t0;
+  const deadline = t0 + (opts.timeoutMs ?? 300_000);
+  for (;;) {
+    await sleep(opts.pollMs ?? 100);
+    counts = await jobCounts(env, who.owner, namespace);
+    const now = performance.now();
+    const done = counts.done - base.done;
+    if (!timeline.length || timeline[timeline.length - 1][1] !== done) lastDoneAt = now;
+    timeline.push([now - t0, done]);
+    if (opts.progress && now - lastProgress > 2_000) {
+      lastProgress = now;
+      log(`  ${namespace}: ${done}/${texts.length} done (${counts.failed - base.failed} failed), ${((now - t0) / 1000).toFixed(1)} s`);
+    }
+    if (submitted && done + counts.failed - base.failed >= texts.length) break;
+    if (now > deadline) break;
+  }
+  const res = await submit;
+  await pool.close();
+  const jobIds = (res.bodies ?? []).flatMap((b) => ((b as { job_ids?: string[] } | undefined)?.job_ids ?? []));
+  return {
+    submitSeconds: res.seconds,
+    firstSubmitAt: t0,
+    lastDoneAt,
+    timeline,
+    done: counts.done - base.done,
+    failed: counts.failed - base.failed,
+    jobIds,
+    httpErrors: res.errors,
+  };
+}
+
+/** Makes sure `who` has at least `n` real memories in `namespace` (remembered through the API). */
+export async function ensureReal(env: BenchEnv, who: IdentityWire, namespace: string, n: number, textOffset: number): Promise<void> {
+  const have = await indexedCount(env, who.owner, namespace);
+  if (have >= n) return;
+  log(`seeding ${n - have} real memories into ${namespace} through the API ...`);
+  const r = await submitBulkAndWait(env, who, namespace, memoryTexts(n - have, textOffset + have), { progress: true, timeoutMs: 600_000 });
+  if (r.failed || r.httpErrors) log(`  warning: ${r.failed} failed jobs, ${r.httpErrors} HTTP errors`);
+  await until(async () => (await indexedCount(env, who.owner, namespace)) >= n, 60_000, `${n} index rows in ${namespace}`);
+}
+
+// ---------------------------------------------------------------- synthetic job.indexed commits
+
+const hex = (bytes: number) => "0x" + randomBytes(bytes).toString("hex");
+const blobId = () => randomBytes(32).toString("base64url").slice(0, 43);
+
+/** Synthetic vectors: the hashing embedding of random word sequences drawn from the corpus' vocabulary. */
+function syntheticVectors(count: number, dims: number): number[][] {
+  const vocab = vocabulary();
+  const embedder = new HashingEmbedder({ dims });
+  const out: number[][] = [];
+  let seed = 12345;
+  const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296);
+  for (let i = 0; i < count; i++) {
+    const words = 6 + Math.floor(rnd() * 18);
+    const text = Array.from({ length: words }, () => vocab[Math.floor(rnd() * vocab.length)]).join(" ");
+    out.push(Array.from(embedder.embedOne(text)));
+  }
+  return out;
+}
+
+/**
+ * Appends `rows` synthetic but well-formed `job.indexed` commits (one per job aggregate, expected sequence 0,
+ * through EventStore.append) for `owners` other owners, so that the memory index projection builds them.
+ */
+export async function appendSynthetic(env: BenchEnv, rows: number, opts: { owners?: number; inFlight?: number; label?: string } = {}): Promise<{ seconds: number; lastSeq: number }> {
+  const dims = env.services.embedderDims;
+  const store = new EventStore(env.log.js, env.log.jsm);
+  const vectors = syntheticVectors(Math.min(rows, 20_000), dims);
+  const ownerCount = opts.owners ?? 200;
+  const owners = Array.from({ length: ownerCount }, () => hex(32));
+  const namespaces = ["default", "work", "personal", "ns10k"];
+  const now = Date.now();
+  let next = 0;
+  let lastSeq = 0;
+  let lastLog = performance.now();
+  const t0 = performance.now();
+  const worker = async () => {
+    for (;;) {
+      const i = next++;
+      if (i >= rows) return;
+      const jobId = randomUUID();
+      const data: JobIndexed = {
+        object_id: hex(32),
+        wallet: owners[(i * 7) % ownerCount],
+        owner: owners[i % ownerCount],
+        namespace: namespaces[(i >> 3) % 10 < 6 ? 0 : (i >> 3) % 10 < 8 ? 1 : (i >> 3) % 10 < 9 ? 2 : 3],
+        blob_id: blobId(),
+        vector: vectors[i % vectors.length],
+        importance: Math.round(((i * 37) % 100) / 10) / 10,
+        size: 200 + ((i * 13) % 800),
+        created_at: new Date(now - ((i * 7919) % (90 * 86_400)) * 1000).toISOString(),
+      };
+      const r = await store.append(`job.${jobId}`, [{ type: JOB_EVENTS.indexed, version: 1, data }], 0, { causationId: jobId, correlationId: jobId, commitId: `${jobId}:0` });
+      if (r.seq > lastSeq) lastSeq = r.seq;
+      if (performance.now() - lastLog > 3_000) {
+        lastLog = performance.now();
+        log(`  ${opts.label ?? "synthetic"}: ${i + 1}/${rows} commits appended (${Math.round((i + 1) / ((lastLog - t0) / 1000))}/s)`);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: opts.inFlight ?? 256 }, worker));
+  return { seconds: (performance.now() - t0) / 1000, lastSeq };
+}
+
+export { Agent };

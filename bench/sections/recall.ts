@@ -1,0 +1,231 @@
+// Section 3: recall. The queried owner has 10,000 real memories (through the API: real encrypted blobs) in one
+// namespace, plus namespaces of 1,000 and 10; other owners fill the index to ≥ 200,000 rows through synthetic
+// `job.indexed` commits on the event log that the projection builds. 32 concurrent clients; SQL ranking timed
+// alone; recall@10 of the API against a brute-force exact search computed here in JS.
+import { createDelegateSession } from "../../adapters/encryption/session.ts";
+import { HashingEmbedder } from "../../adapters/embeddings/hashing.ts";
+import { RequestSigner } from "../../client/signer.ts";
+import { createPool, toVectorLiteral } from "../../db/pool.ts";
+import { rankMemories } from "../../gateway/recall.ts";
+import { DEFAULT_WEIGHTS, type ScoringWeights } from "../../schemas/relayer-http.ts";
+import type { Ctx } from "../lib/context.ts";
+import { appendSynthetic, ensureReal, lastEventSeq, log, waitProjections } from "../lib/context.ts";
+import type { BenchEnv } from "../lib/env.ts";
+import { closedLoop, newPool, signedPost, type Prepared } from "../lib/load.ts";
+import { meanMsBetween, scrapeHistogram } from "../lib/metrics.ts";
+import { queries } from "../lib/texts.ts";
+import { int, latencyLine, ms, pooled, rate, summarize } from "../lib/stats.ts";
+import type { Row, SectionResult } from "../lib/report.ts";
+import { BIG_NS } from "./pipeline.ts";
+
+export const SYNTHETIC_ROWS = 200_000;
+const CLIENTS = 32;
+const COMPOSITE: ScoringWeights = { semantic: 1, recency: 0.5, recency_half_life_days: 30, importance: 0.3 };
+
+/** Seeds the other owners' rows once per environment; returns the append timing when it seeded now. */
+export async function ensureSynthetic(ctx: Ctx, env: BenchEnv, rows: number): Promise<{ seconds: number; projectSeconds: number; rows: number } | undefined> {
+  if (ctx.synthetic.rows >= rows) return undefined;
+  const todo = rows - ctx.synthetic.rows;
+  log(`seeding ${int(todo)} synthetic job.indexed commits of 200 other owners on the EVT stream ...`);
+  const t0 = performance.now();
+  const r = await appendSynthetic(env, todo, { owners: 200 });
+  ctx.synthetic = { rows: ctx.synthetic.rows + todo, lastSeq: r.lastSeq, appendSeconds: r.seconds };
+  log(`  appended in ${r.seconds.toFixed(1)} s (${rate(todo / r.seconds, " commits/s")}); waiting for the projections ...`);
+  await waitProjections(env, await lastEventSeq(env), 900_000);
+  const projectSeconds = (performance.now() - t0) / 1000;
+  log(`  projected: index built ${projectSeconds.toFixed(1)} s after the first append`);
+  return { seconds: r.seconds, projectSeconds, rows: todo };
+}
+
+interface ExactRow { id: string; blob_id: string; v: Float64Array; norm: number }
+
+const parseVec = (t: string) => Float64Array.from(JSON.parse(t) as number[]);
+const norm = (v: Float64Array) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+
+async function exactRows(env: BenchEnv, owner: string, ns: string): Promise<ExactRow[]> {
+  const r = await env.db.query<{ id: string; blob_id: string; v: string }>("SELECT id::text, blob_id, vector::text AS v FROM memories WHERE owner = $1 AND namespace = $2", [owner, ns]);
+  return r.rows.map((x) => {
+    const v = parseVec(x.v);
+    return { id: x.id, blob_id: x.blob_id, v, norm: norm(v) };
+  });
+}
+
+/** Exact cosine ranking (distance, then id, as the SQL orders) over the stored half-precision vectors. */
+function exactTop(rows: readonly ExactRow[], q: Float64Array, k: number): { blob_id: string; d: number }[] {
+  const qn = norm(q);
+  const scored = rows.map((r) => {
+    let dot = 0;
+    for (let i = 0; i < q.length; i++) dot += r.v[i] * q[i];
+    return { id: r.id, blob_id: r.blob_id, d: 1 - dot / (r.norm * qn) };
+  });
+  scored.sort((a, b) => a.d - b.d || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return scored.slice(0, k);
+}
+
+export async function recallSection(ctx: Ctx): Promise<SectionResult> {
+  const started = new Date();
+  const t0 = performance.now();
+  const env = await ctx.env(["gateway", "projections", "actors"]);
+  const who = await ctx.owner();
+  const nBig = ctx.n(10_000, 1_000);
+  const synthRows = ctx.n(SYNTHETIC_ROWS, 20_000);
+  await ensureReal(env, who, BIG_NS, nBig, 0);
+  await ensureReal(env, who, "ns1k", 1_000, 60_000);
+  await ensureReal(env, who, "ns10", 10, 70_000);
+  const seeded = await ensureSynthetic(ctx, env, synthRows);
+  await waitProjections(env, await lastEventSeq(env), 300_000);
+  // The index was just bulk-loaded: give the planner statistics now rather than whenever autovacuum runs.
+  await env.db.query("ANALYZE memories");
+  const sizes = (await env.db.query<{ total: string; owners: string; bytes: string }>("SELECT count(*) AS total, count(DISTINCT owner) AS owners, pg_total_relation_size('memories') AS bytes FROM memories")).rows[0];
+  log(`recall: index has ${int(Number(sizes.total))} rows of ${sizes.owners} owners (${(Number(sizes.bytes) / 2 ** 20).toFixed(0)} MiB)`);
+
+  const secret = Buffer.from(who.delegateSecretKeyHex, "hex");
+  const session = await createDelegateSession({ delegateSecretKey: secret, packageId: env.workerEnv.MEMORY_PACKAGE_ID, rpcUrl: env.workerEnv.CHAIN_RPC_URL, ttlMin: 30 });
+  const signer = new RequestSigner(secret, who.accountId);
+  const sessionHeader = { "x-encryption-session": session.header };
+  const pool = newPool(env.relayerUrl, CLIENTS);
+  const recallReq = (query: string, namespace: string, extra: Record<string, unknown> = {}): Prepared => signedPost(signer, "/api/recall", { query, namespace, limit: 10, ...extra }, sessionHeader);
+
+  // ---- recall@10 against an exact search
+  const embedder = new HashingEmbedder({ dims: env.services.embedderDims });
+  const halfQuery = async (q: string) => parseVec((await env.db.query<{ v: string }>("SELECT $1::halfvec::text AS v", [toVectorLiteral(embedder.embedOne(q))])).rows[0].v);
+  const nq = ctx.n(100, 30);
+  const quality: Record<string, { namespace: string; size: number; queries: number; recall: number; tieAware: number; dropped: number; maxDistanceError: number }> = {};
+  for (const [ns, size] of [["ns10", 10], ["ns1k", 1_000], [BIG_NS, nBig]] as const) {
+    const rows = await exactRows(env, who.owner, ns);
+    const dOf = new Map(rows.map((r) => [r.blob_id, r] as const));
+    const qs = queries(nq, 500);
+    const res = await closedLoop(pool, qs.map((q) => recallReq(q, ns)), 4, { expect: 200, keepBodies: true });
+    let hits = 0, tieHits = 0, possible = 0, dropped = 0, maxErr = 0;
+    for (let i = 0; i < qs.length; i++) {
+      const body = res.bodies?.[i] as { results: { blob_id: string; distance: number }[]; dropped_count?: number } | undefined;
+      const q = await halfQuery(qs[i]);
+      const qn = norm(q);
+      const exact = exactTop(rows, q, 10);
+      const k = Math.min(10, rows.length);
+      possible += k;
+      if (!body) continue;
+      dropped += body.dropped_count ?? 0;
+      const want = new Set(exact.map((e) => e.blob_id));
+      const kth = exact[exact.length - 1]?.d ?? Infinity;
+      for (const r of body.results.slice(0, k)) {
+        if (want.has(r.blob_id)) hits++;
+        const row = dOf.get(r.blob_id);
+        if (row) {
+          let dot = 0;
+          for (let j = 0; j < q.length; j++) dot += row.v[j] * q[j];
+          const d = 1 - dot / (row.norm * qn);
+          maxErr = Math.max(maxErr, Math.abs(d - r.distance));
+          if (want.has(r.blob_id) || d <= kth + 1e-6) tieHits++;
+        }
+      }
+    }
+    quality[ns] = { namespace: ns, size: rows.length, queries: qs.length, recall: hits / possible, tieAware: tieHits / possible, dropped, maxDistanceError: maxErr };
+    log(`recall: recall@10 in ${ns} (${rows.length} memories): ${(hits / possible).toFixed(4)} (tie-aware ${(tieHits / possible).toFixed(4)}), ${dropped} dropped, ${res.errors} errors`);
+  }
+
+  // ---- latency with 32 concurrent clients
+  const nReq = ctx.n(3_000, 400);
+  const latency = async (label: string, ns: string, extra: Record<string, unknown> = {}, n = nReq) => {
+    const warm = queries(200, 1_000).map((q) => recallReq(q, ns, extra));
+    const run = queries(n, 0).map((q) => recallReq(q, ns, extra));
+    await closedLoop(pool, warm, CLIENTS, { expect: 200 });
+    const e0 = await scrapeHistogram(env.relayerUrl, "memrelay_query_embedding_seconds");
+    const h0 = await scrapeHistogram(env.relayerUrl, "memrelay_http_request_duration_seconds", 'route="recall"');
+    log(`recall: ${label}: ${n} requests from ${CLIENTS} concurrent clients ...`);
+    const res = await closedLoop(pool, run, CLIENTS, { expect: 200, keepBodies: true });
+    const e1 = await scrapeHistogram(env.relayerUrl, "memrelay_query_embedding_seconds");
+    const h1 = await scrapeHistogram(env.relayerUrl, "memrelay_http_request_duration_seconds", 'route="recall"');
+    const s = summarize(res.latencies);
+    const short = (res.bodies ?? []).filter((b) => b && ((b as { total: number }).total < 10 || (b as { dropped_count?: number }).dropped_count)).length;
+    log(`recall: ${label}: ${rate(n / res.seconds, " req/s")}, ${latencyLine(s)}, ${res.errors} errors, ${short} short/dropped`);
+    return { label, n, seconds: res.seconds, throughput: n / res.seconds, summary: s, errors: res.errors, short, statuses: res.statuses, errorSamples: res.errorSamples, embedMeanMs: meanMsBetween(e0, e1), serverMeanMs: meanMsBetween(h0, h1) };
+  };
+  const big = await latency(`cosine, ${BIG_NS}`, BIG_NS);
+  const composite = await latency(`composite, ${BIG_NS}`, BIG_NS, { scoring_weights: COMPOSITE }, ctx.n(1_500, 200));
+  const mid = await latency("cosine, ns1k", "ns1k", {}, ctx.n(1_500, 200));
+  await pool.close();
+
+  // ---- SQL ranking alone (no HTTP, no embedding, no blobs): the gateway's rankMemories on a pool of 16, as the gateway has
+  const qtexts = queries(ctx.n(2_000, 300), 0);
+  const embedMs: number[] = [];
+  const vectors = qtexts.map((q) => {
+    const a = performance.now();
+    const v = embedder.embedOne(q);
+    embedMs.push(performance.now() - a);
+    return v;
+  });
+  const sqlPool = createPool(env.database.url, 16);
+  const sqlRun = async (concurrency: number, composite: boolean, n = vectors.length) => {
+    const lat = new Float64Array(n);
+    const a = performance.now();
+    await pooled(n, concurrency, async (i) => {
+      const b = performance.now();
+      await rankMemories(sqlPool, { owner: who.owner, namespace: BIG_NS, vector: vectors[i], limit: 10, weights: composite ? COMPOSITE : DEFAULT_WEIGHTS, composite });
+      lat[i] = performance.now() - b;
+    });
+    return { summary: summarize(lat), throughput: n / ((performance.now() - a) / 1000) };
+  };
+  await sqlRun(CLIENTS, false, 200);
+  log("recall: SQL ranking alone ...");
+  const sql32 = await sqlRun(CLIENTS, false);
+  const sql1 = await sqlRun(1, false, Math.min(400, vectors.length));
+  const sqlComposite32 = await sqlRun(CLIENTS, true, Math.min(1_000, vectors.length));
+  const sqlComposite1 = await sqlRun(1, true, Math.min(300, vectors.length));
+  log(`recall: SQL alone, 32 concurrent: ${latencyLine(sql32.summary)}; 1 at a time: ${latencyLine(sql1.summary)}`);
+  const plan = async (composite: boolean) => {
+    const c = await sqlPool.connect();
+    try {
+      const v = toVectorLiteral(vectors[0]);
+      const sql = composite
+        ? `EXPLAIN (ANALYZE, BUFFERS) SELECT blob_id, distance, created_at, importance, $5::float8 * (1 - distance) + $6::float8 * power(2, -(extract(epoch FROM (now() - created_at)) / 86400.0) / $7::float8) + $8::float8 * importance AS score FROM (SELECT blob_id, id, (vector <=> $1::halfvec) AS distance, created_at, importance FROM memories WHERE owner = $2 AND namespace = $3) m ORDER BY score DESC, id LIMIT $4`
+        : "EXPLAIN (ANALYZE, BUFFERS) SELECT blob_id, (vector <=> $1::halfvec) AS distance, created_at, importance FROM memories WHERE owner = $2 AND namespace = $3 ORDER BY distance, id LIMIT $4";
+      const params = composite ? [v, who.owner, BIG_NS, 10, COMPOSITE.semantic, COMPOSITE.recency, COMPOSITE.recency_half_life_days, COMPOSITE.importance] : [v, who.owner, BIG_NS, 10];
+      const r = await c.query<{ "QUERY PLAN": string }>(sql, params);
+      return r.rows.map((x) => x["QUERY PLAN"]).join("\n");
+    } finally {
+      c.release();
+    }
+  };
+  const planCosine = await plan(false);
+  const planComposite = await plan(true);
+  await sqlPool.end();
+  const emb = summarize(embedMs);
+
+  const q = (ns: string) => quality[ns];
+  const rows: Row[] = [
+    { metric: `whole request p50 (cosine, ${int(nBig)}-memory namespace, ${CLIENTS} clients)`, target: "≤ 15 ms", measured: ms(big.summary.p50), pass: big.summary.p50 <= 15 && big.errors === 0 },
+    { metric: "whole request p99", target: "≤ 50 ms", measured: ms(big.summary.p99), pass: big.summary.p99 <= 50 && big.errors === 0 },
+    { metric: "whole request distribution / throughput", measured: `${latencyLine(big.summary)} · ${rate(big.throughput, " req/s")} · ${big.errors} errors, ${big.short} short or dropped` },
+    { metric: "SQL ranking alone p50 / p99 (32 concurrent on a 16-connection pool)", target: "≤ 15 ms / ≤ 50 ms", measured: `${ms(sql32.summary.p50)} / ${ms(sql32.summary.p99)}`, pass: sql32.summary.p50 <= 15 && sql32.summary.p99 <= 50 },
+    { metric: "SQL ranking alone, one query at a time", measured: `${latencyLine(sql1.summary)}` },
+    { metric: "query embedding (hashing, beside the above)", measured: `bench p50 ${ms(emb.p50, 3)} · p99 ${ms(emb.p99, 3)}; gateway mean ${ms(big.embedMeanMs, 3)}` },
+    { metric: "gateway-side mean of the recall route", measured: ms(big.serverMeanMs) },
+    { metric: `composite scoring, ${BIG_NS} (${CLIENTS} clients)`, measured: `${latencyLine(composite.summary)} · ${rate(composite.throughput, " req/s")} · ${composite.errors} errors` },
+    { metric: "composite SQL alone (32 concurrent / one at a time)", measured: `p50 ${ms(sqlComposite32.summary.p50)}, p99 ${ms(sqlComposite32.summary.p99)} / p50 ${ms(sqlComposite1.summary.p50)}, p99 ${ms(sqlComposite1.summary.p99)}` },
+    { metric: `cosine, 1,000-memory namespace (${CLIENTS} clients)`, measured: `${latencyLine(mid.summary)} · ${rate(mid.throughput, " req/s")} · ${mid.errors} errors` },
+  ];
+  for (const ns of ["ns10", "ns1k", BIG_NS]) {
+    const x = q(ns);
+    rows.push({ metric: `recall@10 vs exact search, ${int(x.size)} memories (${x.queries} queries)`, target: "≥ 0.99", measured: `${x.recall.toFixed(4)} (tie-aware ${x.tieAware.toFixed(4)}; ${x.dropped} dropped)`, pass: x.recall >= 0.99 && x.dropped === 0 });
+  }
+  return {
+    name: "recall",
+    title: "3. Recall",
+    startedAt: started.toISOString(),
+    seconds: (performance.now() - t0) / 1000,
+    rows,
+    notes: [
+      `Index: ${int(Number(sizes.total))} rows of ${sizes.owners} owners, ${(Number(sizes.bytes) / 2 ** 20).toFixed(0)} MiB with indexes. The queried owner's ${int(nBig)} + 1,000 + 10 memories are real (remembered through the API: encrypted blobs in the blob store, recall decrypts them with an exported session key); the other ${int(ctx.synthetic.rows)} rows come from synthetic \`job.indexed\` commits of 200 owners appended to EVT with EventStore.append${seeded ? ` (${rate(seeded.rows / seeded.seconds, " commits/s")} appended; index built ${seeded.projectSeconds.toFixed(1)} s after the first append, i.e. ${rate(seeded.rows / seeded.projectSeconds, " rows/s")} while live)` : ""}. \`ANALYZE memories\` ran after seeding.`,
+      `Clients: ${CLIENTS} closed-loop workers over 32 keep-alive connections, requests signed beforehand (x-encryption-session header, limit 10), LoCoMo questions as queries, after 200 warm-up requests per run. The gateway, projections and actor host each run in their own process; the blob store (aggregator reads on cache misses) in the services process.`,
+      "Whole request = signature check, nonce claim, owner lookup, query embedding, exact ranking in Postgres, ciphertext reads (cache or blob store), envelope decryption. Hashing query embedding costs microseconds, so 'excluding embedding' and the whole request coincide here.",
+      "recall@10: the API's top 10 against a brute-force cosine ranking in JS over the stored half-precision vectors (query cast to halfvec by Postgres, ties by id as the SQL orders). 'tie-aware' also accepts a result whose exact distance equals the 10th (float32 vs float64 accumulation may order exact ties differently).",
+      `Distance agreement: the largest difference between a distance the API reported and the JS exact distance was ${Math.max(...Object.values(quality).map((x) => x.maxDistanceError)).toExponential(1)}.`,
+    ],
+    blocks: [
+      { title: `Plan of the cosine ranking on ${BIG_NS} (EXPLAIN ANALYZE, BUFFERS)`, text: planCosine },
+      { title: `Plan of the composite ranking on ${BIG_NS}`, text: planComposite },
+    ],
+    data: { index: sizes, seeded, quality, big, composite, mid, sql: { concurrent32: sql32, sequential: sql1, composite32: sqlComposite32, composite1: sqlComposite1 }, embedding: emb },
+  };
+}

@@ -1,0 +1,58 @@
+// Section 2b: the pipeline with the shipped neural embedder (USE-lite, MEMRELAY_EMBEDDER=use-lite) against that
+// embedder's own batch throughput (bench/embedder-throughput.ts). Runs in its own environment (fresh nats-server
+// and database: the index has 512 dimensions there).
+import { UseLiteEmbedder } from "../../adapters/embeddings/use-lite.ts";
+import { measureEmbedderThroughput } from "../embedder-throughput.ts";
+import type { Ctx } from "../lib/context.ts";
+import { log, submitBulkAndWait } from "../lib/context.ts";
+import { BenchEnv } from "../lib/env.ts";
+import { memoryTexts } from "../lib/texts.ts";
+import { int, ms, pct, rate } from "../lib/stats.ts";
+import type { SectionResult } from "../lib/report.ts";
+
+export async function useLiteSection(ctx: Ctx): Promise<SectionResult> {
+  const started = new Date();
+  const t0 = performance.now();
+  const aloneTexts = memoryTexts(ctx.n(320, 128), 3_000);
+  log(`use-lite: the embedder alone in the bench process (${aloneTexts.length} texts, batches of 64, as the actor host's EmbedBatcher hands them) ...`);
+  const alone = await measureEmbedderThroughput(new UseLiteEmbedder(), aloneTexts, 64);
+  log(`use-lite: alone ${alone.textsPerSec.toFixed(1)} texts/s (p50 batch ${ms(alone.p50BatchMs, 0)})`);
+
+  log("use-lite: starting its environment (nats-server, database, services, workers) ...");
+  const env = await BenchEnv.start({ embedder: "use-lite", encryptedNats: ctx.opts.encryptedNats, label: "use-lite", workerNodeArgs: ctx.workerNodeArgs() }, ctx.sampler);
+  try {
+    await env.startRole("projections");
+    await env.startRole("gateway");
+    await env.startRole("actors");
+    const who = await env.identity("bench-use-lite");
+    log("use-lite: warm-up (40 jobs; loads the model in the actor host) ...");
+    await submitBulkAndWait(env, who, "warmup", memoryTexts(40, 9_000), { timeoutMs: 180_000 });
+    const n = ctx.n(600, 160);
+    log(`use-lite: ${n} jobs through signed bulk remembers ...`);
+    const run = await submitBulkAndWait(env, who, "uselite", memoryTexts(n, 0), { concurrency: 4, pollMs: 100, progress: true, timeoutMs: 600_000 });
+    const seconds = (run.lastDoneAt - run.firstSubmitAt) / 1000;
+    const jobsPerSec = run.done / seconds;
+    const ratio = jobsPerSec / alone.textsPerSec;
+    log(`use-lite: pipeline ${jobsPerSec.toFixed(1)} jobs/s = ${pct(ratio)} of the embedder alone`);
+    return {
+      name: "use-lite",
+      title: "2b. Remember pipeline with the shipped neural embedder (USE-lite)",
+      startedAt: started.toISOString(),
+      seconds: (performance.now() - t0) / 1000,
+      rows: [
+        { metric: "embedder alone (measureEmbedderThroughput, batch 64, bench process)", measured: `${alone.textsPerSec.toFixed(1)} texts/s (batch p50 ${ms(alone.p50BatchMs, 0)}, p99 ${ms(alone.p99BatchMs, 0)})` },
+        { metric: `pipeline jobs/s to done (${int(n)} jobs, first submit → last done)`, measured: `${jobsPerSec.toFixed(1)} jobs/s`, },
+        { metric: "pipeline / embedder alone", target: "≥ 80 %", measured: pct(ratio), pass: ratio >= 0.8 && run.failed === 0 },
+        { metric: "jobs failed / HTTP errors", measured: `${run.failed} / ${run.httpErrors}` },
+      ],
+      notes: [
+        "Same process layout as section 2, in a separate environment (own nats-server and database, since the index has 512 dimensions with this embedder).",
+        "The embedder alone is measured first, on the otherwise idle machine, with the texts of the same corpus; the pipeline figure includes everything else the jobs do (encryption, blob upload, chain record, events, projections) competing for the same 2 cores.",
+        `Throughput after a 40-job warm-up that loads the model in the actor-host process. ${rate(run.done)} jobs done.`,
+      ],
+      data: { alone, n, jobsPerSec, ratio, seconds, failed: run.failed, httpErrors: run.httpErrors },
+    };
+  } finally {
+    await env.teardown();
+  }
+}
