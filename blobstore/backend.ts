@@ -13,7 +13,7 @@
 // them back; ranges become a skip to the first chunk (chunk index = offset / chunk size). It also maps onto S3/MinIO
 // (PUT with the id as key, GET with Range). Only this file changes; ids, events and read models stay as they are.
 import { createHash, randomBytes } from "node:crypto";
-import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync, unlinkSync, utimesSync, writeFileSync, openSync, fsyncSync, closeSync, type WriteStream } from "node:fs";
+import { createWriteStream, existsSync, renameSync, unlinkSync, utimesSync, writeFileSync, openSync, fsyncSync, closeSync, type WriteStream } from "node:fs";
 import { link, mkdir, open, readdir, rename, rm, stat, unlink, utimes } from "node:fs/promises";
 import { once } from "node:events";
 import { join } from "node:path";
@@ -226,7 +226,7 @@ export class FsBlobBackend implements BlobBackend {
         return { size: off, bytes: off === size ? bytes : bytes.subarray(0, off) };
       }
       // The stream owns the descriptor from here and closes it when it ends or is destroyed.
-      const stream = createReadStream("", { fd: fh.fd, start, end, highWaterMark: 256 * 1024, autoClose: true });
+      const stream = fh.createReadStream({ start, end, highWaterMark: 256 * 1024, autoClose: true });
       return { size, stream };
     } catch (err) {
       await fh.close().catch(() => undefined);

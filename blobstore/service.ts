@@ -335,8 +335,8 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
     const put = await backend.put(req.bodyStream!, { maxBytes: maxBlobBytes });
     metrics.inc("bytes_written_total", {}, put.size);
     metrics.inc("blob_puts_total", { deduplicated: String(put.deduplicated) });
-    const orphan = () => {
-      if (!put.deduplicated) enqueueGc(db, put.blobId).catch((err) => logger.warn("could not queue an orphaned blob", { blob_id: put.blobId, error: (err as Error).message }));
+    const orphan = async () => {
+      if (!put.deduplicated) await enqueueGc(db, put.blobId).catch((err) => logger.warn("could not queue an orphaned blob", { blob_id: put.blobId, error: (err as Error).message }));
     };
     return { put, orphan };
   }
@@ -442,7 +442,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
           },
         });
       } catch (err) {
-        orphan();
+        await orphan();
         throw err;
       }
     },
@@ -661,7 +661,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
         const r = await recordObject(core, bucket, key, { blobId: put.blobId, size: put.size, md5: put.md5, contentType }, pre);
         return json(201, { ...blobJson(r.state), deduplicated: put.deduplicated });
       } catch (err) {
-        orphan();
+        await orphan();
         throw err;
       }
     }),

@@ -24,6 +24,25 @@ export interface Projection {
 export async function migrateCheckpoints(db: Db): Promise<void> {
   await db.query(`CREATE TABLE IF NOT EXISTS projection_checkpoints (
     name text PRIMARY KEY, seq bigint NOT NULL DEFAULT 0, updated_at timestamptz NOT NULL DEFAULT now())`);
+  // The identity (creation time) of the EVT stream the checkpoint counts in: a checkpoint is meaningless against
+  // another stream (a fresh log, or one restored from a backup), so a mismatch rebuilds the read model.
+  await db.query("ALTER TABLE projection_checkpoints ADD COLUMN IF NOT EXISTS stream_created text");
+}
+
+/** Rebuilds the read model when its checkpoint was taken against a different EVT stream than the current one. */
+async function alignWithStream(db: Db, log: EventLog, p: Projection, logger: Logger): Promise<void> {
+  const created = (await log.jsm.streams.info(STREAMS.events)).created;
+  const r = await db.query<{ stream_created: string | null; seq: string }>("SELECT stream_created, seq FROM projection_checkpoints WHERE name = $1", [p.name]);
+  const row = r.rows[0];
+  if (row && row.stream_created !== created && Number(row.seq) > 0) {
+    logger.warn("event log differs from the one this read model was built from; rebuilding", { projection: p.name });
+    await resetProjection(db, p);
+  }
+  await db.query(
+    `INSERT INTO projection_checkpoints (name, seq, stream_created) VALUES ($1, 0, $2)
+     ON CONFLICT (name) DO UPDATE SET stream_created = EXCLUDED.stream_created`,
+    [p.name, created],
+  );
 }
 
 export async function readCheckpoint(db: Db | Tx, name: string): Promise<number> {
@@ -73,6 +92,8 @@ export class ProjectionRunner {
 
   async start(): Promise<void> {
     await this.projection.migrate(this.db);
+    await migrateCheckpoints(this.db);
+    await alignWithStream(this.db, this.log, this.projection, this.logger);
     void this.run();
   }
 

@@ -198,12 +198,12 @@ function syntheticVectors(count: number, dims: number): number[][] {
  * Appends `rows` synthetic but well-formed `job.indexed` commits (one per job aggregate, expected sequence 0,
  * through EventStore.append) for `owners` other owners, so that the memory index projection builds them.
  */
-export async function appendSynthetic(env: BenchEnv, rows: number, opts: { owners?: number; inFlight?: number; label?: string } = {}): Promise<{ seconds: number; lastSeq: number }> {
+export async function appendSynthetic(env: BenchEnv, rows: number, opts: { owners?: number; ownerList?: string[]; inFlight?: number; label?: string } = {}): Promise<{ seconds: number; lastSeq: number }> {
   const dims = env.services.embedderDims;
   const store = new EventStore(env.log.js, env.log.jsm);
   const vectors = syntheticVectors(Math.min(rows, 20_000), dims);
-  const ownerCount = opts.owners ?? 200;
-  const owners = Array.from({ length: ownerCount }, () => hex(32));
+  const owners = opts.ownerList ?? Array.from({ length: opts.owners ?? 200 }, () => hex(32));
+  const ownerCount = owners.length;
   const namespaces = ["default", "work", "personal", "ns10k"];
   const now = Date.now();
   let next = 0;

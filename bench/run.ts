@@ -1,0 +1,117 @@
+// `npm run bench`: memrelay's benchmarks on real NATS (a private nats-server on the repo's nats.conf) and the native
+// Postgres (a fresh database), each role of the relayer in its own process. Results: bench/RESULTS.md and
+// bench/results.json (merged: sections not run keep their previous results).
+//
+//   node --import tsx bench/run.ts                      every section (≈ 10–15 min on 2 cores)
+//   node --import tsx bench/run.ts --only recall        one section (remember, pipeline, use-lite, recall, replay, memory)
+//   node --import tsx bench/run.ts --only remember,pipeline --quick    smaller counts, for a smoke run
+// Flags: --plain-nats (JetStream store not encrypted), --cpu-prof (worker processes write V8 CPU profiles to
+// bench/profiles/; summarise with `node --import tsx bench/profile-summary.ts <file>`), --no-save.
+import { execSync } from "node:child_process";
+import { cpus, totalmem } from "node:os";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import pg from "pg";
+import { Ctx, log } from "./lib/context.ts";
+import { repoRoot } from "./lib/processes.ts";
+import { ORDER, saveResults, type RunInfo, type SectionResult } from "./lib/report.ts";
+import { adminUrl } from "../test/support/postgres.ts";
+import { rememberSection } from "./sections/remember.ts";
+import { pipelineSection } from "./sections/pipeline.ts";
+import { useLiteSection } from "./sections/use-lite.ts";
+import { recallSection } from "./sections/recall.ts";
+import { replaySection } from "./sections/replay.ts";
+import { memorySection } from "./sections/memory.ts";
+
+const args = process.argv.slice(2);
+const flag = (name: string) => args.includes(name);
+const value = (name: string) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+};
+const onlyArg = value("--only");
+const only = onlyArg ? new Set(onlyArg.split(",").map((s) => s.trim())) : undefined;
+for (const s of only ?? []) if (!ORDER.includes(s)) {
+  console.error(`unknown section ${s}; known: ${ORDER.join(", ")}`);
+  process.exit(2);
+}
+const profileDir = join(repoRoot, "bench", "profiles");
+if (flag("--cpu-prof")) mkdirSync(profileDir, { recursive: true });
+const ctx = new Ctx({ only, quick: flag("--quick"), encryptedNats: !flag("--plain-nats"), cpuProf: flag("--cpu-prof"), profileDir });
+const wants = (s: string) => !only || only.has(s);
+
+async function runInfo(): Promise<RunInfo> {
+  const sh = (c: string) => {
+    try {
+      return execSync(c, { cwd: repoRoot, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+    } catch {
+      return "unknown";
+    }
+  };
+  const dirty = sh("git status --porcelain") ? " + uncommitted changes" : "";
+  const c = new pg.Client({ connectionString: adminUrl() });
+  await c.connect();
+  const pgv = (await c.query<{ v: string }>("SELECT split_part(version(), ' on ', 1) AS v")).rows[0].v;
+  const ext = (await c.query<{ v: string }>("SELECT default_version AS v FROM pg_available_extensions WHERE name = 'vector'")).rows[0]?.v ?? "?";
+  const settings = (await c.query<{ name: string; setting: string; unit: string | null }>("SELECT name, setting, unit FROM pg_settings WHERE name IN ('shared_buffers', 'work_mem', 'jit', 'synchronous_commit', 'max_parallel_workers_per_gather')")).rows;
+  await c.end();
+  return {
+    date: new Date().toISOString(),
+    git: sh("git rev-parse --short HEAD") + dirty,
+    node: `Node ${process.version}`,
+    cpus: `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}`,
+    memory: `${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM`,
+    nats: `${sh("nats-server --version")}${ctx.opts.encryptedNats ? " (repo nats.conf: JetStream file store encrypted with chachapoly)" : " (plain JetStream file store)"}`,
+    postgres: `${pgv} with pgvector ${ext} (${settings.map((s) => `${s.name}=${s.setting}${s.unit ?? ""}`).join(", ")})`,
+    command: `node --import tsx bench/run.ts ${args.join(" ")}`.trim(),
+    layout: [
+      "Processes (all on this machine): the bench process (load generator and observer); `memrelay worker --roles gateway`, `--roles actors` and `--roles projections`, one process each; the services process (bench/services-proc.ts: startLocalStack without relayer roles = local chain + JSON-RPC, 3 key servers, blob storage service); nats-server; the native Postgres.",
+      "Each environment has its own nats-server (fresh store) and a fresh database on the native Postgres; the USE-lite section runs in a second environment after the first is torn down.",
+    ],
+  };
+}
+
+const results: SectionResult[] = [];
+const ran: string[] = [];
+const info = await runInfo();
+const tAll = performance.now();
+let failed: unknown;
+const stopping = async () => {
+  log("interrupted: stopping every process of the run ...");
+  await ctx.teardown().catch(() => undefined);
+  process.exit(130);
+};
+process.once("SIGINT", stopping);
+process.once("SIGTERM", stopping);
+try {
+  const sections: [string, () => Promise<SectionResult>][] = [
+    ["remember", () => rememberSection(ctx)],
+    ["pipeline", () => pipelineSection(ctx)],
+    ["recall", () => recallSection(ctx)],
+    ["replay", () => replaySection(ctx)],
+  ];
+  for (const [name, fn] of sections) {
+    if (!wants(name)) continue;
+    log(`=== section ${name} ===`);
+    const r = await fn();
+    results.push(r);
+    ran.push(name);
+    if (!flag("--no-save")) saveResults(info, results);
+  }
+  await ctx.teardown();
+  if (wants("use-lite")) {
+    log("=== section use-lite ===");
+    results.push(await useLiteSection(ctx));
+    ran.push("use-lite");
+  }
+} catch (err) {
+  failed = err;
+  console.error(err);
+} finally {
+  await ctx.teardown().catch(() => undefined);
+}
+if (ran.length && (!only || only.has("memory") || ran.length)) results.push(memorySection(ctx, ran));
+if (!flag("--no-save") && results.length) saveResults(info, results);
+log(`bench finished in ${((performance.now() - tAll) / 1000).toFixed(0)} s${failed ? " (with an error)" : ""}; results in bench/RESULTS.md and bench/results.json`);
+for (const r of results) for (const row of r.rows) if (row.pass !== undefined) console.log(`  ${row.pass ? "pass" : "FAIL"}  ${r.name}: ${row.metric}: ${row.measured} (target ${row.target})`);
+process.exit(failed ? 1 : 0);
