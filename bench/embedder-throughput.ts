@@ -34,7 +34,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const runs: [EmbeddingPort, number[]][] = [
     [new HashingEmbedder(), [1, 64]],
     [new HashingEmbedder({ dims: 2000, bigrams: true }), [64]],
-    [new UseLiteEmbedder(), [1, 16, 64]],
+    [new UseLiteEmbedder(), [1, 16]],
   ];
   console.log(`${texts.length} LoCoMo turns, mean ${Math.round(texts.reduce((n, t) => n + t.length, 0) / texts.length)} chars`);
   for (const [embedder, sizes] of runs)

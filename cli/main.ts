@@ -15,6 +15,7 @@ Commands:
   lag                         each projection's checkpoint and lag
   worker --roles ...          run relayer roles (gateway, actors, projections) against running services
   blobstore admin-key ...     blob store operator commands (issue, revoke, list admin keys)
+  alerts tail [--durable N]   print operator alerts (upload failures, low balances) as JSON lines
 
 Every command takes --help.`;
 
@@ -29,6 +30,7 @@ const commands: Record<string, Handler> = {
   lag: (a) => projectionsCommand("lag", a),
   worker: (a) => workerCommand(a),
   blobstore: async (a) => (await import("./blobstore.ts")).blobstoreCommand(a, process.env),
+  alerts: async (a) => (await import("./alerts.ts")).alertsCommand(a),
 };
 
 export async function main(argv: string[]): Promise<number> {

@@ -29,6 +29,20 @@ export interface RelayerConfig {
   readonly embeddingModel: string | undefined;
   readonly rateLimitDisabled: boolean;
   readonly alertWebhookUrl: string | undefined;
+  /** ALERT_WEBHOOK_TIMEOUT_MS / _MAX_ATTEMPTS / _RETRY_BASE_MS: per-POST timeout, deliveries per alert, first backoff. */
+  readonly alertWebhookTimeoutMs: number;
+  readonly alertWebhookMaxAttempts: number;
+  readonly alertWebhookRetryBaseMs: number;
+  /** BALANCE_MONITOR_INTERVAL_SECS (900; 0 disables the monitor). */
+  readonly balanceMonitorIntervalSecs: number;
+  /** Low-balance thresholds in the token's smallest unit (spec: Operator configuration). */
+  readonly walletBalanceLowThresholdWal: bigint;
+  readonly walletBalanceLowThresholdSui: bigint;
+  readonly sponsorBalanceLowThresholdSui: bigint;
+  /** WALLET_BALANCE_LOW_ALERT_DEDUP_SECS (43200): one low-balance alert per (network, wallet type, token, address) per window. */
+  readonly walletBalanceLowAlertDedupSecs: number;
+  /** SPONSOR_WALLET_ADDRESS: the wallet that pays sponsored gas, watched by the balance monitor when set. */
+  readonly sponsorWalletAddress: string | undefined;
   readonly trustedProxyHops: number;
   readonly dataDir: string;
 }
@@ -40,6 +54,12 @@ export function intVar(env: Env, name: string, def: number, min = -Infinity, max
   if (raw === undefined || raw.trim() === "") return def;
   const n = Number(raw);
   return Number.isInteger(n) && n >= min && n <= max ? n : def;
+}
+
+/** A non-negative integer amount (token smallest unit); anything else falls back to the default. */
+export function amountVar(env: Env, name: string, def: bigint): bigint {
+  const raw = env[name]?.trim();
+  return raw && /^[0-9]{1,30}$/.test(raw) ? BigInt(raw) : def;
 }
 
 /** AUTH_MAX_CLOCK_DRIFT_SECS: default 300, range 0..900 (0 = exact second), anything else falls back to 300. */
@@ -84,7 +104,16 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     embeddingApiKey: env.EMBEDDING_API_KEY,
     embeddingModel: env.EMBEDDING_MODEL,
     rateLimitDisabled: env.RATE_LIMIT_DISABLED === "true" || env.RATE_LIMIT_DISABLED === "1",
-    alertWebhookUrl: env.ALERT_WEBHOOK_URL,
+    alertWebhookUrl: env.ALERT_WEBHOOK_URL?.trim() || undefined,
+    alertWebhookTimeoutMs: intVar(env, "ALERT_WEBHOOK_TIMEOUT_MS", 5_000, 100, 120_000),
+    alertWebhookMaxAttempts: intVar(env, "ALERT_WEBHOOK_MAX_ATTEMPTS", 20, 1, 1_000),
+    alertWebhookRetryBaseMs: intVar(env, "ALERT_WEBHOOK_RETRY_BASE_MS", 1_000, 10, 3_600_000),
+    balanceMonitorIntervalSecs: intVar(env, "BALANCE_MONITOR_INTERVAL_SECS", 900, 0),
+    walletBalanceLowThresholdWal: amountVar(env, "WALLET_BALANCE_LOW_THRESHOLD_WAL", 50_000_000_000n),
+    walletBalanceLowThresholdSui: amountVar(env, "WALLET_BALANCE_LOW_THRESHOLD_SUI", 5_000_000_000n),
+    sponsorBalanceLowThresholdSui: amountVar(env, "SPONSOR_BALANCE_LOW_THRESHOLD_SUI", 5_000_000_000n),
+    walletBalanceLowAlertDedupSecs: intVar(env, "WALLET_BALANCE_LOW_ALERT_DEDUP_SECS", 43_200, 0),
+    sponsorWalletAddress: env.SPONSOR_WALLET_ADDRESS?.trim().toLowerCase() || undefined,
     trustedProxyHops: intVar(env, "TRUSTED_PROXY_HOPS", 0, 0, 16),
     dataDir: env.MEMRELAY_DATA_DIR ?? `${env.HOME ?? "."}/.memrelay`,
   };

@@ -57,7 +57,9 @@ export async function ensureStreams(jsm: JetStreamManager, replicas: number): Pr
       duplicate_window: 10 * 60 * SECOND_NS,
     },
     { name: STREAMS.events, subjects: [SUBJECTS.events], retention: RetentionPolicy.Limits, duplicate_window: 10 * 60 * SECOND_NS },
-    { name: STREAMS.alerts, subjects: [SUBJECTS.alerts], retention: RetentionPolicy.Limits, max_age: 30 * 24 * 3600 * SECOND_NS },
+    // Alerts are low-volume; a day of msg-id dedup lets a publisher retry (or a projection redo a batch after a
+    // long Postgres outage) without storing an alert twice.
+    { name: STREAMS.alerts, subjects: [SUBJECTS.alerts], retention: RetentionPolicy.Limits, max_age: 30 * 24 * 3600 * SECOND_NS, duplicate_window: 24 * 3600 * SECOND_NS },
     { name: STREAMS.chain, subjects: [SUBJECTS.chain], retention: RetentionPolicy.Limits, duplicate_window: 10 * 60 * SECOND_NS },
   ];
   for (const spec of specs) {

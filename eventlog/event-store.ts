@@ -1,7 +1,8 @@
 // Appends commits of events to the EVT stream with optimistic concurrency and reads an aggregate's history back.
 import { randomUUID } from "node:crypto";
 import { AckPolicy, DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
-import type { EventCommit, EventEnvelope, StoredEvent } from "../schemas/envelope.ts";
+import { upcast, type EventCommit, type EventEnvelope, type StoredEvent } from "../schemas/envelope.ts";
+import { UPCASTERS } from "../schemas/upcasters.ts";
 import { STREAMS } from "./subjects.ts";
 
 export class ConcurrencyConflict extends Error {
@@ -30,8 +31,10 @@ export function encodeCommit(commit: EventCommit): Uint8Array {
   return encoder.encode(JSON.stringify(commit));
 }
 
+/** Decodes a commit read from the log, upcasting each event to its current version. */
 export function decodeCommit(data: Uint8Array): EventCommit {
-  return JSON.parse(decoder.decode(data)) as EventCommit;
+  const commit = JSON.parse(decoder.decode(data)) as EventCommit;
+  return UPCASTERS.size ? { events: commit.events.map((e) => upcast(e, UPCASTERS)) } : commit;
 }
 
 export function envelope(aggregate: string, e: NewEvent, ctx: AppendContext, now = new Date()): EventEnvelope {

@@ -17,6 +17,8 @@ export const SUBJECTS = {
 export const KV_BUCKETS = {
   snapshots: "snapshots",
   nonces: "nonces",
+  /** Low-balance alert dedup claims, one key per (network, wallet type, token, address). */
+  alertDedup: "alert_dedup",
 } as const;
 
 export const commandSubject = (aggregateType: string, aggregateId: string) => `cmd.${aggregateType}.${aggregateId}`;

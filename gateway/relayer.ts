@@ -6,7 +6,8 @@ import { commandSubject } from "../eventlog/subjects.ts";
 import type { Db } from "../db/pool.ts";
 import type { RelayerConfig } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
-import type { BlobPort, DecryptCredential, EmbeddingPort, EncryptionPort } from "../adapters/ports.ts";
+import { PortError, type BlobPort, type DecryptCredential, type EmbeddingPort, type EncryptionPort } from "../adapters/ports.ts";
+import { isUnavailable } from "./unavailable.ts";
 import { HttpError, HttpServer, errorReply, json, parseJsonObject, type Handler, type Reply, type Request } from "./http.ts";
 import { SignedAuth, type Authenticated } from "./signed-auth.ts";
 import { JobLookup } from "./job-lookup.ts";
@@ -152,15 +153,10 @@ export function decryptCredential(req: Request): DecryptCredential {
 export function toReply(err: unknown): Reply | undefined {
   if (err instanceof HttpError) return errorReply(err.status, err.message, err.extra, err.headers);
   if (err instanceof ValidationError) return errorReply(400, err.message);
-  const msg = err instanceof Error ? err.message : String(err);
-  if (/CONNECTION_CLOSED|closed|disconnect|TIMEOUT|timeout|no responders|ECONNREFUSED|Connection terminated|connect ECONN|57P01|the database system/i.test(msg)) {
-    return errorReply(503, "a backing service is unavailable; retry shortly", {}, { "retry-after": "1" });
-  }
-  if (err && typeof err === "object" && "_tag" in err && (err as { _tag: string })._tag === "PortError") {
-    const pe = err as unknown as { kind: string; message: string };
-    if (pe.kind === "forbidden") return errorReply(403, "the decrypt credential was refused by the key servers");
-    if (pe.kind === "unavailable") return errorReply(503, "a backing service is unavailable; retry shortly", {}, { "retry-after": "1" });
-    if (pe.kind === "invalid") return errorReply(400, pe.message);
+  if (isUnavailable(err)) return errorReply(503, "a backing service is unavailable; retry shortly", {}, { "retry-after": "1" });
+  if (err instanceof PortError) {
+    if (err.kind === "forbidden") return errorReply(403, "the decrypt credential was refused by the key servers");
+    if (err.kind === "invalid") return errorReply(400, err.message);
   }
   return undefined;
 }

@@ -1,10 +1,12 @@
-// The memory index read model: one row per indexed memory (row id = job id), vectors as halfvec.
+// The memory index read model: one row per indexed memory (row id = job id; for manual and restored memories a UUID
+// derived from owner and blob id), vectors as halfvec. Forget, restore and manual events: memory-maintenance.ts.
 // Recall scans the (owner, namespace) slice exactly: results always equal an exact search, whatever the size
 // of the namespace or the index (a global ANN index with a post-filter returns short lists; see README).
 import type { Projection } from "./runtime.ts";
 import type { Db, Tx } from "../db/pool.ts";
-import { toVectorLiteral } from "../db/pool.ts";
 import { JOB_EVENTS, type JobIndexed } from "../schemas/remember-job.ts";
+import { MEMORY_EVENTS } from "../schemas/memory-maintenance.ts";
+import { RowBatch, addRegistered, addRestored, applyForgotten, migrateMaintenance, resetMaintenance } from "./memory-maintenance.ts";
 
 export const MEMORY_INDEX = "memory_index";
 
@@ -24,38 +26,45 @@ export function memoryIndexProjection(dims: number): Projection {
         importance real NOT NULL,
         size integer NOT NULL)`);
       await db.query("CREATE INDEX IF NOT EXISTS memories_owner_ns ON memories (owner, namespace)");
-      await db.query("CREATE INDEX IF NOT EXISTS memories_owner_blob ON memories (owner, blob_id)");
+      // One row per blob of an owner: restore inserts only where missing, and a replay keeps that true.
+      await db.query("CREATE UNIQUE INDEX IF NOT EXISTS memories_owner_blob_key ON memories (owner, blob_id)");
+      await db.query("DROP INDEX IF EXISTS memories_owner_blob");
       const r = await db.query<{ t: string }>(
         "SELECT format_type(atttypid, atttypmod) AS t FROM pg_attribute WHERE attrelid = 'memories'::regclass AND attname = 'vector'",
       );
       if (r.rows[0]?.t !== `halfvec(${dims})`) {
         throw new Error(`memories.vector is ${r.rows[0]?.t}, the embedder gives ${dims} dimensions: replay the memory_index projection after changing embedders`);
       }
+      await migrateMaintenance(db);
     },
     reset: async (tx: Tx) => {
       await tx.query("TRUNCATE memories");
+      await resetMaintenance(tx);
     },
     apply: async (tx: Tx, events) => {
-      const rows = events.filter((e) => e.event.type === JOB_EVENTS.indexed);
-      if (!rows.length) return;
-      const ids: string[] = [], blobs: string[] = [], owners: string[] = [], nss: string[] = [], vecs: string[] = [], created: string[] = [], imps: number[] = [], sizes: number[] = [];
-      for (const { event } of rows) {
-        const d = event.data as JobIndexed;
-        ids.push(event.aggregate.slice("job.".length));
-        blobs.push(d.blob_id);
-        owners.push(d.owner);
-        nss.push(d.namespace);
-        vecs.push(toVectorLiteral(d.vector));
-        created.push(d.created_at);
-        imps.push(d.importance);
-        sizes.push(d.size);
+      // In log order: inserts are batched, and a forget flushes what precedes it, so it deletes exactly the rows
+      // indexed before it (maintenance events: projections/memory-maintenance.ts).
+      const batch = new RowBatch();
+      for (const { event } of events) {
+        switch (event.type) {
+          case JOB_EVENTS.indexed: {
+            const d = event.data as JobIndexed;
+            batch.add(event.aggregate.slice("job.".length), d.owner, d.namespace, d);
+            break;
+          }
+          case MEMORY_EVENTS.registered:
+            addRegistered(batch, event);
+            break;
+          case MEMORY_EVENTS.restored:
+            addRestored(batch, event);
+            break;
+          case MEMORY_EVENTS.forgotten:
+            await batch.flush(tx);
+            await applyForgotten(tx, event);
+            break;
+        }
       }
-      await tx.query(
-        `INSERT INTO memories (id, blob_id, owner, namespace, vector, created_at, importance, size)
-         SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::halfvec[], $6::timestamptz[], $7::real[], $8::int[])
-         ON CONFLICT (id) DO NOTHING`,
-        [ids, blobs, owners, nss, vecs, created, imps, sizes],
-      );
+      await batch.flush(tx);
     },
   };
 }

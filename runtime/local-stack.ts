@@ -96,7 +96,10 @@ export async function startLocalStack(opts: {
       }
     }
     if (opts.walletFunding !== 0n) {
-      for (const k of walletKeys) await mint(chain, { operatorKey: operatorSecretKey, to: keypairFromSecret(k).address, amount: opts.walletFunding ?? GAS_GRANT });
+      // Gas (SUI) and storage (WAL) tokens, so the balance monitor sees funded wallets.
+      for (const k of walletKeys) {
+        for (const token of ["SUI", "WAL"]) await mint(chain, { operatorKey: operatorSecretKey, to: keypairFromSecret(k).address, amount: opts.walletFunding ?? GAS_GRANT, token });
+      }
     }
     const embedder = createEmbedder({ kind: opts.config.embedder, dims: opts.config.embeddingDims, apiBase: opts.config.embeddingApiBase, apiKey: opts.config.embeddingApiKey, model: opts.config.embeddingModel });
     const config: RelayerConfig = { ...opts.config, serverChainPrivateKeys: walletKeys, chainRpcUrl: opts.config.chainRpcUrl || encryptionStack.rpcUrl };

@@ -13,6 +13,8 @@ import { rememberJobActor } from "../actors/remember-job.actor.ts";
 import { ProjectionRunner, migrateCheckpoints, type Projection } from "../projections/runtime.ts";
 import { memoryIndexProjection } from "../projections/memory-index.ts";
 import { jobStatusProjection } from "../projections/job-status.ts";
+import { alertsProjection } from "../projections/alerts.ts";
+import { startAlerting } from "./alerting.ts";
 import { createRelayerServer } from "../gateway/relayer.ts";
 import { SignedAuth } from "../gateway/signed-auth.ts";
 import { KvNonceStore, nonceTtlSecs } from "../gateway/nonce-store.ts";
@@ -37,8 +39,9 @@ export interface RelayerStack {
   stop(): Promise<void>;
 }
 
-export function relayerProjections(dims: number): Projection[] {
-  return [memoryIndexProjection(dims), jobStatusProjection];
+/** The relayer's projections; with `alerts`, also the one publishing upload-failure alerts (it needs the log). */
+export function relayerProjections(dims: number, alerts?: { log: EventLog; network: string }): Projection[] {
+  return [memoryIndexProjection(dims), jobStatusProjection, ...(alerts ? [alertsProjection(alerts.log, { network: alerts.network })] : [])];
 }
 
 export async function startRelayer(opts: {
@@ -59,9 +62,13 @@ export async function startRelayer(opts: {
   let actorHost: ActorHost<never> | undefined;
   let port = 0;
 
+  const wallets = roles.actors ? new WalletPool(config.serverChainPrivateKeys) : undefined;
+  // Alerting first: the webhook's durable consumer must exist before the first alert can be published.
+  const alerting = await startAlerting({ config, log, chain: ports.chain, logger, uploaders: wallets?.wallets.map((w) => w.address) ?? [], webhook: !!roles.projections, monitor: !!roles.actors });
+  stops.push(() => alerting.stop());
   if (roles.projections) {
     await migrateCheckpoints(db);
-    for (const p of relayerProjections(ports.embedder.dims)) {
+    for (const p of relayerProjections(ports.embedder.dims, { log, network: ports.chain.network })) {
       const r = new ProjectionRunner(log, db, p, logger.child({ projection: p.name }));
       await r.start();
       runners.push(r);
@@ -76,7 +83,7 @@ export async function startRelayer(opts: {
         encryption: ports.encryption,
         blobs: ports.blobs,
         chain: ports.chain,
-        wallets: new WalletPool(config.serverChainPrivateKeys),
+        wallets: wallets!,
         attemptDelayMs: opts.attemptDelayMs ?? 200,
       }),
       logger.child({ actor: "remember-job" }),

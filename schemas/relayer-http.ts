@@ -11,6 +11,14 @@ export const LIMITS = {
   bodyBytes: 1_100_000,
   recallDefault: 10,
   recallMax: 100,
+  /** Restore: default and upper bound of `limit` (blobs downloaded, decrypted and re-embedded per call); larger values are clamped. */
+  restoreDefault: 10,
+  restoreMax: 500,
+  /** Manual remember: largest decoded `encrypted_data` (1 MiB of memory plus 64 KiB of encryption overhead). */
+  manualBytes: 1_114_112,
+  manualBodyBytes: 2_000_000,
+  /** Largest magnitude a halfvec component holds. */
+  vectorMaxAbs: 65_504,
 } as const;
 
 export interface ScoringWeights {
@@ -114,6 +122,82 @@ export function parseRecall(o: Record<string, unknown>): RecallBody {
     weights,
     composite,
   };
+}
+
+export interface ManualRememberBody { readonly bytes: Uint8Array; readonly vector: readonly number[]; readonly namespace: string }
+export interface ManualRecallBody {
+  readonly vector: readonly number[];
+  readonly limit: number;
+  readonly namespace: string;
+  readonly weights: ScoringWeights;
+  readonly composite: boolean;
+}
+export interface NamespaceBody { readonly namespace: string }
+export interface RestoreBody {
+  readonly namespace: string;
+  readonly limit: number;
+  /** Also re-index blobs created before the namespace's last forget (default false: forgotten stays forgotten). */
+  readonly include_forgotten: boolean;
+}
+
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+const BASE64URL = /^[A-Za-z0-9_-]+$/;
+
+/** Standard base64 (padded or not) or base64url without padding; anything else is a ValidationError. */
+export function base64Bytes(v: unknown, field: string, maxBytes: number): Uint8Array {
+  if (typeof v !== "string") throw new ValidationError(`${field} must be a base64 string`);
+  if (v === "") throw new ValidationError(`${field} must not be empty`);
+  const unpadded = v.replace(/=+$/, "");
+  const padded = v.length !== unpadded.length;
+  const ok = (BASE64.test(v) || BASE64URL.test(v)) && unpadded.length % 4 !== 1 && (!padded || v.length % 4 === 0);
+  if (!ok) throw new ValidationError(`${field} is not valid base64`);
+  if (Math.floor((unpadded.length * 3) / 4) > maxBytes) throw new ValidationError(`${field} must decode to at most ${maxBytes} bytes`);
+  const bytes = Buffer.from(unpadded, BASE64URL.test(unpadded) && /[-_]/.test(unpadded) ? "base64url" : "base64");
+  if (!bytes.length) throw new ValidationError(`${field} must not be empty`);
+  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length);
+}
+
+/** A vector of exactly `dims` finite numbers that a halfvec column holds, not all zero (cosine needs a direction). */
+export function vectorOf(v: unknown, dims: number): number[] {
+  if (!Array.isArray(v)) throw new ValidationError("vector must be an array of numbers");
+  if (v.length !== dims) throw new ValidationError(`vector must have ${dims} dimensions (the index's), not ${v.length}`);
+  let nonZero = false;
+  for (let i = 0; i < v.length; i++) {
+    const x = v[i];
+    if (typeof x !== "number" || !Number.isFinite(x)) throw new ValidationError(`vector[${i}] must be a finite number`);
+    if (Math.abs(x) > LIMITS.vectorMaxAbs) throw new ValidationError(`vector[${i}] must be within ±${LIMITS.vectorMaxAbs}`);
+    if (x !== 0) nonZero = true;
+  }
+  if (!nonZero) throw new ValidationError("vector must not be all zeros");
+  return v as number[];
+}
+
+export function parseManualRemember(o: Record<string, unknown>, dims: number): ManualRememberBody {
+  return { bytes: base64Bytes(o.encrypted_data, "encrypted_data", LIMITS.manualBytes), vector: vectorOf(o.vector, dims), namespace: namespaceOf(o.namespace) };
+}
+
+export function parseManualRecall(o: Record<string, unknown>, dims: number): ManualRecallBody {
+  const { weights, composite } = weightsOf(o.scoring_weights);
+  return { vector: vectorOf(o.vector, dims), limit: limitOf(o.limit, LIMITS.recallDefault, LIMITS.recallMax), namespace: namespaceOf(o.namespace), weights, composite };
+}
+
+/** Bodies of forget and stats: only `namespace`, optional. */
+export function parseNamespaceBody(o: Record<string, unknown>): NamespaceBody {
+  return { namespace: namespaceOf(o.namespace) };
+}
+
+export function parseRestore(o: Record<string, unknown>): RestoreBody {
+  const inc = o.include_forgotten;
+  if (inc !== undefined && inc !== null && typeof inc !== "boolean") throw new ValidationError("include_forgotten must be a boolean");
+  return { namespace: namespaceOf(o.namespace), limit: limitOf(o.limit, LIMITS.restoreDefault, LIMITS.restoreMax), include_forgotten: inc === true };
+}
+
+const OWNER_ADDRESS = /^0x[0-9a-fA-F]{64}$/;
+
+/** A chain address (`0x` + 64 hex, any case), lowercased; anything else is a ValidationError. */
+export function ownerAddressOf(v: string): string {
+  if (!OWNER_ADDRESS.test(v)) throw new ValidationError("owner must be 0x followed by 64 hexadecimal characters");
+  return v.toLowerCase();
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;

@@ -7,13 +7,14 @@ import { startTestStack, type TestStack } from "./support/stack.ts";
 import { RelayerError, type MemrelayClient } from "../client/memrelay-client.ts";
 import { RequestSigner } from "../client/signer.ts";
 import { removeDelegateKey } from "../adapters/chain/accounts.ts";
+import { createConnection } from "node:net";
 
 let t: TestStack;
 let alice: MemrelayClient;
 let bob: MemrelayClient;
 
 beforeAll(async () => {
-  t = await startTestStack();
+  t = await startTestStack({ CORS_ALLOWED_ORIGINS: "https://app.example" });
   [alice, bob] = await Promise.all([t.client(), t.client()]);
 }, 120_000);
 afterAll(async () => t?.teardown());
@@ -166,5 +167,40 @@ describe("bad input", () => {
 
   it("RelayerError carries the status", () => {
     expect(new RelayerError(400, { error: "x" }, {}).status).toBe(400);
+  });
+});
+
+describe("transport", () => {
+  it("allows only configured browser origins (deny by default)", async () => {
+    const pre = (origin: string) => request(t.stack.relayerUrl + "/api/recall", { method: "OPTIONS", headers: { origin, "access-control-request-method": "POST" } });
+    const ok = await pre("https://app.example");
+    expect(ok.statusCode).toBe(204);
+    expect(ok.headers["access-control-allow-origin"]).toBe("https://app.example");
+    await ok.body.dump();
+    const denied = await pre("https://evil.example");
+    expect(denied.statusCode).toBe(403);
+    expect(denied.headers["access-control-allow-origin"]).toBeUndefined();
+    await denied.body.dump();
+    const simple = await request(t.stack.relayerUrl + "/health", { headers: { origin: "https://evil.example" } });
+    expect(simple.headers["access-control-allow-origin"]).toBeUndefined();
+    await simple.body.dump();
+  });
+
+  it("leaves nothing written when the client disconnects mid-request", async () => {
+    const count = async () => Number((await t.stack.db.query("SELECT count(*) FROM remember_jobs")).rows[0].count);
+    const cmdInfo = async () => (await t.stack.log.jsm.streams.info("CMD")).state.last_seq;
+    const [jobsBefore, seqBefore] = [await count(), await cmdInfo()];
+    const body = JSON.stringify({ text: "half of this never arrives" });
+    const headers = { ...alice.signer.headers("POST", "/api/remember", body), "content-type": "application/json", "content-length": String(body.length) };
+    const url = new URL(t.stack.relayerUrl);
+    await new Promise<void>((resolve) => {
+      const sock = createConnection({ host: url.hostname, port: Number(url.port) }, () => {
+        sock.write(`POST /api/remember HTTP/1.1\r\nhost: x\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join("\r\n")}\r\n\r\n${body.slice(0, 10)}`);
+        setTimeout(() => { sock.destroy(); resolve(); }, 100);
+      });
+    });
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await cmdInfo()).toBe(seqBefore);
+    expect(await count()).toBe(jobsBefore);
   });
 });

@@ -27,6 +27,7 @@ import { ALL_SCOPE, KEYS, namespaceScope } from "./state-keys.ts";
 import type { ChainStateStore, Entry } from "./state-store.ts";
 import { deriveObjectId, type VerifiedTx } from "./tx.ts";
 import { applyOp, type DelegateEntry, type Op } from "./writes.ts";
+import { decideConsoleTx } from "./console-decide.ts";
 
 type Fx<A> = Effect.Effect<A, TxRejected | StoreUnavailable>;
 
@@ -402,6 +403,9 @@ export function decide(view: StateView, vtx: VerifiedTx, ctx: DecideContext): Fx
         const { object, fields } = yield* validateObject(a.object, vtx.digest);
         return append([{ type: "ObjectPut", object, dynamic_fields: fields }], { object });
       }
+
+      default:
+        return yield* decideConsoleTx(view, vtx, body.kind, { genesis, chargeGas, append });
     }
   });
 }

@@ -1,5 +1,6 @@
 // The local ledger's data model: transactions, state objects and the events a transaction produces. Pure types and
 // constants; amounts are u64 carried as decimal strings in JSON.
+import type { ConsoleTxArgs, ConsoleTxKind } from "./console-model.ts";
 
 /** Fixed gas fee charged to the gas owner of every non-system transaction, in MIST (1 SUI = 10^9 MIST). */
 export const GAS_FEE_MIST = 1_000_000n;
@@ -24,12 +25,14 @@ export type TxKind =
   | "record_blob"
   | "transfer"
   | "mint"
-  | "put_object";
+  | "put_object"
+  /** the console's bucket policies and access groups (console-model.ts) */
+  | ConsoleTxKind;
 
 /** Kinds only the operator may sign; they pay no gas. */
 export const SYSTEM_KINDS: ReadonlySet<TxKind> = new Set(["genesis", "mint", "put_object"]);
 
-export interface TxArgs {
+export interface TxArgs extends ConsoleTxArgs {
   genesis: { operator_public_key: string; package_id: string };
   create_account: Record<string, never>;
   add_delegate_key: { account_id: string; public_key: string; label: string };

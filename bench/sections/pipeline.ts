@@ -23,7 +23,8 @@ export async function pipelineSection(ctx: Ctx): Promise<SectionResult> {
   await submitBulkAndWait(env, who, "warmup", memoryTexts(300, 20_000), { timeoutMs: 120_000 });
 
   log(`pipeline: ${int(n)} jobs through signed bulk remembers (namespace ${BIG_NS}) ...`);
-  const run = await submitBulkAndWait(env, who, BIG_NS, memoryTexts(n, 0), { concurrency: 8, pollMs: 100, progress: true, timeoutMs: 600_000 });
+  const { result: run, cpu, shares } = await ctx.cpuWindow(() => submitBulkAndWait(env, who, BIG_NS, memoryTexts(n, 0), { concurrency: 8, pollMs: 100, progress: true, timeoutMs: 600_000 }));
+  log(`  CPU: ${cpu}`);
   const seconds = (run.lastDoneAt - run.firstSubmitAt) / 1000;
   const jobsPerSec = run.done / seconds;
   // Steady state: between 10 % and 90 % done.
@@ -61,14 +62,14 @@ export async function pipelineSection(ctx: Ctx): Promise<SectionResult> {
     }
   })();
   log(`pipeline: latency 202 → recallable at ${offered} jobs/s offered for ${latN / offered} s ...`);
-  const ol = await openLoop(pool, reqs, offered, (_i, status, body, sentAt, answeredAt) => {
+  const { result: ol, cpu: latCpu, shares: latShares } = await ctx.cpuWindow(() => openLoop(pool, reqs, offered, (_i, status, body, sentAt, answeredAt) => {
     if (status !== 202) {
       rejected++;
       return;
     }
     acceptMs.push(answeredAt - sentAt);
     accepted.set((JSON.parse(body) as { job_id: string }).job_id, answeredAt);
-  });
+  }));
   deadline = performance.now() + 30_000;
   polling = false;
   await poller;
@@ -87,18 +88,20 @@ export async function pipelineSection(ctx: Ctx): Promise<SectionResult> {
       { metric: `sustained jobs/s to done (${int(n)} jobs, first submit → last done)`, target: "≥ 500 jobs/s", measured: rate(jobsPerSec, " jobs/s"), pass: jobsPerSec >= 500 && run.failed === 0 },
       { metric: "steady state (10 % → 90 % done)", measured: rate(steady, " jobs/s") },
       { metric: "jobs failed / HTTP errors", measured: `${run.failed} / ${run.httpErrors}` },
+      { metric: "CPU per process during the throughput run (1 core = 100 %)", measured: cpu },
       { metric: `submission alone (${int(n / 20)} bulk requests of 20, 8 in flight)`, measured: `${run.submitSeconds.toFixed(2)} s (${rate(n / run.submitSeconds, " jobs/s")} accepted)` },
       { metric: `202 → recallable p50 (${offered} jobs/s offered, ${int(latN)} jobs)`, target: "≤ 150 ms", measured: ms(lat.p50), pass: lat.p50 <= 150 && lost === 0 },
       { metric: "202 → recallable p99", target: "≤ 1 s", measured: ms(lat.p99), pass: lat.p99 <= 1000 && lost === 0 },
       { metric: "202 → recallable distribution", measured: `${latencyLine(lat)} · mean ${ms(lat.mean)}` },
       { metric: "request → 202 during the latency run", measured: latencyLine(acc) },
       { metric: "not indexed within 30 s / rejected / late sends", measured: `${lost} / ${rejected} / ${ol.lateSends}` },
+      { metric: "CPU per process during the latency run", measured: latCpu },
     ],
     notes: [
       "Processes: gateway, actor host and projections each in their own `memrelay worker` process (actor concurrency 64, EmbedBatcher batches of ≤ 64); chain, key servers and blob store in the services process; the bench process submits and observes. Every job goes the whole way: embed, envelope-encrypt (AES-256-GCM under a Seal-sealed data key), upload to the blob store over the Walrus HTTP API, record the blob object on the local chain, append events, project into the index and job-status read models.",
       "Throughput: jobs seen `done` in the job-status read model (polled every 100 ms, so the end time is late by ≤ 100 ms), after a 300-job warm-up; the submission itself is fast and overlaps processing.",
       `Latency: requests signed beforehand and sent open-loop at ${offered}/s; a job counts as recallable when its row is in \`memories\` (the table recall ranks), found by polling every 5 ms (adds ≤ ~5 ms plus one query). The clock starts when the client has the 202. Peak jobs awaiting their row: ${maxPending}.`,
     ],
-    data: { n, jobsPerSec, steady, seconds, submitSeconds: run.submitSeconds, failed: run.failed, httpErrors: run.httpErrors, timeline: run.timeline.filter((_, i) => i % 5 === 0), latency: { offered, n: latN, recallable: lat, accept: acc, lost, rejected, lateSends: ol.lateSends, maxPending } },
+    data: { cpu: shares, latencyCpu: latShares, n, jobsPerSec, steady, seconds, submitSeconds: run.submitSeconds, failed: run.failed, httpErrors: run.httpErrors, timeline: run.timeline.filter((_, i) => i % 5 === 0), latency: { offered, n: latN, recallable: lat, accept: acc, lost, rejected, lateSends: ol.lateSends, maxPending } },
   };
 }

@@ -39,11 +39,12 @@ export async function rememberSection(ctx: Ctx): Promise<SectionResult> {
     await sleep(500);
     const before = await scrapeHistogram(env.relayerUrl, "memrelay_http_request_duration_seconds", 'route="remember"');
     log(`remember ${label}: ${r.length} requests over ${CONNECTIONS} connections ...`);
-    const res = await closedLoop(pool, r, CONNECTIONS, { expect: 202 });
+    const { result: res, cpu, shares } = await ctx.cpuWindow(() => closedLoop(pool, r, CONNECTIONS, { expect: 202 }));
+    log(`  CPU: ${cpu}`);
     const after = await scrapeHistogram(env.relayerUrl, "memrelay_http_request_duration_seconds", 'route="remember"');
     const s = summarize(res.latencies);
     log(`remember ${label}: ${rate(r.length / res.seconds, " req/s")}, ${latencyLine(s)}, ${res.errors} errors`);
-    return { res, s, serverMeanMs: meanMsBetween(before, after) };
+    return { res, s, serverMeanMs: meanMsBetween(before, after), cpu, shares };
   };
 
   const a = await measure("A (actor host not running)", warmA, runA);
@@ -60,7 +61,7 @@ export async function rememberSection(ctx: Ctx): Promise<SectionResult> {
   const leftover = cmd.state.messages;
   await env.log.jsm.streams.purge(STREAMS.commands);
 
-  const row = (label: string, x: { res: LoadResult; s: ReturnType<typeof summarize>; serverMeanMs: number }, targets: boolean): Row[] => {
+  const row = (label: string, x: { res: LoadResult; s: ReturnType<typeof summarize>; serverMeanMs: number; cpu: string }, targets: boolean): Row[] => {
     const thr = x.res.latencies.length / x.res.seconds;
     return [
       { metric: `${label}: throughput`, target: targets ? "≥ 3,000 req/s" : undefined, measured: rate(thr, " req/s"), pass: targets ? thr >= 3000 : undefined },
@@ -68,6 +69,7 @@ export async function rememberSection(ctx: Ctx): Promise<SectionResult> {
       { metric: `${label}: errors`, target: targets ? "0" : undefined, measured: `${x.res.errors} of ${int(x.res.latencies.length)}`, pass: targets ? x.res.errors === 0 : undefined },
       { metric: `${label}: latency`, measured: `${latencyLine(x.s)} · mean ${ms(x.s.mean)}` },
       { metric: `${label}: gateway-side mean (route histogram)`, measured: ms(x.serverMeanMs, 2) },
+      { metric: `${label}: CPU per process (1 core = 100 %)`, measured: x.cpu },
     ];
   };
   return {
@@ -83,6 +85,6 @@ export async function rememberSection(ctx: Ctx): Promise<SectionResult> {
       `After the section the actor host was stopped and ${int(leftover)} still-queued commands were purged from CMD, so later sections start from an empty queue.`,
       `Statuses A: ${JSON.stringify(a.res.statuses)}; B: ${JSON.stringify(b.res.statuses)}.${[...a.res.errorSamples, ...b.res.errorSamples].length ? ` Error samples: ${[...a.res.errorSamples, ...b.res.errorSamples].join(" / ")}` : ""}`,
     ],
-    data: { connections: CONNECTIONS, signSeconds, phaseA: { n: nA, seconds: a.res.seconds, summary: a.s, errors: a.res.errors, statuses: a.res.statuses, serverMeanMs: a.serverMeanMs }, phaseB: { n: nB, seconds: b.res.seconds, summary: b.s, errors: b.res.errors, statuses: b.res.statuses, serverMeanMs: b.serverMeanMs }, purgedCommands: leftover },
+    data: { connections: CONNECTIONS, signSeconds, phaseA: { cpu: a.shares, n: nA, seconds: a.res.seconds, summary: a.s, errors: a.res.errors, statuses: a.res.statuses, serverMeanMs: a.serverMeanMs }, phaseB: { cpu: b.shares, n: nB, seconds: b.res.seconds, summary: b.s, errors: b.res.errors, statuses: b.res.statuses, serverMeanMs: b.serverMeanMs }, purgedCommands: leftover },
   };
 }

@@ -22,7 +22,7 @@ export interface TestStack {
   teardown(): Promise<void>;
 }
 
-export async function startTestStack(env: Record<string, string> = {}, opts: { roles?: RelayerRoles; viaProxy?: boolean } = {}): Promise<TestStack> {
+export async function startTestStack(env: Record<string, string> = {}, opts: { roles?: RelayerRoles; viaProxy?: boolean; walletFunding?: bigint } = {}): Promise<TestStack> {
   const nats = await startNatsServer();
   const database = await createTestDatabase();
   // Optionally reach Postgres through a proxy the test can cut (a Postgres outage without touching the server).
@@ -32,7 +32,7 @@ export async function startTestStack(env: Record<string, string> = {}, opts: { r
   const dataDir = mkdtempSync(join(tmpdir(), "memrelay-data-"));
   const config = loadConfig({ PORT: "0", BLOBSTORE_PORT: "0", NATS_URL: nats.url, DATABASE_URL: dbUrl.toString(), MEMRELAY_DATA_DIR: dataDir, ...env });
   const logger = process.env.MEMRELAY_TEST_LOGS ? createLogger({}) : silentLogger;
-  const stack = await startLocalStack({ config, logger, databaseUrl: dbUrl.toString(), attemptDelayMs: 10, roles: opts.roles });
+  const stack = await startLocalStack({ config, logger, databaseUrl: dbUrl.toString(), attemptDelayMs: 10, roles: opts.roles, walletFunding: opts.walletFunding });
   return {
     nats,
     database,

@@ -1,0 +1,285 @@
+// Blob store benchmark (issue 3, "Performance"): write and public-read throughput and p99 for 1 KiB and 1 MiB blobs
+// at 32 concurrent connections through the service, against writing and reading the same bytes straight to the
+// backend in the same run; and the service's resident memory while a 100 MiB blob streams in and out.
+//
+// The service runs in a child process (its own event loop, as in production) on a private nats-server and a fresh
+// database; the load generator (undici, keep-alive) and the raw-backend baseline run in this process.
+//   node --import tsx bench/blobstore.ts [--seconds 4] [--connections 32] [--out results.json]
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { Pool } from "undici";
+import { startNatsServer } from "../test/support/nats-server.ts";
+import { createTestDatabase } from "../test/support/postgres.ts";
+import { FsBlobBackend } from "../blobstore/backend.ts";
+import { blobstoreCommand } from "../cli/blobstore.ts";
+
+export interface BlobBenchOptions {
+  /** measured seconds per scenario (after a short warm-up) */
+  readonly seconds?: number;
+  readonly connections?: number;
+  /** size of the streamed blob for the memory measurement */
+  readonly streamMiB?: number;
+  readonly log?: (line: string) => void;
+}
+
+interface Scenario {
+  ops: number;
+  seconds: number;
+  ops_per_s: number;
+  mib_per_s: number;
+  p50_ms: number;
+  p99_ms: number;
+  errors: number;
+}
+
+const KiB = 1024;
+const MiB = 1024 * 1024;
+
+function percentile(sorted: Float64Array, p: number): number {
+  if (!sorted.length) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+/** Runs `op` on `concurrency` workers for `seconds` (after `warmup` seconds), collecting latencies. */
+async function load(concurrency: number, seconds: number, size: number, op: (worker: number, i: number) => Promise<boolean>, warmup = 0.7): Promise<Scenario> {
+  const lat: number[] = [];
+  let errors = 0;
+  let measuring = false;
+  const warmEnd = Date.now() + warmup * 1000;
+  const end = warmEnd + seconds * 1000;
+  let t0 = 0;
+  let counter = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, w) => {
+      while (Date.now() < end) {
+        const i = counter++;
+        const s = performance.now();
+        const ok = await op(w, i).catch(() => false);
+        const e = performance.now();
+        if (!measuring && Date.now() >= warmEnd) {
+          measuring = true;
+          t0 = s;
+        }
+        if (measuring && s >= t0) {
+          if (ok) lat.push(e - s);
+          else errors++;
+        }
+      }
+    }),
+  );
+  const elapsed = (performance.now() - t0) / 1000;
+  const sorted = Float64Array.from(lat).sort();
+  const r = (n: number) => Math.round(n * 1000) / 1000;
+  return {
+    ops: lat.length,
+    seconds: r(elapsed),
+    ops_per_s: Math.round(lat.length / elapsed),
+    mib_per_s: r((lat.length * size) / MiB / elapsed),
+    p50_ms: r(percentile(sorted, 50)),
+    p99_ms: r(percentile(sorted, 99)),
+    errors,
+  };
+}
+
+function rssOf(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return m ? Number(m[1]) * 1024 : 0;
+}
+
+/** Unique content per op without generating megabytes of randomness: a counter stamped into a random base. */
+function stamped(base: Buffer, n: number, worker: number): Buffer {
+  const b = Buffer.from(base);
+  b.writeUInt32LE(n >>> 0, 0);
+  b.writeUInt32LE(worker, 4);
+  b.writeUInt32LE(process.pid, 8);
+  return b;
+}
+
+async function startChild(cfg: Record<string, unknown>): Promise<{ child: ChildProcess; url: string }> {
+  const self = fileURLToPath(import.meta.url);
+  const extra = process.env.BENCH_CHILD_NODE_ARGS ? process.env.BENCH_CHILD_NODE_ARGS.split(" ") : [];
+  const child = spawn(process.execPath, [...extra, "--import", "tsx", self, "--serve", JSON.stringify(cfg)], { stdio: ["ignore", "pipe", "inherit"] });
+  const url = await new Promise<string>((resolve, reject) => {
+    let buf = "";
+    child.stdout!.on("data", (c: Buffer) => {
+      buf += c.toString();
+      const m = /READY (\S+)/.exec(buf);
+      if (m) resolve(m[1]);
+    });
+    child.once("exit", (code) => reject(new Error(`blob store child exited with ${code}`)));
+  });
+  return { child, url };
+}
+
+export async function benchBlobstore(opts: BlobBenchOptions = {}): Promise<Record<string, unknown>> {
+  const seconds = opts.seconds ?? 4;
+  const conns = opts.connections ?? 32;
+  const streamMiB = opts.streamMiB ?? 100;
+  const say = opts.log ?? ((l: string) => process.stderr.write(l + "\n"));
+  const nats = await startNatsServer();
+  const tdb = await createTestDatabase("bs_bench");
+  const dir = mkdtempSync(join(tmpdir(), "memrelay-bsbench-"));
+  let child: ChildProcess | undefined;
+  const pool: { p?: Pool } = {};
+  try {
+    const started = await startChild({ natsUrl: nats.url, databaseUrl: tdb.url, dataDir: join(dir, "service"), maxBlobBytes: (streamMiB + 16) * MiB });
+    child = started.child;
+    const url = started.url;
+    const p = (pool.p = new Pool(url, { connections: conns, pipelining: 1, keepAliveTimeout: 30_000 }));
+    const call = async (method: "GET" | "PUT" | "POST", path: string, body?: Buffer | string | Readable, headers: Record<string, string> = {}) => {
+      const r = await p.request({ method, path, body, headers });
+      const chunks: Buffer[] = [];
+      for await (const c of r.body) chunks.push(c as Buffer);
+      return { status: r.statusCode, body: Buffer.concat(chunks) };
+    };
+
+    // an app, an account, a bucket
+    const out: string[] = [];
+    const rc = await blobstoreCommand(["admin-key", "issue", "--app", "bench", "--json"], { NATS_URL: nats.url, DATABASE_URL: tdb.url }, { out: (l) => out.push(l), err: () => undefined });
+    if (rc !== 0) throw new Error("could not issue an admin key");
+    const admin = JSON.parse(out[0]).secret as string;
+    const acct = JSON.parse((await call("POST", "/accounts", "{}", { authorization: `Bearer ${admin}`, "content-type": "application/json" })).body.toString());
+    const auth = { authorization: `Bearer ${acct.api_key.secret}` };
+    if ((await call("POST", "/api/v1/buckets", JSON.stringify({ name: "bench" }), { ...auth, "content-type": "application/json" })).status !== 201) throw new Error("bucket");
+
+    const raw = new FsBlobBackend(join(dir, "raw"));
+    const results: Record<string, unknown> = {};
+    const only = process.env.BENCH_ONLY; // e.g. "1KiB" to profile one size
+    for (const [label, size] of ([["1KiB", KiB], ["1MiB", MiB]] as const).filter(([l]) => !only || l === only)) {
+      const base = randomBytes(size);
+      // --- writes
+      say(`writes ${label}: backend`);
+      const bw = await load(conns, seconds, size, async (w, i) => {
+        await raw.put(stamped(base, i, w));
+        return true;
+      });
+      say(`writes ${label}: service`);
+      const sw = await load(conns, seconds, size, async (w, i) => {
+        const r = await call("PUT", `/api/v1/buckets/bench/blobs/w${label}/${w}/${i}`, stamped(base, i, w + 1000), auth);
+        return r.status === 201;
+      });
+      // --- public reads of a fixed set of blobs
+      const n = size === KiB ? 1000 : 64;
+      const ids: string[] = [];
+      for (let i = 0; i < n; i++) {
+        const bytes = stamped(base, i, 9999);
+        const r = await call("PUT", `/api/v1/buckets/bench/blobs/r${label}/${i}`, bytes, auth);
+        ids.push(JSON.parse(r.body.toString()).blob_id);
+        await raw.put(bytes);
+      }
+      say(`reads ${label}: backend`);
+      const br = await load(conns, seconds, size, async (_w, i) => {
+        const o = await raw.open(ids[i % n], undefined, { inlineBelow: 64 * KiB });
+        if (!o) return false;
+        if (o.stream) for await (const _c of o.stream);
+        return true;
+      });
+      say(`reads ${label}: service`);
+      const sr = await load(conns, seconds, size, async (_w, i) => {
+        const r = await p.request({ method: "GET", path: `/api/v1/buckets/bench/blobs/r${label}/${i % n}` });
+        let got = 0;
+        for await (const c of r.body) got += (c as Buffer).length;
+        return r.statusCode === 200 && got === size;
+      });
+      results[`write_${label}`] = { service: sw, backend: bw, throughput_ratio: round(sw.ops_per_s / bw.ops_per_s), overhead_pct: round((bw.ops_per_s / sw.ops_per_s - 1) * 100) };
+      results[`read_${label}`] = { service: sr, backend: br, throughput_ratio: round(sr.ops_per_s / br.ops_per_s), overhead_pct: round((br.ops_per_s / sr.ops_per_s - 1) * 100) };
+    }
+
+    // --- memory while streaming a large blob in and out
+    async function streaming() {
+      say(`streaming ${streamMiB} MiB`);
+      const pid = child!.pid!;
+      await new Promise((r) => setTimeout(r, 500));
+      const idle = rssOf(pid);
+      let peak = idle;
+      const sampler = setInterval(() => (peak = Math.max(peak, rssOf(pid))), 10);
+      const chunk = randomBytes(MiB);
+      const body = Readable.from((function* () {
+        for (let i = 0; i < streamMiB; i++) yield stamped(chunk, i, 4242);
+      })());
+      const tUp = performance.now();
+      const up = await call("PUT", "/api/v1/buckets/bench/blobs/stream/big", body, auth);
+      const upSecs = (performance.now() - tUp) / 1000;
+      const peakUp = peak;
+      peak = rssOf(pid);
+      const tDown = performance.now();
+      const r = await p.request({ method: "GET", path: "/api/v1/buckets/bench/blobs/stream/big" });
+      let got = 0;
+      for await (const c of r.body) got += (c as Buffer).length;
+      const downSecs = (performance.now() - tDown) / 1000;
+      clearInterval(sampler);
+      const peakDown = Math.max(peak, rssOf(pid));
+      if (up.status !== 201 || got !== streamMiB * MiB) throw new Error(`streaming failed: ${up.status} ${got}`);
+      const mib = (b: number) => Math.round((b / MiB) * 10) / 10;
+      results[`stream_${streamMiB}MiB`] = {
+        rss_idle_mib: mib(idle),
+        rss_peak_upload_mib: mib(peakUp),
+        rss_peak_download_mib: mib(peakDown),
+        rss_growth_mib: mib(Math.max(peakUp, peakDown) - idle),
+        upload_mib_per_s: Math.round(streamMiB / upSecs),
+        download_mib_per_s: Math.round(streamMiB / downSecs),
+      };
+    }
+    if (!only) await streaming();
+    const w1 = results.write_1MiB as { overhead_pct: number } | undefined;
+    const r1 = results.read_1KiB as { service: Scenario } | undefined;
+    const rm = results.read_1MiB as { overhead_pct: number } | undefined;
+    results.goals = {
+      write_1MiB_overhead_le_30pct: w1 ? w1.overhead_pct <= 30 : null,
+      read_1MiB_overhead_le_30pct: rm ? rm.overhead_pct <= 30 : null,
+      public_1KiB_reads_ge_5000_per_s: r1 ? r1.service.ops_per_s >= 5000 : null,
+    };
+    results.setup = { connections: conns, seconds_per_scenario: seconds, cpus: (await import("node:os")).cpus().length, node: process.version, backend: "filesystem" };
+    return results;
+  } finally {
+    await pool.p?.close().catch(() => undefined);
+    if (child && child.exitCode === null) {
+      await new Promise<void>((resolve) => {
+        child!.once("exit", () => resolve());
+        child!.kill("SIGTERM");
+      });
+    }
+    await tdb.drop().catch(() => undefined);
+    await nats.cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const round = (n: number) => Math.round(n * 1000) / 1000;
+
+/** Child mode: start the service and report its address. */
+async function serve(cfg: { natsUrl: string; databaseUrl: string; dataDir: string; maxBlobBytes: number }): Promise<void> {
+  const { startBlobstore } = await import("../blobstore/service.ts");
+  const { createLogger } = await import("../config/logger.ts");
+  const svc = await startBlobstore({ ...cfg, port: 0, logger: createLogger({ level: "error", sink: () => undefined }), gc: { intervalMs: 0 } });
+  process.stdout.write(`READY ${svc.url}\n`);
+  const stop = () => void svc.stop().finally(() => process.exit(0));
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const args = process.argv.slice(2);
+  const arg = (name: string) => {
+    const i = args.indexOf(name);
+    return i >= 0 ? args[i + 1] : undefined;
+  };
+  if (arg("--serve")) {
+    await serve(JSON.parse(arg("--serve")!));
+  } else {
+    const results = await benchBlobstore({
+      seconds: arg("--seconds") ? Number(arg("--seconds")) : undefined,
+      connections: arg("--connections") ? Number(arg("--connections")) : undefined,
+      streamMiB: arg("--stream-mib") ? Number(arg("--stream-mib")) : undefined,
+    });
+    const text = JSON.stringify(results, null, 2);
+    if (arg("--out")) writeFileSync(arg("--out")!, text + "\n");
+    process.stdout.write(text + "\n");
+    process.exit(0);
+  }
+}

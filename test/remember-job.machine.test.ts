@@ -1,0 +1,78 @@
+// Given events / when command / then events, for the remember-job machine and its decider; and the property that
+// a snapshot plus newer events gives the same state as replaying every event.
+import { describe, expect, it } from "vitest";
+import { initialTransition, type AnyMachineSnapshot } from "xstate";
+import { rememberJobMachine } from "../actors/remember-job.machine.ts";
+import { effectOf, evolve } from "../actors/host.ts";
+import { rememberJobActor } from "../actors/remember-job.actor.ts";
+import { JOB_EVENTS, type RememberCommand } from "../schemas/remember-job.ts";
+import type { EventEnvelope } from "../schemas/envelope.ts";
+
+const ev = (type: string, data: unknown, i = 0): EventEnvelope => ({
+  type, version: 1, id: `e${i}`, aggregate: "job.j1", occurred_at: new Date(0).toISOString(), causation_id: "c", correlation_id: "c", data,
+});
+const accepted = ev(JOB_EVENTS.accepted, { owner: "0xabc", namespace: "ns", accepted_at: "t", text_bytes: 3 });
+const attemptFailed = (n: number) => ev(JOB_EVENTS.uploadAttemptFailed, { attempt: n, wallet: `w${n}`, error: "no gas" }, n);
+const uploaded = ev(JOB_EVENTS.uploaded, { blob_id: "b1", size: 10, vector: [1, 0], embedder: "h" });
+const indexed = ev(JOB_EVENTS.indexed, { object_id: "o1", wallet: "w", owner: "0xabc", namespace: "ns", blob_id: "b1", vector: [1, 0], importance: 0.5, size: 10, created_at: "t" });
+const failed = ev(JOB_EVENTS.failed, { error: "upload failed after 5 wallet attempts: no gas", attempts: 5 });
+
+const fresh = () => initialTransition(rememberJobMachine)[0];
+const replay = (events: EventEnvelope[]) => evolve(rememberJobMachine, fresh(), events);
+const command: RememberCommand = {
+  type: "remember.start", version: 1, id: "j1", aggregate: "job.j1", issued_at: "t", correlation_id: "c",
+  data: { owner: "0xabc", namespace: "ns", text: "hi!", importance: 0.5, accepted_at: "t" },
+};
+const decide = (s: AnyMachineSnapshot) => rememberJobActor({} as never).decide(s, command);
+
+describe("remember-job machine", () => {
+  it("given no events, when remember.start, then job.accepted without the text", () => {
+    const events = decide(fresh());
+    expect(events.map((e) => e.type)).toEqual([JOB_EVENTS.accepted]);
+    expect(JSON.stringify(events)).not.toContain("hi!");
+  });
+
+  it("given an accepted job, when remember.start is redelivered, then nothing new is decided", () => {
+    expect(decide(replay([accepted]))).toEqual([]);
+  });
+
+  it("walks pending → running (store) → uploaded (record, durable before) → done", () => {
+    expect(fresh().value).toBe("pending");
+    const running = replay([accepted]);
+    expect(running.value).toBe("running");
+    expect(effectOf(running)).toEqual({ effect: "store" });
+    const up = replay([accepted, uploaded]);
+    expect(up.value).toBe("uploaded");
+    expect(effectOf(up)).toEqual({ effect: "record", durableBefore: true });
+    const done = replay([accepted, uploaded, indexed]);
+    expect(done.value).toBe("done");
+    expect(effectOf(done)).toBeUndefined();
+    expect(done.context).toMatchObject({ blob_id: "b1", object_id: "o1", vector: undefined });
+  });
+
+  it("counts wallet attempts across steps and fails with the error", () => {
+    const s = replay([accepted, attemptFailed(1), attemptFailed(2), uploaded, attemptFailed(3), attemptFailed(4), attemptFailed(5), failed]);
+    expect(s.value).toBe("failed");
+    expect(s.context.attempts).toBe(5);
+    expect(s.context.error).toMatch(/5 wallet attempts/);
+  });
+
+  it("restores from any snapshot plus the newer events to the same state as a full replay", () => {
+    const histories = [
+      [accepted, uploaded, indexed],
+      [accepted, attemptFailed(1), uploaded, attemptFailed(2), indexed],
+      [accepted, attemptFailed(1), attemptFailed(2), attemptFailed(3), attemptFailed(4), attemptFailed(5), failed],
+    ];
+    for (const history of histories) {
+      const full = replay(history);
+      for (let cut = 0; cut <= history.length; cut++) {
+        const partial = replay(history.slice(0, cut));
+        // What the host persists: value and context only (JSON), then resolves them back into a snapshot.
+        const persisted = JSON.parse(JSON.stringify({ value: partial.value, context: partial.context }));
+        const restored = rememberJobMachine.resolveState(persisted);
+        const resumed = evolve(rememberJobMachine, restored, history.slice(cut));
+        expect({ value: resumed.value, context: resumed.context }).toEqual({ value: full.value, context: full.context });
+      }
+    }
+  });
+});
