@@ -300,10 +300,14 @@ export async function recordObject(
     seq = r!.seq;
   } else {
     state = make();
+    const ta = performance.now();
     seq = await core.log.appendAny(KIND.blob, objectId, [newEvent(EVT.blobWritten, state)], ctx());
+    const P = (globalThis as any).PROF; if (P) { const e = (P.append ??= [0, 0]); e[0]++; e[1] += performance.now() - ta; }
   }
+  const tq = performance.now();
   // The bucket may have been deleted while the body streamed in: check after the append, undo if it is gone.
   const [latest] = await Promise.all([core.log.last(KIND.bucket, bucket.name), core.settle(KIND.blob, seq)]);
+  { const P = (globalThis as any).PROF; if (P) { const e = (P.settle ??= [0, 0]); e[0]++; e[1] += performance.now() - tq; } }
   const still = liveBucket(latest);
   if (!still || still.bucket_id !== bucket.bucket_id) {
     await removeObject(core, bucket, key, "bucket_deleted");

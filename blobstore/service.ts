@@ -259,7 +259,10 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
     docs.push(doc);
     server.route(METHOD[doc.method], pattern, wrap(`${doc.method.toUpperCase()} ${doc.path}`, h), ro ?? { bodyLimit: LIMITS.jsonBody });
   };
-  const data = (h: (req: Request, who: AccountPrincipal) => Promise<Reply>): Handler => async (req) => h(req, await auth.account(req));
+  const PROF: Record<string, [number, number]> = ((globalThis as any).PROF ??= {});
+  const prof = (k: string, t: number) => { const e = (PROF[k] ??= [0, 0]); e[0]++; e[1] += performance.now() - t; };
+  if (process.env.BS_PROF) setInterval(() => { console.error(Object.entries(PROF).map(([k, [n, t]]) => `${k}=${(t / n).toFixed(2)}ms/${n}`).join(" ")); for (const k in PROF) delete PROF[k]; }, 2000).unref();
+  const data = (h: (req: Request, who: AccountPrincipal) => Promise<Reply>): Handler => async (req) => { const t = performance.now(); const who = await auth.account(req); prof("auth", t); const t2 = performance.now(); try { return await h(req, who); } finally { prof("handler", t2); } };
   const admin = (h: (req: Request, who: AppPrincipal) => Promise<Reply>): Handler => async (req) => h(req, await auth.admin(req));
   const jsonBody = (req: Request, optional = false): Record<string, unknown> => (optional && !req.body.length ? {} : parseJsonObject(req.body));
   const query = (req: Request) => new URLSearchParams(req.query);
@@ -649,13 +652,17 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
         if (raw.length !== 16) throw new HttpError(400, "Content-MD5 must be the base64 of 16 bytes");
         expectMd5 = raw.toString("hex");
       }
+      const tb = performance.now();
       const bucket = liveBucket(await log.last(KIND.bucket, name));
+      prof("bucket", tb);
       if (!bucket || bucket.account_id !== who.accountId) throw new HttpError(404, `bucket ${name} not found`);
       if (pre.ifNoneMatchAny || pre.ifMatch) {
         // Fail before the body is read; the append checks again against the state it is made on.
         checkPreconditions(liveObject(await log.last(KIND.blob, objectAggregateId(bucket.bucket_id, key))), pre);
       }
+      const tp = performance.now();
       const { put, orphan } = await storeBody(req);
+      prof("put", tp);
       try {
         if (expectMd5 && expectMd5 !== put.md5) throw new HttpError(400, "Content-MD5 does not match the body");
         const r = await recordObject(core, bucket, key, { blobId: put.blobId, size: put.size, md5: put.md5, contentType }, pre);

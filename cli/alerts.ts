@@ -9,7 +9,7 @@ export const ALERTS_HELP = `memrelay alerts tail [--durable NAME] [--subject SUB
   Prints operator alerts from the ALERTS stream (NATS_URL), one JSON alert envelope per line, until Ctrl-C
   (or until N alerts with --count).
   Subjects: ${ALERT_SUBJECTS.uploadFailed}, ${ALERT_SUBJECTS.walletLowBalance} (default: every alert, ${SUBJECTS.alerts}).
-  Repeat --subject for several (needs nats-server 2.10+ with --durable).
+  Repeat --subject for several (needs nats-server 2.10+).
   --durable NAME  use (and on first use create) a durable consumer NAME: each alert is acknowledged after it is
                   printed, so a restarted tail resumes after the last alert it printed.
   --all           start at the oldest stored alert (the stream keeps 30 days); default: new alerts only.
@@ -81,7 +81,8 @@ export async function alertsCommand(args: string[], env = process.env): Promise<
       }
       consumer = await log.js.consumers.get(STREAMS.alerts, durable);
     } else {
-      consumer = await log.js.consumers.get(STREAMS.alerts, { filter_subjects: filters, ...start });
+      // A single subject as a string: pre-2.10 servers take only `filter_subject`.
+      consumer = await log.js.consumers.get(STREAMS.alerts, { filter_subjects: filters.length === 1 ? filters[0] : filters, ...start });
     }
     messages = await consumer.consume({ max_messages: 64 });
     let printed = 0;

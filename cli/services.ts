@@ -29,7 +29,8 @@ async function portFree(port: number): Promise<boolean> {
 /** A persistent at-rest key for the JetStream store (0600): the store holds plaintext commands until acked. */
 function jetstreamKey(dataDir: string): string {
   const path = join(dataDir, "jetstream.key");
-  if (!existsSync(path)) writeFileSync(path, randomBytes(32).toString("hex") + "\n", { mode: 0o600 });
+  // A letter first: nats-server parses the substituted value, and a digit-first key such as "2499869e53..." is read as a number (startup fails).
+  if (!existsSync(path)) writeFileSync(path, "k" + randomBytes(32).toString("hex") + "\n", { mode: 0o600 });
   chmodSync(path, 0o600);
   return readFileSync(path, "utf8").trim();
 }

@@ -6,7 +6,7 @@ import { commandSubject } from "../eventlog/subjects.ts";
 import type { Db } from "../db/pool.ts";
 import type { RelayerConfig } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
-import { PortError, type BlobPort, type DecryptCredential, type EmbeddingPort, type EncryptionPort } from "../adapters/ports.ts";
+import { PortError, type BlobPort, type ChainPort, type DecryptCredential, type EmbeddingPort, type EncryptionPort } from "../adapters/ports.ts";
 import { isUnavailable } from "./unavailable.ts";
 import { HttpError, HttpServer, errorReply, json, parseJsonObject, type Handler, type Reply, type Request } from "./http.ts";
 import { SignedAuth, type Authenticated } from "./signed-auth.ts";
@@ -16,12 +16,15 @@ import { embedQuery, openHits, rankMemories } from "./recall.ts";
 import { LIMITS, ValidationError, isUuid, parseBulk, parseBulkStatus, parseRecall, parseRemember, type RememberBody } from "../schemas/relayer-http.ts";
 import { JOB, type RememberCommand } from "../schemas/remember-job.ts";
 import { RELAYER_VERSION, healthBody, versionBody } from "./versioning.ts";
+import { registerMaintenanceRoutes } from "./relayer-maintenance.ts";
 
 export interface RelayerDeps {
   readonly config: RelayerConfig;
   readonly log: EventLog;
   readonly db: Db;
   readonly auth: SignedAuth;
+  /** The chain port: manual memories, restore and the account-existence check (gateway/relayer-maintenance.ts). */
+  readonly chain: ChainPort;
   readonly embedder: EmbeddingPort;
   readonly blobs: BlobPort;
   readonly encryption: EncryptionPort;
@@ -136,8 +139,9 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
         relayerVersion: RELAYER_VERSION,
         embedder: { name: deps.embedder.name, dims: deps.embedder.dims },
       })))
-    .route("get", "/metrics", async () => ({ status: 200, headers: { "content-type": "text/plain; version=0.0.4" }, body: metrics.render() }))
-    .fallback();
+    .route("get", "/metrics", async () => ({ status: 200, headers: { "content-type": "text/plain; version=0.0.4" }, body: metrics.render() }));
+  registerMaintenanceRoutes(server, { config, log, db, chain: deps.chain, blobs: deps.blobs, encryption: deps.encryption, embedder: deps.embedder, logger }, { wrap, signed });
+  server.fallback();
   return server;
 }
 

@@ -100,6 +100,7 @@ export async function startRelayer(opts: {
       log,
       db,
       auth: new SignedAuth(ports.chain, nonces, config.authMaxClockDriftSecs),
+      chain: ports.chain,
       embedder: ports.embedder,
       blobs: ports.blobs,
       encryption: ports.encryption,

@@ -50,7 +50,7 @@ export async function startNats(dir: string, opts: { encrypted: boolean }): Prom
   let env = { ...process.env };
   if (opts.encrypted) {
     args = ["-c", join(repoRoot, "nats.conf")];
-    env = { ...env, MEMRELAY_NATS_HOST: "127.0.0.1", MEMRELAY_NATS_PORT: String(port), MEMRELAY_NATS_STORE: store, MEMRELAY_JS_KEY: randomBytes(32).toString("hex") };
+    env = { ...env, MEMRELAY_NATS_HOST: "127.0.0.1", MEMRELAY_NATS_PORT: String(port), MEMRELAY_NATS_STORE: store, MEMRELAY_JS_KEY: "k" + randomBytes(32).toString("hex") };
   } else {
     args = ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", store];
   }
