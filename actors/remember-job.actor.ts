@@ -12,6 +12,8 @@ import type { NewEvent } from "../eventlog/event-store.ts";
 import type { BlobPort, ChainPort, EncryptionPort } from "../adapters/ports.ts";
 import type { EmbedBatcher } from "../adapters/embed-batcher.ts";
 import type { Wallet, WalletPool } from "../adapters/wallet-pool.ts";
+import type { LexicalKeyring } from "../adapters/lexical/keys.ts";
+import { documentTerms } from "../adapters/lexical/terms.ts";
 
 export interface RememberJobPorts {
   readonly embedder: EmbedBatcher;
@@ -19,6 +21,8 @@ export interface RememberJobPorts {
   readonly blobs: BlobPort;
   readonly chain: ChainPort;
   readonly wallets: WalletPool;
+  /** Keys of the lexical index: `job.indexed` then carries the text's keyed term hashes (never the tokens). */
+  readonly lexical?: LexicalKeyring;
   /** Pause between wallet attempts, growing linearly (the host's schedule, not a machine timer). */
   readonly attemptDelayMs?: number;
 }
@@ -79,6 +83,7 @@ export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<Remem
         }),
       record: ({ context, command }) => {
         const ctx = context as JobContext;
+        const lexical = ports.lexical ? documentTerms(ports.lexical.forOwner(ctx.owner), command.data.text) : undefined;
         return withWallets(
           ctx,
           ports,
@@ -96,6 +101,7 @@ export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<Remem
               importance: command.data.importance,
               size: ctx.size ?? 0,
               created_at: new Date().toISOString(),
+              ...(lexical ? { lexical, submitted_at: command.data.accepted_at, position: command.data.position ?? 0 } : {}),
             },
           }),
         );

@@ -45,45 +45,86 @@ function percentile(sorted: Float64Array, p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
+interface Sample {
+  lat: number[];
+  errors: number;
+  seconds: number;
+}
+
 /** Runs `op` on `concurrency` workers for `seconds` (after `warmup` seconds), collecting latencies. */
-async function load(concurrency: number, seconds: number, size: number, op: (worker: number, i: number) => Promise<boolean>, warmup = 0.7): Promise<Scenario> {
+async function load(concurrency: number, seconds: number, op: (worker: number, i: number) => Promise<boolean>, warmup = 0.3): Promise<Sample> {
   const lat: number[] = [];
   let errors = 0;
-  let measuring = false;
-  const warmEnd = Date.now() + warmup * 1000;
+  const warmEnd = performance.now() + warmup * 1000;
   const end = warmEnd + seconds * 1000;
-  let t0 = 0;
   let counter = 0;
   await Promise.all(
     Array.from({ length: concurrency }, async (_, w) => {
-      while (Date.now() < end) {
-        const i = counter++;
+      for (;;) {
         const s = performance.now();
-        const ok = await op(w, i).catch(() => false);
-        const e = performance.now();
-        if (!measuring && Date.now() >= warmEnd) {
-          measuring = true;
-          t0 = s;
-        }
-        if (measuring && s >= t0) {
-          if (ok) lat.push(e - s);
-          else errors++;
-        }
+        if (s >= end) return;
+        const ok = await op(w, counter++).catch(() => false);
+        if (s < warmEnd) continue;
+        if (ok) lat.push(performance.now() - s);
+        else errors++;
       }
     }),
   );
-  const elapsed = (performance.now() - t0) / 1000;
+  // ops started in the window, over the window plus the tail of the last ones still running at its end
+  return { lat, errors, seconds: (Math.max(end, performance.now()) - warmEnd) / 1000 };
+}
+
+function summarise(samples: Sample[], size: number): Scenario {
+  const lat = samples.flatMap((x) => x.lat);
+  const seconds = samples.reduce((a, x) => a + x.seconds, 0);
   const sorted = Float64Array.from(lat).sort();
   const r = (n: number) => Math.round(n * 1000) / 1000;
   return {
     ops: lat.length,
-    seconds: r(elapsed),
-    ops_per_s: Math.round(lat.length / elapsed),
-    mib_per_s: r((lat.length * size) / MiB / elapsed),
+    seconds: r(seconds),
+    ops_per_s: Math.round(lat.length / seconds),
+    mib_per_s: r((lat.length * size) / MiB / seconds),
     p50_ms: r(percentile(sorted, 50)),
     p99_ms: r(percentile(sorted, 99)),
-    errors,
+    errors: samples.reduce((a, x) => a + x.errors, 0),
   };
+}
+
+/**
+ * Service and backend alternate in short slices, so that whatever else the machine is doing weighs on both
+ * sides of the ratio alike.
+ */
+async function compare(ctx: { conns: number; seconds: number; size: number; servicePid: number }, service: (w: number, i: number) => Promise<boolean>, backend: (w: number, i: number) => Promise<boolean>) {
+  const slices = Math.max(2, Math.round(ctx.seconds));
+  const slice = ctx.seconds / slices;
+  const s: Sample[] = [];
+  const b: Sample[] = [];
+  let serviceCpu = 0;
+  let backendCpu = 0;
+  for (let i = 0; i < slices; i++) {
+    const c0 = process.cpuUsage();
+    b.push(await load(ctx.conns, slice, backend));
+    const c1 = process.cpuUsage(c0);
+    backendCpu += (c1.user + c1.system) / 1000;
+    const t0 = cpuMsOf(ctx.servicePid);
+    s.push(await load(ctx.conns, slice, service));
+    serviceCpu += cpuMsOf(ctx.servicePid) - t0;
+  }
+  const sv = summarise(s, ctx.size);
+  const bk = summarise(b, ctx.size);
+  return {
+    service: { ...sv, cpu_us_per_op: Math.round((serviceCpu * 1000) / Math.max(1, sv.ops + s.reduce((a, x) => a + x.errors, 0))) },
+    backend: { ...bk, cpu_us_per_op: Math.round((backendCpu * 1000) / Math.max(1, bk.ops)) },
+    throughput_ratio: round(sv.ops_per_s / bk.ops_per_s),
+    overhead_pct: round((bk.ops_per_s / sv.ops_per_s - 1) * 100),
+  };
+}
+
+/** CPU time (user + system) a process has used, in ms (from /proc, 10 ms resolution). */
+function cpuMsOf(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = f.slice(f.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 function rssOf(pid: number): number {
@@ -152,17 +193,18 @@ export async function benchBlobstore(opts: BlobBenchOptions = {}): Promise<Recor
     const only = process.env.BENCH_ONLY; // e.g. "1KiB" to profile one size
     for (const [label, size] of ([["1KiB", KiB], ["1MiB", MiB]] as const).filter(([l]) => !only || l === only)) {
       const base = randomBytes(size);
-      // --- writes
-      say(`writes ${label}: backend`);
-      const bw = await load(conns, seconds, size, async (w, i) => {
-        await raw.put(stamped(base, i, w));
-        return true;
-      });
-      say(`writes ${label}: service`);
-      const sw = await load(conns, seconds, size, async (w, i) => {
-        const r = await call("PUT", `/api/v1/buckets/bench/blobs/w${label}/${w}/${i}`, stamped(base, i, w + 1000), auth);
-        return r.status === 201;
-      });
+      // --- writes: unique content per op (identical bytes would be deduplicated, never written)
+      say(`writes ${label}`);
+      const cmp = { conns, seconds, size, servicePid: child.pid! };
+      if (!process.env.BENCH_SKIP_WRITES) results[`write_${label}`] = await compare(
+        cmp,
+        async (w, i) => (await call("PUT", `/api/v1/buckets/bench/blobs/w${label}/${w}/${i}`, stamped(base, i, w + 1000), auth)).status === 201,
+        async (w, i) => {
+          await raw.put(stamped(base, i, w));
+          return true;
+        },
+      );
+      if (process.env.BENCH_SKIP_READS) continue;
       // --- public reads of a fixed set of blobs
       const n = size === KiB ? 1000 : 64;
       const ids: string[] = [];
@@ -172,22 +214,23 @@ export async function benchBlobstore(opts: BlobBenchOptions = {}): Promise<Recor
         ids.push(JSON.parse(r.body.toString()).blob_id);
         await raw.put(bytes);
       }
-      say(`reads ${label}: backend`);
-      const br = await load(conns, seconds, size, async (_w, i) => {
-        const o = await raw.open(ids[i % n], undefined, { inlineBelow: 64 * KiB });
-        if (!o) return false;
-        if (o.stream) for await (const _c of o.stream);
-        return true;
-      });
-      say(`reads ${label}: service`);
-      const sr = await load(conns, seconds, size, async (_w, i) => {
-        const r = await p.request({ method: "GET", path: `/api/v1/buckets/bench/blobs/r${label}/${i % n}` });
-        let got = 0;
-        for await (const c of r.body) got += (c as Buffer).length;
-        return r.statusCode === 200 && got === size;
-      });
-      results[`write_${label}`] = { service: sw, backend: bw, throughput_ratio: round(sw.ops_per_s / bw.ops_per_s), overhead_pct: round((bw.ops_per_s / sw.ops_per_s - 1) * 100) };
-      results[`read_${label}`] = { service: sr, backend: br, throughput_ratio: round(sr.ops_per_s / br.ops_per_s), overhead_pct: round((br.ops_per_s / sr.ops_per_s - 1) * 100) };
+      say(`reads ${label}`);
+      results[`read_${label}`] = await compare(
+        cmp,
+        async (_w, i) => {
+          const r = await p.request({ method: "GET", path: `/api/v1/buckets/bench/blobs/r${label}/${i % n}` });
+          let got = 0;
+          for await (const c of r.body) got += (c as Buffer).length;
+          return r.statusCode === 200 && got === size;
+        },
+        async (_w, i) => {
+          // the same read strategy as the service: whole reads up to 1 MiB, streams beyond
+          const o = await raw.open(ids[i % n], undefined, { inlineBelow: MiB });
+          if (!o) return false;
+          if (o.stream) for await (const _c of o.stream);
+          return true;
+        },
+      );
     }
 
     // --- memory while streaming a large blob in and out
@@ -234,7 +277,8 @@ export async function benchBlobstore(opts: BlobBenchOptions = {}): Promise<Recor
       read_1MiB_overhead_le_30pct: rm ? rm.overhead_pct <= 30 : null,
       public_1KiB_reads_ge_5000_per_s: r1 ? r1.service.ops_per_s >= 5000 : null,
     };
-    results.setup = { connections: conns, seconds_per_scenario: seconds, cpus: (await import("node:os")).cpus().length, node: process.version, backend: "filesystem" };
+    const os = await import("node:os");
+    results.setup = { connections: conns, seconds_per_scenario: seconds, cpus: os.cpus().length, node: process.version, backend: "filesystem", load_average_1m_at_end: os.loadavg()[0] };
     return results;
   } finally {
     await pool.p?.close().catch(() => undefined);

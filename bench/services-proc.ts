@@ -14,7 +14,7 @@ const send = (m: unknown) => process.send?.(m);
 
 const dataDir = mkdtempSync(join(tmpdir(), "memrelay-bench-services-"));
 const env = process.env;
-const config = loadConfig({ ...env, PORT: "0", BLOBSTORE_PORT: "0", MEMRELAY_DATA_DIR: dataDir });
+const config = loadConfig({ ...env, PORT: "0", BLOBSTORE_PORT: "0", CONSOLE_PORT: "0", MEMRELAY_DATA_DIR: dataDir });
 const logger = env.MEMRELAY_BENCH_LOGS ? createLogger({ format: "json" }) : silentLogger;
 const stack = await startLocalStack({
   config,

@@ -2,7 +2,8 @@
 // URL-safe base64 without padding, the Walrus id format), so identical bytes are stored once. The service keeps
 // references in its read models; the backend only stores, serves and removes bytes.
 //
-// `FsBlobBackend` is the default: `<root>/blobs/<h0h1>/<h2h3>/<sha256 hex>`. A put streams the body into a temp
+// `FsBlobBackend` is the default: `<root>/blobs/<h0h1>/<sha256 hex>` (256 directories; ext4's hashed directories
+// keep lookups flat well past millions of blobs). A put streams the body into a temp
 // file while hashing (SHA-256 for the id, MD5 for the S3-style ETag) and then renames it into place, so a reader
 // never sees a partial blob, a crash leaves only a temp file, and memory stays flat whatever the size. Reads are
 // ranged file streams. Deletion renames the file aside first and checks its mtime, so a writer that re-created the
@@ -13,8 +14,8 @@
 // them back; ranges become a skip to the first chunk (chunk index = offset / chunk size). It also maps onto S3/MinIO
 // (PUT with the id as key, GET with Range). Only this file changes; ids, events and read models stay as they are.
 import { createHash, randomBytes } from "node:crypto";
-import { createWriteStream, existsSync, renameSync, unlinkSync, utimesSync, writeFileSync, openSync, fsyncSync, closeSync, type WriteStream } from "node:fs";
-import { link, mkdir, open, readdir, rename, rm, stat, unlink, utimes } from "node:fs/promises";
+import { createWriteStream, existsSync, type WriteStream } from "node:fs";
+import { link, mkdir, open, readdir, rename, rm, stat, unlink, utimes, writeFile } from "node:fs/promises";
 import { once } from "node:events";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
@@ -60,7 +61,7 @@ export function blobIdOf(bytes: Uint8Array): string {
   return blobIdFromDigest(createHash("sha256").update(bytes).digest());
 }
 
-const SMALL_PUT = 256 * 1024;
+const BUFFER_PUT = 1024 * 1024;
 
 export interface FsBackendOptions {
   /** fsync each blob before it is renamed into place (off by default, like JetStream's own sync interval). */
@@ -94,7 +95,7 @@ export class FsBlobBackend implements BlobBackend {
 
   pathOf(blobId: string): string {
     const hex = hexFromBlobId(blobId);
-    return join(this.blobsDir, hex.slice(0, 2), hex.slice(2, 4), hex);
+    return join(this.blobsDir, hex.slice(0, 2), hex);
   }
 
   async put(source: AsyncIterable<Uint8Array> | Uint8Array, opts: { maxBytes?: number } = {}): Promise<PutResult> {
@@ -104,13 +105,14 @@ export class FsBlobBackend implements BlobBackend {
     const md5 = createHash("md5");
     let size = 0;
     const max = opts.maxBytes ?? Number.POSITIVE_INFINITY;
-    // Bodies up to SMALL_PUT stay in memory and are written in one synchronous step at the end (a few tens of µs
-    // on the page cache, cheaper than a round trip through the libuv pool per open/write/close); larger bodies
-    // stream to the temp file with backpressure, so memory stays flat whatever the size.
+    // Bodies up to BUFFER_PUT stay in memory and are written with one writeFile (fewer trips through the libuv
+    // pool than a stream's open/write/close); larger ones stream to the temp file with backpressure, so memory
+    // stays flat whatever the size (at most BUFFER_PUT per concurrent write).
     let buffered: Uint8Array[] = [];
     let bufferedBytes = 0;
     let ws: WriteStream | undefined;
-    let failed: unknown;
+    let failed: Error | undefined;
+    let drained: (() => void) | undefined;
     try {
       const chunks = source instanceof Uint8Array ? [source] : source;
       for await (const chunk of chunks) {
@@ -120,17 +122,22 @@ export class FsBlobBackend implements BlobBackend {
         sha.update(chunk);
         md5.update(chunk);
         if (!ws) {
-          if (bufferedBytes + chunk.byteLength <= SMALL_PUT) {
+          if (bufferedBytes + chunk.byteLength <= BUFFER_PUT) {
             buffered.push(chunk);
             bufferedBytes += chunk.byteLength;
             continue;
           }
           ws = createWriteStream(tmp, { flags: "wx", highWaterMark: 1 << 20 });
-          ws.on("error", (err) => (failed ??= err));
+          ws.on("error", (err) => {
+            failed ??= err;
+            drained?.();
+          });
+          ws.on("drain", () => drained?.());
           for (const b of buffered) ws.write(b);
           buffered = [];
         }
-        if (!ws.write(chunk)) await Promise.race([once(ws, "drain"), once(ws, "error")]);
+        if (!ws.write(chunk)) await new Promise<void>((r) => (drained = r));
+        drained = undefined;
       }
       if (failed) throw failed;
       const blobId = blobIdFromDigest(sha.digest());
@@ -140,56 +147,32 @@ export class FsBlobBackend implements BlobBackend {
         await mkdir(dir, { recursive: true });
         this.madeDirs.add(dir);
       }
-      if (!ws) return { blobId, size, md5: md5.digest("hex"), deduplicated: this.placeSmall(tmp, final, buffered) };
-      ws.end();
-      await once(ws, "close");
-      if (failed) throw failed;
+      if (ws) {
+        ws.end();
+        await once(ws, "close");
+        if (failed) throw failed;
+      } else {
+        if (existsSync(final)) {
+          // Identical bytes already stored: only refresh the mtime (a running sweep's grace period sees it).
+          const now = new Date();
+          const touched = await utimes(final, now, now).then(() => true, () => false);
+          if (touched) return { blobId, size, md5: md5.digest("hex"), deduplicated: true };
+        }
+        await writeFile(tmp, buffered.length === 1 ? buffered[0] : Buffer.concat(buffered), { flag: "wx" });
+      }
       if (this.opts.fsync) {
         const fh = await open(tmp, "r");
         await fh.sync().finally(() => fh.close());
       }
-      const existed = await stat(final).then(() => true, () => false);
+      const existed = ws ? await stat(final).then(() => true, () => false) : false;
       // rename gives the content a fresh inode and mtime: a concurrent sweep sees it as recently written.
       await rename(tmp, final);
       return { blobId, size, md5: md5.digest("hex"), deduplicated: existed };
     } catch (err) {
       ws?.destroy();
-      if (ws) await unlink(tmp).catch(() => undefined);
+      await unlink(tmp).catch(() => undefined);
       throw err;
     }
-  }
-
-  /** Places a small body: identical bytes already there only get a fresh mtime (for a running sweep's grace). */
-  private placeSmall(tmp: string, final: string, chunks: Uint8Array[]): boolean {
-    if (existsSync(final)) {
-      try {
-        const now = new Date();
-        utimesSync(final, now, now);
-        return true;
-      } catch {
-        // swept away between the two calls: write it again
-      }
-    }
-    try {
-      writeFileSync(tmp, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks), { flag: "wx" });
-      if (this.opts.fsync) {
-        const fd = openSync(tmp, "r");
-        try {
-          fsyncSync(fd);
-        } finally {
-          closeSync(fd);
-        }
-      }
-      renameSync(tmp, final);
-    } catch (err) {
-      try {
-        unlinkSync(tmp);
-      } catch {
-        // not created
-      }
-      throw err;
-    }
-    return false;
   }
 
   async stat(blobId: string): Promise<{ size: number; mtimeMs: number } | null> {
@@ -268,10 +251,8 @@ export class FsBlobBackend implements BlobBackend {
   async *list(): AsyncIterable<string> {
     await this.init();
     for (const a of await readdir(this.blobsDir).catch(() => [] as string[])) {
-      for (const b of await readdir(join(this.blobsDir, a)).catch(() => [] as string[])) {
-        for (const f of await readdir(join(this.blobsDir, a, b)).catch(() => [] as string[])) {
-          if (/^[0-9a-f]{64}$/.test(f)) yield Buffer.from(f, "hex").toString("base64url");
-        }
+      for (const f of await readdir(join(this.blobsDir, a)).catch(() => [] as string[])) {
+        if (/^[0-9a-f]{64}$/.test(f)) yield Buffer.from(f, "hex").toString("base64url");
       }
     }
   }

@@ -209,6 +209,26 @@ export async function deleteBucket(core: Core, accountId: string, name: string, 
   return { deletedBlobs };
 }
 
+/**
+ * Deletes objects left in bucket generations that no longer exist (a process that died between appending a write
+ * and undoing it when its bucket had gone). Reads them invisible already; this releases their references.
+ */
+export async function purgeOrphanObjects(core: Core): Promise<number> {
+  await settleAll(core, KIND.bucket);
+  await settleAll(core, KIND.blob);
+  const rows = await core.db.query<{ bucket: string; bucket_id: string; account_id: string }>(
+    `SELECT DISTINCT o.bucket, o.bucket_id, o.account_id FROM bs_objects o
+     WHERE NOT EXISTS (SELECT 1 FROM bs_buckets b WHERE b.bucket_id = o.bucket_id) LIMIT 100`,
+  );
+  let purged = 0;
+  for (const r of rows.rows) {
+    if (liveBucket(await core.log.last(KIND.bucket, r.bucket))?.bucket_id === r.bucket_id) continue;
+    const t = now();
+    purged += await sweepBucketObjects(core, { name: r.bucket, bucket_id: r.bucket_id, account_id: r.account_id, description: "", metadata: {}, created_at: t, updated_at: t });
+  }
+  return purged;
+}
+
 /** Deletes every object still recorded for a deleted bucket generation. */
 async function sweepBucketObjects(core: Core, bucket: BucketState): Promise<number> {
   await settleAll(core, KIND.blob);
@@ -300,14 +320,10 @@ export async function recordObject(
     seq = r!.seq;
   } else {
     state = make();
-    const ta = performance.now();
     seq = await core.log.appendAny(KIND.blob, objectId, [newEvent(EVT.blobWritten, state)], ctx());
-    const P = (globalThis as any).PROF; if (P) { const e = (P.append ??= [0, 0]); e[0]++; e[1] += performance.now() - ta; }
   }
-  const tq = performance.now();
   // The bucket may have been deleted while the body streamed in: check after the append, undo if it is gone.
   const [latest] = await Promise.all([core.log.last(KIND.bucket, bucket.name), core.settle(KIND.blob, seq)]);
-  { const P = (globalThis as any).PROF; if (P) { const e = (P.settle ??= [0, 0]); e[0]++; e[1] += performance.now() - tq; } }
   const still = liveBucket(latest);
   if (!still || still.bucket_id !== bucket.bucket_id) {
     await removeObject(core, bucket, key, "bucket_deleted");

@@ -28,6 +28,7 @@ import {
   issueKey,
   liveBucket,
   liveObject,
+  purgeOrphanObjects,
   recordObject,
   registerWalrusBlob,
   revokeKey,
@@ -101,7 +102,13 @@ export interface BlobstoreHandle {
   stop(): Promise<void>;
 }
 
+/** Blobs up to this size are cached in memory by blob id. */
 const SMALL = 64 * 1024;
+/**
+ * Reads up to this size go out in one piece (one file read, one uWS end: the copy loop stays in C++); larger ones
+ * stream with backpressure, so memory per request is bounded by this whatever the blob size.
+ */
+const READ_INLINE = 1024 * 1024;
 const CACHE_BYTES = 64 * 1024 * 1024;
 
 /** Small immutable blob contents by blob id (content-addressed: safe to cache; reads check references first). */
@@ -251,6 +258,8 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
       if (req.aborted()) return errorReply(499, "client closed the request");
       throw err;
     } finally {
+      // A streamed body the handler did not consume (an early 4xx) is discarded as it arrives, never buffered.
+      if (req.bodyStream && !req.bodyStream.readableEnded) req.bodyStream.destroy();
       metrics.observe("http_request_duration_seconds", (performance.now() - t0) / 1000, { route: name });
     }
   };
@@ -259,10 +268,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
     docs.push(doc);
     server.route(METHOD[doc.method], pattern, wrap(`${doc.method.toUpperCase()} ${doc.path}`, h), ro ?? { bodyLimit: LIMITS.jsonBody });
   };
-  const PROF: Record<string, [number, number]> = ((globalThis as any).PROF ??= {});
-  const prof = (k: string, t: number) => { const e = (PROF[k] ??= [0, 0]); e[0]++; e[1] += performance.now() - t; };
-  if (process.env.BS_PROF) setInterval(() => { console.error(Object.entries(PROF).map(([k, [n, t]]) => `${k}=${(t / n).toFixed(2)}ms/${n}`).join(" ")); for (const k in PROF) delete PROF[k]; }, 2000).unref();
-  const data = (h: (req: Request, who: AccountPrincipal) => Promise<Reply>): Handler => async (req) => { const t = performance.now(); const who = await auth.account(req); prof("auth", t); const t2 = performance.now(); try { return await h(req, who); } finally { prof("handler", t2); } };
+  const data = (h: (req: Request, who: AccountPrincipal) => Promise<Reply>): Handler => async (req) => h(req, await auth.account(req));
   const admin = (h: (req: Request, who: AppPrincipal) => Promise<Reply>): Handler => async (req) => h(req, await auth.admin(req));
   const jsonBody = (req: Request, optional = false): Record<string, unknown> => (optional && !req.body.length ? {} : parseJsonObject(req.body));
   const query = (req: Request) => new URLSearchParams(req.query);
@@ -315,7 +321,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
       }
       opened = null;
     } else {
-      opened = await backend.open(b.blobId, range, { inlineBelow: 0 });
+      opened = await backend.open(b.blobId, range, { inlineBelow: READ_INLINE });
     }
     if (!opened) {
       logger.error("referenced blob bytes are missing from the backend", { blob_id: b.blobId });
@@ -524,6 +530,25 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
 
   // ---------------------------------------------------------------- data routes (API key)
 
+  /**
+   * The bucket a write goes to. A bucket generation's id and owner never change, so they are cached; whether the
+   * generation is still live is checked against the log after the write is appended (recordObject), which undoes
+   * a write that raced a bucket deletion. A cached owner that does not match is re-read before answering 404.
+   */
+  const bucketFacts = new Map<string, BucketState>();
+  const writableBucket = async (name: string, who: AccountPrincipal): Promise<BucketState> => {
+    let b = bucketFacts.get(name);
+    if (!b || b.account_id !== who.accountId) {
+      b = liveBucket(await log.last(KIND.bucket, name)) ?? undefined;
+      if (b) {
+        if (bucketFacts.size > 10_000) bucketFacts.clear();
+        bucketFacts.set(name, b);
+      } else bucketFacts.delete(name);
+    }
+    if (!b || b.account_id !== who.accountId) throw new HttpError(404, `bucket ${name} not found`);
+    return b;
+  };
+
   const ownBucket = async (who: AccountPrincipal, name: string): Promise<BucketRow> => {
     const b = await q.bucket(name);
     if (!b || b.account_id !== who.accountId) throw new HttpError(404, `bucket ${name} not found`);
@@ -594,7 +619,9 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
     data(async (req, who) => {
       const name = validateBucketName(req.params[0]);
       const force = query(req).get("force") === "true";
+      bucketFacts.delete(name);
       await deleteBucket(core, who.accountId, name, force, (id) => q.countObjects(id));
+      bucketFacts.delete(name);
       return { status: 204 };
     }),
   );
@@ -652,20 +679,18 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
         if (raw.length !== 16) throw new HttpError(400, "Content-MD5 must be the base64 of 16 bytes");
         expectMd5 = raw.toString("hex");
       }
-      const tb = performance.now();
-      const bucket = liveBucket(await log.last(KIND.bucket, name));
-      prof("bucket", tb);
-      if (!bucket || bucket.account_id !== who.accountId) throw new HttpError(404, `bucket ${name} not found`);
+      const bucket = await writableBucket(name, who);
       if (pre.ifNoneMatchAny || pre.ifMatch) {
         // Fail before the body is read; the append checks again against the state it is made on.
         checkPreconditions(liveObject(await log.last(KIND.blob, objectAggregateId(bucket.bucket_id, key))), pre);
       }
-      const tp = performance.now();
       const { put, orphan } = await storeBody(req);
-      prof("put", tp);
       try {
         if (expectMd5 && expectMd5 !== put.md5) throw new HttpError(400, "Content-MD5 does not match the body");
-        const r = await recordObject(core, bucket, key, { blobId: put.blobId, size: put.size, md5: put.md5, contentType }, pre);
+        const r = await recordObject(core, bucket, key, { blobId: put.blobId, size: put.size, md5: put.md5, contentType }, pre).catch((err) => {
+          if (err instanceof HttpError && err.status === 404) bucketFacts.delete(name);
+          throw err;
+        });
         return json(201, { ...blobJson(r.state), deduplicated: put.deduplicated });
       } catch (err) {
         await orphan();
@@ -813,9 +838,14 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
   // ---------------------------------------------------------------- garbage collection
   let sweeping: Promise<SweepResult> | undefined;
   const gc = (o: { full?: boolean; graceMs?: number } = {}) =>
-    (sweeping ??= sweep({ db, log, backend, graceMs: o.graceMs ?? gcGraceMs, logger, full: o.full }).finally(() => (sweeping = undefined)));
+    (sweeping ??= (async () => {
+      if (o.full) await purgeOrphanObjects(core);
+      return sweep({ db, log, backend, graceMs: o.graceMs ?? gcGraceMs, logger, full: o.full });
+    })().finally(() => (sweeping = undefined)));
   const intervalMs = opts.gc?.intervalMs ?? 60_000;
-  const timer = intervalMs > 0 ? setInterval(() => void gc().catch((err) => logger.warn("blob sweep failed", { error: (err as Error).message })), intervalMs) : undefined;
+  let ticks = 0;
+  // Every tick drains the queue of unreferenced blobs; every 60th also scans for strays (bytes or objects).
+  const timer = intervalMs > 0 ? setInterval(() => void gc({ full: ++ticks % 60 === 0 }).catch((err) => logger.warn("blob sweep failed", { error: (err as Error).message })), intervalMs) : undefined;
   timer?.unref();
 
   const replay = async (kinds: readonly Kind[] = BLOBSTORE_KINDS) => {

@@ -67,28 +67,44 @@ export async function alertsCommand(args: string[], env = process.env): Promise<
 
   const config = loadConfig(env);
   const log = await openEventLog({ servers: config.natsUrl, name: "memrelay-alerts-tail" });
+  let stopped = false;
+  let wake: () => void = () => undefined;
+  const interrupted = new Promise<null>((resolve) => (wake = () => resolve(null)));
   let messages: ConsumerMessages | undefined;
-  const stop = () => messages?.stop();
+  const stop = () => {
+    stopped = true;
+    wake();
+    messages?.stop();
+  };
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
+  const print = (data: Uint8Array) => process.stdout.write(new TextDecoder().decode(data).trim() + "\n");
+  let printed = 0;
   try {
-    let consumer;
     if (durable) {
       try {
         await log.jsm.consumers.info(STREAMS.alerts, durable);
       } catch {
         await log.jsm.consumers.add(STREAMS.alerts, { durable_name: durable, ack_policy: AckPolicy.Explicit, ...filter, ...start });
       }
-      consumer = await log.js.consumers.get(STREAMS.alerts, durable);
-    } else {
-      // A single subject as a string: pre-2.10 servers take only `filter_subject`.
-      consumer = await log.js.consumers.get(STREAMS.alerts, { filter_subjects: filters.length === 1 ? filters[0] : filters, ...start });
+      const consumer = await log.js.consumers.get(STREAMS.alerts, durable);
+      // One alert per pull, acknowledged once printed: nothing is left delivered-but-unacknowledged on exit, so
+      // the next tail with this name resumes at once, after the last printed alert.
+      while (!stopped && printed < count) {
+        const m = await Promise.race([consumer.next({ expires: 5_000 }), interrupted]);
+        if (!m) continue;
+        print(m.data);
+        await m.ackAck().catch(() => m.ack());
+        printed++;
+      }
+      return 0;
     }
+    // A single subject as a string: pre-2.10 servers take only `filter_subject`.
+    const consumer = await log.js.consumers.get(STREAMS.alerts, { filter_subjects: filters.length === 1 ? filters[0] : filters, ...start });
     messages = await consumer.consume({ max_messages: 64 });
-    let printed = 0;
+    if (stopped) messages.stop();
     for await (const m of messages) {
-      process.stdout.write(new TextDecoder().decode(m.data).trim() + "\n");
-      if (durable) await m.ackAck().catch(() => m.ack());
+      print(m.data);
       if (++printed >= count) break;
     }
     return 0;

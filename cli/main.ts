@@ -12,9 +12,11 @@ Commands:
   recall <query>              recall memories by meaning
   status <job_id>...          remember job status
   replay [projection|all]     rebuild read models from the event log, with a progress bar
+  restore --owner A --namespace N  rebuild a namespace's index from chain blobs when the log is gone (progress bar)
   lag                         each projection's checkpoint and lag
   worker --roles ...          run relayer roles (gateway, actors, projections) against running services
   blobstore admin-key ...     blob store operator commands (issue, revoke, list admin keys)
+  console ...                 developer console operator commands (sign up, team spaces, members, API keys)
   alerts tail [--durable N]   print operator alerts (upload failures, low balances) as JSON lines
 
 Every command takes --help.`;
@@ -27,9 +29,11 @@ const commands: Record<string, Handler> = {
   recall: (a) => userCommand("recall", a),
   status: (a) => userCommand("status", a),
   replay: (a) => projectionsCommand("replay", a),
+  restore: async (a) => (await import("./restore.ts")).restoreCommand(a, process.env),
   lag: (a) => projectionsCommand("lag", a),
   worker: (a) => workerCommand(a),
   blobstore: async (a) => (await import("./blobstore.ts")).blobstoreCommand(a, process.env),
+  console: async (a) => (await import("./console.ts")).consoleCommand(a, process.env),
   alerts: async (a) => (await import("./alerts.ts")).alertsCommand(a),
 };
 

@@ -13,7 +13,8 @@ import { credentialsPath, readCredentials, writeCredentials } from "./credential
 export const START_HELP = `memrelay start
   Starts nats-server (with nats.conf; NATS_URL to use a running one), Postgres (DATABASE_URL; else the native
   server on 127.0.0.1:5432 when it has pgvector; else embedded PGlite with pgvector), the local chain, the
-  key servers, the blob store (BLOBSTORE_PORT, 8200) and the relayer (PORT, 8000). Creates a dev account and
+  key servers, the blob store (BLOBSTORE_PORT, 8200), the developer console (CONSOLE_PORT, 8100) and the relayer
+  (PORT, 8000). Creates a dev account and
   writes ~/.memory/credentials.json (0600) when absent. Data lives in MEMRELAY_DATA_DIR (~/.memrelay).`;
 
 function secretFile(path: string, make: () => Uint8Array): Uint8Array {
@@ -67,6 +68,7 @@ export async function startCommand(args: string[], env = process.env): Promise<n
       "memrelay is running",
       `  relayer      ${stack.relayerUrl}`,
       `  blob store   ${stack.blobstoreUrl}  (Walrus API: PUT ${stack.blobstoreUrl}/v1/blobs)`,
+      `  console      ${stack.consoleUrl}/api/v1  (keys: memrelay console signup / key mint)`,
       `  chain RPC    ${stack.encryptionStack.rpcUrl}`,
       `  key servers  ${stack.encryptionStack.serverConfigs.length} (threshold ${config.encryptionThreshold ?? Math.min(2, stack.encryptionStack.serverConfigs.length)})`,
       `  NATS         ${nats.description}`,

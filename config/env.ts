@@ -45,6 +45,14 @@ export interface RelayerConfig {
   readonly sponsorWalletAddress: string | undefined;
   readonly trustedProxyHops: number;
   readonly dataDir: string;
+  /** MEMRELAY_LEXICAL_KEY: server secret of the keyed lexical index (hex or base64, ≥ 32 bytes); unset: the data dir's lexical.key. */
+  readonly lexicalKey: string | undefined;
+  /** MEMRELAY_RECALL_RANKING: `hybrid` (default: keyed BM25 with context, fused with the vector) or `cosine` (spec order). */
+  readonly recallRanking: "hybrid" | "cosine";
+  /** MEMRELAY_HYBRID_DENSE_WEIGHT: weight of cosine similarity in hybrid relevance, 0..1; unset: by embedder (gateway/hybrid-rank.ts). */
+  readonly hybridDenseWeight: number | undefined;
+  /** MEMRELAY_HYBRID_CONTEXT: weights of neighbours 1, 2, … places away in submission order ("0.5,0.3,0.15"; "none" disables); unset: default. */
+  readonly hybridContext: readonly number[] | undefined;
 }
 
 type Env = Record<string, string | undefined>;
@@ -60,6 +68,23 @@ export function intVar(env: Env, name: string, def: number, min = -Infinity, max
 export function amountVar(env: Env, name: string, def: bigint): bigint {
   const raw = env[name]?.trim();
   return raw && /^[0-9]{1,30}$/.test(raw) ? BigInt(raw) : def;
+}
+
+/** A number in [0, 1], or undefined when unset or out of range. */
+export function unitVar(env: Env, name: string): number | undefined {
+  const raw = env[name]?.trim();
+  if (!raw) return undefined;
+  const n = Number(raw);
+  return Number.isFinite(n) && n >= 0 && n <= 1 ? n : undefined;
+}
+
+/** Up to 8 comma-separated weights in [0, 1]; "none" or "0" is an empty list; anything malformed is undefined. */
+function contextVar(raw: string | undefined): readonly number[] | undefined {
+  const s = raw?.trim().toLowerCase();
+  if (!s) return undefined;
+  if (s === "none" || s === "0") return [];
+  const w = s.split(",").map((x) => Number(x.trim()));
+  return w.length <= 8 && w.every((x) => Number.isFinite(x) && x >= 0 && x <= 1) ? w : undefined;
 }
 
 /** AUTH_MAX_CLOCK_DRIFT_SECS: default 300, range 0..900 (0 = exact second), anything else falls back to 300. */
@@ -116,5 +141,9 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     sponsorWalletAddress: env.SPONSOR_WALLET_ADDRESS?.trim().toLowerCase() || undefined,
     trustedProxyHops: intVar(env, "TRUSTED_PROXY_HOPS", 0, 0, 16),
     dataDir: env.MEMRELAY_DATA_DIR ?? `${env.HOME ?? "."}/.memrelay`,
+    lexicalKey: env.MEMRELAY_LEXICAL_KEY?.trim() || undefined,
+    recallRanking: env.MEMRELAY_RECALL_RANKING?.trim().toLowerCase() === "cosine" ? "cosine" : "hybrid",
+    hybridDenseWeight: unitVar(env, "MEMRELAY_HYBRID_DENSE_WEIGHT"),
+    hybridContext: contextVar(env.MEMRELAY_HYBRID_CONTEXT),
   };
 }

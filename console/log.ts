@@ -73,13 +73,14 @@ export class ConsoleLog {
    * Claims a name (case-insensitive) within a scope for `ownerId`: 409 when another owner holds it. Claiming a name
    * one already holds is a no-op, so a retried request converges.
    */
-  async claim(scope: "bucket" | "file", scopeId: string, name: string, ownerId: string): Promise<string> {
+  async claim(scope: ClaimScope, scopeId: string, name: string, ownerId: string): Promise<string> {
     const id = claimId(scope, scopeId, name);
     await this.decide(AGG.claim, id, (last) => {
       const held = heldBy(last);
       if (held === ownerId) return [];
       if (held) {
-        throw new ConsoleHttpError(409, scope === "bucket" ? `a bucket named ${JSON.stringify(name)} already exists in this space` : `a file named ${JSON.stringify(name)} already exists in this bucket`, CODE.conflict);
+        const what = { bucket: `a bucket named ${JSON.stringify(name)} already exists in this space`, file: `a file named ${JSON.stringify(name)} already exists in this bucket`, email: `${name} has already signed up` }[scope];
+        throw new ConsoleHttpError(409, what, CODE.conflict);
       }
       return [newEvent<ClaimHeld>(EV.claimHeld, { owner_id: ownerId, name })];
     });
@@ -145,9 +146,11 @@ export function command<D>(type: string, aggregateType: AggregateType, aggregate
   return { type, version: 1, id: randomUUID(), aggregate: `${aggregateType}.${aggregateId}`, issued_at: new Date().toISOString(), correlation_id: correlationId, data };
 }
 
-export function claimId(scope: "bucket" | "file", scopeId: string, name: string): string {
+export type ClaimScope = "bucket" | "file" | "email";
+
+export function claimId(scope: ClaimScope, scopeId: string, name: string): string {
   const h = createHash("sha256").update(name.normalize("NFC").toLowerCase()).digest("hex").slice(0, 32);
-  return `${scope === "bucket" ? "b" : "f"}-${scopeId}-${h}`;
+  return `${scope[0]}-${scopeId}-${h}`;
 }
 
 function heldBy(last: LastCommit | null): string | null {

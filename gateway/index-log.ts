@@ -6,11 +6,8 @@ import { EventStore, type AppendContext, type NewEvent } from "../eventlog/event
 import { STREAMS } from "../eventlog/subjects.ts";
 import type { EventEnvelope } from "../schemas/envelope.ts";
 import type { Db } from "../db/pool.ts";
-import { MEMORY_INDEX } from "../projections/memory-index.ts";
+import { MEMORY_INDEX, MEMORY_INDEX_FILTER } from "../projections/memory-index.ts";
 import { readCheckpoint } from "../projections/runtime.ts";
-
-/** The memory index's subject filter (projections/memory-index.ts). */
-const INDEX_SUBJECTS = "evt.job.>";
 
 export class IndexLog {
   private readonly store: EventStore;
@@ -29,7 +26,7 @@ export class IndexLog {
 
   /** Stream sequence of the last event the memory index follows (0 when none): a barrier to wait for. */
   async lastIndexSeq(): Promise<number> {
-    const msg = await this.log.jsm.streams.getMessage(STREAMS.events, { last_by_subj: INDEX_SUBJECTS }).catch((err) => {
+    const msg = await this.log.jsm.streams.getMessage(STREAMS.events, { last_by_subj: MEMORY_INDEX_FILTER }).catch((err) => {
       if (/no message found|10037|not found/i.test(String(err?.message ?? err))) return null;
       throw err;
     });

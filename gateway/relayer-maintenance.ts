@@ -9,6 +9,7 @@ import { intVar, type RelayerConfig } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
 import type { BlobObject, BlobPort, ChainPort, DecryptCredential, EmbeddingPort, EncryptionPort } from "../adapters/ports.ts";
 import { WalletPool } from "../adapters/wallet-pool.ts";
+import type { LexicalKeyring } from "../adapters/lexical/keys.ts";
 import { HttpError, errorReply, json, parseJsonObject, type Handler, type HttpServer, type Reply, type Request } from "./http.ts";
 import type { Authenticated } from "./signed-auth.ts";
 import { rankMemories } from "./recall.ts";
@@ -68,6 +69,8 @@ export interface MaintenanceDeps {
   readonly encryption: EncryptionPort;
   readonly embedder: EmbeddingPort;
   readonly logger: Logger;
+  /** The lexical index's keys, when hybrid recall is on: restored rows get keyed terms too. */
+  readonly lexical?: LexicalKeyring;
   readonly settings?: MaintenanceSettings;
 }
 
@@ -181,7 +184,7 @@ export function registerMaintenanceRoutes(server: HttpServer, deps: MaintenanceD
       const body = parseRestore(bodyOf(req));
       await limit([{ layer: "restore_owner", key: `restore:owner:${who.owner}`, limit: settings.restorePerOwnerPerMinute, windowMs: MINUTE }]);
       const r = await restoreNamespace(
-        { chain, blobs: deps.blobs, encryption: deps.encryption, embedder, db, index },
+        { chain, blobs: deps.blobs, encryption: deps.encryption, embedder, db, index, lexical: deps.lexical },
         {
           owner: who.owner,
           namespace: body.namespace,

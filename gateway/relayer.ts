@@ -13,6 +13,9 @@ import { SignedAuth, type Authenticated } from "./signed-auth.ts";
 import { JobLookup } from "./job-lookup.ts";
 import { Metrics } from "./metrics.ts";
 import { embedQuery, openHits, rankMemories } from "./recall.ts";
+import { rankHybrid, type HybridSettings } from "./hybrid-rank.ts";
+import type { LexicalKeyring } from "../adapters/lexical/keys.ts";
+import { queryTerms } from "../adapters/lexical/terms.ts";
 import { LIMITS, ValidationError, isUuid, parseBulk, parseBulkStatus, parseRecall, parseRemember, type RememberBody } from "../schemas/relayer-http.ts";
 import { JOB, type RememberCommand } from "../schemas/remember-job.ts";
 import { RELAYER_VERSION, healthBody, versionBody } from "./versioning.ts";
@@ -30,6 +33,8 @@ export interface RelayerDeps {
   readonly encryption: EncryptionPort;
   readonly logger: Logger;
   readonly embedderMode: string;
+  /** Hybrid recall (gateway/hybrid-rank.ts): keyed lexical index fused with the vector; absent: cosine order. */
+  readonly lexical?: { readonly keyring: LexicalKeyring; readonly settings: HybridSettings };
 }
 
 /** Importance given to plain remembers (REFERENCE.md: remember and restore use 0.5). */
@@ -67,7 +72,8 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
   const signed = (name: string, h: (req: Request, who: Authenticated) => Promise<Reply>): Handler =>
     wrap(name, async (req) => h(req, await auth.authenticate(req)));
 
-  const publishRemember = async (who: Authenticated, item: RememberBody, correlationId: string): Promise<string> => {
+  /** `position`: the item's index in a bulk request (its place in the submission order, see schemas/lexical.ts). */
+  const publishRemember = async (who: Authenticated, item: RememberBody, correlationId: string, position?: number): Promise<string> => {
     const jobId = randomUUID();
     const command: RememberCommand = {
       type: "remember.start",
@@ -76,7 +82,7 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
       aggregate: `${JOB}.${jobId}`,
       issued_at: new Date().toISOString(),
       correlation_id: correlationId,
-      data: { owner: who.owner, namespace: item.namespace, text: item.text, importance: DEFAULT_IMPORTANCE, accepted_at: new Date().toISOString() },
+      data: { owner: who.owner, namespace: item.namespace, text: item.text, importance: DEFAULT_IMPORTANCE, accepted_at: new Date().toISOString(), ...(position !== undefined ? { position } : {}) },
     };
     await log.js.publish(commandSubject(JOB, jobId), JSON.stringify(command), { msgID: jobId, timeout: 5_000 });
     return jobId;
@@ -91,7 +97,7 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
     .route("post", "/api/remember/bulk", signed("remember_bulk", async (req, who) => {
       const body = parseBulk(parseJsonObject(req.body));
       const correlation = randomUUID();
-      const jobIds = await Promise.all(body.items.map((it) => publishRemember(who, it, correlation)));
+      const jobIds = await Promise.all(body.items.map((it, i) => publishRemember(who, it, correlation, i)));
       return json(202, { job_ids: jobIds, total: jobIds.length, status: "running" });
     }), { bodyLimit: LIMITS.bulkBodyBytes })
     .route("post", "/api/remember/bulk/status", signed("remember_bulk_status", async (req, who) => {
@@ -117,7 +123,9 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
       const t0 = performance.now();
       const vector = await embedQuery(deps.embedder, body.query);
       metrics.observe("query_embedding_seconds", (performance.now() - t0) / 1000);
-      const hits = await rankMemories(db, { owner: who.owner, namespace: body.namespace, vector, limit: body.limit, weights: body.weights, composite: body.composite });
+      const q = { owner: who.owner, namespace: body.namespace, vector, limit: body.limit, weights: body.weights, composite: body.composite };
+      const lex = deps.lexical;
+      const hits = lex ? await rankHybrid(db, { ...q, terms: queryTerms(lex.keyring.forOwner(who.owner), body.query) }, lex.settings) : await rankMemories(db, q);
       const result = await openHits(hits, who.owner, credential, deps.blobs, deps.encryption, body.composite);
       return json(200, result);
     }))
@@ -140,7 +148,7 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
         embedder: { name: deps.embedder.name, dims: deps.embedder.dims },
       })))
     .route("get", "/metrics", async () => ({ status: 200, headers: { "content-type": "text/plain; version=0.0.4" }, body: metrics.render() }));
-  registerMaintenanceRoutes(server, { config, log, db, chain: deps.chain, blobs: deps.blobs, encryption: deps.encryption, embedder: deps.embedder, logger }, { wrap, signed });
+  registerMaintenanceRoutes(server, { config, log, db, chain: deps.chain, blobs: deps.blobs, encryption: deps.encryption, embedder: deps.embedder, logger, lexical: deps.lexical?.keyring }, { wrap, signed });
   server.fallback();
   return server;
 }

@@ -21,7 +21,9 @@ import type { BlobObject, BlobPort, ChainPort, DecryptCredential, EmbeddingPort,
 import type { Db } from "../db/pool.ts";
 import { HttpError } from "./http.ts";
 import type { IndexLog } from "./index-log.ts";
-import { MEMORY_EVENTS, MEMORY_EVENT_VERSION, chunkRows, memoryIdOf, namespaceAggregate, type IndexRow, type MemoryRestored } from "../schemas/memory-maintenance.ts";
+import type { LexicalKeyring } from "../adapters/lexical/keys.ts";
+import { documentTerms } from "../adapters/lexical/terms.ts";
+import { MEMORY_EVENTS, MEMORY_EVENT_VERSION, chunkRows, memoryIdOf, namespaceAggregate, type MemoryRestored, type RestoredRow } from "../schemas/memory-maintenance.ts";
 
 /** Importance of restored rows: the extractor's score is not on chain (REFERENCE.md: remember and restore use 0.5). */
 export const RESTORE_IMPORTANCE = 0.5;
@@ -36,6 +38,8 @@ export interface RestorePorts {
   readonly embedder: EmbeddingPort;
   readonly db: Db;
   readonly index: IndexLog;
+  /** Keys of the lexical index: restored rows then carry their text's keyed term hashes, like job.indexed does. */
+  readonly lexical?: LexicalKeyring;
 }
 
 export interface RestoreOptions {
@@ -44,8 +48,8 @@ export interface RestoreOptions {
   /** Most missing blobs restored by this call. */
   readonly limit: number;
   readonly includeForgotten: boolean;
-  /** The caller's decrypt credential; asked for only when something must be decrypted. */
-  readonly credential: () => DecryptCredential;
+  /** The caller's decrypt credential; asked for before each batch that must be decrypted (so it may refresh). */
+  readonly credential: () => DecryptCredential | Promise<DecryptCredential>;
   readonly candidateCap: number;
   readonly scope: "owner" | "namespace";
   readonly correlationId?: string;
@@ -109,13 +113,11 @@ export async function restoreNamespace(ports: RestorePorts, o: RestoreOptions): 
   const forgotten = plan.items.filter((i) => i.state === "forgotten").length;
   const restoreId = randomUUID();
   const aggregate = namespaceAggregate(o.owner, o.namespace);
-  let credential: DecryptCredential | undefined;
   let restored = 0, failed = 0, lastSeq = 0;
   o.onProgress?.({ done: 0, total: work.length, restored, failed });
   for (let start = 0, batchNo = 0; start < work.length; start += BATCH, batchNo++) {
     const batch = work.slice(start, start + BATCH);
-    credential ??= o.credential();
-    const rows = await reindex(ports, o.owner, batch, credential);
+    const rows = await reindex(ports, o.owner, batch, await o.credential());
     failed += batch.length - rows.length;
     for (const [k, chunk] of chunkRows(rows).entries()) {
       const data: MemoryRestored = { owner: o.owner, namespace: o.namespace, restore_id: restoreId, include_forgotten: o.includeForgotten, rows: chunk };
@@ -134,7 +136,7 @@ export async function restoreNamespace(ports: RestorePorts, o: RestoreOptions): 
 }
 
 /** Downloads, decrypts and re-embeds one batch; what cannot be read is left out. Plaintext lives only in this scope. */
-async function reindex(ports: RestorePorts, owner: string, batch: readonly BlobObject[], credential: DecryptCredential): Promise<IndexRow[]> {
+async function reindex(ports: RestorePorts, owner: string, batch: readonly BlobObject[], credential: DecryptCredential): Promise<RestoredRow[]> {
   const bytes = await Promise.all(batch.map((b) => ports.blobs.read(b.blobId).catch(() => null)));
   const present = batch.flatMap((b, i) => (bytes[i] ? [{ blob: b, bytes: bytes[i]! }] : []));
   if (!present.length) return [];
@@ -142,6 +144,7 @@ async function reindex(ports: RestorePorts, owner: string, batch: readonly BlobO
   const readable = present.flatMap((p, i) => (opened[i] ? [{ blob: p.blob, text: new TextDecoder().decode(opened[i]!) }] : []));
   if (!readable.length) return [];
   const vectors = await ports.embedder.embed(readable.map((r) => r.text));
+  const key = ports.lexical?.forOwner(owner);
   return readable.map((r, i) => ({
     id: memoryIdOf(owner, r.blob.blobId),
     blob_id: r.blob.blobId,
@@ -151,6 +154,7 @@ async function reindex(ports: RestorePorts, owner: string, batch: readonly BlobO
     size: r.blob.size,
     // The time the blob was first recorded, so recency ranking survives a restore.
     created_at: new Date(r.blob.createdAtMs).toISOString(),
+    ...(key ? { lexical: documentTerms(key, r.text) } : {}),
   }));
 }
 
@@ -160,7 +164,7 @@ async function indexedBlobs(db: Db, owner: string, blobIds: readonly string[]): 
   return new Set(r.rows.map((x) => x.blob_id));
 }
 
-/** Time (ms) of the namespace's last forget, or null when it was never forgotten (or the log that knew it is gone). */
+/** Time (ms) of the namespace's last forget, or null when it was never forgotten (or the database was lost). */
 export async function forgetHorizon(db: Db, owner: string, namespace: string): Promise<number | null> {
   const r = await db.query<{ horizon: Date }>("SELECT horizon FROM memory_forget_horizons WHERE owner = $1 AND namespace = $2", [owner, namespace]);
   return r.rows.length ? r.rows[0].horizon.getTime() : null;

@@ -31,6 +31,7 @@ export interface AlertsProjectionOptions {
 }
 
 const MAX_ERROR_CHARS = 1_000;
+const FAILED_TYPE = Buffer.from(JSON.stringify(JOB_EVENTS.failed));
 
 const clip = (s: string, n = MAX_ERROR_CHARS) => (s.length > n ? s.slice(0, n) + "…" : s);
 const short = (addr: string) => (addr.length > 18 ? `${addr.slice(0, 10)}…${addr.slice(-6)}` : addr);
@@ -106,11 +107,18 @@ export function alertsProjection(log: { readonly js: JetStreamClient; readonly j
       await db.query(`CREATE TABLE IF NOT EXISTS alerts_emitted (
         alert_id uuid PRIMARY KEY, type text NOT NULL, source_event_id text NOT NULL, source_seq bigint NOT NULL,
         stream_seq bigint, emitted_at timestamptz NOT NULL DEFAULT now())`);
-      // First run: start at the end of the log, so a new deployment does not alert on history.
+      // First run: start at the end of the log, so a new deployment does not alert on history. (The stream's
+      // identity is recorded with it, or the runtime would take the checkpoint for another log's and rebuild.)
       await migrateCheckpoints(db);
       const info = await log.jsm.streams.info(STREAMS.events);
-      await db.query("INSERT INTO projection_checkpoints (name, seq) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING", [ALERTS_PROJECTION, info.state.last_seq]);
+      await db.query("INSERT INTO projection_checkpoints (name, seq, stream_created) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING", [
+        ALERTS_PROJECTION,
+        info.state.last_seq,
+        info.created,
+      ]);
     },
+    // Job commits carry vectors: only the rare one holding a failure is worth decoding.
+    wants: (raw) => Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).indexOf(FAILED_TYPE) >= 0,
     // Nothing to empty: `alerts_emitted` is the memory of what was already said, and survives a replay.
     reset: async () => undefined,
     apply: async (tx: Tx, events) => {

@@ -9,11 +9,13 @@ import { MEMORY_EVENTS } from "../schemas/memory-maintenance.ts";
 import { RowBatch, addRegistered, addRestored, applyForgotten, migrateMaintenance, resetMaintenance } from "./memory-maintenance.ts";
 
 export const MEMORY_INDEX = "memory_index";
+/** The one subject filter the memory index follows (maintenance events share it: schemas/memory-maintenance.ts). */
+export const MEMORY_INDEX_FILTER = "evt.job.>";
 
 export function memoryIndexProjection(dims: number): Projection {
   return {
     name: MEMORY_INDEX,
-    filter: "evt.job.>",
+    filter: MEMORY_INDEX_FILTER,
     migrate: async (db: Db) => {
       await db.query("CREATE EXTENSION IF NOT EXISTS vector");
       await db.query(`CREATE TABLE IF NOT EXISTS memories (

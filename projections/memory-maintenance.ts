@@ -6,7 +6,8 @@
 //   memory.restored    inserts re-indexed rows where the blob has no row yet
 // Read models besides `memories`:
 //   memory_forgets          (event id → deleted count)              answers of forget calls
-//   memory_forget_horizons  ((owner, namespace) → last forget time) what a default restore leaves out
+//   memory_forget_horizons  ((owner, namespace) → last forget time) what a default restore leaves out; grow-only,
+//                           kept across rebuilds (see resetMaintenance)
 import type { Db, Tx } from "../db/pool.ts";
 import { toVectorLiteral } from "../db/pool.ts";
 import type { EventEnvelope } from "../schemas/envelope.ts";
@@ -19,8 +20,14 @@ export async function migrateMaintenance(db: Db): Promise<void> {
     owner text NOT NULL, namespace text NOT NULL, horizon timestamptz NOT NULL, PRIMARY KEY (owner, namespace))`);
 }
 
+/**
+ * Empties the forget answers. Forget horizons are kept on purpose: a horizon only ever moves forward (greatest of all
+ * forgets), so replaying the same log sets the same values again, and a rebuild from a different log (the runtime
+ * rebuilds when the event stream was replaced) keeps what the user forgot — a restore after losing the log does not
+ * resurrect it. They are lost only with the database.
+ */
 export async function resetMaintenance(tx: Tx): Promise<void> {
-  await tx.query("TRUNCATE memory_forgets, memory_forget_horizons");
+  await tx.query("TRUNCATE memory_forgets");
 }
 
 /** Column arrays of a multi-row insert into `memories`. */

@@ -19,6 +19,11 @@ export interface Projection {
   reset(tx: Tx): Promise<void>;
   /** Applies a batch of events inside the projection's transaction. */
   apply(tx: Tx, events: readonly StoredEvent[]): Promise<void>;
+  /**
+   * Optional cheap test on a raw commit: false means it holds nothing `apply` would use, so it is not decoded
+   * (the checkpoint still moves past it). For projections that read a few event types of a busy subject.
+   */
+  readonly wants?: (raw: Uint8Array) => boolean;
 }
 
 export async function migrateCheckpoints(db: Db): Promise<void> {
@@ -150,10 +155,11 @@ export class ProjectionRunner {
     let flushing: Promise<void> | undefined;
     let failure: unknown;
     const flush = async () => {
-      while (buffer.length && !failure) {
+      // Everything up to lastSeq is buffered or was skipped by `wants`, so the batch reaches lastSeq.
+      while ((buffer.length || lastSeq > this.position) && !failure) {
         const batch = buffer.splice(0, buffer.length);
         try {
-          await this.applyBatch(batch, lastSeqOf(batch));
+          await this.applyBatch(batch, lastSeq);
           if (!buffer.length) this.buffered = 0;
         } catch (err) {
           failure = err;
@@ -179,7 +185,9 @@ export class ProjectionRunner {
         if (m.seq <= lastSeq) continue;
         lastSeq = m.seq;
         this.backlog = m.info.pending;
-        for (const event of decodeCommit(m.data).events) buffer.push({ seq: m.seq, subject: m.subject, event });
+        if (!this.projection.wants || this.projection.wants(m.data)) {
+          for (const event of decodeCommit(m.data).events) buffer.push({ seq: m.seq, subject: m.subject, event });
+        }
         this.buffered = buffer.length + 1;
         if (!flushing) flushing = new Promise<void>((r) => setImmediate(r)).then(flush).finally(() => (flushing = undefined));
         if (buffer.length >= MAX_BATCH && flushing) await flushing;
@@ -212,4 +220,3 @@ export class ProjectionRunner {
   }
 }
 
-const lastSeqOf = (batch: StoredEvent[]) => batch[batch.length - 1].seq;

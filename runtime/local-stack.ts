@@ -17,6 +17,9 @@ import { WalrusHttpBlobs } from "../adapters/blobs/walrus-http.ts";
 import { startBlobstore } from "../blobstore/service.ts";
 import { startRelayer, type RelayerRoles, type RelayerStack } from "./relayer-stack.ts";
 import type { EmbeddingPort } from "../adapters/ports.ts";
+import { lexicalSecretFor } from "./lexical.ts";
+import { startConsole, type ConsoleHandle } from "../console/service.ts";
+import { provisionSponsor, provisionStorage } from "../console/provision.ts";
 
 export interface DevIdentity {
   readonly ownerSecretKey: Uint8Array;
@@ -36,6 +39,9 @@ export interface LocalStack {
   readonly relayer: RelayerStack;
   readonly relayerUrl: string;
   readonly blobstoreUrl: string;
+  /** The developer console API (CONSOLE_PORT). */
+  readonly console: ConsoleHandle;
+  readonly consoleUrl: string;
   readonly operatorSecretKey: Uint8Array;
   readonly embedder: EmbeddingPort;
   /** Operator variables a separate `memrelay worker` process needs to join this stack. */
@@ -103,8 +109,17 @@ export async function startLocalStack(opts: {
     }
     const embedder = createEmbedder({ kind: opts.config.embedder, dims: opts.config.embeddingDims, apiBase: opts.config.embeddingApiBase, apiKey: opts.config.embeddingApiKey, model: opts.config.embeddingModel });
     const config: RelayerConfig = { ...opts.config, serverChainPrivateKeys: walletKeys, chainRpcUrl: opts.config.chainRpcUrl || encryptionStack.rpcUrl };
-    const relayer = await startRelayer({ config, log, db, ports: { chain, encryption, blobs, embedder }, logger, actorConcurrency: opts.actorConcurrency, attemptDelayMs: opts.attemptDelayMs, roles: opts.roles });
+    // The keyed lexical index's secret: MEMRELAY_LEXICAL_KEY, else generated once in the data dir (lexical.key).
+    const lexicalSecret = lexicalSecretFor(config, logger);
+    const relayer = await startRelayer({ config, log, db, ports: { chain, encryption, blobs, embedder }, logger, actorConcurrency: opts.actorConcurrency, attemptDelayMs: opts.attemptDelayMs, roles: opts.roles, lexicalSecret });
     stops.unshift(() => relayer.stop());
+
+    // The developer console (console/): its files live in the blob store under an account it provisions, and its
+    // sponsor pays the gas of bucket-policy transactions; both are kept in the data dir across restarts.
+    const consoleStorage = await provisionStorage({ log, db, blobstoreUrl, runners: blobstore.runners, dataDir: opts.config.dataDir });
+    const consoleSponsor = await provisionSponsor({ chain, operatorSecretKey, dataDir: opts.config.dataDir });
+    const consoleHandle = await startConsole({ log, db, chain, storage: consoleStorage, sponsorSecretKey: consoleSponsor, host: opts.config.host, port: opts.config.consolePort, logger, corsOrigins: opts.config.corsAllowedOrigins });
+    stops.unshift(() => consoleHandle.stop());
 
     const createIdentity = async (label = "memrelay-dev"): Promise<DevIdentity> => {
       const ownerKp = generateKeypair();
@@ -130,6 +145,8 @@ export async function startLocalStack(opts: {
       relayer,
       relayerUrl: `http://${config.host}:${relayer.port}`,
       blobstoreUrl,
+      console: consoleHandle,
+      consoleUrl: consoleHandle.url,
       operatorSecretKey,
       embedder,
       workerEnv: {
@@ -144,6 +161,10 @@ export async function startLocalStack(opts: {
         SERVER_CHAIN_PRIVATE_KEYS: walletKeys.join(","),
         MEMRELAY_EMBEDDER: config.embedder,
         ...(config.embeddingDims ? { MEMRELAY_EMBEDDING_DIMS: String(config.embeddingDims) } : {}),
+        MEMRELAY_LEXICAL_KEY: Buffer.from(lexicalSecret).toString("hex"),
+        MEMRELAY_RECALL_RANKING: config.recallRanking,
+        ...(config.hybridDenseWeight !== undefined ? { MEMRELAY_HYBRID_DENSE_WEIGHT: String(config.hybridDenseWeight) } : {}),
+        ...(config.hybridContext !== undefined ? { MEMRELAY_HYBRID_CONTEXT: config.hybridContext.join(",") || "none" } : {}),
       },
       createIdentity,
       stop: async () => {

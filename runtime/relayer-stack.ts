@@ -12,6 +12,9 @@ import { ActorHost } from "../actors/host.ts";
 import { rememberJobActor } from "../actors/remember-job.actor.ts";
 import { ProjectionRunner, migrateCheckpoints, type Projection } from "../projections/runtime.ts";
 import { memoryIndexProjection } from "../projections/memory-index.ts";
+import { lexicalIndexProjection } from "../projections/lexical-index.ts";
+import { LexicalKeyring } from "../adapters/lexical/keys.ts";
+import { hybridSettings, lexicalSecretFor } from "./lexical.ts";
 import { jobStatusProjection } from "../projections/job-status.ts";
 import { alertsProjection } from "../projections/alerts.ts";
 import { startAlerting } from "./alerting.ts";
@@ -41,7 +44,7 @@ export interface RelayerStack {
 
 /** The relayer's projections; with `alerts`, also the one publishing upload-failure alerts (it needs the log). */
 export function relayerProjections(dims: number, alerts?: { log: EventLog; network: string }): Projection[] {
-  return [memoryIndexProjection(dims), jobStatusProjection, ...(alerts ? [alertsProjection(alerts.log, { network: alerts.network })] : [])];
+  return [memoryIndexProjection(dims), lexicalIndexProjection, jobStatusProjection, ...(alerts ? [alertsProjection(alerts.log, { network: alerts.network })] : [])];
 }
 
 export async function startRelayer(opts: {
@@ -54,6 +57,8 @@ export async function startRelayer(opts: {
   actorConcurrency?: number;
   attemptDelayMs?: number;
   embedderMode?: string;
+  /** Server secret of the keyed lexical index; default: MEMRELAY_LEXICAL_KEY, else the data dir's lexical.key. */
+  lexicalSecret?: Uint8Array;
 }): Promise<RelayerStack> {
   const { config, log, db, ports, logger } = opts;
   const roles = { gateway: true, actors: true, projections: true, ...opts.roles };
@@ -63,6 +68,8 @@ export async function startRelayer(opts: {
   let port = 0;
 
   const wallets = roles.actors ? new WalletPool(config.serverChainPrivateKeys) : undefined;
+  // Actors hash memories' terms, the gateway the queries' terms: both need the same lexical key.
+  const lexical = roles.actors || roles.gateway ? new LexicalKeyring(opts.lexicalSecret ?? lexicalSecretFor(config, logger)) : undefined;
   // Alerting first: the webhook's durable consumer must exist before the first alert can be published.
   const alerting = await startAlerting({ config, log, chain: ports.chain, logger, uploaders: wallets?.wallets.map((w) => w.address) ?? [], webhook: !!roles.projections, monitor: !!roles.actors });
   stops.push(() => alerting.stop());
@@ -84,6 +91,7 @@ export async function startRelayer(opts: {
         blobs: ports.blobs,
         chain: ports.chain,
         wallets: wallets!,
+        lexical,
         attemptDelayMs: opts.attemptDelayMs ?? 200,
       }),
       logger.child({ actor: "remember-job" }),
@@ -106,6 +114,7 @@ export async function startRelayer(opts: {
       encryption: ports.encryption,
       logger: logger.child({ component: "gateway" }),
       embedderMode: opts.embedderMode ?? `local (${ports.embedder.name})`,
+      lexical: lexical && config.recallRanking === "hybrid" ? { keyring: lexical, settings: hybridSettings(config, ports.embedder) } : undefined,
     });
     port = await server.listen(config.host, config.port);
     stops.push(() => server.close());

@@ -60,6 +60,7 @@ export const EV = {
   fileDeleteRequested: "console.file.delete_requested",
   fileDeleted: "console.file.deleted",
   sponsorReserved: "console.sponsor.reserved",
+  sponsorExecuteRequested: "console.sponsor.execute_requested",
   sponsorExecuted: "console.sponsor.executed",
   sponsorFailed: "console.sponsor.failed",
   sponsorExpired: "console.sponsor.expired",
@@ -155,6 +156,8 @@ export interface BucketCreated {
   readonly name: string;
   readonly visibility: Visibility;
   readonly storage_bucket_name: string;
+  /** the claim on the bucket's name within its space */
+  readonly name_claim: string;
   readonly created_by: string;
   readonly created_at: string;
 }
@@ -181,6 +184,7 @@ export interface BucketFinalizeFailed {
 
 export interface BucketUpdated {
   readonly name?: string;
+  readonly name_claim?: string;
   /** undefined: unchanged; null: cleared */
   readonly encryption_policy_id?: string | null;
   readonly updated_at: string;
@@ -234,6 +238,17 @@ export interface UploadProgressed {
 export interface UploadCompleted {
   readonly storage_object_id: string;
   readonly completed_at: string;
+  readonly bucket_id: string;
+  readonly space_id: string;
+  readonly size: number;
+}
+
+export interface FileDeleted {
+  readonly deleted_at: string;
+  readonly bucket_id: string;
+  readonly space_id: string;
+  /** bytes released (0 for a failed upload discarded) */
+  readonly size: number;
 }
 
 export interface UploadFailed {
@@ -253,6 +268,8 @@ export type FileRecordCommandData = FileRecorded;
 export interface FileDeleteCommandData {
   readonly requested_by: string;
   readonly requested_at: string;
+  /** the upload failed: nothing is stored, the file is discarded at once */
+  readonly upload_failed?: { readonly bucket_id: string; readonly space_id: string; readonly name_claim: string };
 }
 
 // ------------------------------------------------------------------ sponsorship

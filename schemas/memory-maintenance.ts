@@ -9,6 +9,7 @@
 //   - namespace maintenance:    `evt.job.ns-<32 hex>`          (hash of owner and namespace; forget and restore)
 // The remember-job actor host only consumes `cmd.job.>`, and the job-status projection ignores these event types.
 import { createHash } from "node:crypto";
+import type { LexicalTerms } from "./lexical.ts";
 
 export const MEMORY_EVENTS = {
   /** A client-encrypted memory registered by POST /api/remember/manual (blob uploaded and recorded on chain). */
@@ -52,6 +53,11 @@ export interface MemoryForgotten {
   readonly forgotten_at: string;
 }
 
+/** A restored row; with a lexical keyring, also the keyed term hashes of its text (schemas/lexical.ts, never tokens). */
+export interface RestoredRow extends IndexRow {
+  readonly lexical?: LexicalTerms;
+}
+
 export interface MemoryRestored {
   readonly owner: string;
   readonly namespace: string;
@@ -59,7 +65,7 @@ export interface MemoryRestored {
   readonly restore_id: string;
   /** True when the caller asked to bring back blobs older than the namespace's forget horizon. */
   readonly include_forgotten: boolean;
-  readonly rows: readonly IndexRow[];
+  readonly rows: readonly RestoredRow[];
 }
 
 export const MEMORY_EVENT_VERSION = 1;
@@ -90,9 +96,9 @@ export function memoryIdOf(owner: string, blobId: string): string {
  * Splits restored rows into event payloads that stay well under the NATS message limit (1 MiB by default): a vector of
  * 1,024 numbers is about 12 KB of JSON.
  */
-export function chunkRows(rows: readonly IndexRow[], maxBytes = 512 * 1024): IndexRow[][] {
-  const out: IndexRow[][] = [];
-  let cur: IndexRow[] = [];
+export function chunkRows<R extends IndexRow>(rows: readonly R[], maxBytes = 512 * 1024): R[][] {
+  const out: R[][] = [];
+  let cur: R[] = [];
   let bytes = 0;
   for (const r of rows) {
     const size = JSON.stringify(r).length;

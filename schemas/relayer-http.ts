@@ -192,9 +192,9 @@ export function parseRestore(o: Record<string, unknown>): RestoreBody {
   return { namespace: namespaceOf(o.namespace), limit: limitOf(o.limit, LIMITS.restoreDefault, LIMITS.restoreMax), include_forgotten: inc === true };
 }
 
-const OWNER_ADDRESS = /^0x[0-9a-fA-F]{64}$/;
+const OWNER_ADDRESS = /^0[xX][0-9a-fA-F]{64}$/;
 
-/** A chain address (`0x` + 64 hex, any case), lowercased; anything else is a ValidationError. */
+/** A chain address (`0x` + 64 hex, case-insensitive), lowercased; anything else is a ValidationError. */
 export function ownerAddressOf(v: string): string {
   if (!OWNER_ADDRESS.test(v)) throw new ValidationError("owner must be 0x followed by 64 hexadecimal characters");
   return v.toLowerCase();

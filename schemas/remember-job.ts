@@ -1,5 +1,6 @@
-// Commands and events of the remember-job aggregate (`job.<job_id>`). Events carry ids, vectors, sizes and
-// states — never the memory text. The start command carries the text and lives only on the CMD work queue.
+// Commands and events of the remember-job aggregate (`job.<job_id>`). Events carry ids, vectors, keyed term hashes,
+// sizes and states — never the memory text. The start command carries the text and lives only on the CMD work queue.
+import type { LexicalTerms } from "./lexical.ts";
 
 export const JOB = "job";
 
@@ -11,6 +12,8 @@ export interface RememberCommandData {
   readonly text: string;
   readonly importance: number;
   readonly accepted_at: string;
+  /** Index of the item in its bulk request (absent for a single remember): the submission order within one call. */
+  readonly position?: number;
 }
 
 export type RememberCommand = {
@@ -41,6 +44,11 @@ export interface JobIndexed {
   readonly importance: number;
   readonly size: number;
   readonly created_at: string;
+  /** Keyed term hashes of the text for the lexical index (absent when the relayer runs without a lexical key). */
+  readonly lexical?: LexicalTerms;
+  /** Submission order (schemas/lexical.ts SubmissionOrder): when the remember was accepted, and its bulk position. */
+  readonly submitted_at?: string;
+  readonly position?: number;
 }
 export interface JobFailed { readonly error: string; readonly attempts: number }
 

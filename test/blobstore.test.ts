@@ -552,6 +552,37 @@ describe("content-addressed storage", () => {
   });
 });
 
+describe("recovery", () => {
+  it("a full sweep purges objects a crashed writer left in a deleted bucket", async () => {
+    const { BlobstoreLog } = await import("../blobstore/log.ts");
+    const { openEventLog } = await import("../eventlog/connection.ts");
+    const { KIND, EVT, newEvent, objectAggregateId } = await import("../blobstore/events.ts");
+    const admin = (await issueAdminKey("orphan-app")).secret;
+    const acct = await newAccount(admin);
+    const created = (await http("POST", "/api/v1/buckets", { bearer: acct.apiKey, body: { name: "orphanage" } })).json();
+    expect((await http("DELETE", "/api/v1/buckets/orphanage", { bearer: acct.apiKey })).status).toBe(204);
+    // Given a write appended to the dead generation by a process that died before undoing it
+    const bytes = randomBytes(700);
+    const stored = await svc.backend.put(bytes);
+    const el = await openEventLog({ servers: nats.url, name: "crashed-writer" });
+    try {
+      const log = new BlobstoreLog(el);
+      const t = new Date().toISOString();
+      const objectId = objectAggregateId(created.bucket_id, "lost");
+      await log.appendAny(KIND.blob, objectId, [newEvent(EVT.blobWritten, { object_id: objectId, bucket: "orphanage", bucket_id: created.bucket_id, account_id: acct.accountId, key: "lost", blob_id: stored.blobId, size: 700, md5: md5(bytes), content_type: "application/octet-stream", created_at: t, updated_at: t })], { correlationId: "crash" });
+    } finally {
+      await el.close();
+    }
+    expect(await svc.caughtUp()).toBe(true);
+    expectError(await http("GET", "/api/v1/buckets/orphanage/blobs/lost"), 404);
+    // When a full sweep runs, the object is deleted and its bytes released
+    await svc.gc({ full: true, graceMs: 0 });
+    await svc.gc({ graceMs: 0 });
+    expectError(await http("GET", `/api/v1/blobs/by-blob-id/${stored.blobId}`), 404);
+    expect(await svc.backend.stat(stored.blobId)).toBeNull();
+  });
+});
+
 // ------------------------------------------------------------------ ranges
 
 describe("Range and conditional reads", () => {

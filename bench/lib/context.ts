@@ -12,7 +12,7 @@ import { HashingEmbedder } from "../../adapters/embeddings/hashing.ts";
 import { JOB_EVENTS, type JobIndexed } from "../../schemas/remember-job.ts";
 import { RequestSigner } from "../../client/signer.ts";
 import { BenchEnv, type Role } from "./env.ts";
-import { MemorySampler, cpuShares, formatShares, type IdentityWire } from "./processes.ts";
+import { MemorySampler, OTHERS, cpuShares, formatShares, type IdentityWire } from "./processes.ts";
 import { memoryTexts, vocabulary } from "./texts.ts";
 import { closedLoop, newPool, signedPost } from "./load.ts";
 import { sleep, until } from "./stats.ts";
@@ -65,13 +65,41 @@ export class Ctx {
     return this.q;
   }
 
-  /** Runs `fn` and reports each process's CPU use over it (1.0 = one core busy). */
-  async cpuWindow<T>(fn: () => Promise<T>): Promise<{ result: T; cpu: string; shares: { label: string; share: number }[] }> {
+  /** Runs `fn` and reports each process's CPU use over it (1.0 = one core busy) and what the rest of the machine used. */
+  async cpuWindow<T>(fn: () => Promise<T>): Promise<{ result: T; cpu: string; shares: { label: string; share: number }[]; seconds: number; perOp: (ops: number) => string }> {
     const a = await this.sampler.cpu();
     const t = performance.now();
     const result = await fn();
-    const shares = cpuShares(a, await this.sampler.cpu(), (performance.now() - t) / 1000);
-    return { result, cpu: formatShares(shares), shares };
+    const seconds = (performance.now() - t) / 1000;
+    const shares = cpuShares(a, await this.sampler.cpu(), seconds);
+    /** CPU milliseconds per operation of each of our processes, and their sum: a capacity figure that other load on the machine does not change much. */
+    const perOp = (ops: number) => {
+      const ours = shares.filter((x) => x.label !== OTHERS && !x.label.startsWith("machine total"));
+      const total = ours.reduce((s, x) => s + x.share, 0);
+      return ours.map((x) => `${x.label} ${((x.share * seconds * 1000) / ops).toFixed(3)}`).join(", ") + ` · sum ${((total * seconds * 1000) / ops).toFixed(3)} ms (⇒ ≤ ${Math.round((2 * ops) / (total * seconds)).toLocaleString("en-US")}/s on 2 cores)`;
+    };
+    return { result, cpu: formatShares(shares), shares, seconds, perOp };
+  }
+
+  /**
+   * Waits (up to `maxWaitMs`) until processes outside this run use less than `threshold` of a core, so that a
+   * timed window does not share the 2 cores with someone else's work; returns that share (always reported).
+   */
+  async quiet(maxWaitMs = Number(process.env.MEMRELAY_BENCH_QUIET_WAIT_MS ?? 180_000), threshold = 0.15): Promise<number> {
+    const deadline = Date.now() + maxWaitMs;
+    let warned = false;
+    for (;;) {
+      const a = await this.sampler.cpu();
+      await sleep(2_000);
+      const others = cpuShares(a, await this.sampler.cpu(), 2).find((x) => x.label === OTHERS)?.share ?? 0;
+      if (others < threshold) return others;
+      if (Date.now() > deadline) {
+        log(`  the machine is still busy with other processes (${Math.round(others * 100)} % of a core); measuring anyway`);
+        return others;
+      }
+      if (!warned) log(`  other processes use ${Math.round(others * 100)} % of a core; waiting for a quiet machine (up to ${Math.round(maxWaitMs / 1000)} s) ...`);
+      warned = true;
+    }
   }
 
   async teardown(): Promise<void> {

@@ -39,7 +39,7 @@ export class BenchEnv {
     mkdirSync(join(dir, "logs"), { recursive: true });
     const nats = await startNats(dir, { encrypted: opts.encryptedNats });
     const database = await createTestDatabase("memrelay_bench");
-    const services = await startServices({ NATS_URL: nats.url, DATABASE_URL: database.url, MEMRELAY_EMBEDDER: opts.embedder }, join(dir, "logs"));
+    const services = await startServices({ NATS_URL: nats.url, DATABASE_URL: database.url, MEMRELAY_EMBEDDER: opts.embedder }, join(dir, "logs"), opts.workerNodeArgs ?? []);
     const db = createPool(database.url, 20);
     const log = await openEventLog({ servers: nats.url, name: "memrelay-bench" });
     const env = new BenchEnv(opts, dir, nats, database, services, db, log, sampler);

@@ -261,12 +261,13 @@ export class MemorySampler {
     }
   }
 
-  /** CPU seconds (user + system) consumed so far by each tracked label (sum over its current processes). */
-  async cpu(): Promise<Map<string, number>> {
-    const out = new Map<string, number>();
-    for (const [label, pids] of this.fixed) out.set(label, pids().reduce((s, pid) => s + cpuSeconds(pid), 0));
+  /** CPU seconds (user + system) consumed so far by each process of each tracked label, plus the machine's busy time. */
+  async cpu(): Promise<CpuReading> {
+    const out: CpuReading = new Map();
+    for (const [label, pids] of this.fixed) out.set(label, new Map(pids().map((pid) => [pid, cpuSeconds(pid)])));
     // Every Postgres process (backends of any database, WAL writer, checkpointer ...): the server is shared.
-    out.set("postgres (all processes)", pidsByComm("postgres").reduce((s, pid) => s + cpuSeconds(pid), 0));
+    out.set("postgres (all processes)", new Map(pidsByComm("postgres").map((pid) => [pid, cpuSeconds(pid)])));
+    out.set(MACHINE, new Map([[0, machineBusySeconds()]]));
     return out;
   }
 
@@ -288,14 +289,39 @@ export function cpuSeconds(pid: number): number {
   }
 }
 
-/** "label 93 %, label 41 %" for the CPU used between two `cpu()` readings over `seconds` of wall time. */
-export function cpuShares(a: Map<string, number>, b: Map<string, number>, seconds: number): { label: string; share: number }[] {
+export const MACHINE = "(whole machine)";
+export const OTHERS = "other processes on the machine";
+
+/** Busy CPU seconds of the whole machine (all cores) from /proc/stat. */
+export function machineBusySeconds(): number {
+  const line = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+  const [user, nice, system, , , irq, softirq, steal] = line;
+  return (user + nice + system + irq + softirq + (steal ?? 0)) / CLK_TCK;
+}
+
+export type CpuReading = Map<string, Map<number, number>>;
+
+/**
+ * CPU used between two `cpu()` readings over `seconds` of wall time, per label (1.0 = one core busy), plus what
+ * the rest of the machine used (anything not started by this run: it disturbs the measurement). Per process:
+ * a process that appeared in between counts fully, one that exited in between loses its last moments.
+ */
+export function cpuShares(a: CpuReading, b: CpuReading, seconds: number): { label: string; share: number }[] {
   const out: { label: string; share: number }[] = [];
-  for (const [label, v] of b) {
-    const d = v - (a.get(label) ?? 0);
+  let ours = 0;
+  for (const [label, procs] of b) {
+    if (label === MACHINE) continue;
+    const before = a.get(label);
+    let d = 0;
+    for (const [pid, v] of procs) d += Math.max(0, v - (before?.get(pid) ?? 0));
+    ours += d;
     if (d > 0.005 * seconds) out.push({ label, share: d / seconds });
   }
-  return out.sort((x, y) => y.share - x.share);
+  out.sort((x, y) => y.share - x.share);
+  const machine = ((b.get(MACHINE)?.get(0) ?? 0) - (a.get(MACHINE)?.get(0) ?? 0)) / seconds;
+  out.push({ label: OTHERS, share: Math.max(0, machine - ours / seconds) });
+  out.push({ label: "machine total (of 200 %)", share: machine });
+  return out;
 }
 
 export const formatShares = (s: { label: string; share: number }[]) => s.map((x) => `${x.label} ${Math.round(x.share * 100)} %`).join(", ");

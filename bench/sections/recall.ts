@@ -130,16 +130,18 @@ export async function recallSection(ctx: Ctx): Promise<SectionResult> {
     const warm = queries(200, 1_000).map((q) => recallReq(q, ns, extra));
     const run = queries(n, 0).map((q) => recallReq(q, ns, extra));
     await closedLoop(pool, warm, CLIENTS, { expect: 200 });
+    await ctx.quiet();
     const e0 = await scrapeHistogram(env.relayerUrl, "memrelay_query_embedding_seconds");
     const h0 = await scrapeHistogram(env.relayerUrl, "memrelay_http_request_duration_seconds", 'route="recall"');
     log(`recall: ${label}: ${n} requests from ${CLIENTS} concurrent clients ...`);
-    const res = await closedLoop(pool, run, CLIENTS, { expect: 200, keepBodies: true });
+    const { result: res, cpu, shares, perOp } = await ctx.cpuWindow(() => closedLoop(pool, run, CLIENTS, { expect: 200, keepBodies: true }));
+    log(`  CPU: ${cpu}`);
     const e1 = await scrapeHistogram(env.relayerUrl, "memrelay_query_embedding_seconds");
     const h1 = await scrapeHistogram(env.relayerUrl, "memrelay_http_request_duration_seconds", 'route="recall"');
     const s = summarize(res.latencies);
     const short = (res.bodies ?? []).filter((b) => b && ((b as { total: number }).total < 10 || (b as { dropped_count?: number }).dropped_count)).length;
     log(`recall: ${label}: ${rate(n / res.seconds, " req/s")}, ${latencyLine(s)}, ${res.errors} errors, ${short} short/dropped`);
-    return { label, n, seconds: res.seconds, throughput: n / res.seconds, summary: s, errors: res.errors, short, statuses: res.statuses, errorSamples: res.errorSamples, embedMeanMs: meanMsBetween(e0, e1), serverMeanMs: meanMsBetween(h0, h1) };
+    return { cpu, cpuShares: shares, cpuPerReq: perOp(n), label, n, seconds: res.seconds, throughput: n / res.seconds, summary: s, errors: res.errors, short, statuses: res.statuses, errorSamples: res.errorSamples, embedMeanMs: meanMsBetween(e0, e1), serverMeanMs: meanMsBetween(h0, h1) };
   };
   const big = await latency(`cosine, ${BIG_NS}`, BIG_NS);
   const composite = await latency(`composite, ${BIG_NS}`, BIG_NS, { scoring_weights: COMPOSITE }, ctx.n(1_500, 200));
@@ -167,8 +169,9 @@ export async function recallSection(ctx: Ctx): Promise<SectionResult> {
     return { summary: summarize(lat), throughput: n / ((performance.now() - a) / 1000) };
   };
   await sqlRun(CLIENTS, false, 200);
+  await ctx.quiet();
   log("recall: SQL ranking alone ...");
-  const sql32 = await sqlRun(CLIENTS, false);
+  const { result: sql32, cpu: sqlCpu } = await ctx.cpuWindow(() => sqlRun(CLIENTS, false));
   const sql1 = await sqlRun(1, false, Math.min(400, vectors.length));
   const sqlComposite32 = await sqlRun(CLIENTS, true, Math.min(1_000, vectors.length));
   const sqlComposite1 = await sqlRun(1, true, Math.min(300, vectors.length));
@@ -201,6 +204,9 @@ export async function recallSection(ctx: Ctx): Promise<SectionResult> {
     { metric: "SQL ranking alone, one query at a time", measured: `${latencyLine(sql1.summary)}` },
     { metric: "query embedding (hashing, beside the above)", measured: `bench p50 ${ms(emb.p50, 3)} · p99 ${ms(emb.p99, 3)}; gateway mean ${ms(big.embedMeanMs, 3)}` },
     { metric: "gateway-side mean of the recall route", measured: ms(big.serverMeanMs) },
+    { metric: "CPU per process during the whole-request run (1 core = 100 %)", measured: big.cpu },
+    { metric: "CPU ms per recall", measured: big.cpuPerReq },
+    { metric: "CPU per process during the SQL-alone run", measured: sqlCpu },
     { metric: `composite scoring, ${BIG_NS} (${CLIENTS} clients)`, measured: `${latencyLine(composite.summary)} · ${rate(composite.throughput, " req/s")} · ${composite.errors} errors` },
     { metric: "composite SQL alone (32 concurrent / one at a time)", measured: `p50 ${ms(sqlComposite32.summary.p50)}, p99 ${ms(sqlComposite32.summary.p99)} / p50 ${ms(sqlComposite1.summary.p50)}, p99 ${ms(sqlComposite1.summary.p99)}` },
     { metric: `cosine, 1,000-memory namespace (${CLIENTS} clients)`, measured: `${latencyLine(mid.summary)} · ${rate(mid.throughput, " req/s")} · ${mid.errors} errors` },

@@ -36,15 +36,17 @@ export async function rememberSection(ctx: Ctx): Promise<SectionResult> {
   const measure = async (label: string, w: Prepared[], r: Prepared[]) => {
     log(`remember ${label}: warm-up ${w.length} requests ...`);
     await closedLoop(pool, w, CONNECTIONS, { expect: 202 });
-    await sleep(500);
+    await ctx.quiet();
     const before = await scrapeHistogram(env.relayerUrl, "memrelay_http_request_duration_seconds", 'route="remember"');
     log(`remember ${label}: ${r.length} requests over ${CONNECTIONS} connections ...`);
-    const { result: res, cpu, shares } = await ctx.cpuWindow(() => closedLoop(pool, r, CONNECTIONS, { expect: 202 }));
+    const { result: res, cpu, shares, perOp } = await ctx.cpuWindow(() => closedLoop(pool, r, CONNECTIONS, { expect: 202 }));
+    const cpuPerReq = perOp(r.length);
     log(`  CPU: ${cpu}`);
+    log(`  CPU ms per request: ${cpuPerReq}`);
     const after = await scrapeHistogram(env.relayerUrl, "memrelay_http_request_duration_seconds", 'route="remember"');
     const s = summarize(res.latencies);
     log(`remember ${label}: ${rate(r.length / res.seconds, " req/s")}, ${latencyLine(s)}, ${res.errors} errors`);
-    return { res, s, serverMeanMs: meanMsBetween(before, after), cpu, shares };
+    return { res, s, serverMeanMs: meanMsBetween(before, after), cpu, shares, cpuPerReq };
   };
 
   const a = await measure("A (actor host not running)", warmA, runA);
@@ -61,7 +63,7 @@ export async function rememberSection(ctx: Ctx): Promise<SectionResult> {
   const leftover = cmd.state.messages;
   await env.log.jsm.streams.purge(STREAMS.commands);
 
-  const row = (label: string, x: { res: LoadResult; s: ReturnType<typeof summarize>; serverMeanMs: number; cpu: string }, targets: boolean): Row[] => {
+  const row = (label: string, x: { res: LoadResult; s: ReturnType<typeof summarize>; serverMeanMs: number; cpu: string; cpuPerReq: string }, targets: boolean): Row[] => {
     const thr = x.res.latencies.length / x.res.seconds;
     return [
       { metric: `${label}: throughput`, target: targets ? "≥ 3,000 req/s" : undefined, measured: rate(thr, " req/s"), pass: targets ? thr >= 3000 : undefined },
@@ -70,6 +72,7 @@ export async function rememberSection(ctx: Ctx): Promise<SectionResult> {
       { metric: `${label}: latency`, measured: `${latencyLine(x.s)} · mean ${ms(x.s.mean)}` },
       { metric: `${label}: gateway-side mean (route histogram)`, measured: ms(x.serverMeanMs, 2) },
       { metric: `${label}: CPU per process (1 core = 100 %)`, measured: x.cpu },
+      { metric: `${label}: CPU ms per request`, measured: x.cpuPerReq },
     ];
   };
   return {

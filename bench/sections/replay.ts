@@ -8,6 +8,7 @@ import { STREAMS } from "../../eventlog/subjects.ts";
 import type { Ctx } from "../lib/context.ts";
 import { appendSynthetic, lastEventSeq, log, waitProjections } from "../lib/context.ts";
 import type { BenchEnv } from "../lib/env.ts";
+import { cpuShares, formatShares } from "../lib/processes.ts";
 import { int, rate, sleep } from "../lib/stats.ts";
 import type { SectionResult } from "../lib/report.ts";
 import { SYNTHETIC_ROWS, ensureSynthetic } from "./recall.ts";
@@ -46,6 +47,8 @@ export async function replaySection(ctx: Ctx): Promise<SectionResult> {
   const events = commits + realJobs;
   log(`replay: ${int(before.rows)} index rows, ${int(commits)} commits (≈ ${int(events)} events) on evt.job.> — resetting ${MEMORY_INDEX} ...`);
 
+  await ctx.quiet();
+  const cpuA = await ctx.sampler.cpu();
   const tReset = performance.now();
   await resetProjection(env.db, memoryIndexProjection(env.services.embedderDims));
   // Wake the idle runner: it notices the rewound checkpoint at its next batch.
@@ -64,6 +67,8 @@ export async function replaySection(ctx: Ctx): Promise<SectionResult> {
     await sleep(50);
   }
   const seconds = (performance.now() - tReset) / 1000;
+  const shares = cpuShares(cpuA, await ctx.sampler.cpu(), seconds);
+  log(`  CPU: ${formatShares(shares)}`);
   const after = await indexDigest(env);
   const total = Number((await env.db.query<{ n: string }>("SELECT count(*) AS n FROM memories")).rows[0].n);
   const equal = after.rows === before.rows && after.digest === before.digest;
@@ -78,6 +83,7 @@ export async function replaySection(ctx: Ctx): Promise<SectionResult> {
       { metric: `events/s (${int(events)} events in ${int(commits)} commits → ${int(total)} rows)`, target: "≥ 10,000 events/s", measured: rate(eventsPerSec, " events/s"), pass: eventsPerSec >= 10_000 && equal },
       { metric: "commits/s · index rows/s", measured: `${rate((commits + 1) / seconds, " commits/s")} · ${rate(total / seconds, " rows/s")}` },
       { metric: "replay time (reset → caught up)", measured: `${seconds.toFixed(1)} s` },
+      { metric: "CPU per process during the replay (1 core = 100 %)", measured: formatShares(shares) },
       { metric: "rebuilt index equals the original", measured: equal ? `yes: ${int(before.rows)} rows, same digest of every column (plus the wake-up row)` : `NO: ${before.rows} rows before, ${after.rows} after, digests ${before.digest} / ${after.digest}` },
     ],
     notes: [
@@ -85,6 +91,6 @@ export async function replaySection(ctx: Ctx): Promise<SectionResult> {
       "Timed from `resetProjection` (TRUNCATE + checkpoint 0 in one transaction) until the memory-index checkpoint passes a commit appended right after the reset to wake the idle runner (it notices a moved checkpoint only when it applies a batch). Checkpoint polled every 50 ms.",
       "Events: every event of `evt.job.>` is read and decoded; only `job.indexed` ones become rows. Count = commits (exact, from the stream) + one extra event per real job (its accepted+uploaded commit holds two events).",
     ],
-    data: { commits, events, realJobs, seconds, eventsPerSec, rowsBefore: before.rows, rowsAfter: after.rows, digestEqual: equal, progress: progress.filter((_, i) => i % 10 === 0) },
+    data: { cpu: shares, commits, events, realJobs, seconds, eventsPerSec, rowsBefore: before.rows, rowsAfter: after.rows, digestEqual: equal, progress: progress.filter((_, i) => i % 10 === 0) },
   };
 }

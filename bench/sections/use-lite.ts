@@ -14,6 +14,7 @@ export async function useLiteSection(ctx: Ctx): Promise<SectionResult> {
   const started = new Date();
   const t0 = performance.now();
   const aloneTexts = memoryTexts(ctx.n(320, 128), 3_000);
+  await ctx.quiet();
   log(`use-lite: the embedder alone in the bench process (${aloneTexts.length} texts, batches of 64, as the actor host's EmbedBatcher hands them) ...`);
   const alone = await measureEmbedderThroughput(new UseLiteEmbedder(), aloneTexts, 64);
   log(`use-lite: alone ${alone.textsPerSec.toFixed(1)} texts/s (p50 batch ${ms(alone.p50BatchMs, 0)})`);
@@ -28,6 +29,7 @@ export async function useLiteSection(ctx: Ctx): Promise<SectionResult> {
     log("use-lite: warm-up (40 jobs; loads the model in the actor host) ...");
     await submitBulkAndWait(env, who, "warmup", memoryTexts(40, 9_000), { timeoutMs: 180_000 });
     const n = ctx.n(600, 160);
+    await ctx.quiet();
     log(`use-lite: ${n} jobs through signed bulk remembers ...`);
     const run = await submitBulkAndWait(env, who, "uselite", memoryTexts(n, 0), { concurrency: 4, pollMs: 100, progress: true, timeoutMs: 600_000 });
     const seconds = (run.lastDoneAt - run.firstSubmitAt) / 1000;

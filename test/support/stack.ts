@@ -30,7 +30,7 @@ export async function startTestStack(env: Record<string, string> = {}, opts: { r
   const proxy = opts.viaProxy ? await startTcpProxy(dbUrl.hostname, Number(dbUrl.port || 5432)) : undefined;
   if (proxy) dbUrl.port = String(proxy.port);
   const dataDir = mkdtempSync(join(tmpdir(), "memrelay-data-"));
-  const config = loadConfig({ PORT: "0", BLOBSTORE_PORT: "0", NATS_URL: nats.url, DATABASE_URL: dbUrl.toString(), MEMRELAY_DATA_DIR: dataDir, ...env });
+  const config = loadConfig({ PORT: "0", BLOBSTORE_PORT: "0", CONSOLE_PORT: "0", NATS_URL: nats.url, DATABASE_URL: dbUrl.toString(), MEMRELAY_DATA_DIR: dataDir, ...env });
   const logger = process.env.MEMRELAY_TEST_LOGS ? createLogger({}) : silentLogger;
   const stack = await startLocalStack({ config, logger, databaseUrl: dbUrl.toString(), attemptDelayMs: 10, roles: opts.roles, walletFunding: opts.walletFunding });
   return {

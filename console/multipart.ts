@@ -1,0 +1,219 @@
+// A streaming multipart/form-data parser (RFC 7578) for uploads: small fields are collected (bounded), the file part
+// is handed on as a stream with backpressure, so memory stays flat whatever the file size. Only what uploads need:
+// one file part, fields as UTF-8 text, Content-Disposition name/filename (and filename*), Content-Type.
+import { PassThrough, type Readable } from "node:stream";
+import { once } from "node:events";
+import { CODE, ConsoleHttpError, badRequest } from "../schemas/console-http.ts";
+
+export interface FilePartInfo {
+  readonly field: string;
+  readonly filename: string | null;
+  readonly contentType: string | undefined;
+}
+
+export interface MultipartLimits {
+  /** Largest file part, bytes (413 payload_too_large beyond). */
+  readonly fileBytes: number;
+  /** Largest text field, bytes. */
+  readonly fieldBytes: number;
+  readonly fields: number;
+  readonly headerBytes: number;
+}
+
+export interface MultipartHandlers {
+  onField(name: string, value: string): void;
+  /** Receives the file part's stream and must consume it; its promise settles when the consumer is done. */
+  onFile(info: FilePartInfo, stream: Readable): Promise<void>;
+}
+
+export function boundaryOf(contentType: string | undefined): string {
+  const ct = contentType ?? "";
+  if (!/^multipart\/form-data\s*;/i.test(ct)) throw badRequest("the upload must be multipart/form-data with a boundary");
+  const m = /;\s*boundary=(?:"([^"]{1,70})"|([^\s;]{1,70}))/i.exec(ct);
+  if (!m) throw badRequest("multipart/form-data without a boundary");
+  return m[1] ?? m[2];
+}
+
+const CRLF = Buffer.from("\r\n");
+const HEADER_END = Buffer.from("\r\n\r\n");
+
+const enum State {
+  Preamble,
+  Headers,
+  Body,
+  AfterDelimiter,
+  Done,
+}
+
+function parseDisposition(v: string): { name?: string; filename?: string } {
+  const out: { name?: string; filename?: string } = {};
+  const re = /;\s*([A-Za-z*]+)=(?:"((?:[^"\\]|\\.)*)"|([^;]*))/g;
+  let m: RegExpExecArray | null;
+  let star: string | undefined;
+  while ((m = re.exec(v))) {
+    const key = m[1].toLowerCase();
+    const value = m[2] !== undefined ? m[2].replace(/\\(.)/g, "$1") : (m[3] ?? "").trim();
+    if (key === "name") out.name = value;
+    else if (key === "filename") out.filename = value;
+    else if (key === "filename*") star = value;
+  }
+  if (star) {
+    const mm = /^UTF-8''(.*)$/i.exec(star);
+    if (mm) {
+      try {
+        out.filename = decodeURIComponent(mm[1]);
+      } catch {
+        /* keep the plain filename */
+      }
+    }
+  }
+  return out;
+}
+
+/** Parses `source` and resolves once every part was handled (the file consumer included). */
+export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: string, limits: MultipartLimits, h: MultipartHandlers): Promise<void> {
+  // The body's first delimiter has no leading CRLF: parse as if one were there.
+  const delimiter = Buffer.from(`\r\n--${boundary}`);
+  const keep = delimiter.length + 1;
+  let buf: Buffer = Buffer.from(CRLF);
+  let state: State = State.Preamble;
+  let fields = 0;
+  let sawFile = false;
+  // current part
+  let isFile = false;
+  let fieldName = "";
+  let fieldChunks: Buffer[] = [];
+  let fieldBytes = 0;
+  let fileStream: PassThrough | undefined;
+  let fileDone: Promise<void> | undefined;
+  let fileFailure: unknown;
+  let fileBytes = 0;
+
+  const writeFile = async (data: Buffer) => {
+    if (!data.length) return;
+    fileBytes += data.length;
+    if (fileBytes > limits.fileBytes) {
+      throw new ConsoleHttpError(413, `the file exceeds the upload limit of ${limits.fileBytes} bytes`, CODE.payloadTooLarge, { limit: limits.fileBytes });
+    }
+    if (fileFailure) throw fileFailure;
+    if (!fileStream!.write(data)) {
+      await Promise.race([once(fileStream!, "drain"), fileDone!.then(() => undefined), once(fileStream!, "close")]);
+      if (fileFailure) throw fileFailure;
+    }
+  };
+  const writeField = (data: Buffer) => {
+    if (!data.length) return;
+    fieldBytes += data.length;
+    if (fieldBytes > limits.fieldBytes) throw badRequest(`form field ${fieldName} is larger than ${limits.fieldBytes} bytes`);
+    fieldChunks.push(data);
+  };
+  const emit = (data: Buffer) => (isFile ? writeFile(data) : writeField(data));
+  const endPart = async () => {
+    if (isFile) {
+      fileStream!.end();
+      await fileDone;
+      if (fileFailure) throw fileFailure;
+      fileStream = undefined;
+    } else {
+      h.onField(fieldName, Buffer.concat(fieldChunks).toString("utf8"));
+    }
+  };
+  const startPart = (headerBlock: string) => {
+    let disposition: { name?: string; filename?: string } | undefined;
+    let contentType: string | undefined;
+    for (const line of headerBlock.split("\r\n")) {
+      const i = line.indexOf(":");
+      if (i <= 0) continue;
+      const k = line.slice(0, i).trim().toLowerCase();
+      const v = line.slice(i + 1).trim();
+      if (k === "content-disposition") {
+        if (!/^form-data\b/i.test(v)) throw badRequest("each part needs Content-Disposition: form-data");
+        disposition = parseDisposition(v);
+      } else if (k === "content-type") contentType = v;
+    }
+    if (!disposition?.name) throw badRequest("a multipart part has no Content-Disposition name");
+    if (++fields > limits.fields) throw badRequest(`at most ${limits.fields} form fields`);
+    isFile = disposition.filename !== undefined || disposition.name === "file";
+    if (isFile) {
+      if (disposition.name !== "file") throw badRequest(`unexpected file field ${disposition.name}: the file goes in the field named file`);
+      if (sawFile) throw badRequest("only one file per upload");
+      sawFile = true;
+      fileStream = new PassThrough({ highWaterMark: 1 << 20 });
+      fileDone = h.onFile({ field: disposition.name, filename: disposition.filename ?? null, contentType }, fileStream).catch((err) => {
+        fileFailure = err;
+      });
+    } else {
+      fieldName = disposition.name;
+      fieldChunks = [];
+      fieldBytes = 0;
+    }
+  };
+
+  try {
+    for await (const chunk of source) {
+      buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
+      for (;;) {
+        if (state === State.Preamble) {
+          const i = buf.indexOf(delimiter);
+          if (i < 0) {
+            if (buf.length > 4096) throw badRequest("multipart body does not start with its boundary");
+            break;
+          }
+          buf = buf.subarray(i + delimiter.length);
+          state = State.AfterDelimiter;
+        } else if (state === State.AfterDelimiter) {
+          if (buf.length < 2) break;
+          if (buf[0] === 0x2d && buf[1] === 0x2d) {
+            state = State.Done;
+            buf = Buffer.alloc(0);
+            break;
+          }
+          // transport padding then CRLF
+          const i = buf.indexOf(CRLF);
+          if (i < 0) {
+            if (buf.length > 256) throw badRequest("malformed multipart boundary line");
+            break;
+          }
+          buf = buf.subarray(i + 2);
+          state = State.Headers;
+        } else if (state === State.Headers) {
+          const i = buf.indexOf(HEADER_END);
+          if (i < 0) {
+            if (buf.length > limits.headerBytes) throw badRequest("multipart part headers are too large");
+            if (buf.length >= 2 && buf[0] === 0x0d && buf[1] === 0x0a) {
+              // a part without headers
+              throw badRequest("a multipart part has no headers");
+            }
+            break;
+          }
+          startPart(buf.subarray(0, i).toString("utf8"));
+          buf = buf.subarray(i + 4);
+          state = State.Body;
+        } else if (state === State.Body) {
+          const i = buf.indexOf(delimiter);
+          if (i < 0) {
+            // Everything but a possible partial delimiter at the end is part data.
+            const safe = buf.length - keep;
+            if (safe > 0) {
+              await emit(buf.subarray(0, safe));
+              buf = Buffer.from(buf.subarray(safe));
+            }
+            break;
+          }
+          await emit(buf.subarray(0, i));
+          buf = buf.subarray(i + delimiter.length);
+          await endPart();
+          state = State.AfterDelimiter;
+        } else {
+          break;
+        }
+      }
+      if (state === State.Done) break;
+    }
+    if (state !== State.Done) throw badRequest("the multipart body ended before its closing boundary");
+  } catch (err) {
+    fileStream?.destroy(err instanceof Error ? err : new Error(String(err)));
+    if (fileDone) await fileDone;
+    throw err;
+  }
+}

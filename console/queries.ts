@@ -1,0 +1,218 @@
+// Reads of the console's read models: keyset-paginated lists with the spec's filters and sorts, and the small
+// lookups the gateway's checks need. Every list is served by an index on (scope, sort key, id).
+import type { Db } from "../db/pool.ts";
+import type { BucketListQuery, BucketSort, FileListQuery, FileSort, SortOrder } from "../schemas/console-http.ts";
+import { encodeCursor } from "../schemas/console-http.ts";
+import type { AccessScope, KeyRole, SpaceRole, SpaceType } from "../schemas/console-events.ts";
+
+export interface KeyRow {
+  readonly key_id: string;
+  readonly user_id: string;
+  readonly role: KeyRole;
+  readonly hash: string;
+  readonly space_id: string | null;
+  readonly service_address: string | null;
+}
+
+export interface SpaceRow {
+  readonly space_id: string;
+  readonly type: SpaceType;
+  readonly name: string;
+  readonly tier: string;
+  readonly storage_used: string;
+  readonly storage_cap: string;
+  readonly bucket_count: number;
+  readonly member_count: number;
+  readonly role: SpaceRole;
+  readonly created_at: Date;
+}
+
+export interface BucketRow {
+  readonly bucket_id: string;
+  readonly space_id: string;
+  readonly name: string;
+  readonly storage_bucket_name: string;
+  readonly visibility: "public" | "private";
+  readonly state: string;
+  readonly encryption_policy_id: string | null;
+  readonly storage_used: string;
+  readonly file_count: number;
+  readonly reserve_digest: string | null;
+  readonly last_error: { code: string; error: string } | null;
+  readonly created_at: Date;
+  readonly updated_at: Date;
+  readonly name_lower: string;
+}
+
+export interface FileRow {
+  readonly file_id: string;
+  readonly bucket_id: string;
+  readonly space_id: string;
+  readonly name: string;
+  readonly blob_id: string;
+  readonly storage_object_id: string | null;
+  readonly storage_bucket_name: string;
+  readonly storage_key: string;
+  readonly size: string;
+  readonly mime_type: string;
+  readonly status: string;
+  readonly is_private: boolean;
+  readonly metadata: Record<string, unknown>;
+  readonly name_claim: string;
+  readonly upload_state: string;
+  readonly upload_progress: number | null;
+  readonly upload_error: { code: string; message: string } | null;
+  readonly upload_finished_at: Date | null;
+  readonly created_at: Date;
+  readonly updated_at: Date;
+  readonly deleted_at: Date | null;
+  readonly name_lower: string;
+}
+
+const BUCKET_COLS = `bucket_id::text, space_id::text, name, storage_bucket_name, visibility, state, encryption_policy_id, storage_used::text,
+  file_count, reserve_digest, last_error, created_at, updated_at, lower(name) AS name_lower`;
+const FILE_COLS = `file_id::text, bucket_id::text, space_id::text, name, blob_id, storage_object_id, storage_bucket_name, storage_key, size::text,
+  mime_type, status, is_private, metadata, name_claim, upload_state, upload_progress, upload_error, upload_finished_at, created_at, updated_at, deleted_at, lower(name) AS name_lower`;
+
+const BUCKET_SORT: Record<BucketSort, { expr: string; type: string; value: (r: BucketRow) => string | number }> = {
+  date: { expr: "t.created_at", type: "timestamptz", value: (r) => r.created_at.toISOString() },
+  name: { expr: "lower(t.name)", type: "text", value: (r) => r.name_lower },
+  storage: { expr: "t.storage_used", type: "bigint", value: (r) => Number(r.storage_used) },
+};
+
+const FILE_SORT: Record<FileSort, { expr: string; type: string; value: (r: FileRow) => string | number }> = {
+  date: { expr: "t.created_at", type: "timestamptz", value: (r) => r.created_at.toISOString() },
+  name: { expr: "lower(t.name)", type: "text", value: (r) => r.name_lower },
+  size: { expr: "t.size", type: "bigint", value: (r) => Number(r.size) },
+  type: { expr: "t.mime_type", type: "text", value: (r) => r.mime_type },
+};
+
+/** `%q%` for LIKE, with the pattern characters of q escaped. */
+const likePattern = (q: string) => `%${q.toLowerCase().replace(/[\\%_]/g, (c) => "\\" + c)}%`;
+
+const cmp = (o: SortOrder) => (o === "asc" ? ">" : "<");
+const dir = (o: SortOrder) => (o === "asc" ? "ASC" : "DESC");
+
+export class Queries {
+  constructor(readonly db: Db) {}
+
+  async keyByHash(hash: string): Promise<KeyRow | null> {
+    const r = await this.db.query<KeyRow>("SELECT key_id::text, user_id::text, role, hash, space_id::text, service_address FROM console_keys WHERE hash = $1", [hash]);
+    return r.rows[0] ?? null;
+  }
+
+  /** Active service-key addresses of a user (the identities its read-only keys act with on private buckets). */
+  async serviceAddresses(userId: string): Promise<string[]> {
+    const r = await this.db.query<{ a: string }>("SELECT service_address AS a FROM console_keys WHERE user_id = $1 AND state = 'active' AND service_address IS NOT NULL", [userId]);
+    return r.rows.map((x) => x.a);
+  }
+
+  async role(spaceId: string, userId: string): Promise<SpaceRole | null> {
+    const r = await this.db.query<{ role: SpaceRole }>("SELECT role FROM console_members WHERE space_id = $1 AND user_id = $2", [spaceId, userId]);
+    return r.rows[0]?.role ?? null;
+  }
+
+  async spacesOf(userId: string, type: SpaceType | null, only: string | null): Promise<SpaceRow[]> {
+    const r = await this.db.query<SpaceRow>(
+      `SELECT s.space_id::text, s.type, s.name, s.tier, s.storage_used::text, s.storage_cap::text, s.bucket_count, s.member_count, m.role, s.created_at
+       FROM console_members m JOIN console_spaces s ON s.space_id = m.space_id
+       WHERE m.user_id = $1 AND ($2::text IS NULL OR s.type = $2) AND ($3::uuid IS NULL OR s.space_id = $3)
+       ORDER BY s.type = 'personal' DESC, s.created_at, s.space_id`,
+      [userId, type, only],
+    );
+    return r.rows;
+  }
+
+  async space(spaceId: string): Promise<{ space_id: string; tier: string; storage_used: number; storage_cap: number; bucket_count: number; member_count: number } | null> {
+    const r = await this.db.query<{ space_id: string; tier: string; storage_used: string; storage_cap: string; bucket_count: number; member_count: number }>(
+      "SELECT space_id::text, tier, storage_used::text, storage_cap::text, bucket_count, member_count FROM console_spaces WHERE space_id = $1",
+      [spaceId],
+    );
+    const s = r.rows[0];
+    return s ? { ...s, storage_used: Number(s.storage_used), storage_cap: Number(s.storage_cap) } : null;
+  }
+
+  /** Bytes of uploads still in flight in a space (counted against the quota before they complete). */
+  async uploadingBytes(spaceId: string): Promise<number> {
+    const r = await this.db.query<{ n: string | null }>("SELECT sum(size)::text AS n FROM console_files WHERE space_id = $1 AND status = 'uploading'", [spaceId]);
+    return Number(r.rows[0]?.n ?? 0);
+  }
+
+  async liveBucketCount(spaceId: string): Promise<number> {
+    const r = await this.db.query<{ n: string }>("SELECT count(*)::text AS n FROM console_buckets WHERE space_id = $1 AND state <> 'deleted'", [spaceId]);
+    return Number(r.rows[0].n);
+  }
+
+  async bucket(bucketId: string): Promise<BucketRow | null> {
+    const r = await this.db.query<BucketRow>(`SELECT ${BUCKET_COLS} FROM console_buckets WHERE bucket_id = $1`, [bucketId]);
+    return r.rows[0] ?? null;
+  }
+
+  /** Files that keep a bucket from being deleted: uploading or stored. */
+  async bucketContents(bucketId: string): Promise<number> {
+    const r = await this.db.query<{ n: string }>("SELECT count(*)::text AS n FROM console_files WHERE bucket_id = $1 AND status IN ('uploading', 'completed')", [bucketId]);
+    return Number(r.rows[0].n);
+  }
+
+  async buckets(spaceId: string, q: BucketListQuery): Promise<{ rows: BucketRow[]; next: string | null }> {
+    const sort = BUCKET_SORT[q.sortField];
+    const params: unknown[] = [spaceId];
+    const where = ["t.space_id = $1", "t.state <> 'deleted'"];
+    if (q.visibility) where.push(`t.visibility = $${params.push(q.visibility)}`);
+    if (q.q) where.push(`lower(t.name) LIKE $${params.push(likePattern(q.q))}`);
+    if (q.cursor) {
+      const v = params.push(q.cursor.v);
+      const id = params.push(q.cursor.id);
+      where.push(`(${sort.expr}, t.bucket_id) ${cmp(q.sortOrder)} ($${v}::${sort.type}, $${id}::uuid)`);
+    }
+    const limit = params.push(q.limit + 1);
+    const r = await this.db.query<BucketRow>(
+      `SELECT ${BUCKET_COLS} FROM console_buckets t WHERE ${where.join(" AND ")} ORDER BY ${sort.expr} ${dir(q.sortOrder)}, t.bucket_id ${dir(q.sortOrder)} LIMIT $${limit}`,
+      params,
+    );
+    const rows = r.rows.slice(0, q.limit);
+    const last = rows[rows.length - 1];
+    const next = r.rows.length > q.limit && last ? encodeCursor({ s: q.sortField, o: q.sortOrder, v: sort.value(last), id: last.bucket_id }) : null;
+    return { rows, next };
+  }
+
+  async file(fileId: string): Promise<FileRow | null> {
+    const r = await this.db.query<FileRow>(`SELECT ${FILE_COLS} FROM console_files WHERE file_id = $1`, [fileId]);
+    return r.rows[0] ?? null;
+  }
+
+  async files(scope: "space" | "bucket", scopeId: string, q: FileListQuery): Promise<{ rows: FileRow[]; next: string | null }> {
+    const sort = FILE_SORT[q.sortField];
+    const params: unknown[] = [scopeId];
+    const where = [`t.${scope}_id = $1`, "t.status <> 'deleted'"];
+    if (q.q) where.push(`lower(t.name) LIKE $${params.push(likePattern(q.q))}`);
+    if (q.cursor) {
+      const v = params.push(q.cursor.v);
+      const id = params.push(q.cursor.id);
+      where.push(`(${sort.expr}, t.file_id) ${cmp(q.sortOrder)} ($${v}::${sort.type}, $${id}::uuid)`);
+    }
+    const limit = params.push(q.limit + 1);
+    const r = await this.db.query<FileRow>(
+      `SELECT ${FILE_COLS} FROM console_files t WHERE ${where.join(" AND ")} ORDER BY ${sort.expr} ${dir(q.sortOrder)}, t.file_id ${dir(q.sortOrder)} LIMIT $${limit}`,
+      params,
+    );
+    const rows = r.rows.slice(0, q.limit);
+    const last = rows[rows.length - 1];
+    const next = r.rows.length > q.limit && last ? encodeCursor({ s: q.sortField, o: q.sortOrder, v: sort.value(last), id: last.file_id }) : null;
+    return { rows, next };
+  }
+
+  /** The strongest scope the access index grants any of `addresses` under a policy, null for none. */
+  async access(policyId: string, addresses: readonly string[]): Promise<AccessScope | null> {
+    if (!addresses.length) return null;
+    const r = await this.db.query<{ scope: AccessScope }>("SELECT scope FROM console_access WHERE policy_id = $1 AND address = ANY($2::text[])", [policyId, addresses]);
+    if (r.rows.some((x) => x.scope === "readwrite")) return "readwrite";
+    return r.rows.length ? "read" : null;
+  }
+
+  /** Policy of a group, from the access index (null when the index has not seen it). */
+  async groupPolicy(groupId: string): Promise<string | null> {
+    const r = await this.db.query<{ policy_id: string }>("SELECT policy_id FROM console_policy_objects WHERE object_id = $1", [groupId]);
+    return r.rows[0]?.policy_id ?? null;
+  }
+}
