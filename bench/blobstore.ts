@@ -94,29 +94,43 @@ function summarise(samples: Sample[], size: number): Scenario {
  * Service and backend alternate in short slices, so that whatever else the machine is doing weighs on both
  * sides of the ratio alike.
  */
-async function compare(ctx: { conns: number; seconds: number; size: number; servicePid: number }, service: (w: number, i: number) => Promise<boolean>, backend: (w: number, i: number) => Promise<boolean>) {
+async function compare(
+  ctx: { conns: number; seconds: number; size: number; servicePid: number },
+  service: (w: number, i: number) => Promise<boolean>,
+  backend: (w: number, i: number) => Promise<boolean>,
+  floor: (w: number, i: number) => Promise<boolean>,
+) {
   const slices = Math.max(2, Math.round(ctx.seconds));
   const slice = ctx.seconds / slices;
   const s: Sample[] = [];
   const b: Sample[] = [];
+  const f: Sample[] = [];
   let serviceCpu = 0;
   let backendCpu = 0;
+  let floorCpu = 0;
   for (let i = 0; i < slices; i++) {
     const c0 = process.cpuUsage();
     b.push(await load(ctx.conns, slice, backend));
     const c1 = process.cpuUsage(c0);
     backendCpu += (c1.user + c1.system) / 1000;
-    const t0 = cpuMsOf(ctx.servicePid);
+    let t0 = cpuMsOf(ctx.servicePid);
     s.push(await load(ctx.conns, slice, service));
     serviceCpu += cpuMsOf(ctx.servicePid) - t0;
+    t0 = cpuMsOf(ctx.servicePid);
+    f.push(await load(ctx.conns, slice / 2, floor));
+    floorCpu += cpuMsOf(ctx.servicePid) - t0;
   }
   const sv = summarise(s, ctx.size);
   const bk = summarise(b, ctx.size);
+  const fl = summarise(f, ctx.size);
+  const perOp = (cpuMs: number, sc: Scenario) => Math.round((cpuMs * 1000) / Math.max(1, sc.ops + sc.errors));
   return {
-    service: { ...sv, cpu_us_per_op: Math.round((serviceCpu * 1000) / Math.max(1, sv.ops + s.reduce((a, x) => a + x.errors, 0))) },
-    backend: { ...bk, cpu_us_per_op: Math.round((backendCpu * 1000) / Math.max(1, bk.ops)) },
+    service: { ...sv, cpu_us_per_op: perOp(serviceCpu, sv) },
+    backend: { ...bk, cpu_us_per_op: perOp(backendCpu, bk) },
+    http_floor: { ...fl, cpu_us_per_op: perOp(floorCpu, fl) },
     throughput_ratio: round(sv.ops_per_s / bk.ops_per_s),
     overhead_pct: round((bk.ops_per_s / sv.ops_per_s - 1) * 100),
+    overhead_over_http_floor_pct: round((fl.ops_per_s / sv.ops_per_s - 1) * 100),
   };
 }
 
@@ -141,20 +155,20 @@ function stamped(base: Buffer, n: number, worker: number): Buffer {
   return b;
 }
 
-async function startChild(cfg: Record<string, unknown>): Promise<{ child: ChildProcess; url: string }> {
+async function startChild(cfg: Record<string, unknown>): Promise<{ child: ChildProcess; url: string; floorUrl: string }> {
   const self = fileURLToPath(import.meta.url);
   const extra = process.env.BENCH_CHILD_NODE_ARGS ? process.env.BENCH_CHILD_NODE_ARGS.split(" ") : [];
   const child = spawn(process.execPath, [...extra, "--import", "tsx", self, "--serve", JSON.stringify(cfg)], { stdio: ["ignore", "pipe", "inherit"] });
-  const url = await new Promise<string>((resolve, reject) => {
+  const [url, floorUrl] = await new Promise<[string, string]>((resolve, reject) => {
     let buf = "";
     child.stdout!.on("data", (c: Buffer) => {
       buf += c.toString();
-      const m = /READY (\S+)/.exec(buf);
-      if (m) resolve(m[1]);
+      const m = /READY (\S+) (\S+)/.exec(buf);
+      if (m) resolve([m[1], m[2]]);
     });
     child.once("exit", (code) => reject(new Error(`blob store child exited with ${code}`)));
   });
-  return { child, url };
+  return { child, url, floorUrl };
 }
 
 export async function benchBlobstore(opts: BlobBenchOptions = {}): Promise<Record<string, unknown>> {
@@ -166,12 +180,13 @@ export async function benchBlobstore(opts: BlobBenchOptions = {}): Promise<Recor
   const tdb = await createTestDatabase("bs_bench");
   const dir = mkdtempSync(join(tmpdir(), "memrelay-bsbench-"));
   let child: ChildProcess | undefined;
-  const pool: { p?: Pool } = {};
+  const pool: { p?: Pool; f?: Pool } = {};
   try {
     const started = await startChild({ natsUrl: nats.url, databaseUrl: tdb.url, dataDir: join(dir, "service"), maxBlobBytes: (streamMiB + 16) * MiB });
     child = started.child;
     const url = started.url;
     const p = (pool.p = new Pool(url, { connections: conns, pipelining: 1, keepAliveTimeout: 30_000 }));
+    const fp = (pool.f = new Pool(started.floorUrl, { connections: conns, pipelining: 1, keepAliveTimeout: 30_000 }));
     const call = async (method: "GET" | "PUT" | "POST", path: string, body?: Buffer | string | Readable, headers: Record<string, string> = {}) => {
       const r = await p.request({ method, path, body, headers });
       const chunks: Buffer[] = [];
@@ -203,6 +218,11 @@ export async function benchBlobstore(opts: BlobBenchOptions = {}): Promise<Recor
           await raw.put(stamped(base, i, w));
           return true;
         },
+        async (w, i) => {
+          const r = await fp.request({ method: "PUT", path: `/floor/x`, body: stamped(base, i, w + 2000) });
+          await r.body.dump();
+          return r.statusCode === 201;
+        },
       );
       if (process.env.BENCH_SKIP_READS) continue;
       // --- public reads of a fixed set of blobs
@@ -213,6 +233,7 @@ export async function benchBlobstore(opts: BlobBenchOptions = {}): Promise<Recor
         const r = await call("PUT", `/api/v1/buckets/bench/blobs/r${label}/${i}`, bytes, auth);
         ids.push(JSON.parse(r.body.toString()).blob_id);
         await raw.put(bytes);
+        await (await fp.request({ method: "PUT", path: "/floor/x", body: bytes })).body.dump();
       }
       say(`reads ${label}`);
       results[`read_${label}`] = await compare(
@@ -229,6 +250,12 @@ export async function benchBlobstore(opts: BlobBenchOptions = {}): Promise<Recor
           if (!o) return false;
           if (o.stream) for await (const _c of o.stream);
           return true;
+        },
+        async (_w, i) => {
+          const r = await fp.request({ method: "GET", path: `/floor/${ids[i % n]}` });
+          let got = 0;
+          for await (const c of r.body) got += (c as Buffer).length;
+          return r.statusCode === 200 && got === size;
         },
       );
     }
@@ -282,6 +309,7 @@ export async function benchBlobstore(opts: BlobBenchOptions = {}): Promise<Recor
     return results;
   } finally {
     await pool.p?.close().catch(() => undefined);
+    await pool.f?.close().catch(() => undefined);
     if (child && child.exitCode === null) {
       await new Promise<void>((resolve) => {
         child!.once("exit", () => resolve());
@@ -301,7 +329,18 @@ async function serve(cfg: { natsUrl: string; databaseUrl: string; dataDir: strin
   const { startBlobstore } = await import("../blobstore/service.ts");
   const { createLogger } = await import("../config/logger.ts");
   const svc = await startBlobstore({ ...cfg, port: 0, logger: createLogger({ level: "error", sink: () => undefined }), gc: { intervalMs: 0 } });
-  process.stdout.write(`READY ${svc.url}\n`);
+  // The HTTP floor: the same listener layer and backend with none of the service (no auth, events, read models).
+  const { HttpServer, json } = await import("../gateway/http.ts");
+  const floorBackend = new FsBlobBackend(join(cfg.dataDir, "floor"));
+  const floor = new HttpServer({ corsOrigins: [] });
+  floor.route("put", "/floor/:id", async (req) => json(201, await floorBackend.put(req.bodyStream!)), { bodyMode: "stream", bodyLimit: cfg.maxBlobBytes });
+  floor.route("get", "/floor/:id", async (req) => {
+    const o = await floorBackend.open(req.params[0], undefined, { inlineBelow: MiB });
+    if (!o) return json(404, { error: "not found" });
+    return o.bytes ? { status: 200, body: o.bytes } : { status: 200, stream: o.stream, length: o.size };
+  });
+  const floorPort = await floor.listen("127.0.0.1", 0);
+  process.stdout.write(`READY ${svc.url} http://127.0.0.1:${floorPort}\n`);
   const stop = () => void svc.stop().finally(() => process.exit(0));
   process.on("SIGTERM", stop);
   process.on("SIGINT", stop);

@@ -15,7 +15,7 @@
 // (PUT with the id as key, GET with Range). Only this file changes; ids, events and read models stay as they are.
 import { createHash, randomBytes } from "node:crypto";
 import { createWriteStream, existsSync, type WriteStream } from "node:fs";
-import { link, mkdir, open, readdir, rename, rm, stat, unlink, utimes, writeFile } from "node:fs/promises";
+import { link, mkdir, open, readdir, rename, rm, stat, unlink, utimes } from "node:fs/promises";
 import { once } from "node:events";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
@@ -158,7 +158,17 @@ export class FsBlobBackend implements BlobBackend {
           const touched = await utimes(final, now, now).then(() => true, () => false);
           if (touched) return { blobId, size, md5: md5.digest("hex"), deduplicated: true };
         }
-        await writeFile(tmp, buffered.length === 1 ? buffered[0] : Buffer.concat(buffered), { flag: "wx" });
+        const fh = await open(tmp, "wx");
+        try {
+          // writev: no concatenated copy of the body (large short-lived buffers are what makes V8 collect)
+          let off = 0;
+          while (off < bufferedBytes) {
+            const { bytesWritten } = await fh.writev(off === 0 ? buffered : [Buffer.concat(buffered).subarray(off)]);
+            off += bytesWritten;
+          }
+        } finally {
+          await fh.close();
+        }
       }
       if (this.opts.fsync) {
         const fh = await open(tmp, "r");

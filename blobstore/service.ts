@@ -11,12 +11,13 @@ import type { EventLog } from "../eventlog/connection.ts";
 import { openEventLog } from "../eventlog/connection.ts";
 import { createPool, type Db } from "../db/pool.ts";
 import { createLogger, type Logger } from "../config/logger.ts";
+import { intVar, loadConfig } from "../config/env.ts";
 import { HttpError, HttpServer, errorReply, json, parseJsonObject, type Handler, type Reply, type Request, type RouteOptions } from "../gateway/http.ts";
 import { Metrics } from "../gateway/metrics.ts";
-import { ProjectionRunner, migrateCheckpoints, resetProjection } from "../projections/runtime.ts";
+import { ProjectionRunner, migrateCheckpoints, readCheckpoint, resetProjection } from "../projections/runtime.ts";
 import { FsBlobBackend, type BlobBackend, type OpenedBlob } from "./backend.ts";
 import { BlobstoreLog } from "./log.ts";
-import { BLOBSTORE_KINDS, blobstoreProjection } from "./projections.ts";
+import { BLOBSTORE_KINDS, PROJECTION_NAMES, blobstoreProjection } from "./projections.ts";
 import { KIND, filterOf, objectAggregateId, type BucketState, type Kind, type ObjectState } from "./events.ts";
 import {
   checkPreconditions,
@@ -86,13 +87,20 @@ export interface BlobstoreOptions {
   readonly walrusEpoch?: number;
   /** How long a write waits for its read model before answering anyway. Default 10 s. */
   readonly settleTimeoutMs?: number;
+  /**
+   * Run the read-model projections in this process (default true). Past one replica, run them in one process
+   * (DESIGN.md 2.4: one active consumer per read model) and start the other gateways with false: their writes then
+   * wait for the shared checkpoint instead of a local runner.
+   */
+  readonly runProjections?: boolean;
 }
 
 export interface BlobstoreHandle {
   readonly port: number;
   readonly url: string;
   readonly backend: BlobBackend;
-  readonly runners: Readonly<Record<Kind, ProjectionRunner>>;
+  /** This process's projection runners (empty with runProjections: false). */
+  readonly runners: Readonly<Partial<Record<Kind, ProjectionRunner>>>;
   /** Runs one garbage-collection sweep now (`full` also scans the backend for unreferenced bytes). */
   gc(opts?: { full?: boolean; graceMs?: number }): Promise<SweepResult>;
   /** Resolves true once every read model has applied everything the log held when called. */
@@ -100,6 +108,27 @@ export interface BlobstoreHandle {
   /** Drops and rebuilds read models from the event log (all by default); resolves when they have caught up. */
   replay(kinds?: readonly Kind[]): Promise<void>;
   stop(): Promise<void>;
+}
+
+/**
+ * Options from the operator environment (the names of config/env.ts plus the blob store's own):
+ * BLOBSTORE_PORT, HOST, NATS_URL, DATABASE_URL, MEMRELAY_DATA_DIR, CORS_ALLOWED_ORIGINS, BLOBSTORE_MASTER_KEY
+ * (64 hex, shared by replicas), BLOBSTORE_MAX_BLOB_BYTES (default 1 GiB), BLOBSTORE_GC_GRACE_SECS (default 600).
+ */
+export function blobstoreOptionsFromEnv(env: Record<string, string | undefined>, logger?: Logger): BlobstoreOptions {
+  const c = loadConfig(env);
+  return {
+    natsUrl: c.natsUrl,
+    databaseUrl: c.databaseUrl,
+    port: c.blobstorePort,
+    host: c.host,
+    dataDir: c.dataDir,
+    corsOrigins: c.corsAllowedOrigins,
+    masterKeyHex: env.BLOBSTORE_MASTER_KEY || undefined,
+    maxBlobBytes: intVar(env, "BLOBSTORE_MAX_BLOB_BYTES", 1024 * 1024 * 1024, 0),
+    gc: { graceMs: intVar(env, "BLOBSTORE_GC_GRACE_SECS", 600, 0) * 1000 },
+    logger,
+  };
 }
 
 /** Blobs up to this size are cached in memory by blob id. */
@@ -208,16 +237,31 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
   const q = new Queries(db);
 
   await migrateCheckpoints(db);
+  const runProjections = opts.runProjections ?? true;
   const runners = {} as Record<Kind, ProjectionRunner>;
   const newRunner = (kind: Kind) => new ProjectionRunner(eventLog, db, blobstoreProjection(kind), logger.child({ projection: kind }));
-  for (const kind of BLOBSTORE_KINDS) runners[kind] = newRunner(kind);
-  for (const kind of BLOBSTORE_KINDS) await runners[kind].start();
+  if (runProjections) {
+    for (const kind of BLOBSTORE_KINDS) runners[kind] = newRunner(kind);
+    for (const kind of BLOBSTORE_KINDS) await runners[kind].start();
+  } else {
+    for (const kind of BLOBSTORE_KINDS) await blobstoreProjection(kind).migrate(db);
+  }
 
+  /** Resolves true once the read model of `kind` has applied `seq`: this process's runner, or whichever runs it. */
+  const waitApplied = async (kind: Kind, seq: number, timeoutMs: number): Promise<boolean> => {
+    if (runProjections) return runners[kind].waitFor(seq, timeoutMs);
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if ((await readCheckpoint(db, PROJECTION_NAMES[kind])) >= seq) return true;
+      if (Date.now() >= deadline) return false;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  };
   const core: Core = {
     log,
     db,
     async settle(kind, seq) {
-      if (!(await runners[kind].waitFor(seq, settleTimeoutMs))) {
+      if (!(await waitApplied(kind, seq, settleTimeoutMs))) {
         logger.warn("read model is behind: answering before it reflects the write", { projection: kind, seq });
       }
     },
@@ -226,12 +270,24 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
     const results = await Promise.all(
       BLOBSTORE_KINDS.map(async (kind) => {
         const seq = await log.lastSeq(filterOf(kind));
-        return seq === 0 || runners[kind].waitFor(seq, timeoutMs);
+        return seq === 0 || waitApplied(kind, seq, timeoutMs);
       }),
     );
     return results.every(Boolean);
   };
   if (!(await caughtUp(30_000))) logger.warn("read models are still catching up with the event log");
+
+  // Fail fast while NATS is away: a request that needs the log gets 503 at once instead of waiting out a timeout.
+  let natsUp = true;
+  void (async () => {
+    for await (const st of eventLog.nc.status()) {
+      if (st.type === "disconnect") natsUp = false;
+      else if (st.type === "reconnect") natsUp = true;
+    }
+  })().catch(() => undefined);
+  const needLog = () => {
+    if (!natsUp) throw new HttpError(503, "the event log is unavailable; retry shortly", {}, { "retry-after": "1" });
+  };
 
   const auth = new Authenticator(q, log, metrics, logger);
   const server = new HttpServer({
@@ -268,8 +324,14 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
     docs.push(doc);
     server.route(METHOD[doc.method], pattern, wrap(`${doc.method.toUpperCase()} ${doc.path}`, h), ro ?? { bodyLimit: LIMITS.jsonBody });
   };
-  const data = (h: (req: Request, who: AccountPrincipal) => Promise<Reply>): Handler => async (req) => h(req, await auth.account(req));
-  const admin = (h: (req: Request, who: AppPrincipal) => Promise<Reply>): Handler => async (req) => h(req, await auth.admin(req));
+  const data = (h: (req: Request, who: AccountPrincipal) => Promise<Reply>): Handler => async (req) => {
+    needLog();
+    return h(req, await auth.account(req));
+  };
+  const admin = (h: (req: Request, who: AppPrincipal) => Promise<Reply>): Handler => async (req) => {
+    needLog();
+    return h(req, await auth.admin(req));
+  };
   const jsonBody = (req: Request, optional = false): Record<string, unknown> => (optional && !req.body.length ? {} : parseJsonObject(req.body));
   const query = (req: Request) => new URLSearchParams(req.query);
   /** The raw (percent-encoded) object key: everything after `/blobs/` in the path. */
@@ -372,7 +434,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
     async () => {
       const nats = !eventLog.nc.isClosed() && (await withTimeout(eventLog.jsm.getAccountInfo(), 1_500).then(() => true, () => false));
       const postgres = await withTimeout(db.query("SELECT 1"), 1_500).then(() => true, () => false);
-      const projections = Object.fromEntries(BLOBSTORE_KINDS.map((k) => [runners[k].projection.name, { checkpoint: runners[k].checkpoint }]));
+      const projections = runProjections ? Object.fromEntries(BLOBSTORE_KINDS.map((k) => [runners[k].projection.name, { checkpoint: runners[k].checkpoint }])) : "run elsewhere";
       const ready = nats && postgres;
       return json(ready ? 200 : 503, { ready, checks: { nats: nats ? "ok" : "down", postgres: postgres ? "ok" : "down" }, projections, ...(ready ? {} : { error: "dependencies unavailable" }) });
     },
@@ -383,7 +445,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
     "/metrics",
     () => {
       const gauges: Record<string, number> = { process_resident_memory_bytes: process.memoryUsage.rss(), content_cache_bytes: cache.bytes };
-      for (const k of BLOBSTORE_KINDS) gauges[`projection_checkpoint{projection="${runners[k].projection.name}"}`] = runners[k].checkpoint;
+      if (runProjections) for (const k of BLOBSTORE_KINDS) gauges[`projection_checkpoint{projection="${runners[k].projection.name}"}`] = runners[k].checkpoint;
       return { status: 200, headers: { "content-type": "text/plain; version=0.0.4" }, body: metrics.render(gauges) };
     },
   );
@@ -416,6 +478,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
     "/v1/blobs",
     async (req) => {
       const p = parseWalrusStore(req.query);
+      needLog();
       const { put, orphan } = await storeBody(req);
       try {
         const endEpoch = walrusEpoch + p.epochs;
@@ -849,6 +912,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
   timer?.unref();
 
   const replay = async (kinds: readonly Kind[] = BLOBSTORE_KINDS) => {
+    if (!runProjections) throw new Error("this instance runs no projections: replay where they run");
     for (const kind of kinds) {
       const old = runners[kind];
       await old.stop();

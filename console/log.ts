@@ -103,29 +103,53 @@ export class ConsoleLog {
    * The subscription is made before the command is published, so the outcome cannot be missed; on timeout the last
    * commit is checked once more. Returns the value and a stream sequence at or after the outcome (for read models).
    */
-  async dispatch<T>(type: AggregateType, id: string, command: CommandEnvelope, until: (e: EventEnvelope) => T | undefined, timeoutMs = 15_000): Promise<{ value: T; seq: number }> {
+  async dispatch<T>(
+    type: AggregateType,
+    id: string,
+    command: CommandEnvelope,
+    until: (e: EventEnvelope) => T | undefined,
+    timeoutMs = 15_000,
+    /** an idempotent command: an outcome already in the log (a concurrent duplicate's) answers it too */
+    acceptExisting = false,
+  ): Promise<{ value: T; seq: number }> {
     const subject = `evt.${type}.${id}`;
     const sub = this.log.nc.subscribe(subject);
     try {
+      const startSeq = acceptExisting ? 0 : await this.lastSeq(subject);
       await this.publish(type, id, command);
       const found = await new Promise<T | undefined>((resolve) => {
-        const timer = setTimeout(() => resolve(undefined), timeoutMs);
+        let done = false;
+        const finish = (v: T | undefined) => {
+          if (done) return;
+          done = true;
+          clearTimeout(timer);
+          clearInterval(poll);
+          resolve(v);
+        };
+        const timer = setTimeout(() => finish(undefined), timeoutMs);
+        // A command the actor finds already reflected appends nothing (a concurrent duplicate): the aggregate's
+        // state then answers, so the last commit is checked now and then too.
+        const poll = setInterval(() => {
+          this.last(type, id).then((last) => {
+            if (!last || last.seq <= startSeq) return;
+            for (const e of last.events) {
+              const v = until(e);
+              if (v !== undefined) return finish(v);
+            }
+          }, () => undefined);
+        }, 250);
         void (async () => {
           for await (const m of sub) {
             for (const e of decodeCommit(m.data).events) {
               const v = until(e);
-              if (v !== undefined) {
-                clearTimeout(timer);
-                resolve(v);
-                return;
-              }
+              if (v !== undefined) return finish(v);
             }
           }
         })().catch(() => undefined);
       });
       if (found !== undefined) return { value: found, seq: await this.lastSeq(subject) };
       const last = await this.last(type, id);
-      for (const e of last?.events ?? []) {
+      for (const e of last && last.seq > startSeq ? last.events : []) {
         const v = until(e);
         if (v !== undefined) return { value: v, seq: last!.seq };
       }

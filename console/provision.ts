@@ -7,7 +7,8 @@ import { join } from "node:path";
 import { request } from "undici";
 import type { EventLog } from "../eventlog/connection.ts";
 import type { Db } from "../db/pool.ts";
-import type { ProjectionRunner } from "../projections/runtime.ts";
+import { readCheckpoint, type ProjectionRunner } from "../projections/runtime.ts";
+import { PROJECTION_NAMES } from "../blobstore/projections.ts";
 import { BlobstoreLog } from "../blobstore/log.ts";
 import { createAccount, ensureApp, type Core } from "../blobstore/commands.ts";
 import type { Kind } from "../blobstore/events.ts";
@@ -28,7 +29,8 @@ export async function provisionStorage(opts: {
   log: EventLog;
   db: Db;
   blobstoreUrl: string;
-  runners: Readonly<Record<Kind, ProjectionRunner>>;
+  /** the blob store's runners in this process (when it runs its projections; else their checkpoints are polled) */
+  runners: Readonly<Partial<Record<Kind, ProjectionRunner>>>;
   dataDir: string;
   apiKey?: string;
 }): Promise<{ url: string; apiKey: string }> {
@@ -44,7 +46,16 @@ export async function provisionStorage(opts: {
     log: new BlobstoreLog(opts.log),
     db: opts.db,
     async settle(kind, seq) {
-      if (!(await opts.runners[kind].waitFor(seq, 30_000))) throw new Error(`blob store read model ${kind} did not reach ${seq}`);
+      const runner = opts.runners[kind];
+      if (runner) {
+        if (!(await runner.waitFor(seq, 30_000))) throw new Error(`blob store read model ${kind} did not reach ${seq}`);
+        return;
+      }
+      const deadline = Date.now() + 30_000;
+      while ((await readCheckpoint(opts.db, PROJECTION_NAMES[kind])) < seq) {
+        if (Date.now() > deadline) throw new Error(`blob store read model ${kind} did not reach ${seq}`);
+        await new Promise((r) => setTimeout(r, 5));
+      }
     },
   };
   await ensureApp(core, CONSOLE_STORAGE_APP);

@@ -71,6 +71,8 @@ export interface FileRow {
 
 const BUCKET_COLS = `bucket_id::text, space_id::text, name, storage_bucket_name, visibility, state, encryption_policy_id, storage_used::text,
   file_count, reserve_digest, last_error, created_at, updated_at, lower(name) AS name_lower`;
+const BUCKET_COLS_B = `b.bucket_id::text, b.space_id::text, b.name, b.storage_bucket_name, b.visibility, b.state, b.encryption_policy_id,
+  b.storage_used::text, b.file_count, b.reserve_digest, b.last_error, b.created_at, b.updated_at, lower(b.name) AS name_lower`;
 const FILE_COLS = `file_id::text, bucket_id::text, space_id::text, name, blob_id, storage_object_id, storage_bucket_name, storage_key, size::text,
   mime_type, status, is_private, metadata, name_claim, upload_state, upload_progress, upload_error, upload_finished_at, created_at, updated_at, deleted_at, lower(name) AS name_lower`;
 
@@ -141,6 +143,27 @@ export class Queries {
   async liveBucketCount(spaceId: string): Promise<number> {
     const r = await this.db.query<{ n: string }>("SELECT count(*)::text AS n FROM console_buckets WHERE space_id = $1 AND state <> 'deleted'", [spaceId]);
     return Number(r.rows[0].n);
+  }
+
+  /** A bucket and the user's role in its space (null role: not a member), in one round trip. */
+  async bucketWithRole(bucketId: string, userId: string): Promise<(BucketRow & { role: SpaceRole | null }) | null> {
+    const q = await this.db.query<BucketRow & { role: SpaceRole | null }>(
+      `SELECT ${BUCKET_COLS_B}, m.role FROM console_buckets b LEFT JOIN console_members m ON m.space_id = b.space_id AND m.user_id = $2 WHERE b.bucket_id = $1`,
+      [bucketId, userId],
+    );
+    return q.rows[0] ?? null;
+  }
+
+  /** The space's storage and cap, and the bytes of its uploads in flight, in one round trip. */
+  async quota(spaceId: string): Promise<{ used: number; cap: number; inFlight: number } | null> {
+    const r = await this.db.query<{ used: string; cap: string; inflight: string }>(
+      `SELECT s.storage_used::text AS used, s.storage_cap::text AS cap,
+         (SELECT coalesce(sum(size), 0)::text FROM console_files WHERE space_id = $1 AND status = 'uploading') AS inflight
+       FROM console_spaces s WHERE s.space_id = $1`,
+      [spaceId],
+    );
+    const row = r.rows[0];
+    return row ? { used: Number(row.used), cap: Number(row.cap), inFlight: Number(row.inflight) } : null;
   }
 
   async bucket(bucketId: string): Promise<BucketRow | null> {

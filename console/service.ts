@@ -115,6 +115,8 @@ export interface ConsoleHandle {
   readonly sponsorAddress: string;
   readonly runners: { readonly console?: ProjectionRunner; readonly access?: ProjectionRunner };
   readonly hosts: readonly ConsoleActorHost[];
+  /** What this process's actors run with (for operators and tests that run an extra actor host). */
+  readonly actorPorts: ConsoleActorPorts;
   /** Resolves once the console read model has applied everything the log holds now. */
   caughtUp(timeoutMs?: number): Promise<boolean>;
   /** Operator actions (sign up, spaces, members, keys) against this console's log and read model. */
@@ -262,8 +264,8 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
       stops.push(() => r.stop());
     }
   }
+  const ports: ConsoleActorPorts = { clog, storage, chain, sponsorKey: opts.sponsorSecretKey, db, logger };
   if (roles.actors) {
-    const ports: ConsoleActorPorts = { clog, storage, chain, sponsorKey: opts.sponsorSecretKey, db, logger };
     for (const def of [keyActor(ports), bucketActor(ports), uploadActor(ports), fileActor(ports), sponsorActor(ports)]) {
       const host = new ConsoleActorHost(log, def, logger.child({ actor: def.aggregateType }), { concurrency: opts.actorConcurrency ?? 32 });
       await host.start();
@@ -341,11 +343,11 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
       }
       return role;
     };
-    const scopeBucket = async (p: Principal, raw: string) => {
+    const scopeBucket = async (p: Principal, raw: string): Promise<BucketRow> => {
       const id = pathUuid(raw, "bucket");
-      const b = await q.bucket(id);
+      const b = await q.bucketWithRole(id, p.userId);
       if (!b || b.state === "deleted") throw notFound(`bucket ${id} not found`);
-      await scopeSpace(p, b.space_id);
+      if (!b.role || (p.spaceId && p.spaceId !== b.space_id)) throw scopeError();
       return b;
     };
     const scopeFile = async (p: Principal, rawBucket: string, rawFile: string) => {
@@ -470,7 +472,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
       const contents = await q.bucketContents(b.bucket_id);
       if (contents > 0) throw badRequest(`the bucket is not empty (${contents} files); delete its files first`);
       const data = { requested_by: p.userId, requested_at: new Date().toISOString() };
-      const r = await clog.dispatch(AGG.bucket, b.bucket_id, command(CMD.bucketDelete, AGG.bucket, b.bucket_id, data), (e) => (e.type === EV.bucketDeleted ? true : undefined));
+      const r = await clog.dispatch(AGG.bucket, b.bucket_id, command(CMD.bucketDelete, AGG.bucket, b.bucket_id, data), (e) => (e.type === EV.bucketDeleted ? true : undefined), 15_000, true);
       await settle(r.seq);
       return { status: 204, headers };
     }));
@@ -594,11 +596,10 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
       }
       const retry = uploadLimiter.take(p.keyId);
       if (retry) throw new ConsoleHttpError(429, "too many uploads; slow down", CODE.rateLimited, {}, { "retry-after": String(retry) });
-      await checkAccess(p, b, "readwrite");
-      const space = (await q.space(b.space_id))!;
-      const inFlight = await q.uploadingBytes(b.space_id);
-      const quotaError = () => new ConsoleHttpError(422, `the space's storage quota of ${space.storage_cap} bytes would be exceeded`, CODE.quotaExceeded);
-      if (Number.isFinite(declared) && space.storage_used + inFlight + Math.max(0, declared - CONSOLE_LIMITS.multipartOverhead) > space.storage_cap) throw quotaError();
+      const [, quota] = await Promise.all([checkAccess(p, b, "readwrite"), q.quota(b.space_id)]);
+      const quotaError = () => new ConsoleHttpError(422, `the space's storage quota of ${quota!.cap} bytes would be exceeded`, CODE.quotaExceeded);
+      // With a declared length the quota is checked before a byte is read (the file is at most that long).
+      if (Number.isFinite(declared) && quota!.used + quota!.inFlight + Math.max(0, declared - CONSOLE_LIMITS.multipartOverhead) > quota!.cap) throw quotaError();
       const boundary = boundaryOf(req.headers["content-type"]);
       if (!req.bodyStream) throw badRequest("the upload has no body");
 
@@ -629,8 +630,10 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
         if (!stored) throw badRequest("the multipart form needs a file field");
         const name = validateFileName(nameField ?? filename ?? "");
         const metadata = parseFileMetadata(metadataField);
-        const spaceNow = (await q.space(b.space_id))!;
-        if (spaceNow.storage_used + (await q.uploadingBytes(b.space_id)) + stored.size > spaceNow.storage_cap) throw quotaError();
+        if (!Number.isFinite(declared) || quota!.used + quota!.inFlight + stored.size > quota!.cap) {
+          const now = (await q.quota(b.space_id))!;
+          if (now.used + now.inFlight + stored.size > now.cap) throw quotaError();
+        }
         const claim = await clog.claim("file", b.bucket_id, name, fileId);
         const data: UploadQueued = {
           file_id: fileId,
@@ -691,7 +694,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
         requested_at: new Date().toISOString(),
         ...(file.status === "failed" ? { upload_failed: { bucket_id: bucket.bucket_id, space_id: bucket.space_id, name_claim: file.name_claim } } : {}),
       };
-      const r = await clog.dispatch(AGG.file, file.file_id, command(CMD.fileDelete, AGG.file, file.file_id, data), (e) => (e.type === EV.fileDeleteRequested ? true : undefined));
+      const r = await clog.dispatch(AGG.file, file.file_id, command(CMD.fileDelete, AGG.file, file.file_id, data), (e) => (e.type === EV.fileDeleteRequested || e.type === EV.fileDeleted ? true : undefined), 15_000, true);
       await settle(r.seq);
       return { status: 204 };
     }));
@@ -857,6 +860,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
     sponsorAddress: sponsor.address,
     runners,
     hosts,
+    actorPorts: ports,
     caughtUp,
     directory: { clog, settle: (seq) => settle(seq, 30_000), tiers: limits.tiers },
     async stop() {

@@ -4,6 +4,8 @@ import type { EventLog } from "../eventlog/connection.ts";
 import { STREAMS } from "../eventlog/subjects.ts";
 import type { Db } from "../db/pool.ts";
 import type { JobStatus } from "../schemas/remember-job.ts";
+import { MEMORY_INDEX } from "../projections/memory-index.ts";
+import { readCheckpoint } from "../projections/runtime.ts";
 
 export interface JobView {
   readonly job_id: string;
@@ -14,7 +16,7 @@ export interface JobView {
   readonly error?: string;
 }
 
-interface SnapshotShape { value: JobStatus; context: { owner: string; namespace: string; blob_id?: string; error?: string } }
+interface SnapshotShape { seq: number; value: JobStatus; context: { owner: string; namespace: string; blob_id?: string; error?: string } }
 
 export class JobLookup {
   constructor(private readonly db: Db, private readonly log: EventLog) {}
@@ -23,8 +25,12 @@ export class JobLookup {
     const found = new Map<string, JobView>();
     if (!ids.length) return found;
     const r = await this.db.query<{ job_id: string; status: JobStatus; owner: string; namespace: string; blob_id: string | null; error: string | null }>(
-      "SELECT job_id::text, status, owner, namespace, blob_id, error FROM remember_jobs WHERE job_id = ANY($1::uuid[]) AND owner = $2",
-      [ids, owner],
+      // Done means recallable: until the memory index has applied the indexing commit, the job still reads uploaded.
+      `SELECT job_id::text, owner, namespace, blob_id, error,
+              CASE WHEN status = 'done' AND done_seq > coalesce((SELECT seq FROM projection_checkpoints WHERE name = $3), 0)
+                   THEN 'uploaded' ELSE status END AS status
+       FROM remember_jobs WHERE job_id = ANY($1::uuid[]) AND owner = $2`,
+      [ids, owner, MEMORY_INDEX],
     );
     for (const row of r.rows) found.set(row.job_id, clean({ ...row, blob_id: row.blob_id ?? undefined, error: row.error ?? undefined }));
     await Promise.all(ids.filter((id) => !found.has(id)).map(async (id) => {
@@ -50,11 +56,16 @@ export class JobLookup {
     return this.snapshot(id);
   }
 
+  private async indexCheckpoint(): Promise<number> {
+    return readCheckpoint(this.db, MEMORY_INDEX).catch(() => 0);
+  }
+
   private async snapshot(id: string): Promise<JobView | undefined> {
     const e = await this.log.snapshots.get(`job.${id}`).catch(() => null);
     if (!e?.value?.length) return undefined;
     const s = e.json() as SnapshotShape;
-    return clean({ job_id: id, status: s.value, owner: s.context.owner, namespace: s.context.namespace, blob_id: s.context.blob_id, error: s.context.error });
+    const status = s.value === "done" && s.seq > (await this.indexCheckpoint()) ? "uploaded" : s.value;
+    return clean({ job_id: id, status, owner: s.context.owner, namespace: s.context.namespace, blob_id: s.context.blob_id, error: s.context.error });
   }
 }
 

@@ -583,6 +583,38 @@ describe("recovery", () => {
   });
 });
 
+describe("two replicas", () => {
+  it("a gateway without projections serves writes, reads and revocations consistently with the other", async () => {
+    const second = await startBlobstore({ natsUrl: nats.url, databaseUrl: tdb.url, port: 0, dataDir, gc: { intervalMs: 0 }, runProjections: false });
+    const http2 = httpClient(second.url);
+    try {
+      const admin = (await issueAdminKey("replica-app")).secret;
+      // an account created on one replica is usable on the other at once
+      const created = await http2("POST", "/accounts", { bearer: admin, body: {} });
+      expect(created.status).toBe(201);
+      const apiKey = created.json().api_key.secret;
+      const accountId = created.json().account_id;
+      expect((await http("POST", "/api/v1/buckets", { bearer: apiKey, body: { name: "replicated" } })).status).toBe(201);
+      const w = await http2("PUT", "/api/v1/buckets/replicated/blobs/k", { bearer: apiKey, body: "from replica two" });
+      expect(w.status).toBe(201);
+      expect((await http("GET", "/api/v1/buckets/replicated/blobs/k")).text()).toBe("from replica two");
+      expect((await http2("GET", `/api/v1/blobs/by-blob-id/${w.json().blob_id}`)).text()).toBe("from replica two");
+      // a key revoked on one replica is refused by the other on the next request
+      const k = (await http("POST", `/accounts/${accountId}/api-keys`, { bearer: admin })).json();
+      expect((await http2("GET", "/api/v1/buckets", { bearer: k.secret })).status).toBe(200);
+      expect((await http("DELETE", `/accounts/${accountId}/api-keys/${k.id}`, { bearer: admin })).status).toBe(204);
+      expectError(await http2("GET", "/api/v1/buckets", { bearer: k.secret }), 401);
+      // and a bucket deleted on one is gone for writes on the other
+      expect((await http("DELETE", "/api/v1/buckets/replicated?force=true", { bearer: apiKey })).status).toBe(204);
+      expectError(await http2("PUT", "/api/v1/buckets/replicated/blobs/k2", { bearer: apiKey, body: "late" }), 404);
+      expect((await http2("GET", "/ready")).status).toBe(200);
+    } finally {
+      http2.close();
+      await second.stop();
+    }
+  });
+});
+
 // ------------------------------------------------------------------ ranges
 
 describe("Range and conditional reads", () => {
@@ -788,5 +820,37 @@ describe("replay", () => {
     expect((await http("GET", `/api/v1/buckets/${bucket}/blobs/keep`)).text()).toBe("kept");
     expectError(await http("GET", `/api/v1/buckets/${bucket}/blobs/gone`), 404);
     expectError(await http("GET", `/api/v1/buckets/${doomed}/blobs/x`), 404);
+  });
+});
+
+// ------------------------------------------------------------------ outages (last: it stops the shared nats-server)
+
+describe("a NATS outage", () => {
+  it("is reported by /ready, answered with 503 on routes that need the log, and recovered from", async () => {
+    const admin = (await issueAdminKey("outage-app")).secret;
+    const acct = await newAccount(admin);
+    const bucket = await newBucket(acct.apiKey);
+    expect((await put(acct.apiKey, bucket, "k", "before")).status).toBe(201);
+    await nats.stop();
+    try {
+      const ready = await http("GET", "/ready");
+      expect(ready.status).toBe(503);
+      expect(ready.json().checks.nats).toBe("down");
+      // public reads come from the read models and the backend: they keep working
+      expect((await http("GET", `/api/v1/buckets/${bucket}/blobs/k`)).text()).toBe("before");
+      // credential checks read the log: refused as unavailable, never let through, never a 500
+      const r = await http("GET", "/api/v1/buckets", { bearer: acct.apiKey });
+      expect(r.status).toBe(503);
+      expect(typeof r.json().error).toBe("string");
+    } finally {
+      await nats.restart();
+    }
+    let ok = false;
+    for (let i = 0; i < 100 && !ok; i++) {
+      ok = (await http("GET", "/ready")).status === 200 && (await put(acct.apiKey, bucket, "k", "after")).status === 201;
+      if (!ok) await new Promise((res) => setTimeout(res, 200));
+    }
+    expect(ok).toBe(true);
+    expect((await http("GET", `/api/v1/buckets/${bucket}/blobs/k`)).text()).toBe("after");
   });
 });

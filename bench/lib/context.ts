@@ -10,6 +10,8 @@ import { MEMORY_INDEX } from "../../projections/memory-index.ts";
 import { JOB_STATUS } from "../../projections/job-status.ts";
 import { HashingEmbedder } from "../../adapters/embeddings/hashing.ts";
 import { JOB_EVENTS, type JobIndexed } from "../../schemas/remember-job.ts";
+import { LexicalKeyring, OwnerLexicalKey, parseLexicalSecret } from "../../adapters/lexical/keys.ts";
+import { documentTerms } from "../../adapters/lexical/terms.ts";
 import { RequestSigner } from "../../client/signer.ts";
 import { BenchEnv, type Role } from "./env.ts";
 import { MemorySampler, OTHERS, cpuShares, formatShares, type IdentityWire } from "./processes.ts";
@@ -216,19 +218,32 @@ export async function ensureReal(env: BenchEnv, who: IdentityWire, namespace: st
 const hex = (bytes: number) => "0x" + randomBytes(bytes).toString("hex");
 const blobId = () => randomBytes(32).toString("base64url").slice(0, 43);
 
-/** Synthetic vectors: the hashing embedding of random word sequences drawn from the corpus' vocabulary. */
-function syntheticVectors(count: number, dims: number): number[][] {
+/** Synthetic memories: random word sequences drawn from the corpus' vocabulary, with their hashing embeddings. */
+function syntheticMemories(count: number, dims: number): { text: string; vector: number[] }[] {
   const vocab = vocabulary();
   const embedder = new HashingEmbedder({ dims });
-  const out: number[][] = [];
+  const out: { text: string; vector: number[] }[] = [];
   let seed = 12345;
   const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296);
   for (let i = 0; i < count; i++) {
     const words = 6 + Math.floor(rnd() * 18);
     const text = Array.from({ length: words }, () => vocab[Math.floor(rnd() * vocab.length)]).join(" ");
-    out.push(Array.from(embedder.embedOne(text)));
+    out.push({ text, vector: Array.from(embedder.embedOne(text)) });
   }
   return out;
+}
+
+/** An owner's lexical key with its token hashes memoised (synthetic texts reuse one vocabulary). */
+class MemoKey extends OwnerLexicalKey {
+  private readonly memo = new Map<string, number>();
+  constructor(private readonly inner: OwnerLexicalKey) {
+    super(Buffer.alloc(0));
+  }
+  override hash(token: string): number {
+    let h = this.memo.get(token);
+    if (h === undefined) this.memo.set(token, (h = this.inner.hash(token)));
+    return h;
+  }
 }
 
 /**
@@ -238,9 +253,18 @@ function syntheticVectors(count: number, dims: number): number[][] {
 export async function appendSynthetic(env: BenchEnv, rows: number, opts: { owners?: number; ownerList?: string[]; inFlight?: number; label?: string } = {}): Promise<{ seconds: number; lastSeq: number }> {
   const dims = env.services.embedderDims;
   const store = new EventStore(env.log.js, env.log.jsm);
-  const vectors = syntheticVectors(Math.min(rows, 20_000), dims);
+  const memories = syntheticMemories(Math.min(rows, 20_000), dims);
   const owners = opts.ownerList ?? Array.from({ length: opts.owners ?? 200 }, () => hex(32));
   const ownerCount = owners.length;
+  // The keyed lexical terms the actor host would attach (same secret as the stack's actors and gateway).
+  const secret = env.workerEnv.MEMRELAY_LEXICAL_KEY;
+  const keyring = secret ? new LexicalKeyring(parseLexicalSecret(secret)) : undefined;
+  const keys = new Map<string, MemoKey>();
+  const keyOf = (owner: string) => {
+    let k = keys.get(owner);
+    if (!k) keys.set(owner, (k = new MemoKey(keyring!.forOwner(owner))));
+    return k;
+  };
   const namespaces = ["default", "work", "personal", "ns10k"];
   const now = Date.now();
   let next = 0;
@@ -252,16 +276,20 @@ export async function appendSynthetic(env: BenchEnv, rows: number, opts: { owner
       const i = next++;
       if (i >= rows) return;
       const jobId = randomUUID();
+      const owner = owners[i % ownerCount];
+      const memory = memories[i % memories.length];
+      const submitted = new Date(now - ((rows - i) % (90 * 86_400)) * 1000).toISOString();
       const data: JobIndexed = {
         object_id: hex(32),
         wallet: owners[(i * 7) % ownerCount],
-        owner: owners[i % ownerCount],
+        owner,
         namespace: namespaces[(i >> 3) % 10 < 6 ? 0 : (i >> 3) % 10 < 8 ? 1 : (i >> 3) % 10 < 9 ? 2 : 3],
         blob_id: blobId(),
-        vector: vectors[i % vectors.length],
+        vector: memory.vector,
         importance: Math.round(((i * 37) % 100) / 10) / 10,
         size: 200 + ((i * 13) % 800),
-        created_at: new Date(now - ((i * 7919) % (90 * 86_400)) * 1000).toISOString(),
+        created_at: submitted,
+        ...(keyring ? { lexical: documentTerms(keyOf(owner), memory.text), submitted_at: submitted, position: 0 } : {}),
       };
       const r = await store.append(`job.${jobId}`, [{ type: JOB_EVENTS.indexed, version: 1, data }], 0, { causationId: jobId, correlationId: jobId, commitId: `${jobId}:0` });
       if (r.seq > lastSeq) lastSeq = r.seq;

@@ -1,0 +1,406 @@
+// Developer console benchmark (issue 5, "Done when"):
+//   1. upload throughput for 1 MiB and 10 MiB files through the console (multipart, streamed into the blob store),
+//      as a ratio to writing the same bytes to the blob store directly (its data API, same account, same
+//      concurrency) — goal ≥ 0.8. Reported twice: at the 202 (bytes stored, job queued) and at completion (job
+//      verified the object, recorded the blob on chain, file listed as completed).
+//   2. list p99 with 100,000 files in one space (spread over 10 buckets): space and bucket listings, every sort,
+//      deep cursors and substring search, sequential requests over HTTP — goal ≤ 30 ms.
+//
+// The services (ledger, blob store, console: the `memrelay start` composition, one process) run in a child process
+// on a private nats-server and a fresh database; the load generator runs in this process.
+//   node --import tsx bench/console.ts [--seconds 6] [--concurrency 4] [--files 100000] [--out bench/console-results.json]
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes, randomUUID, createHash } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { Agent, request } from "undici";
+import { startNatsServer } from "../test/support/nats-server.ts";
+import { createTestDatabase } from "../test/support/postgres.ts";
+import { openEventLog, type EventLog } from "../eventlog/connection.ts";
+import { createPool } from "../db/pool.ts";
+import { encodeCommit, envelope } from "../eventlog/event-store.ts";
+import { readCheckpoint } from "../projections/runtime.ts";
+import { ConsoleLog } from "../console/log.ts";
+import { mintKey, signUp } from "../console/directory.ts";
+import { ConsoleClient, multipartBody } from "../console/client.ts";
+import { AGG, EV, type UploadQueued } from "../schemas/console-events.ts";
+import { CONSOLE_PROJECTION } from "../console/projections.ts";
+
+const MiB = 1024 * 1024;
+
+export interface ConsoleBenchOptions {
+  /** measured seconds per upload scenario */
+  readonly seconds?: number;
+  /** concurrent uploads */
+  readonly concurrency?: number;
+  /** files seeded into one space for the list measurement */
+  readonly files?: number;
+  /** list requests measured */
+  readonly listRequests?: number;
+  readonly log?: (line: string) => void;
+}
+
+export interface UploadScenario {
+  readonly size_mib: number;
+  readonly direct_mib_s: number;
+  readonly accepted_mib_s: number;
+  readonly completed_mib_s: number;
+  readonly ratio_accepted: number;
+  readonly ratio_completed: number;
+  readonly direct_p50_ms: number;
+  readonly accepted_p50_ms: number;
+  readonly completed_p50_ms: number;
+  readonly uploads: number;
+}
+
+export interface ListScenario {
+  readonly name: string;
+  readonly requests: number;
+  readonly p50_ms: number;
+  readonly p99_ms: number;
+}
+
+export interface ConsoleBenchResult {
+  readonly uploads: readonly UploadScenario[];
+  readonly list: { readonly files: number; readonly seed_seconds: number; readonly p50_ms: number; readonly p99_ms: number; readonly scenarios: readonly ListScenario[] };
+  readonly goals: { readonly upload_ratio: number; readonly list_p99_ms: number };
+  readonly pass: { readonly upload: boolean; readonly list: boolean };
+}
+
+const pct = (xs: number[], p: number) => {
+  if (!xs.length) return 0;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
+
+// ------------------------------------------------------------------ the services process
+
+interface ServiceInfo {
+  consoleUrl: string;
+  blobstoreUrl: string;
+  storageApiKey: string;
+}
+
+async function serve(): Promise<void> {
+  const { LocalChain } = await import("../adapters/chain/local-chain.ts");
+  const { generateKeypair } = await import("../adapters/chain/accounts.ts");
+  const { startBlobstore } = await import("../blobstore/service.ts");
+  const { startConsole } = await import("../console/service.ts");
+  const { provisionSponsor, provisionStorage } = await import("../console/provision.ts");
+  const { silentLogger } = await import("../config/logger.ts");
+  const env = process.env;
+  const log = await openEventLog({ servers: env.NATS_URL!, name: "console-bench-services" });
+  const db = createPool(env.DATABASE_URL!, 24);
+  const operator = generateKeypair().secretKey;
+  const chain = await LocalChain.open(log, { packageId: "0x" + "a1".repeat(32), network: "localnet", operatorKey: operator });
+  const blobstore = await startBlobstore({ log, db, port: 0, dataDir: join(env.BENCH_DATA_DIR!, "blobstore"), logger: silentLogger, gc: { intervalMs: 0 } });
+  const storage = await provisionStorage({ log, db, blobstoreUrl: blobstore.url, runners: blobstore.runners, dataDir: env.BENCH_DATA_DIR! });
+  const sponsorSecretKey = await provisionSponsor({ chain, operatorSecretKey: operator, dataDir: env.BENCH_DATA_DIR! });
+  const console_ = await startConsole({ log, db, chain, storage, sponsorSecretKey, port: 0, logger: silentLogger, limits: { uploadsPerMinute: 0 } });
+  const info: ServiceInfo = { consoleUrl: console_.url, blobstoreUrl: blobstore.url, storageApiKey: storage.apiKey };
+  process.stdout.write(JSON.stringify(info) + "\n");
+  await new Promise<void>((resolve) => {
+    process.stdin.on("end", resolve);
+    process.stdin.on("close", resolve);
+    process.once("SIGTERM", resolve);
+    process.stdin.resume();
+  });
+  await console_.stop();
+  await blobstore.stop();
+  await chain.close();
+  await log.close();
+  await db.end();
+  process.exit(0);
+}
+
+function startServices(env: Record<string, string>): Promise<{ child: ChildProcess; info: ServiceInfo }> {
+  const self = fileURLToPath(import.meta.url);
+  const child = spawn(process.execPath, ["--import", "tsx", self, "--serve"], { env: { ...process.env, ...env }, stdio: ["pipe", "pipe", "inherit"] });
+  return new Promise((resolve, reject) => {
+    let buf = "";
+    child.stdout!.on("data", (d: Buffer) => {
+      buf += d.toString();
+      const nl = buf.indexOf("\n");
+      if (nl >= 0) resolve({ child, info: JSON.parse(buf.slice(0, nl)) as ServiceInfo });
+    });
+    child.once("exit", (code) => reject(new Error(`services process exited with ${code}`)));
+  });
+}
+
+// ------------------------------------------------------------------ load
+
+/** Runs `op` on `concurrency` workers for `seconds` after a warm-up; returns latencies (ms) and elapsed seconds. */
+async function load(concurrency: number, seconds: number, op: () => Promise<void>, warmupOps = 2): Promise<{ lat: number[]; seconds: number }> {
+  for (let i = 0; i < warmupOps; i++) await op();
+  const lat: number[] = [];
+  const t0 = performance.now();
+  const end = t0 + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < end) {
+        const t = performance.now();
+        await op();
+        lat.push(performance.now() - t);
+      }
+    }),
+  );
+  return { lat, seconds: (performance.now() - t0) / 1000 };
+}
+
+export async function runConsoleBench(opts: ConsoleBenchOptions = {}): Promise<ConsoleBenchResult> {
+  const say = opts.log ?? ((l: string) => console.error(l));
+  const seconds = opts.seconds ?? 6;
+  const concurrency = opts.concurrency ?? 4;
+  const fileCount = opts.files ?? 100_000;
+  const nats = await startNatsServer();
+  const database = await createTestDatabase("memrelay_bench_console");
+  const dataDir = mkdtempSync(join(tmpdir(), "memrelay-console-bench-"));
+  let child: ChildProcess | undefined;
+  let log: EventLog | undefined;
+  const db = createPool(database.url, 4);
+  const agent = new Agent({ connections: concurrency * 2, keepAliveTimeout: 30_000 });
+  try {
+    const started = await startServices({ NATS_URL: nats.url, DATABASE_URL: database.url, BENCH_DATA_DIR: dataDir });
+    child = started.child;
+    const info = started.info;
+    log = await openEventLog({ servers: nats.url, name: "console-bench" });
+    const clog = new ConsoleLog(log);
+    const dir = {
+      clog,
+      settle: async (seq: number) => {
+        while ((await readCheckpoint(db, CONSOLE_PROJECTION)) < seq) await new Promise((r) => setTimeout(r, 5));
+      },
+    };
+    const user = await signUp(dir, { email: "bench@example.com", tier: "enterprise" });
+    const key = await mintKey(dir, { userId: user.user.user_id, role: "read_write" });
+    const c = new ConsoleClient(info.consoleUrl, key.secret, agent);
+    const spaceId = user.space.space_id;
+
+    // ---------------------------------------------------------------- uploads
+    const uploads: UploadScenario[] = [];
+    for (const sizeMiB of [1, 10]) {
+      const payload = randomBytes(sizeMiB * MiB);
+      // direct: the same bytes, the same concurrency, into one blob-store bucket of the console's own account
+      const directBucket = `bench-direct-${sizeMiB}`;
+      await request(`${info.blobstoreUrl}/api/v1/buckets`, { method: "POST", dispatcher: agent, headers: { authorization: `Bearer ${info.storageApiKey}`, "content-type": "application/json" }, body: JSON.stringify({ name: directBucket }) }).then((r) => r.body.dump());
+      let n = 0;
+      const direct = await load(concurrency, seconds, async () => {
+        // distinct bytes per write (content addressing would otherwise deduplicate): vary the first 8 bytes
+        const body = Buffer.from(payload);
+        body.writeDoubleLE(Math.random(), 0);
+        const r = await request(`${info.blobstoreUrl}/api/v1/buckets/${directBucket}/blobs/o-${n++}`, { method: "PUT", dispatcher: agent, headers: { authorization: `Bearer ${info.storageApiKey}`, "content-type": "application/octet-stream" }, body });
+        await r.body.dump();
+        if (r.statusCode !== 201) throw new Error(`direct write answered ${r.statusCode}`);
+      });
+      const bucket = await c.createPrivateBucket(spaceId, `bench-${sizeMiB}mib`, key.service_key!.secret_key);
+      // let the access index mirror the grant
+      for (;;) {
+        try {
+          await c.upload(bucket.bucket_id, { bytes: Buffer.from("warm"), filename: "warm" });
+          break;
+        } catch {
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      }
+      let m = 0;
+      const completedLat: number[] = [];
+      const pending: Promise<void>[] = [];
+      const accepted = await load(concurrency, seconds, async () => {
+        const body = Buffer.from(payload);
+        body.writeDoubleLE(Math.random(), 0);
+        const t = performance.now();
+        const f = await c.upload(bucket.bucket_id, { bytes: body, filename: `f-${m++}.bin` });
+        pending.push(
+          c.waitForUpload(bucket.bucket_id, f.id, { everyMs: 5, timeoutMs: 120_000 }).then((done) => {
+            if (done.status !== "completed") throw new Error(`upload ended ${done.status}`);
+            completedLat.push(performance.now() - t);
+          }),
+        );
+      });
+      const tDone = performance.now();
+      await Promise.all(pending);
+      const completedSeconds = accepted.seconds + (performance.now() - tDone) / 1000;
+      const count = accepted.lat.length;
+      const directMiBs = (direct.lat.length * sizeMiB) / direct.seconds;
+      const acceptedMiBs = (count * sizeMiB) / accepted.seconds;
+      const completedMiBs = (count * sizeMiB) / completedSeconds;
+      const s: UploadScenario = {
+        size_mib: sizeMiB,
+        uploads: count,
+        direct_mib_s: round(directMiBs, 1),
+        accepted_mib_s: round(acceptedMiBs, 1),
+        completed_mib_s: round(completedMiBs, 1),
+        ratio_accepted: round(acceptedMiBs / directMiBs),
+        ratio_completed: round(completedMiBs / directMiBs),
+        direct_p50_ms: round(pct(direct.lat, 50), 1),
+        accepted_p50_ms: round(pct(accepted.lat, 50), 1),
+        completed_p50_ms: round(pct(completedLat, 50), 1),
+      };
+      say(`upload ${sizeMiB} MiB ×${concurrency}: direct ${s.direct_mib_s} MiB/s, console ${s.accepted_mib_s} MiB/s at 202 (×${s.ratio_accepted}), ${s.completed_mib_s} MiB/s completed (×${s.ratio_completed})`);
+      uploads.push(s);
+    }
+
+    // ---------------------------------------------------------------- list with 100,000 files
+    const buckets: { id: string; storage: string }[] = [];
+    for (let i = 0; i < 10; i++) {
+      const b = await c.createPrivateBucket(spaceId, `library-${i}`, key.service_key!.secret_key);
+      buckets.push({ id: b.bucket_id, storage: (await c.bucket(b.bucket_id)).storage_bucket_name });
+    }
+    say(`seeding ${fileCount} files through the event log and the console projection ...`);
+    const tSeed = performance.now();
+    const kinds = [
+      ["IMG_", ".jpg", "image/jpeg"],
+      ["report-", ".pdf", "application/pdf"],
+      ["notes ", ".md", "text/markdown"],
+      ["dataset_", ".parquet", "application/octet-stream"],
+      ["clip-", ".mp4", "video/mp4"],
+    ] as const;
+    const base = Date.now() - fileCount * 1000;
+    let lastSeq = 0;
+    const inFlight = new Set<Promise<void>>();
+    for (let i = 0; i < fileCount; i++) {
+      const [prefix, ext, mime] = kinds[i % kinds.length];
+      const b = buckets[i % buckets.length];
+      const fileId = randomUUID();
+      const created = new Date(base + i * 1000).toISOString();
+      const queued: UploadQueued = {
+        file_id: fileId,
+        bucket_id: b.id,
+        space_id: spaceId,
+        name: `${prefix}${String(i).padStart(6, "0")}${ext}`,
+        size: 1_000 + ((i * 7919) % 5_000_000),
+        mime_type: mime,
+        blob_id: createHash("sha256").update(fileId).digest("base64url"),
+        md5: "0".repeat(32),
+        is_private: true,
+        metadata: { seq: i },
+        storage_bucket_name: b.storage,
+        storage_key: fileId,
+        uploader_user_id: user.user.user_id,
+        uploader_key_id: key.key_id,
+        owner_address: key.service_key!.address,
+        name_claim: `f-${b.id}-${i}`,
+        created_at: created,
+      };
+      const ctx = { causationId: fileId, correlationId: fileId };
+      const events = [
+        envelope(`${AGG.upload}.${fileId}`, { type: EV.uploadQueued, version: 1, data: queued }, ctx),
+        envelope(`${AGG.upload}.${fileId}`, { type: EV.uploadStarted, version: 1, data: { started_at: created } }, ctx),
+        envelope(`${AGG.upload}.${fileId}`, { type: EV.uploadCompleted, version: 1, data: { storage_object_id: "0x" + "0".repeat(64), completed_at: created, bucket_id: b.id, space_id: spaceId, size: queued.size } }, ctx),
+      ];
+      const p = log.js.publish(`evt.${AGG.upload}.${fileId}`, encodeCommit({ events })).then((ack) => {
+        lastSeq = Math.max(lastSeq, ack.seq);
+      });
+      inFlight.add(p);
+      void p.finally(() => inFlight.delete(p));
+      if (inFlight.size >= 2_000) await Promise.race(inFlight);
+    }
+    await Promise.all(inFlight);
+    await dir.settle(lastSeq);
+    const seedSeconds = round((performance.now() - tSeed) / 1000, 1);
+    say(`seeded in ${seedSeconds} s; measuring lists ...`);
+    const total = (await c.files("spaces", spaceId, { limit: 1 })).pagination.hasMore;
+    if (!total) throw new Error("seeding did not reach the read model");
+
+    const deepCursors: string[] = [];
+    let cur: string | null = null;
+    for (let i = 0; i < 50; i++) {
+      const p: { pagination: { nextCursor: string | null } } = await c.files("spaces", spaceId, { limit: 100, ...(cur ? { cursor: cur } : {}) });
+      cur = p.pagination.nextCursor;
+      if (cur) deepCursors.push(cur);
+    }
+    const n = opts.listRequests ?? 300;
+    const scenarios: [string, (i: number) => Promise<unknown>][] = [
+      ["space, newest first (default)", () => c.files("spaces", spaceId)],
+      ["space, 100 per page, deep cursor", (i) => c.files("spaces", spaceId, { limit: 100, cursor: deepCursors[i % deepCursors.length] })],
+      ["space, by name asc", () => c.files("spaces", spaceId, { sortField: "name", sortOrder: "asc" })],
+      ["space, by size desc", () => c.files("spaces", spaceId, { sortField: "size" })],
+      ["space, by type asc", () => c.files("spaces", spaceId, { sortField: "type", sortOrder: "asc" })],
+      ["space, q matching many (\"report\")", () => c.files("spaces", spaceId, { q: "report" })],
+      ["space, q matching one file", (i) => c.files("spaces", spaceId, { q: `img_${String(((i * 37) % Math.floor(fileCount / 5)) * 5).padStart(6, "0")}` })],
+      ["space, q matching none", () => c.files("spaces", spaceId, { q: "no-such-file" })],
+      ["bucket, newest first", (i) => c.files("buckets", buckets[i % buckets.length].id)],
+      ["bucket, by name desc, q", (i) => c.files("buckets", buckets[i % buckets.length].id, { sortField: "name", q: "notes" })],
+    ];
+    const all: number[] = [];
+    const out: ListScenario[] = [];
+    for (const [name, fn] of scenarios) {
+      for (let i = 0; i < 5; i++) await fn(i);
+      const lat: number[] = [];
+      for (let i = 0; i < n; i++) {
+        const t = performance.now();
+        await fn(i);
+        lat.push(performance.now() - t);
+      }
+      all.push(...lat);
+      out.push({ name, requests: n, p50_ms: round(pct(lat, 50)), p99_ms: round(pct(lat, 99)) });
+      say(`list ${name}: p50 ${round(pct(lat, 50))} ms, p99 ${round(pct(lat, 99))} ms`);
+    }
+    const list = { files: fileCount, seed_seconds: seedSeconds, p50_ms: round(pct(all, 50)), p99_ms: round(pct(all, 99)), scenarios: out };
+    const goals = { upload_ratio: 0.8, list_p99_ms: 30 };
+    return { uploads, list, goals, pass: { upload: uploads.every((u) => u.ratio_accepted >= goals.upload_ratio), list: list.p99_ms <= goals.list_p99_ms } };
+  } finally {
+    await agent.close().catch(() => undefined);
+    if (child && child.exitCode === null) {
+      child.stdin?.end();
+      await new Promise((r) => {
+        const t = setTimeout(() => (child!.kill("SIGKILL"), r(undefined)), 10_000);
+        child!.once("exit", () => (clearTimeout(t), r(undefined)));
+      });
+    }
+    await log?.close().catch(() => undefined);
+    await db.end().catch(() => undefined);
+    await database.drop().catch(() => undefined);
+    await nats.cleanup();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** The results as a Markdown section (for bench/RESULTS.md and the README). */
+export function consoleBenchMarkdown(r: ConsoleBenchResult): string {
+  const lines = [
+    "### Developer console",
+    "",
+    "| upload | direct to blob store | console, at 202 | ratio | console, completed | ratio | p50 direct / 202 / completed |",
+    "|---|---|---|---|---|---|---|",
+    ...r.uploads.map(
+      (u) =>
+        `| ${u.size_mib} MiB | ${u.direct_mib_s} MiB/s | ${u.accepted_mib_s} MiB/s | **${u.ratio_accepted}** | ${u.completed_mib_s} MiB/s | ${u.ratio_completed} | ${u.direct_p50_ms} / ${u.accepted_p50_ms} / ${u.completed_p50_ms} ms |`,
+    ),
+    "",
+    `Goal: ratio ≥ ${r.goals.upload_ratio} (${r.pass.upload ? "met" : "not met"} at the 202).`,
+    "",
+    `| list, ${r.list.files.toLocaleString("en")} files in one space | p50 | p99 |`,
+    "|---|---|---|",
+    ...r.list.scenarios.map((s) => `| ${s.name} | ${s.p50_ms} ms | ${s.p99_ms} ms |`),
+    `| **all** | ${r.list.p50_ms} ms | **${r.list.p99_ms} ms** |`,
+    "",
+    `Goal: p99 ≤ ${r.goals.list_p99_ms} ms (${r.pass.list ? "met" : "not met"}). Seeding ${r.list.files} files took ${r.list.seed_seconds} s.`,
+  ];
+  return lines.join("\n");
+}
+
+const isMain = process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href;
+if (isMain) {
+  const args = process.argv.slice(2);
+  const val = (name: string) => {
+    const i = args.indexOf(name);
+    return i >= 0 ? args[i + 1] : undefined;
+  };
+  if (args.includes("--serve")) await serve();
+  else {
+    const r = await runConsoleBench({
+      seconds: val("--seconds") ? Number(val("--seconds")) : undefined,
+      concurrency: val("--concurrency") ? Number(val("--concurrency")) : undefined,
+      files: val("--files") ? Number(val("--files")) : undefined,
+    });
+    const md = consoleBenchMarkdown(r);
+    console.log(md);
+    const outFile = val("--out");
+    if (outFile) writeFileSync(outFile, JSON.stringify(r, null, 2) + "\n");
+    process.exit(0);
+  }
+}

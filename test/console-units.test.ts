@@ -1,0 +1,222 @@
+// The console's pure parts: machines as given events / when command / then events and effect (deciders), the
+// streaming multipart parser, and the HTTP contract's validation.
+import { describe, expect, it } from "vitest";
+import { Readable } from "node:stream";
+import { initialTransition, type AnyMachineSnapshot, type AnyStateMachine } from "xstate";
+import { evolve, effectOf, type ActorDefinition } from "../actors/host.ts";
+import type { CommandEnvelope, EventEnvelope } from "../schemas/envelope.ts";
+import type { NewEvent } from "../eventlog/event-store.ts";
+import { AGG, CMD, EV } from "../schemas/console-events.ts";
+import { bucketActor } from "../console/actors/bucket.actor.ts";
+import { uploadActor } from "../console/actors/upload.actor.ts";
+import { fileActor } from "../console/actors/file.actor.ts";
+import { keyActor } from "../console/actors/key.actor.ts";
+import { sponsorActor } from "../console/actors/sponsor.actor.ts";
+import type { ConsoleActorPorts } from "../console/actors/ports.ts";
+import { boundaryOf, parseMultipart } from "../console/multipart.ts";
+import { ConsoleHttpError, decodeCursor, encodeCursor, parseBucketListQuery, parseFileMetadata, parseSponsor, parseUpdateBucket, validateBucketName, validateFileName } from "../schemas/console-http.ts";
+import { multipartBody } from "../console/client.ts";
+
+const ports = {} as ConsoleActorPorts;
+
+function given(def: ActorDefinition<CommandEnvelope>, events: NewEvent[]): AnyMachineSnapshot {
+  const [s] = initialTransition(def.machine as AnyStateMachine);
+  return evolve(def.machine, s, events.map((e, i) => ({ ...e, id: String(i), aggregate: "x", occurred_at: new Date().toISOString(), causation_id: "c", correlation_id: "c" }) as EventEnvelope));
+}
+const cmd = (type: string, data: unknown = {}): CommandEnvelope => ({ type, version: 1, id: "c1", aggregate: "a", issued_at: new Date().toISOString(), correlation_id: "c", data });
+const ev = (type: string, data: unknown = {}): NewEvent => ({ type, version: 1, data });
+const types = (es: NewEvent[]) => es.map((e) => e.type);
+const value = (s: AnyMachineSnapshot) => JSON.stringify(s.value);
+
+describe("bucket machine", () => {
+  const def = bucketActor(ports);
+  const reserved = ev(EV.bucketReserved, { bucket_id: "b", space_id: "s", name: "n", visibility: "private", storage_bucket_name: "wc-b", name_claim: "c", created_by: "u", created_at: "t", tx_bytes: "AA==", digest: "d", sender: "0x1" });
+
+  it("reserve → pending_policy, no effect: uploads wait for finalize", () => {
+    const s0 = given(def, []);
+    expect(types(def.decide(s0, cmd(CMD.bucketReserve, reserved.data)))).toEqual([EV.bucketReserved]);
+    const s1 = given(def, [reserved]);
+    expect(s1.value).toBe("pending_policy");
+    expect(effectOf(s1)).toBeUndefined();
+    expect(def.decide(s1, cmd(CMD.bucketReserve, reserved.data))).toEqual([]);
+  });
+
+  it("finalize → finalizing runs execute_policy; policy created → provisioning → active; a refusal returns to pending_policy", () => {
+    const s1 = given(def, [reserved]);
+    expect(types(def.decide(s1, cmd(CMD.bucketFinalize, { signature: "x", requested_by: "u" })))).toEqual([EV.bucketFinalizeRequested]);
+    const s2 = given(def, [reserved, ev(EV.bucketFinalizeRequested)]);
+    expect(effectOf(s2)?.effect).toBe("execute_policy");
+    expect(def.decide(s2, cmd(CMD.bucketFinalize))).toEqual([]);
+    const failed = given(def, [reserved, ev(EV.bucketFinalizeRequested), ev(EV.bucketFinalizeFailed, { code: "chain_rejected", error: "no" })]);
+    expect(failed.value).toBe("pending_policy");
+    const s3 = given(def, [reserved, ev(EV.bucketFinalizeRequested), ev(EV.bucketPolicyCreated, { policy_id: "0xp", chain_digest: "d", policy: {} })]);
+    expect(s3.value).toBe("provisioning");
+    expect(effectOf(s3)?.effect).toBe("provision");
+    expect(s3.context.policy_id).toBe("0xp");
+    const s4 = given(def, [reserved, ev(EV.bucketFinalizeRequested), ev(EV.bucketPolicyCreated, { policy_id: "0xp", chain_digest: "d", policy: {} }), ev(EV.bucketActivated)]);
+    expect(s4.value).toBe("active");
+  });
+
+  it("update only when active; null clears the policy; delete → deleting (durable) → deleted; repeated deletes decide nothing", () => {
+    const active = [ev(EV.bucketCreated, { bucket_id: "b", name: "n", name_claim: "c", storage_bucket_name: "wc-b" }), ev(EV.bucketActivated)];
+    expect(def.decide(given(def, [reserved]), cmd(CMD.bucketUpdate, { name: "m", updated_at: "t" }))).toEqual([]);
+    const s = given(def, [...active, ev(EV.bucketUpdated, { encryption_policy_id: null, updated_at: "t" })]);
+    expect(s.context.policy_id).toBeNull();
+    expect(types(def.decide(s, cmd(CMD.bucketDelete)))).toEqual([EV.bucketDeleteRequested]);
+    const deleting = given(def, [...active, ev(EV.bucketDeleteRequested)]);
+    expect(effectOf(deleting)).toEqual({ effect: "deprovision", durableBefore: true });
+    expect(def.decide(deleting, cmd(CMD.bucketDelete))).toEqual([]);
+    expect(given(def, [...active, ev(EV.bucketDeleteRequested), ev(EV.bucketDeleted)]).status).toBe("done");
+  });
+});
+
+describe("upload machine", () => {
+  const def = uploadActor(ports);
+  const queued = ev(EV.uploadQueued, { file_id: "f" });
+  it("queued (begin) → active.verifying (durable) → recording (durable) → completed", () => {
+    expect(types(def.decide(given(def, []), cmd(CMD.uploadStart, queued.data)))).toEqual([EV.uploadQueued]);
+    const q = given(def, [queued]);
+    expect(q.value).toBe("queued");
+    expect(effectOf(q)?.effect).toBe("begin");
+    const v = given(def, [queued, ev(EV.uploadStarted)]);
+    expect(effectOf(v)).toEqual({ effect: "verify", durableBefore: true });
+    const r = given(def, [queued, ev(EV.uploadStarted), ev(EV.uploadProgressed, { progress: 0.5, step: "verified" })]);
+    expect(effectOf(r)).toEqual({ effect: "record", durableBefore: true });
+    expect(r.context.progress).toBe(0.5);
+    const c = given(def, [queued, ev(EV.uploadStarted), ev(EV.uploadProgressed, { progress: 0.5 }), ev(EV.uploadCompleted, { storage_object_id: "0xo" })]);
+    expect(c.status).toBe("done");
+    expect(c.value).toBe("completed");
+    expect(def.decide(c, cmd(CMD.uploadStart, queued.data))).toEqual([]);
+  });
+  it("a failure at any step cleans up (durable) and ends failed", () => {
+    for (const before of [[queued], [queued, ev(EV.uploadStarted)], [queued, ev(EV.uploadStarted), ev(EV.uploadProgressed, { progress: 0.5 })]]) {
+      const f = given(def, [...before, ev(EV.uploadFailed, { code: "blob_missing", message: "m", failed_at: "t" })]);
+      expect(f.value).toBe("failing");
+      expect(effectOf(f)).toEqual({ effect: "cleanup", durableBefore: true });
+      expect(f.context.failure.code).toBe("blob_missing");
+      expect(given(def, [...before, ev(EV.uploadFailed, { code: "x" }), ev(EV.uploadCleaned)]).value).toBe("failed");
+    }
+  });
+});
+
+describe("file machine", () => {
+  const def = fileActor(ports);
+  const recorded = ev(EV.fileRecorded, { file_id: "f" });
+  it("record → completed; delete → deleting (durable release) → deleted; repeats are deduplicated", () => {
+    const c = given(def, [recorded]);
+    expect(c.value).toBe("completed");
+    expect(types(def.decide(c, cmd(CMD.fileDelete, { requested_by: "u", requested_at: "t" })))).toEqual([EV.fileDeleteRequested]);
+    const d = given(def, [recorded, ev(EV.fileDeleteRequested)]);
+    expect(effectOf(d)).toEqual({ effect: "release", durableBefore: true });
+    expect(def.decide(d, cmd(CMD.fileDelete, {}))).toEqual([]);
+    expect(def.decide(given(def, [recorded, ev(EV.fileDeleteRequested), ev(EV.fileDeleted)]), cmd(CMD.fileDelete, {}))).toEqual([]);
+  });
+  it("a delete that overtakes the record waits for it; a failed upload is discarded at once", () => {
+    const pending = given(def, [ev(EV.fileDeleteRequested)]);
+    expect(pending.value).toBe("delete_pending");
+    expect(types(def.decide(pending, cmd(CMD.fileRecord, recorded.data)))).toEqual([EV.fileRecorded]);
+    expect(given(def, [ev(EV.fileDeleteRequested), recorded]).value).toBe("deleting");
+    const discard = def.decide(given(def, []), cmd(CMD.fileDelete, { requested_by: "u", requested_at: "t", upload_failed: { bucket_id: "b", space_id: "s", name_claim: "c" } }));
+    expect(types(discard)).toEqual([EV.fileDeleteRequested, EV.fileDeleted]);
+    expect((discard[1].data as { size: number }).size).toBe(0);
+  });
+});
+
+describe("key and sponsorship machines", () => {
+  it("key: minted → registering (durable register) → active → revoking (durable revoke) → revoked", () => {
+    const def = keyActor({ clog: {} as never });
+    const minted = ev(EV.keyMinted, { key_id: "k" });
+    expect(types(def.decide(given(def, []), cmd(CMD.keyMint, minted.data)))).toEqual([EV.keyMinted]);
+    expect(effectOf(given(def, [minted]))).toEqual({ effect: "register", durableBefore: true });
+    const active = given(def, [minted, ev(EV.keyActivated)]);
+    expect(types(def.decide(active, cmd(CMD.keyRevoke)))).toEqual([EV.keyRevokeRequested]);
+    expect(effectOf(given(def, [minted, ev(EV.keyActivated), ev(EV.keyRevokeRequested)]))).toEqual({ effect: "revoke", durableBefore: true });
+    const revoked = given(def, [minted, ev(EV.keyActivated), ev(EV.keyRevokeRequested), ev(EV.keyRevoked)]);
+    expect(def.decide(revoked, cmd(CMD.keyRevoke))).toEqual([]);
+  });
+  it("sponsorship: reserved → execute (expiry decided on the clock) → executing → executed, or back to reserved on refusal", () => {
+    let now = Date.parse("2026-01-01T00:00:00Z");
+    const def = sponsorActor(ports, () => now);
+    const reserved = ev(EV.sponsorReserved, { digest: "d", expires_at: "2026-01-01T00:05:00Z" });
+    const s = given(def, [reserved]);
+    expect(types(def.decide(s, cmd(CMD.sponsorExecute, { signature: "x", requested_at: "t" })))).toEqual([EV.sponsorExecuteRequested]);
+    expect(effectOf(given(def, [reserved, ev(EV.sponsorExecuteRequested)]))?.effect).toBe("execute");
+    expect(given(def, [reserved, ev(EV.sponsorExecuteRequested), ev(EV.sponsorFailed, { code: "chain_rejected", error: "x" })]).value).toBe("reserved");
+    expect(given(def, [reserved, ev(EV.sponsorExecuteRequested), ev(EV.sponsorExecuted, { chain_digest: "c" })]).value).toBe("executed");
+    now += 10 * 60_000;
+    expect(types(def.decide(s, cmd(CMD.sponsorExecute, { signature: "x" })))).toEqual([EV.sponsorExpired]);
+    expect(AGG.sponsor).toBe("console.sponsor");
+  });
+});
+
+describe("multipart parser", () => {
+  async function parse(body: Buffer, boundary: string, chunk: number, fileBytes = 1 << 30) {
+    const fields: Record<string, string> = {};
+    let file: { info: unknown; bytes: Buffer } | undefined;
+    const chunks: Buffer[] = [];
+    for (let i = 0; i < body.length; i += chunk) chunks.push(body.subarray(i, i + chunk));
+    await parseMultipart(Readable.from(chunks), boundary, { fileBytes, fieldBytes: 1024, fields: 8, headerBytes: 1024 }, {
+      onField: (n, v) => (fields[n] = v),
+      onFile: async (info, stream) => {
+        const parts: Buffer[] = [];
+        for await (const c of stream) parts.push(c as Buffer);
+        file = { info, bytes: Buffer.concat(parts) };
+      },
+    });
+    return { fields, file };
+  }
+  async function asBuffer(r: Readable) {
+    const parts: Buffer[] = [];
+    for await (const c of r) parts.push(Buffer.from(c));
+    return Buffer.concat(parts);
+  }
+
+  it("parses fields and the file whatever the chunking, boundary-like bytes included", async () => {
+    const payload = Buffer.concat([Buffer.from("\r\n--"), Buffer.alloc(5000, 0x2d), Buffer.from("\r\n--almost-the-boundary\r\n"), Buffer.from([0, 255, 13, 10])]);
+    const mp = multipartBody({ bytes: payload, filename: "héllo wörld.bin", name: "given name", metadata: { a: 1 }, contentType: "application/x-thing" });
+    const body = await asBuffer(mp.body);
+    const boundary = boundaryOf(mp.contentType);
+    for (const chunk of [1, 7, 64, 1000, body.length]) {
+      const r = await parse(body, boundary, chunk);
+      expect(r.fields).toEqual({ name: "given name", metadata: '{"a":1}' });
+      expect(r.file?.info).toEqual({ field: "file", filename: "héllo wörld.bin", contentType: "application/x-thing" });
+      expect(r.file?.bytes.equals(payload)).toBe(true);
+    }
+  });
+
+  it("filename* (RFC 5987), quoted boundaries, an empty file", async () => {
+    const body = Buffer.from(`preamble\r\n--"b"\r\nContent-Disposition: form-data; name="file"; filename="fallback"; filename*=UTF-8''%E2%82%AC.txt\r\n\r\n\r\n--"b"--\r\nepilogue`.replace(/"b"/g, "b"));
+    const r = await parse(body, boundaryOf('multipart/form-data; boundary="b"'), 3);
+    expect((r.file?.info as { filename: string }).filename).toBe("€.txt");
+    expect(r.file?.bytes.length).toBe(0);
+  });
+
+  it("refuses malformed bodies: no closing boundary, two files, a file past the limit (413), no boundary", async () => {
+    const b = "XX";
+    const part = (name: string, extra = "") => `--${b}\r\nContent-Disposition: form-data; name="${name}"${extra}\r\n\r\nabc\r\n`;
+    await expect(parse(Buffer.from(part("file", '; filename="a"')), b, 5)).rejects.toMatchObject({ status: 400 });
+    await expect(parse(Buffer.from(part("file", '; filename="a"') + part("file", '; filename="b"') + `--${b}--`), b, 5)).rejects.toMatchObject({ status: 400 });
+    await expect(parse(Buffer.from(part("other", '; filename="a"') + `--${b}--`), b, 5)).rejects.toMatchObject({ status: 400 });
+    await expect(parse(Buffer.from(part("file", '; filename="a"') + `--${b}--`), b, 5, 2)).rejects.toMatchObject({ status: 413, code: "payload_too_large" });
+    expect(() => boundaryOf("multipart/form-data")).toThrow(ConsoleHttpError);
+    expect(() => boundaryOf("application/json")).toThrow(ConsoleHttpError);
+  });
+});
+
+describe("HTTP contract validation", () => {
+  it("names, metadata, cursors, list queries, sponsor and update bodies", () => {
+    expect(() => validateBucketName("")).toThrow(ConsoleHttpError);
+    expect(() => validateBucketName("x".repeat(101))).toThrow(ConsoleHttpError);
+    expect(validateBucketName("😀".repeat(100))).toBe("😀".repeat(100));
+    expect(() => validateFileName("a\u0000b")).toThrow(ConsoleHttpError);
+    expect(() => parseFileMetadata("x".repeat(9000))).toThrow(ConsoleHttpError);
+    expect(parseFileMetadata(undefined)).toEqual({});
+    const c = encodeCursor({ s: "date", o: "desc", v: "2026-01-01T00:00:00.000Z", id: "00000000-0000-4000-8000-000000000000" });
+    expect(decodeCursor(c, "date", "desc")?.v).toBe("2026-01-01T00:00:00.000Z");
+    expect(() => decodeCursor(c, "name", "desc")).toThrow(ConsoleHttpError);
+    expect(parseBucketListQuery(new URLSearchParams(""))).toMatchObject({ limit: 100, sortField: "date", sortOrder: "desc", q: null, visibility: null });
+    expect(() => parseSponsor({ kind: "grant_bucket_access", groupIds: [], recipientAddress: "0x" + "1".repeat(64), scope: "read" })).toThrow(ConsoleHttpError);
+    expect(parseUpdateBucket({ name: "n", encryptionPolicyId: null })).toEqual({ name: "n", encryptionPolicyId: null });
+    expect(parseUpdateBucket({ name: "n", sealPolicyId: "0x" + "A".repeat(64) }).encryptionPolicyId).toBe("0x" + "a".repeat(64));
+  });
+});
