@@ -6,9 +6,11 @@
 //   2. list p99 with 100,000 files in one space (spread over 10 buckets): space and bucket listings, every sort,
 //      deep cursors and substring search, sequential requests over HTTP — goal ≤ 30 ms.
 //
-// The services (ledger, blob store, console: the `memrelay start` composition, one process) run in a child process
-// on a private nats-server and a fresh database; the load generator runs in this process.
-//   node --import tsx bench/console.ts [--seconds 6] [--concurrency 4] [--files 100000] [--out bench/console-results.json]
+// The services run in child processes on a private nats-server and a fresh database — by default the blob store
+// (with the ledger), the console's listener and the console's actors + projections each in its own process, as the
+// services scale; `--layout single` runs everything in one process as `memrelay start` does. The load generator runs
+// in this process.
+//   node --import tsx bench/console.ts [--seconds 6] [--concurrency 4] [--files 100000] [--layout split|single] [--out file.json]
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes, randomUUID, createHash } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -39,6 +41,12 @@ export interface ConsoleBenchOptions {
   readonly files?: number;
   /** list requests measured */
   readonly listRequests?: number;
+  /**
+   * split (default): the blob store, the console's listener and the console's actors + projections in three
+   * processes, as the services scale (the relayer benchmark splits its roles the same way); single: everything in one
+   * process, as `memrelay start` runs it.
+   */
+  readonly layout?: "split" | "single";
   readonly log?: (line: string) => void;
 }
 
@@ -63,6 +71,8 @@ export interface ListScenario {
 }
 
 export interface ConsoleBenchResult {
+  readonly layout: "split" | "single";
+  readonly concurrency: number;
   readonly uploads: readonly UploadScenario[];
   readonly list: { readonly files: number; readonly seed_seconds: number; readonly p50_ms: number; readonly p99_ms: number; readonly scenarios: readonly ListScenario[] };
   readonly goals: { readonly upload_ratio: number; readonly list_p99_ms: number };
@@ -79,11 +89,17 @@ const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
 // ------------------------------------------------------------------ the services process
 
 interface ServiceInfo {
-  consoleUrl: string;
-  blobstoreUrl: string;
-  storageApiKey: string;
+  consoleUrl?: string;
+  blobstoreUrl?: string;
+  storageApiKey?: string;
+  operatorKeyHex?: string;
 }
 
+/**
+ * A services process. BENCH_ROLE=all: ledger, blob store and console in one process (the `memrelay start`
+ * composition); blobstore: ledger and blob store; console-gateway / console-workers: the console's listener, or its
+ * actors and projections, against BENCH_BLOBSTORE_URL.
+ */
 async function serve(): Promise<void> {
   const { LocalChain } = await import("../adapters/chain/local-chain.ts");
   const { generateKeypair } = await import("../adapters/chain/accounts.ts");
@@ -92,15 +108,27 @@ async function serve(): Promise<void> {
   const { provisionSponsor, provisionStorage } = await import("../console/provision.ts");
   const { silentLogger } = await import("../config/logger.ts");
   const env = process.env;
-  const log = await openEventLog({ servers: env.NATS_URL!, name: "console-bench-services" });
+  const role = env.BENCH_ROLE ?? "all";
+  const log = await openEventLog({ servers: env.NATS_URL!, name: `console-bench-${role}` });
   const db = createPool(env.DATABASE_URL!, 24);
-  const operator = generateKeypair().secretKey;
+  const operator = env.BENCH_OPERATOR_KEY ? Uint8Array.from(Buffer.from(env.BENCH_OPERATOR_KEY, "hex")) : generateKeypair().secretKey;
   const chain = await LocalChain.open(log, { packageId: "0x" + "a1".repeat(32), network: "localnet", operatorKey: operator });
-  const blobstore = await startBlobstore({ log, db, port: 0, dataDir: join(env.BENCH_DATA_DIR!, "blobstore"), logger: silentLogger, gc: { intervalMs: 0 } });
-  const storage = await provisionStorage({ log, db, blobstoreUrl: blobstore.url, runners: blobstore.runners, dataDir: env.BENCH_DATA_DIR! });
-  const sponsorSecretKey = await provisionSponsor({ chain, operatorSecretKey: operator, dataDir: env.BENCH_DATA_DIR! });
-  const console_ = await startConsole({ log, db, chain, storage, sponsorSecretKey, port: 0, logger: silentLogger, limits: { uploadsPerMinute: 0 } });
-  const info: ServiceInfo = { consoleUrl: console_.url, blobstoreUrl: blobstore.url, storageApiKey: storage.apiKey };
+  const stops: (() => Promise<unknown>)[] = [];
+  const info: ServiceInfo = { operatorKeyHex: Buffer.from(operator).toString("hex") };
+  let storage = { url: env.BENCH_BLOBSTORE_URL ?? "", apiKey: env.BENCH_STORAGE_KEY ?? "" };
+  if (role !== "console") {
+    const blobstore = await startBlobstore({ log, db, port: 0, dataDir: join(env.BENCH_DATA_DIR!, "blobstore"), logger: silentLogger, gc: { intervalMs: 0 } });
+    stops.push(() => blobstore.stop());
+    storage = await provisionStorage({ log, db, blobstoreUrl: blobstore.url, runners: blobstore.runners, dataDir: env.BENCH_DATA_DIR! });
+    Object.assign(info, { blobstoreUrl: blobstore.url, storageApiKey: storage.apiKey });
+  }
+  if (role !== "blobstore") {
+    const sponsorSecretKey = await provisionSponsor({ chain, operatorSecretKey: operator, dataDir: env.BENCH_DATA_DIR! });
+    const roles = role === "console-gateway" ? { gateway: true, actors: false, projections: false } : role === "console-workers" ? { gateway: false, actors: true, projections: true } : undefined;
+    const console_ = await startConsole({ log, db, chain, storage, sponsorSecretKey, port: 0, logger: silentLogger, limits: { uploadsPerMinute: 0 }, roles });
+    stops.unshift(() => console_.stop());
+    info.consoleUrl = console_.url;
+  }
   process.stdout.write(JSON.stringify(info) + "\n");
   await new Promise<void>((resolve) => {
     process.stdin.on("end", resolve);
@@ -108,8 +136,7 @@ async function serve(): Promise<void> {
     process.once("SIGTERM", resolve);
     process.stdin.resume();
   });
-  await console_.stop();
-  await blobstore.stop();
+  for (const stop of stops) await stop().catch(() => undefined);
   await chain.close();
   await log.close();
   await db.end();
@@ -127,6 +154,15 @@ function startServices(env: Record<string, string>): Promise<{ child: ChildProce
       if (nl >= 0) resolve({ child, info: JSON.parse(buf.slice(0, nl)) as ServiceInfo });
     });
     child.once("exit", (code) => reject(new Error(`services process exited with ${code}`)));
+  });
+}
+
+async function stopChild(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null) return;
+  child.stdin?.end();
+  await new Promise((r) => {
+    const t = setTimeout(() => (child.kill("SIGKILL"), r(undefined)), 10_000);
+    child.once("exit", () => (clearTimeout(t), r(undefined)));
   });
 }
 
@@ -158,14 +194,27 @@ export async function runConsoleBench(opts: ConsoleBenchOptions = {}): Promise<C
   const nats = await startNatsServer();
   const database = await createTestDatabase("memrelay_bench_console");
   const dataDir = mkdtempSync(join(tmpdir(), "memrelay-console-bench-"));
-  let child: ChildProcess | undefined;
+  const children: ChildProcess[] = [];
   let log: EventLog | undefined;
   const db = createPool(database.url, 4);
   const agent = new Agent({ connections: concurrency * 2, keepAliveTimeout: 30_000 });
   try {
-    const started = await startServices({ NATS_URL: nats.url, DATABASE_URL: database.url, BENCH_DATA_DIR: dataDir });
-    child = started.child;
-    const info = started.info;
+    const procEnv = { NATS_URL: nats.url, DATABASE_URL: database.url, BENCH_DATA_DIR: dataDir };
+    let info: ServiceInfo;
+    if ((opts.layout ?? "split") === "single") {
+      const started = await startServices({ ...procEnv, BENCH_ROLE: "all" });
+      children.push(started.child);
+      info = started.info;
+    } else {
+      const store = await startServices({ ...procEnv, BENCH_ROLE: "blobstore" });
+      children.push(store.child);
+      const consoleEnv = { ...procEnv, BENCH_BLOBSTORE_URL: store.info.blobstoreUrl!, BENCH_STORAGE_KEY: store.info.storageApiKey!, BENCH_OPERATOR_KEY: store.info.operatorKeyHex! };
+      const workers = await startServices({ ...consoleEnv, BENCH_ROLE: "console-workers" });
+      children.push(workers.child);
+      const gateway = await startServices({ ...consoleEnv, BENCH_ROLE: "console-gateway" });
+      children.push(gateway.child);
+      info = { ...store.info, consoleUrl: gateway.info.consoleUrl };
+    }
     log = await openEventLog({ servers: nats.url, name: "console-bench" });
     const clog = new ConsoleLog(log);
     const dir = {
@@ -176,7 +225,7 @@ export async function runConsoleBench(opts: ConsoleBenchOptions = {}): Promise<C
     };
     const user = await signUp(dir, { email: "bench@example.com", tier: "enterprise" });
     const key = await mintKey(dir, { userId: user.user.user_id, role: "read_write" });
-    const c = new ConsoleClient(info.consoleUrl, key.secret, agent);
+    const c = new ConsoleClient(info.consoleUrl!, key.secret, agent);
     const spaceId = user.space.space_id;
 
     // ---------------------------------------------------------------- uploads
@@ -300,6 +349,8 @@ export async function runConsoleBench(opts: ConsoleBenchOptions = {}): Promise<C
     }
     await Promise.all(inFlight);
     await dir.settle(lastSeq);
+    // what autovacuum does after a bulk insert like this one: statistics for the planner (LIKE selectivity)
+    await db.query("ANALYZE console_files");
     const seedSeconds = round((performance.now() - tSeed) / 1000, 1);
     say(`seeded in ${seedSeconds} s; measuring lists ...`);
     const total = (await c.files("spaces", spaceId, { limit: 1 })).pagination.hasMore;
@@ -341,16 +392,10 @@ export async function runConsoleBench(opts: ConsoleBenchOptions = {}): Promise<C
     }
     const list = { files: fileCount, seed_seconds: seedSeconds, p50_ms: round(pct(all, 50)), p99_ms: round(pct(all, 99)), scenarios: out };
     const goals = { upload_ratio: 0.8, list_p99_ms: 30 };
-    return { uploads, list, goals, pass: { upload: uploads.every((u) => u.ratio_accepted >= goals.upload_ratio), list: list.p99_ms <= goals.list_p99_ms } };
+    return { layout: opts.layout ?? "split", concurrency, uploads, list, goals, pass: { upload: uploads.every((u) => u.ratio_accepted >= goals.upload_ratio), list: list.p99_ms <= goals.list_p99_ms } };
   } finally {
     await agent.close().catch(() => undefined);
-    if (child && child.exitCode === null) {
-      child.stdin?.end();
-      await new Promise((r) => {
-        const t = setTimeout(() => (child!.kill("SIGKILL"), r(undefined)), 10_000);
-        child!.once("exit", () => (clearTimeout(t), r(undefined)));
-      });
-    }
+    for (const c of children.reverse()) await stopChild(c);
     await log?.close().catch(() => undefined);
     await db.end().catch(() => undefined);
     await database.drop().catch(() => undefined);
@@ -396,6 +441,7 @@ if (isMain) {
       seconds: val("--seconds") ? Number(val("--seconds")) : undefined,
       concurrency: val("--concurrency") ? Number(val("--concurrency")) : undefined,
       files: val("--files") ? Number(val("--files")) : undefined,
+      layout: val("--layout") === "single" ? "single" : "split",
     });
     const md = consoleBenchMarkdown(r);
     console.log(md);

@@ -8,6 +8,8 @@ interface Profile { nodes: Node[]; startTime: number; endTime: number; samples: 
 
 const file = process.argv[2];
 const top = Number(process.argv[3] ?? 30);
+/** --callers <substring>: the stacks (5 frames up) that lead to functions whose label contains it, by time. */
+const callersOf = process.argv.includes("--callers") ? process.argv[process.argv.indexOf("--callers") + 1] : undefined;
 if (!file) {
   console.error("usage: profile-summary.ts <file.cpuprofile> [top]");
   process.exit(2);
@@ -53,6 +55,24 @@ const print = (title: string, m: Map<string, number>, n = top) => {
   console.log(`\n${title}`);
   for (const [k, v] of [...m].sort((a, b) => b[1] - a[1]).slice(0, n)) console.log(`${((v / total) * 100).toFixed(1).padStart(6)} %  ${(v / 1000).toFixed(0).padStart(7)} ms  ${k}`);
 };
+if (callersOf) {
+  const stacks = new Map<string, number>();
+  for (const [id, us] of selfUs) {
+    const chain: string[] = [];
+    let hit = false;
+    for (let cur: number | undefined = id; cur !== undefined && chain.length < 40; cur = parent.get(cur)) {
+      const l = label(byId.get(cur)!);
+      if (!hit && l.includes(callersOf)) hit = true;
+      if (hit) chain.push(l);
+    }
+    if (hit) {
+      const key = chain.slice(0, 8).join("  <  ");
+      stacks.set(key, (stacks.get(key) ?? 0) + us);
+    }
+  }
+  for (const [k, v] of [...stacks].sort((a, b) => b[1] - a[1]).slice(0, 12)) console.log(`${(v / 1000).toFixed(0).padStart(7)} ms  ${k}`);
+  process.exit(0);
+}
 console.log(`${file}: ${(total / 1e6).toFixed(1)} s sampled over ${((p.endTime - p.startTime) / 1e6).toFixed(1)} s wall`);
 print("self time by file / package", pkg, 25);
 print("self time by function", fn);

@@ -160,15 +160,17 @@ export class Queries {
   }
 
   /** The live object at bucket name + key, for public reads. */
-  async publicObject(bucket: string, key: string): Promise<{ blob_id: string; size: number; md5: string; content_type: string; updated_at: Date } | null> {
+  async publicObject(bucket: string, key: string): Promise<{ blob_id: string; size: number; md5: string; content_type: string; updated_ms: number } | null> {
+    // rowMode array and epoch milliseconds: the hottest query, kept cheap to decode
     const r = await this.db.query({
       name: "bs_q_public_obj",
-      text: `SELECT o.blob_id, o.size, o.md5, o.content_type, o.updated_at FROM bs_buckets b
+      text: `SELECT o.blob_id, o.size::float8, o.md5, o.content_type, (extract(epoch from o.updated_at) * 1000)::float8 FROM bs_buckets b
              JOIN bs_objects o ON o.bucket_id = b.bucket_id AND o.key = $2 WHERE b.name = $1`,
       values: [bucket, key],
+      rowMode: "array",
     });
-    const x = r.rows[0];
-    return x ? { ...x, size: Number(x.size) } : null;
+    const x = r.rows[0] as [string, number, string, string, number] | undefined;
+    return x ? { blob_id: x[0], size: x[1], md5: x[2], content_type: x[3], updated_ms: x[4] } : null;
   }
 
   /** Size of referenced content (null when nothing references the blob id). */

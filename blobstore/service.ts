@@ -358,7 +358,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
       etag: b.etag,
       "accept-ranges": "bytes",
       "x-blob-id": b.blobId,
-      "cache-control": b.immutable ? "public, max-age=31536000, immutable" : "no-cache",
+      "cache-control": b.immutable ? "public, max-age=3600, immutable" : "no-cache",
     };
     if (b.lastModified) headers["last-modified"] = b.lastModified.toUTCString();
     const inm = etagList(req.headers["if-none-match"]);
@@ -432,7 +432,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
     },
     "/ready",
     async () => {
-      const nats = !eventLog.nc.isClosed() && (await withTimeout(eventLog.jsm.getAccountInfo(), 1_500).then(() => true, () => false));
+      const nats = natsUp && !eventLog.nc.isClosed() && (await withTimeout(eventLog.jsm.getAccountInfo(), 1_500).then(() => true, () => false));
       const postgres = await withTimeout(db.query("SELECT 1"), 1_500).then(() => true, () => false);
       const projections = runProjections ? Object.fromEntries(BLOBSTORE_KINDS.map((k) => [runners[k].projection.name, { checkpoint: runners[k].checkpoint }])) : "run elsewhere";
       const ready = nats && postgres;
@@ -587,7 +587,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
       const key = validateObjectKey(rawKey(req));
       const o = await q.publicObject(bucket, key);
       if (!o) throw new HttpError(404, `blob ${key} not found in bucket ${bucket}`);
-      return serve(req, { blobId: o.blob_id, size: o.size, contentType: o.content_type, etag: `"${o.md5}"`, lastModified: o.updated_at, immutable: false });
+      return serve(req, { blobId: o.blob_id, size: o.size, contentType: o.content_type, etag: `"${o.md5}"`, lastModified: new Date(o.updated_ms), immutable: false });
     },
   );
 

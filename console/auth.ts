@@ -52,6 +52,11 @@ export class ConsoleAuth {
   ) {}
 
   async authenticate(req: Request): Promise<Principal> {
+    return this.check(await this.identify(req));
+  }
+
+  /** The key a request names (hash lookup, cached): who it claims to be, before its state is checked. */
+  async identify(req: Request): Promise<KeyRow> {
     const header = req.headers["authorization"];
     if (!header) throw unauthorized("missing API key: send Authorization: Bearer <API_KEY>");
     const m = /^bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
@@ -66,6 +71,11 @@ export class ConsoleAuth {
       this.cache.set(hash, row);
     }
     if (!timingSafeEqual(Buffer.from(row.hash, "hex"), Buffer.from(hash, "hex"))) throw unauthorized("invalid API key");
+    return row;
+  }
+
+  /** The key's current state, read from the event log (never cached): only an active key passes. */
+  async check(row: KeyRow): Promise<Principal> {
     const last = await this.clog.lastEvent(AGG.key, row.key_id);
     const state = last ? STATE_OF[last.type] : undefined;
     if (state === "registering") throw unauthorized("the API key is still being registered; retry shortly", CODE.apiKeyRegistering);

@@ -75,6 +75,13 @@ export class ConsoleLog {
    */
   async claim(scope: ClaimScope, scopeId: string, name: string, ownerId: string): Promise<string> {
     const id = claimId(scope, scopeId, name);
+    // Most names are new: try to create the claim outright (one round trip); an existing one is decided upon.
+    try {
+      await this.store.append(`${AGG.claim}.${id}`, [newEvent<ClaimHeld>(EV.claimHeld, { owner_id: ownerId, name })], 0, { correlationId: ownerId, causationId: ownerId });
+      return id;
+    } catch (err) {
+      if (!(err instanceof ConcurrencyConflict)) throw err;
+    }
     await this.decide(AGG.claim, id, (last) => {
       const held = heldBy(last);
       if (held === ownerId) return [];

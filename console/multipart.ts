@@ -97,7 +97,9 @@ export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: st
     }
     if (fileFailure) throw fileFailure;
     if (!fileStream!.write(data)) {
-      await Promise.race([once(fileStream!, "drain"), fileDone!.then(() => undefined), once(fileStream!, "close")]);
+      const ac = new AbortController();
+      await Promise.race([once(fileStream!, "drain", { signal: ac.signal }), fileDone!.then(() => undefined), once(fileStream!, "close", { signal: ac.signal })]).catch(() => undefined);
+      ac.abort();
       if (fileFailure) throw fileFailure;
     }
   };
@@ -151,7 +153,20 @@ export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: st
 
   try {
     for await (const chunk of source) {
-      buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
+      if (state === State.Body && buf.length && buf.length <= keep && chunk.length > 4 * keep) {
+        // Large chunk after a short tail: only a delimiter starting in the tail needs the two joined. Otherwise the
+        // tail is part data and the chunk is parsed in place (no copy of the chunk).
+        const window = Buffer.concat([buf, chunk.subarray(0, delimiter.length)]);
+        const i = window.indexOf(delimiter);
+        if (i < 0 || i >= buf.length) {
+          await emit(buf);
+          buf = chunk;
+        } else {
+          buf = Buffer.concat([buf, chunk]);
+        }
+      } else {
+        buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
+      }
       for (;;) {
         if (state === State.Preamble) {
           const i = buf.indexOf(delimiter);

@@ -69,8 +69,16 @@ export interface FileRow {
   readonly name_lower: string;
 }
 
+export type FileListRow = Pick<
+  FileRow,
+  "file_id" | "bucket_id" | "name" | "blob_id" | "storage_object_id" | "size" | "mime_type" | "status" | "is_private" | "metadata" | "created_at" | "updated_at" | "deleted_at" | "name_lower"
+>;
+
 const BUCKET_COLS = `bucket_id::text, space_id::text, name, storage_bucket_name, visibility, state, encryption_policy_id, storage_used::text,
   file_count, reserve_digest, last_error, created_at, updated_at, lower(name) AS name_lower`;
+/** What a file listing returns (fileJson) plus the cursor's sort key: narrower rows for long pages. */
+const FILE_LIST_COLS = `t.file_id::text, t.bucket_id::text, t.name, t.blob_id, t.storage_object_id, t.size::text, t.mime_type, t.status, t.is_private,
+  t.metadata, t.created_at, t.updated_at, t.deleted_at, lower(t.name) AS name_lower`;
 const BUCKET_COLS_B = `b.bucket_id::text, b.space_id::text, b.name, b.storage_bucket_name, b.visibility, b.state, b.encryption_policy_id,
   b.storage_used::text, b.file_count, b.reserve_digest, b.last_error, b.created_at, b.updated_at, lower(b.name) AS name_lower`;
 const FILE_COLS = `file_id::text, bucket_id::text, space_id::text, name, blob_id, storage_object_id, storage_bucket_name, storage_key, size::text,
@@ -82,7 +90,7 @@ const BUCKET_SORT: Record<BucketSort, { expr: string; type: string; value: (r: B
   storage: { expr: "t.storage_used", type: "bigint", value: (r) => Number(r.storage_used) },
 };
 
-const FILE_SORT: Record<FileSort, { expr: string; type: string; value: (r: FileRow) => string | number }> = {
+const FILE_SORT: Record<FileSort, { expr: string; type: string; value: (r: FileListRow) => string | number }> = {
   date: { expr: "t.created_at", type: "timestamptz", value: (r) => r.created_at.toISOString() },
   name: { expr: "lower(t.name)", type: "text", value: (r) => r.name_lower },
   size: { expr: "t.size", type: "bigint", value: (r) => Number(r.size) },
@@ -154,6 +162,20 @@ export class Queries {
     return q.rows[0] ?? null;
   }
 
+  /** For an upload: the bucket, the user's role in its space and the space's quota, in one round trip. */
+  async uploadTarget(bucketId: string, userId: string): Promise<(BucketRow & { role: SpaceRole | null; used: number; cap: number; inflight: number }) | null> {
+    const r = await this.db.query<BucketRow & { role: SpaceRole | null; used: string; cap: string; inflight: string }>(
+      `SELECT ${BUCKET_COLS_B}, m.role, s.storage_used::text AS used, s.storage_cap::text AS cap,
+         (SELECT coalesce(sum(f.size), 0)::text FROM console_files f WHERE f.space_id = b.space_id AND f.status = 'uploading') AS inflight
+       FROM console_buckets b JOIN console_spaces s ON s.space_id = b.space_id
+       LEFT JOIN console_members m ON m.space_id = b.space_id AND m.user_id = $2
+       WHERE b.bucket_id = $1`,
+      [bucketId, userId],
+    );
+    const row = r.rows[0];
+    return row ? { ...row, used: Number(row.used), cap: Number(row.cap), inflight: Number(row.inflight) } : null;
+  }
+
   /** The space's storage and cap, and the bytes of its uploads in flight, in one round trip. */
   async quota(spaceId: string): Promise<{ used: number; cap: number; inFlight: number } | null> {
     const r = await this.db.query<{ used: string; cap: string; inflight: string }>(
@@ -204,7 +226,7 @@ export class Queries {
     return r.rows[0] ?? null;
   }
 
-  async files(scope: "space" | "bucket", scopeId: string, q: FileListQuery): Promise<{ rows: FileRow[]; next: string | null }> {
+  async files(scope: "space" | "bucket", scopeId: string, q: FileListQuery): Promise<{ rows: FileListRow[]; next: string | null }> {
     const sort = FILE_SORT[q.sortField];
     const params: unknown[] = [scopeId];
     const where = [`t.${scope}_id = $1`, "t.status <> 'deleted'"];
@@ -215,8 +237,8 @@ export class Queries {
       where.push(`(${sort.expr}, t.file_id) ${cmp(q.sortOrder)} ($${v}::${sort.type}, $${id}::uuid)`);
     }
     const limit = params.push(q.limit + 1);
-    const r = await this.db.query<FileRow>(
-      `SELECT ${FILE_COLS} FROM console_files t WHERE ${where.join(" AND ")} ORDER BY ${sort.expr} ${dir(q.sortOrder)}, t.file_id ${dir(q.sortOrder)} LIMIT $${limit}`,
+    const r = await this.db.query<FileListRow>(
+      `SELECT ${FILE_LIST_COLS} FROM console_files t WHERE ${where.join(" AND ")} ORDER BY ${sort.expr} ${dir(q.sortOrder)}, t.file_id ${dir(q.sortOrder)} LIMIT $${limit}`,
       params,
     );
     const rows = r.rows.slice(0, q.limit);

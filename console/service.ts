@@ -64,7 +64,7 @@ import {
 import { ConsoleLog, claimId, command } from "./log.ts";
 import { BlobStoreStorage, storageBucketName, type StoragePort } from "./storage.ts";
 import { ConsoleAuth, requireWrite, type Principal } from "./auth.ts";
-import { Queries, type BucketRow, type FileRow, type SpaceRow } from "./queries.ts";
+import { Queries, type BucketRow, type FileListRow, type FileRow, type SpaceRow } from "./queries.ts";
 import { ACCESS_PROJECTION, CONSOLE_PROJECTION, accessIndexProjection, consoleProjection } from "./projections.ts";
 import { PolicyReader, buildSponsoredTx, txTimestamp, verifySenderSignature } from "./chain.ts";
 import { boundaryOf, parseMultipart } from "./multipart.ts";
@@ -141,7 +141,7 @@ const bucketJson = (b: BucketRow) => ({
   updated_at: b.updated_at.toISOString(),
 });
 
-const fileJson = (f: FileRow) => ({
+const fileJson = (f: FileListRow) => ({
   id: f.file_id,
   bucket_id: f.bucket_id,
   name: f.name,
@@ -586,9 +586,15 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
       return filePage("bucket", b.bucket_id, req);
     }));
 
-    server.route("post", `${P}/buckets/:id/files`, authed("POST /buckets/{id}/files", async (req, p) => {
+    server.route("post", `${P}/buckets/:id/files`, wrap("POST /buckets/{id}/files", async (req) => {
+      // The hot path: the key's state and the bucket with the caller's role and the space's quota, in parallel.
+      const key = await auth.identify(req);
+      const bucketId = pathUuid(req.params[0], "bucket");
+      const [p, target] = await Promise.all([auth.check(key), q.uploadTarget(bucketId, key.user_id)]);
       requireWrite(p);
-      const b = await scopeBucket(p, req.params[0]);
+      if (!target || target.state === "deleted") throw notFound(`bucket ${bucketId} not found`);
+      if (!target.role || (p.spaceId && p.spaceId !== target.space_id)) throw scopeError();
+      const b: BucketRow = target;
       activeBucket(b);
       const declared = Number(req.headers["content-length"] ?? NaN);
       if (Number.isFinite(declared) && declared > limits.maxUploadBytes + CONSOLE_LIMITS.multipartOverhead) {
@@ -596,10 +602,11 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
       }
       const retry = uploadLimiter.take(p.keyId);
       if (retry) throw new ConsoleHttpError(429, "too many uploads; slow down", CODE.rateLimited, {}, { "retry-after": String(retry) });
-      const [, quota] = await Promise.all([checkAccess(p, b, "readwrite"), q.quota(b.space_id)]);
-      const quotaError = () => new ConsoleHttpError(422, `the space's storage quota of ${quota!.cap} bytes would be exceeded`, CODE.quotaExceeded);
+      await checkAccess(p, b, "readwrite");
+      const quota = { used: target.used, cap: target.cap, inFlight: target.inflight };
+      const quotaError = () => new ConsoleHttpError(422, `the space's storage quota of ${quota.cap} bytes would be exceeded`, CODE.quotaExceeded);
       // With a declared length the quota is checked before a byte is read (the file is at most that long).
-      if (Number.isFinite(declared) && quota!.used + quota!.inFlight + Math.max(0, declared - CONSOLE_LIMITS.multipartOverhead) > quota!.cap) throw quotaError();
+      if (Number.isFinite(declared) && quota.used + quota.inFlight + Math.max(0, declared - CONSOLE_LIMITS.multipartOverhead) > quota.cap) throw quotaError();
       const boundary = boundaryOf(req.headers["content-type"]);
       if (!req.bodyStream) throw badRequest("the upload has no body");
 
@@ -630,7 +637,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
         if (!stored) throw badRequest("the multipart form needs a file field");
         const name = validateFileName(nameField ?? filename ?? "");
         const metadata = parseFileMetadata(metadataField);
-        if (!Number.isFinite(declared) || quota!.used + quota!.inFlight + stored.size > quota!.cap) {
+        if (!Number.isFinite(declared) || quota.used + quota.inFlight + stored.size > quota.cap) {
           const now = (await q.quota(b.space_id))!;
           if (now.used + now.inFlight + stored.size > now.cap) throw quotaError();
         }

@@ -3,13 +3,13 @@
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Agent } from "undici";
+import { Agent, request } from "undici";
 import { openEventLog, type EventLog } from "../../eventlog/connection.ts";
 import { createPool, type Db } from "../../db/pool.ts";
 import { createTestDatabase, type TestDatabase } from "../../test/support/postgres.ts";
 import { MemrelayClient } from "../../client/memrelay-client.ts";
 import { createDelegateSession } from "../../adapters/encryption/session.ts";
-import { MemorySampler, startNats, startServices, startWorker, type IdentityWire, type NatsProc, type ServicesProc, type WorkerProc } from "./processes.ts";
+import { MemorySampler, pidsByCmdline, startNats, startServices, startWorker, type IdentityWire, type NatsProc, type ServicesProc, type WorkerProc } from "./processes.ts";
 
 export type Role = "gateway" | "actors" | "projections";
 
@@ -46,10 +46,8 @@ export class BenchEnv {
     const p = opts.label === "main" ? "" : `${opts.label}: `;
     sampler.track(`${p}nats-server`, nats.pid);
     sampler.track(`${p}services (chain, key servers, blob store)`, services.pid);
-    sampler.trackGroup(`${p}postgres backends (bench database)`, async () => {
-      const r = await db.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = $1", [database.name]);
-      return r.rows.map((x) => x.pid);
-    });
+    // Backends of this database only (other databases on the shared server are someone else's).
+    sampler.track(`${p}postgres backends (bench database)`, () => pidsByCmdline(` ${database.name} `));
     return env;
   }
 
@@ -88,6 +86,20 @@ export class BenchEnv {
   pause(role: Role, paused: boolean): void {
     const w = this.workers.get(role);
     if (w) process.kill(w.pid, paused ? "SIGSTOP" : "SIGCONT");
+  }
+
+  /** nats-server's message counters (from /varz): messages in (published by clients) and out (delivered). */
+  async natsCounters(): Promise<{ in: number; out: number; inBytes: number; outBytes: number }> {
+    const res = await request(`${this.nats.monitorUrl}/varz`);
+    const v = (await res.body.json()) as { in_msgs: number; out_msgs: number; in_bytes: number; out_bytes: number };
+    return { in: v.in_msgs, out: v.out_msgs, inBytes: v.in_bytes, outBytes: v.out_bytes };
+  }
+
+  /** Appends so far per JetStream stream (last sequence), to attribute writes per operation. */
+  async streamSeqs(): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    for await (const si of this.log.jsm.streams.list()) out.set(si.config.name, si.state.last_seq);
+    return out;
   }
 
   async identity(label?: string): Promise<IdentityWire> {

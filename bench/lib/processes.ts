@@ -35,6 +35,8 @@ function stopper(child: ChildProcess) {
 
 export interface NatsProc extends Proc {
   readonly url: string;
+  /** HTTP monitoring endpoint (/varz: message and byte counters). */
+  readonly monitorUrl: string;
   readonly version: string;
   readonly encrypted: boolean;
 }
@@ -44,6 +46,7 @@ export async function startNats(dir: string, opts: { encrypted: boolean }): Prom
   const binary = process.env.NATS_SERVER_BIN ?? "nats-server";
   const version = spawnSync(binary, ["--version"], { encoding: "utf8" }).stdout.trim();
   const port = await freePort();
+  const monitor = await freePort();
   const store = join(dir, "nats");
   mkdirSync(store, { recursive: true });
   let args: string[];
@@ -55,11 +58,12 @@ export async function startNats(dir: string, opts: { encrypted: boolean }): Prom
     args = ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", store];
   }
   const log = createWriteStream(join(dir, "nats-server.log"));
+  args.push("-m", String(monitor));
   const child = spawn(binary, args, { env, stdio: ["ignore", "pipe", "pipe"] });
   child.stdout!.pipe(log);
   child.stderr!.pipe(log);
   await waitForPort(port, 15_000);
-  return { label: "nats-server", pid: child.pid!, child, url: `nats://127.0.0.1:${port}`, version, encrypted: opts.encrypted, stop: stopper(child) };
+  return { label: "nats-server", pid: child.pid!, child, url: `nats://127.0.0.1:${port}`, monitorUrl: `http://127.0.0.1:${monitor}`, version, encrypted: opts.encrypted, stop: stopper(child) };
 }
 
 export interface WorkerProc extends Proc {
@@ -265,8 +269,8 @@ export class MemorySampler {
   async cpu(): Promise<CpuReading> {
     const out: CpuReading = new Map();
     for (const [label, pids] of this.fixed) out.set(label, new Map(pids().map((pid) => [pid, cpuSeconds(pid)])));
-    // Every Postgres process (backends of any database, WAL writer, checkpointer ...): the server is shared.
-    out.set("postgres (all processes)", new Map(pidsByComm("postgres").map((pid) => [pid, cpuSeconds(pid)])));
+    // Postgres' shared processes (postmaster, WAL writer, checkpointer, ...); backends are tracked per database.
+    out.set(PG_SHARED, new Map(postgresSharedPids().map((pid) => [pid, cpuSeconds(pid)])));
     out.set(MACHINE, new Map([[0, machineBusySeconds()]]));
     return out;
   }
@@ -290,6 +294,19 @@ export function cpuSeconds(pid: number): number {
 }
 
 export const MACHINE = "(whole machine)";
+export const PG_SHARED = "postgres shared processes (WAL writer, checkpointer, ...)";
+
+/** The postmaster and Postgres' background processes (not the backends of a database). */
+export function postgresSharedPids(): number[] {
+  return pidsByComm("postgres").filter((pid) => {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " ");
+      return /bin\/postgres -D|: (checkpointer|background writer|walwriter|autovacuum launcher|autovacuum worker|logical replication launcher|archiver|stats collector)/.test(cmd);
+    } catch {
+      return false;
+    }
+  });
+}
 export const OTHERS = "other processes on the machine";
 
 /** Busy CPU seconds of the whole machine (all cores) from /proc/stat. */

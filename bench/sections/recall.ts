@@ -12,6 +12,10 @@ import { DEFAULT_HYBRID, defaultDenseWeight, rankHybrid } from "../../gateway/hy
 import { LexicalKeyring, parseLexicalSecret } from "../../adapters/lexical/keys.ts";
 import { queryTerms } from "../../adapters/lexical/terms.ts";
 import type { Ctx } from "../lib/context.ts";
+import { readCheckpoint } from "../../projections/runtime.ts";
+import { MEMORY_INDEX } from "../../projections/memory-index.ts";
+import { LEXICAL_INDEX } from "../../projections/lexical-index.ts";
+import { JOB_STATUS } from "../../projections/job-status.ts";
 import { appendSynthetic, ensureReal, lastEventSeq, log, waitProjections } from "../lib/context.ts";
 import type { BenchEnv } from "../lib/env.ts";
 import { closedLoop, newPool, signedPost, type Prepared } from "../lib/load.ts";
@@ -34,7 +38,15 @@ export async function ensureSynthetic(ctx: Ctx, env: BenchEnv, rows: number): Pr
   const r = await appendSynthetic(env, todo, { owners: 200 });
   ctx.synthetic = { rows: ctx.synthetic.rows + todo, lastSeq: r.lastSeq, appendSeconds: r.seconds };
   log(`  appended in ${r.seconds.toFixed(1)} s (${rate(todo / r.seconds, " commits/s")}); waiting for the projections ...`);
-  await waitProjections(env, await lastEventSeq(env), 900_000);
+  const last = await lastEventSeq(env);
+  const progress = setInterval(() => {
+    void Promise.all([MEMORY_INDEX, LEXICAL_INDEX, JOB_STATUS].map(async (n) => `${n} ${int(await readCheckpoint(env.db, n))}`)).then((x) => log(`  projections at ${x.join(", ")} of ${int(last)}`), () => undefined);
+  }, 10_000);
+  try {
+    await waitProjections(env, last, Number(process.env.MEMRELAY_BENCH_SEED_TIMEOUT_MS ?? 1_200_000));
+  } finally {
+    clearInterval(progress);
+  }
   const projectSeconds = (performance.now() - t0) / 1000;
   log(`  projected: index built ${projectSeconds.toFixed(1)} s after the first append`);
   return { seconds: r.seconds, projectSeconds, rows: todo };

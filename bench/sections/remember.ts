@@ -3,7 +3,7 @@
 import { RequestSigner } from "../../client/signer.ts";
 import { STREAMS } from "../../eventlog/subjects.ts";
 import type { Ctx } from "../lib/context.ts";
-import { log } from "../lib/context.ts";
+import { log, natsPerOp } from "../lib/context.ts";
 import { closedLoop, newPool, signedPost, type LoadResult, type Prepared } from "../lib/load.ts";
 import { meanMsBetween, scrapeHistogram } from "../lib/metrics.ts";
 import { memoryTexts } from "../lib/texts.ts";
@@ -39,14 +39,16 @@ export async function rememberSection(ctx: Ctx): Promise<SectionResult> {
     await ctx.quiet();
     const before = await scrapeHistogram(env.relayerUrl, "memrelay_http_request_duration_seconds", 'route="remember"');
     log(`remember ${label}: ${r.length} requests over ${CONNECTIONS} connections ...`);
+    const n0 = await env.natsCounters();
     const { result: res, cpu, shares, perOp } = await ctx.cpuWindow(() => closedLoop(pool, r, CONNECTIONS, { expect: 202 }));
+    const natsPerReq = natsPerOp(n0, await env.natsCounters(), r.length);
     const cpuPerReq = perOp(r.length);
     log(`  CPU: ${cpu}`);
     log(`  CPU ms per request: ${cpuPerReq}`);
     const after = await scrapeHistogram(env.relayerUrl, "memrelay_http_request_duration_seconds", 'route="remember"');
     const s = summarize(res.latencies);
     log(`remember ${label}: ${rate(r.length / res.seconds, " req/s")}, ${latencyLine(s)}, ${res.errors} errors`);
-    return { res, s, serverMeanMs: meanMsBetween(before, after), cpu, shares, cpuPerReq };
+    return { res, s, serverMeanMs: meanMsBetween(before, after), cpu, shares, cpuPerReq, natsPerReq };
   };
 
   const a = await measure("A (actor host not running)", warmA, runA);
@@ -63,7 +65,7 @@ export async function rememberSection(ctx: Ctx): Promise<SectionResult> {
   const leftover = cmd.state.messages;
   await env.log.jsm.streams.purge(STREAMS.commands);
 
-  const row = (label: string, x: { res: LoadResult; s: ReturnType<typeof summarize>; serverMeanMs: number; cpu: string; cpuPerReq: string }, targets: boolean): Row[] => {
+  const row = (label: string, x: { res: LoadResult; s: ReturnType<typeof summarize>; serverMeanMs: number; cpu: string; cpuPerReq: string; natsPerReq: string }, targets: boolean): Row[] => {
     const thr = x.res.latencies.length / x.res.seconds;
     return [
       { metric: `${label}: throughput`, target: targets ? "≥ 3,000 req/s" : undefined, measured: rate(thr, " req/s"), pass: targets ? thr >= 3000 : undefined },
@@ -73,6 +75,7 @@ export async function rememberSection(ctx: Ctx): Promise<SectionResult> {
       { metric: `${label}: gateway-side mean (route histogram)`, measured: ms(x.serverMeanMs, 2) },
       { metric: `${label}: CPU per process (1 core = 100 %)`, measured: x.cpu },
       { metric: `${label}: CPU ms per request`, measured: x.cpuPerReq },
+      { metric: `${label}: NATS messages per request (server counters)`, measured: x.natsPerReq },
     ];
   };
   return {
@@ -88,6 +91,6 @@ export async function rememberSection(ctx: Ctx): Promise<SectionResult> {
       `After the section the actor host was stopped and ${int(leftover)} still-queued commands were purged from CMD, so later sections start from an empty queue.`,
       `Statuses A: ${JSON.stringify(a.res.statuses)}; B: ${JSON.stringify(b.res.statuses)}.${[...a.res.errorSamples, ...b.res.errorSamples].length ? ` Error samples: ${[...a.res.errorSamples, ...b.res.errorSamples].join(" / ")}` : ""}`,
     ],
-    data: { connections: CONNECTIONS, signSeconds, phaseA: { cpu: a.shares, n: nA, seconds: a.res.seconds, summary: a.s, errors: a.res.errors, statuses: a.res.statuses, serverMeanMs: a.serverMeanMs }, phaseB: { cpu: b.shares, n: nB, seconds: b.res.seconds, summary: b.s, errors: b.res.errors, statuses: b.res.statuses, serverMeanMs: b.serverMeanMs }, purgedCommands: leftover },
+    data: { cpuPerReqA: a.cpuPerReq, natsPerReqA: a.natsPerReq, connections: CONNECTIONS, signSeconds, phaseA: { cpu: a.shares, n: nA, seconds: a.res.seconds, summary: a.s, errors: a.res.errors, statuses: a.res.statuses, serverMeanMs: a.serverMeanMs }, phaseB: { cpu: b.shares, n: nB, seconds: b.res.seconds, summary: b.s, errors: b.res.errors, statuses: b.res.statuses, serverMeanMs: b.serverMeanMs }, purgedCommands: leftover },
   };
 }
