@@ -49,6 +49,8 @@ interface Sample {
   lat: number[];
   errors: number;
   seconds: number;
+  /** every op run, warm-up included (CPU is measured over the whole slice) */
+  all: number;
 }
 
 /** Runs `op` on `concurrency` workers for `seconds` (after `warmup` seconds), collecting latencies. */
@@ -71,7 +73,7 @@ async function load(concurrency: number, seconds: number, op: (worker: number, i
     }),
   );
   // ops started in the window, over the window plus the tail of the last ones still running at its end
-  return { lat, errors, seconds: (Math.max(end, performance.now()) - warmEnd) / 1000 };
+  return { lat, errors, seconds: (Math.max(end, performance.now()) - warmEnd) / 1000, all: counter };
 }
 
 function summarise(samples: Sample[], size: number): Scenario {
@@ -102,6 +104,8 @@ async function compare(
 ) {
   const slices = Math.max(2, Math.round(ctx.seconds));
   const slice = ctx.seconds / slices;
+  const m0 = machineCpuMs();
+  const own0 = cpuMsOf(process.pid) + cpuMsOf(ctx.servicePid);
   const s: Sample[] = [];
   const b: Sample[] = [];
   const f: Sample[] = [];
@@ -117,21 +121,36 @@ async function compare(
     s.push(await load(ctx.conns, slice, service));
     serviceCpu += cpuMsOf(ctx.servicePid) - t0;
     t0 = cpuMsOf(ctx.servicePid);
-    f.push(await load(ctx.conns, slice / 2, floor));
+    f.push(await load(ctx.conns, slice, floor));
     floorCpu += cpuMsOf(ctx.servicePid) - t0;
   }
+  const m1 = machineCpuMs();
+  const own = cpuMsOf(process.pid) + cpuMsOf(ctx.servicePid) - own0;
+  const span = Math.max(1, m1.total - m0.total);
   const sv = summarise(s, ctx.size);
   const bk = summarise(b, ctx.size);
   const fl = summarise(f, ctx.size);
-  const perOp = (cpuMs: number, sc: Scenario) => Math.round((cpuMs * 1000) / Math.max(1, sc.ops + sc.errors));
+  const perOp = (cpuMs: number, xs: Sample[]) => Math.round((cpuMs * 1000) / Math.max(1, xs.reduce((a, x) => a + x.all, 0)));
   return {
-    service: { ...sv, cpu_us_per_op: perOp(serviceCpu, sv) },
-    backend: { ...bk, cpu_us_per_op: perOp(backendCpu, bk) },
-    http_floor: { ...fl, cpu_us_per_op: perOp(floorCpu, fl) },
+    service: { ...sv, cpu_us_per_op: perOp(serviceCpu, s) },
+    backend: { ...bk, cpu_us_per_op: perOp(backendCpu, b) },
+    http_floor: { ...fl, cpu_us_per_op: perOp(floorCpu, f) },
     throughput_ratio: round(sv.ops_per_s / bk.ops_per_s),
     overhead_pct: round((bk.ops_per_s / sv.ops_per_s - 1) * 100),
     overhead_over_http_floor_pct: round((fl.ops_per_s / sv.ops_per_s - 1) * 100),
+    // share of the machine (100 % = all cores) used while this comparison ran, and by processes other than the
+    // bench and the service (nats-server and Postgres count as other here, as do unrelated workloads)
+    machine_cpu_pct: Math.round(((m1.busy - m0.busy) / span) * 100),
+    other_processes_cpu_pct: Math.round(((m1.busy - m0.busy - own) / span) * 100),
   };
+}
+
+/** Machine-wide busy and total CPU time in ms (from /proc/stat). */
+function machineCpuMs(): { busy: number; total: number } {
+  const f = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+  const idle = f[3] + (f[4] ?? 0);
+  const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
+  return { busy: (total - idle) * 10, total: total * 10 };
 }
 
 /** CPU time (user + system) a process has used, in ms (from /proc, 10 ms resolution). */

@@ -10,10 +10,10 @@
 // (with the ledger), the console's listener and the console's actors + projections each in its own process, as the
 // services scale; `--layout single` runs everything in one process as `memrelay start` does. The load generator runs
 // in this process.
-//   node --import tsx bench/console.ts [--seconds 6] [--concurrency 4] [--files 100000] [--layout split|single] [--out file.json]
+//   node --import tsx bench/console.ts [--seconds 6] [--concurrency 1,4] [--files 100000] [--layout split|single] [--out file.json]
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes, randomUUID, createHash } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -35,8 +35,8 @@ const MiB = 1024 * 1024;
 export interface ConsoleBenchOptions {
   /** measured seconds per upload scenario */
   readonly seconds?: number;
-  /** concurrent uploads */
-  readonly concurrency?: number;
+  /** concurrent uploads: every size is measured at each of these (default 1 and 4) */
+  readonly concurrency?: readonly number[];
   /** files seeded into one space for the list measurement */
   readonly files?: number;
   /** list requests measured */
@@ -52,6 +52,7 @@ export interface ConsoleBenchOptions {
 
 export interface UploadScenario {
   readonly size_mib: number;
+  readonly concurrency: number;
   readonly direct_mib_s: number;
   readonly accepted_mib_s: number;
   readonly completed_mib_s: number;
@@ -61,6 +62,8 @@ export interface UploadScenario {
   readonly accepted_p50_ms: number;
   readonly completed_p50_ms: number;
   readonly uploads: number;
+  /** CPU milliseconds per MiB uploaded, per services process (in `processes` order) */
+  readonly cpu_ms_per_mib: { readonly processes: readonly string[]; readonly direct: readonly number[]; readonly console: readonly number[] };
 }
 
 export interface ListScenario {
@@ -72,7 +75,6 @@ export interface ListScenario {
 
 export interface ConsoleBenchResult {
   readonly layout: "split" | "single";
-  readonly concurrency: number;
   readonly uploads: readonly UploadScenario[];
   readonly list: { readonly files: number; readonly seed_seconds: number; readonly p50_ms: number; readonly p99_ms: number; readonly scenarios: readonly ListScenario[] };
   readonly goals: { readonly upload_ratio: number; readonly list_p99_ms: number };
@@ -116,7 +118,7 @@ async function serve(): Promise<void> {
   const stops: (() => Promise<unknown>)[] = [];
   const info: ServiceInfo = { operatorKeyHex: Buffer.from(operator).toString("hex") };
   let storage = { url: env.BENCH_BLOBSTORE_URL ?? "", apiKey: env.BENCH_STORAGE_KEY ?? "" };
-  if (role !== "console") {
+  if (role === "all" || role === "blobstore") {
     const blobstore = await startBlobstore({ log, db, port: 0, dataDir: join(env.BENCH_DATA_DIR!, "blobstore"), logger: silentLogger, gc: { intervalMs: 0 } });
     stops.push(() => blobstore.stop());
     storage = await provisionStorage({ log, db, blobstoreUrl: blobstore.url, runners: blobstore.runners, dataDir: env.BENCH_DATA_DIR! });
@@ -145,7 +147,8 @@ async function serve(): Promise<void> {
 
 function startServices(env: Record<string, string>): Promise<{ child: ChildProcess; info: ServiceInfo }> {
   const self = fileURLToPath(import.meta.url);
-  const child = spawn(process.execPath, ["--import", "tsx", self, "--serve"], { env: { ...process.env, ...env }, stdio: ["pipe", "pipe", "inherit"] });
+  const prof = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`,] : [];
+  const child = spawn(process.execPath, [...prof, "--import", "tsx", self, "--serve"], { env: { ...process.env, ...env }, stdio: ["pipe", "pipe", "inherit"] });
   return new Promise((resolve, reject) => {
     let buf = "";
     child.stdout!.on("data", (d: Buffer) => {
@@ -164,6 +167,17 @@ async function stopChild(child: ChildProcess | undefined): Promise<void> {
     const t = setTimeout(() => (child.kill("SIGKILL"), r(undefined)), 10_000);
     child.once("exit", () => (clearTimeout(t), r(undefined)));
   });
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
+function cpuSeconds(pid: number | undefined): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
 }
 
 // ------------------------------------------------------------------ load
@@ -189,30 +203,36 @@ async function load(concurrency: number, seconds: number, op: () => Promise<void
 export async function runConsoleBench(opts: ConsoleBenchOptions = {}): Promise<ConsoleBenchResult> {
   const say = opts.log ?? ((l: string) => console.error(l));
   const seconds = opts.seconds ?? 6;
-  const concurrency = opts.concurrency ?? 4;
+  const levels = opts.concurrency ?? [1, 4];
   const fileCount = opts.files ?? 100_000;
   const nats = await startNatsServer();
   const database = await createTestDatabase("memrelay_bench_console");
   const dataDir = mkdtempSync(join(tmpdir(), "memrelay-console-bench-"));
   const children: ChildProcess[] = [];
+  const childNames: string[] = [];
   let log: EventLog | undefined;
   const db = createPool(database.url, 4);
-  const agent = new Agent({ connections: concurrency * 2, keepAliveTimeout: 30_000 });
+  const agent = new Agent({ connections: Math.max(...levels) * 2 + 4, keepAliveTimeout: 30_000 });
   try {
     const procEnv = { NATS_URL: nats.url, DATABASE_URL: database.url, BENCH_DATA_DIR: dataDir };
     let info: ServiceInfo;
     if ((opts.layout ?? "split") === "single") {
       const started = await startServices({ ...procEnv, BENCH_ROLE: "all" });
       children.push(started.child);
+      childNames.push("services");
       info = started.info;
     } else {
       const store = await startServices({ ...procEnv, BENCH_ROLE: "blobstore" });
       children.push(store.child);
+      childNames.push("blob store");
       const consoleEnv = { ...procEnv, BENCH_BLOBSTORE_URL: store.info.blobstoreUrl!, BENCH_STORAGE_KEY: store.info.storageApiKey!, BENCH_OPERATOR_KEY: store.info.operatorKeyHex! };
       const workers = await startServices({ ...consoleEnv, BENCH_ROLE: "console-workers" });
       children.push(workers.child);
+      childNames.push("console workers");
       const gateway = await startServices({ ...consoleEnv, BENCH_ROLE: "console-gateway" });
       children.push(gateway.child);
+      childNames.push("console gateway");
+      if (process.env.BENCH_CPU_PROF) say(`pids: ${children.map((ch, i) => `${childNames[i]}=${ch.pid}`).join(" ")}`);
       info = { ...store.info, consoleUrl: gateway.info.consoleUrl };
     }
     log = await openEventLog({ servers: nats.url, name: "console-bench" });
@@ -230,12 +250,13 @@ export async function runConsoleBench(opts: ConsoleBenchOptions = {}): Promise<C
 
     // ---------------------------------------------------------------- uploads
     const uploads: UploadScenario[] = [];
-    for (const sizeMiB of [1, 10]) {
+    for (const sizeMiB of [1, 10]) for (const concurrency of levels) {
       const payload = randomBytes(sizeMiB * MiB);
       // direct: the same bytes, the same concurrency, into one blob-store bucket of the console's own account
-      const directBucket = `bench-direct-${sizeMiB}`;
+      const directBucket = `bench-direct-${sizeMiB}-${concurrency}`;
       await request(`${info.blobstoreUrl}/api/v1/buckets`, { method: "POST", dispatcher: agent, headers: { authorization: `Bearer ${info.storageApiKey}`, "content-type": "application/json" }, body: JSON.stringify({ name: directBucket }) }).then((r) => r.body.dump());
       let n = 0;
+      const cpu0 = children.map((ch) => cpuSeconds(ch.pid));
       const direct = await load(concurrency, seconds, async () => {
         // distinct bytes per write (content addressing would otherwise deduplicate): vary the first 8 bytes
         const body = Buffer.from(payload);
@@ -244,7 +265,8 @@ export async function runConsoleBench(opts: ConsoleBenchOptions = {}): Promise<C
         await r.body.dump();
         if (r.statusCode !== 201) throw new Error(`direct write answered ${r.statusCode}`);
       });
-      const bucket = await c.createPrivateBucket(spaceId, `bench-${sizeMiB}mib`, key.service_key!.secret_key);
+      const cpu1 = children.map((ch) => cpuSeconds(ch.pid));
+      const bucket = await c.createPrivateBucket(spaceId, `bench-${sizeMiB}mib-${concurrency}`, key.service_key!.secret_key);
       // let the access index mirror the grant
       for (;;) {
         try {
@@ -255,29 +277,41 @@ export async function runConsoleBench(opts: ConsoleBenchOptions = {}): Promise<C
         }
       }
       let m = 0;
-      const completedLat: number[] = [];
-      const pending: Promise<void>[] = [];
+      const cpu2 = children.map((ch) => cpuSeconds(ch.pid));
+      const ids: string[] = [];
       const accepted = await load(concurrency, seconds, async () => {
         const body = Buffer.from(payload);
         body.writeDoubleLE(Math.random(), 0);
-        const t = performance.now();
-        const f = await c.upload(bucket.bucket_id, { bytes: body, filename: `f-${m++}.bin` });
-        pending.push(
-          c.waitForUpload(bucket.bucket_id, f.id, { everyMs: 5, timeoutMs: 120_000 }).then((done) => {
-            if (done.status !== "completed") throw new Error(`upload ended ${done.status}`);
-            completedLat.push(performance.now() - t);
-          }),
-        );
+        ids.push((await c.upload(bucket.bucket_id, { bytes: body, filename: `f-${m++}.bin` })).id);
       });
+      // Completion is observed in the read model from this process (no polling load on the console): the time
+      // until every accepted upload is completed, and each file's time from acceptance to completion.
       const tDone = performance.now();
-      await Promise.all(pending);
+      for (;;) {
+        const r = await db.query<{ done: string; other: string }>(
+          "SELECT count(*) FILTER (WHERE status = 'completed')::text AS done, count(*) FILTER (WHERE status NOT IN ('uploading', 'completed'))::text AS other FROM console_files WHERE file_id = ANY($1::uuid[])",
+          [ids],
+        );
+        if (Number(r.rows[0].other) > 0) throw new Error("an upload did not complete");
+        if (Number(r.rows[0].done) === ids.length) break;
+        if (performance.now() - tDone > 120_000) throw new Error("uploads did not complete within 120 s");
+        await new Promise((res) => setTimeout(res, 10));
+      }
       const completedSeconds = accepted.seconds + (performance.now() - tDone) / 1000;
+      const completedLat = (
+        await db.query<{ ms: number }>("SELECT extract(epoch FROM upload_finished_at - created_at) * 1000 AS ms FROM console_files WHERE file_id = ANY($1::uuid[])", [ids])
+      ).rows.map((r) => Number(r.ms));
       const count = accepted.lat.length;
+      const cpu3 = children.map((ch) => cpuSeconds(ch.pid));
+      const perMiB = (a: number[], b: number[], mib: number) => a.map((x, i) => round(((b[i] - x) * 1000) / Math.max(1, mib), 1));
+      const cpuDirect = perMiB(cpu0, cpu1, direct.lat.length * sizeMiB);
+      const cpuConsole = perMiB(cpu2, cpu3, count * sizeMiB);
       const directMiBs = (direct.lat.length * sizeMiB) / direct.seconds;
       const acceptedMiBs = (count * sizeMiB) / accepted.seconds;
       const completedMiBs = (count * sizeMiB) / completedSeconds;
       const s: UploadScenario = {
         size_mib: sizeMiB,
+        concurrency,
         uploads: count,
         direct_mib_s: round(directMiBs, 1),
         accepted_mib_s: round(acceptedMiBs, 1),
@@ -287,7 +321,9 @@ export async function runConsoleBench(opts: ConsoleBenchOptions = {}): Promise<C
         direct_p50_ms: round(pct(direct.lat, 50), 1),
         accepted_p50_ms: round(pct(accepted.lat, 50), 1),
         completed_p50_ms: round(pct(completedLat, 50), 1),
+        cpu_ms_per_mib: { processes: childNames, direct: cpuDirect, console: cpuConsole },
       };
+      say(`  CPU ms per MiB (${childNames.join(", ")}): direct ${cpuDirect.join(" / ")}, console ${cpuConsole.join(" / ")}`);
       say(`upload ${sizeMiB} MiB ×${concurrency}: direct ${s.direct_mib_s} MiB/s, console ${s.accepted_mib_s} MiB/s at 202 (×${s.ratio_accepted}), ${s.completed_mib_s} MiB/s completed (×${s.ratio_completed})`);
       uploads.push(s);
     }
@@ -392,7 +428,7 @@ export async function runConsoleBench(opts: ConsoleBenchOptions = {}): Promise<C
     }
     const list = { files: fileCount, seed_seconds: seedSeconds, p50_ms: round(pct(all, 50)), p99_ms: round(pct(all, 99)), scenarios: out };
     const goals = { upload_ratio: 0.8, list_p99_ms: 30 };
-    return { layout: opts.layout ?? "split", concurrency, uploads, list, goals, pass: { upload: uploads.every((u) => u.ratio_accepted >= goals.upload_ratio), list: list.p99_ms <= goals.list_p99_ms } };
+    return { layout: opts.layout ?? "split", uploads, list, goals, pass: { upload: uploads.every((u) => u.ratio_accepted >= goals.upload_ratio), list: list.p99_ms <= goals.list_p99_ms } };
   } finally {
     await agent.close().catch(() => undefined);
     for (const c of children.reverse()) await stopChild(c);
@@ -409,11 +445,13 @@ export function consoleBenchMarkdown(r: ConsoleBenchResult): string {
   const lines = [
     "### Developer console",
     "",
-    "| upload | direct to blob store | console, at 202 | ratio | console, completed | ratio | p50 direct / 202 / completed |",
-    "|---|---|---|---|---|---|---|",
+    `Layout: ${r.layout === "split" ? "blob store, console listener and console workers in three processes" : "one services process (as memrelay start)"}.`,
+    "",
+    "| upload | concurrent | direct to blob store | console, at 202 | ratio | console, completed | ratio | p50 direct / 202, job after 202 | CPU ms per MiB, direct → console |",
+    "|---|---|---|---|---|---|---|---|---|",
     ...r.uploads.map(
       (u) =>
-        `| ${u.size_mib} MiB | ${u.direct_mib_s} MiB/s | ${u.accepted_mib_s} MiB/s | **${u.ratio_accepted}** | ${u.completed_mib_s} MiB/s | ${u.ratio_completed} | ${u.direct_p50_ms} / ${u.accepted_p50_ms} / ${u.completed_p50_ms} ms |`,
+        `| ${u.size_mib} MiB | ${u.concurrency} | ${u.direct_mib_s} MiB/s | ${u.accepted_mib_s} MiB/s | **${u.ratio_accepted}** | ${u.completed_mib_s} MiB/s | ${u.ratio_completed} | ${u.direct_p50_ms} / ${u.accepted_p50_ms} / ${u.completed_p50_ms} ms | ${u.cpu_ms_per_mib.processes.map((p, i) => `${p} ${u.cpu_ms_per_mib.direct[i]} → ${u.cpu_ms_per_mib.console[i]}`).join("; ")} |`,
     ),
     "",
     `Goal: ratio ≥ ${r.goals.upload_ratio} (${r.pass.upload ? "met" : "not met"} at the 202).`,
@@ -439,7 +477,7 @@ if (isMain) {
   else {
     const r = await runConsoleBench({
       seconds: val("--seconds") ? Number(val("--seconds")) : undefined,
-      concurrency: val("--concurrency") ? Number(val("--concurrency")) : undefined,
+      concurrency: val("--concurrency") ? val("--concurrency")!.split(",").map(Number) : undefined,
       files: val("--files") ? Number(val("--files")) : undefined,
       layout: val("--layout") === "single" ? "single" : "split",
     });

@@ -5,7 +5,7 @@
 // aggregate's subject is its current state: writers decide against it without loading a history, and projections
 // upsert rows from it. Secrets never appear here: keys are stored as BLAKE2s-256 hashes, S3 secrets sealed.
 import { createHash } from "node:crypto";
-import type { EventEnvelope, Upcaster } from "../schemas/envelope.ts";
+import type { EventEnvelope } from "../schemas/envelope.ts";
 import type { NewEvent } from "../eventlog/event-store.ts";
 
 export const KIND = {
@@ -148,12 +148,13 @@ export function newEvent<T extends EventType>(type: T, data: EventDataByType[T])
   return { type, version: EVENT_VERSION, data };
 }
 
-/** Upcasters by event type (none yet: every type is at version 1). Applied wherever events are read. */
-export const UPCASTERS: ReadonlyMap<string, Upcaster> = new Map();
-
+/**
+ * An event read from the log, typed. Upcasting happens in one place for the whole project: `decodeCommit` passes
+ * every event through `schemas/upcasters.ts`, so events reach here at their current version (all are v1 so far;
+ * bump `EVENT_VERSION` and register an upcaster there when a shape changes).
+ */
 export function upcastEvent(e: EventEnvelope): BlobstoreEvent {
-  const up = UPCASTERS.get(e.type);
-  return (up ? up(e) : e) as BlobstoreEvent;
+  return e as BlobstoreEvent;
 }
 
 // ------------------------------------------------------------------ aggregate ids

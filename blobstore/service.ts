@@ -14,6 +14,7 @@ import { createLogger, type Logger } from "../config/logger.ts";
 import { intVar, loadConfig } from "../config/env.ts";
 import { HttpError, HttpServer, errorReply, json, parseJsonObject, type Handler, type Reply, type Request, type RouteOptions } from "../gateway/http.ts";
 import { Metrics } from "../gateway/metrics.ts";
+import { isUnavailable } from "../gateway/unavailable.ts";
 import { ProjectionRunner, migrateCheckpoints, readCheckpoint, resetProjection } from "../projections/runtime.ts";
 import { FsBlobBackend, type BlobBackend, type OpenedBlob } from "./backend.ts";
 import { BlobstoreLog } from "./log.ts";
@@ -161,10 +162,7 @@ class ContentCache {
 
 function toReply(err: unknown): Reply | undefined {
   if (err instanceof HttpError) return errorReply(err.status, err.message, err.extra, err.headers);
-  const msg = err instanceof Error ? err.message : String(err);
-  if (/CONNECTION_CLOSED|closed|disconnect|TIMEOUT|timeout|no responders|ECONNREFUSED|Connection terminated|connect ECONN|57P01|the database system|ENOTCONN/i.test(msg)) {
-    return errorReply(503, "a backing service is unavailable; retry shortly", {}, { "retry-after": "1" });
-  }
+  if (isUnavailable(err)) return errorReply(503, "a backing service is unavailable; retry shortly", {}, { "retry-after": "1" });
   return undefined;
 }
 

@@ -12,8 +12,8 @@ import { ProgressBar } from "./progress.ts";
 export const REPLAY_HELP = `memrelay replay [<projection>|all] [--dims N]
   Rebuilds read models from the event log, from sequence 1: empties the read model, rewinds its checkpoint and
   follows the log to its end, with a progress bar. A running memrelay notices the rewind and rebuilds too.
-  Projections: memory_index, job_status, alerts (default: all). Replaying alerts publishes nothing already
-  published: it remembers what it sent, and skips failures older than a day.
+  Projections: memory_index, lexical_index, job_status, alerts (default: all). Replaying alerts publishes nothing
+  already published: it remembers what it sent, and skips failures older than a day.
 
 memrelay lag
   Shows each projection's checkpoint and its lag behind the event log.`;

@@ -1,7 +1,7 @@
 // `memrelay remember|recall|status`: the relayer from a terminal, with the credential file written by `start`
 // (or by the tool package's login).
 import { MemrelayClient, RelayerError } from "../client/memrelay-client.ts";
-import { createDelegateSession } from "../adapters/encryption/session.ts";
+import { cachedSessionProvider } from "../client/session-cache.ts";
 import { credentialsPath, readCredentials } from "./credentials.ts";
 
 export const USER_HELP = `memrelay remember <text> [--namespace NS] [--wait]
@@ -44,9 +44,13 @@ export async function userCommand(cmd: "remember" | "recall" | "status", args: s
   const baseUrl = flag(args, "--relayer") ?? env.MEMORY_SERVER_URL ?? creds.relayerUrl;
   const key = Uint8Array.from(Buffer.from(creds.delegatePrivateKey.replace(/^0x/, ""), "hex"));
   const namespace = flag(args, "--namespace") ?? env.MEMORY_NAMESPACE;
+  let provider: (() => Promise<string>) | undefined;
   const session = async () => {
-    const cfg = (await (await fetch(`${baseUrl}/config`)).json()) as { packageId: string; chainRpcUrl: string };
-    return (await createDelegateSession({ delegateSecretKey: key, packageId: cfg.packageId, rpcUrl: cfg.chainRpcUrl })).header;
+    if (!provider) {
+      const cfg = (await (await fetch(`${baseUrl}/config`)).json()) as { packageId: string; chainRpcUrl: string };
+      provider = cachedSessionProvider({ delegateSecretKey: key, packageId: cfg.packageId, rpcUrl: cfg.chainRpcUrl });
+    }
+    return provider();
   };
   const client = new MemrelayClient({ baseUrl, delegatePrivateKey: key, accountId: creds.accountId, encryptionSession: session });
   const words = positional(args);

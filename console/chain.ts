@@ -46,16 +46,6 @@ export function cosign(bytes: string, senderSignature: string, sponsorKey: Secre
   return { tx_bytes: bytes, signatures: [senderSignature, sig] };
 }
 
-/** The sender address a transaction names (bytes built by buildSponsoredTx). */
-export function senderOf(bytes: string): string | null {
-  try {
-    const body = JSON.parse(Buffer.from(bytes, "base64").toString("utf8")) as TxBody;
-    return typeof body.sender === "string" ? body.sender : null;
-  } catch {
-    return null;
-  }
-}
-
 export function txTimestamp(bytes: string): number {
   try {
     return (JSON.parse(Buffer.from(bytes, "base64").toString("utf8")) as TxBody).timestamp_ms;

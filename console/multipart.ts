@@ -35,6 +35,7 @@ export function boundaryOf(contentType: string | undefined): string {
 }
 
 const CRLF = Buffer.from("\r\n");
+const COALESCE = 256 * 1024;
 const HEADER_END = Buffer.from("\r\n\r\n");
 
 const enum State {
@@ -89,6 +90,22 @@ export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: st
   let fileFailure: unknown;
   let fileBytes = 0;
 
+  // File data is handed on in pieces of at least COALESCE bytes (the body arrives in small chunks; every write
+  // downstream costs a syscall and a chunked-encoding frame), so at most that much is held here per upload.
+  let pendingData: Buffer[] = [];
+  let pendingBytes = 0;
+  const flushFile = async () => {
+    if (!pendingBytes) return;
+    const data = pendingData.length === 1 ? pendingData[0] : Buffer.concat(pendingData, pendingBytes);
+    pendingData = [];
+    pendingBytes = 0;
+    if (!fileStream!.write(data)) {
+      const ac = new AbortController();
+      await Promise.race([once(fileStream!, "drain", { signal: ac.signal }), fileDone!.then(() => undefined), once(fileStream!, "close", { signal: ac.signal })]).catch(() => undefined);
+      ac.abort();
+      if (fileFailure) throw fileFailure;
+    }
+  };
   const writeFile = async (data: Buffer) => {
     if (!data.length) return;
     fileBytes += data.length;
@@ -96,12 +113,9 @@ export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: st
       throw new ConsoleHttpError(413, `the file exceeds the upload limit of ${limits.fileBytes} bytes`, CODE.payloadTooLarge, { limit: limits.fileBytes });
     }
     if (fileFailure) throw fileFailure;
-    if (!fileStream!.write(data)) {
-      const ac = new AbortController();
-      await Promise.race([once(fileStream!, "drain", { signal: ac.signal }), fileDone!.then(() => undefined), once(fileStream!, "close", { signal: ac.signal })]).catch(() => undefined);
-      ac.abort();
-      if (fileFailure) throw fileFailure;
-    }
+    pendingData.push(data);
+    pendingBytes += data.length;
+    if (pendingBytes >= COALESCE) await flushFile();
   };
   const writeField = (data: Buffer) => {
     if (!data.length) return;
@@ -112,6 +126,7 @@ export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: st
   const emit = (data: Buffer) => (isFile ? writeFile(data) : writeField(data));
   const endPart = async () => {
     if (isFile) {
+      await flushFile();
       fileStream!.end();
       await fileDone;
       if (fileFailure) throw fileFailure;

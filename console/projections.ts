@@ -26,7 +26,6 @@ import {
   type SponsorExecuted,
   type UploadCompleted,
   type UploadFailed,
-  type UploadProgressed,
   type UploadQueued,
   type UserState,
 } from "../schemas/console-events.ts";
@@ -234,11 +233,6 @@ export const consoleProjection: Projection = {
         case EV.uploadStarted: {
           const p = patch(id, at);
           p.upload_state = "active";
-          break;
-        }
-        case EV.uploadProgressed: {
-          const p = patch(id, at);
-          p.upload_progress = (event.data as UploadProgressed).progress;
           break;
         }
         case EV.uploadCompleted: {

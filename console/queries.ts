@@ -142,12 +142,6 @@ export class Queries {
     return s ? { ...s, storage_used: Number(s.storage_used), storage_cap: Number(s.storage_cap) } : null;
   }
 
-  /** Bytes of uploads still in flight in a space (counted against the quota before they complete). */
-  async uploadingBytes(spaceId: string): Promise<number> {
-    const r = await this.db.query<{ n: string | null }>("SELECT sum(size)::text AS n FROM console_files WHERE space_id = $1 AND status = 'uploading'", [spaceId]);
-    return Number(r.rows[0]?.n ?? 0);
-  }
-
   async liveBucketCount(spaceId: string): Promise<number> {
     const r = await this.db.query<{ n: string }>("SELECT count(*)::text AS n FROM console_buckets WHERE space_id = $1 AND state <> 'deleted'", [spaceId]);
     return Number(r.rows[0].n);
@@ -163,14 +157,19 @@ export class Queries {
   }
 
   /** For an upload: the bucket, the user's role in its space and the space's quota, in one round trip. */
-  async uploadTarget(bucketId: string, userId: string): Promise<(BucketRow & { role: SpaceRole | null; used: number; cap: number; inflight: number }) | null> {
-    const r = await this.db.query<BucketRow & { role: SpaceRole | null; used: string; cap: string; inflight: string }>(
+  async uploadTarget(
+    bucketId: string,
+    userId: string,
+    address: string | null,
+  ): Promise<(BucketRow & { role: SpaceRole | null; used: number; cap: number; inflight: number; access: AccessScope | null }) | null> {
+    const r = await this.db.query<BucketRow & { role: SpaceRole | null; used: string; cap: string; inflight: string; access: AccessScope | null }>(
       `SELECT ${BUCKET_COLS_B}, m.role, s.storage_used::text AS used, s.storage_cap::text AS cap,
-         (SELECT coalesce(sum(f.size), 0)::text FROM console_files f WHERE f.space_id = b.space_id AND f.status = 'uploading') AS inflight
+         (SELECT coalesce(sum(f.size), 0)::text FROM console_files f WHERE f.space_id = b.space_id AND f.status = 'uploading') AS inflight,
+         (SELECT max(a.scope) FROM console_access a WHERE a.policy_id = b.encryption_policy_id AND a.address = $3) AS access
        FROM console_buckets b JOIN console_spaces s ON s.space_id = b.space_id
        LEFT JOIN console_members m ON m.space_id = b.space_id AND m.user_id = $2
        WHERE b.bucket_id = $1`,
-      [bucketId, userId],
+      [bucketId, userId, address],
     );
     const row = r.rows[0];
     return row ? { ...row, used: Number(row.used), cap: Number(row.cap), inflight: Number(row.inflight) } : null;
@@ -253,11 +252,5 @@ export class Queries {
     const r = await this.db.query<{ scope: AccessScope }>("SELECT scope FROM console_access WHERE policy_id = $1 AND address = ANY($2::text[])", [policyId, addresses]);
     if (r.rows.some((x) => x.scope === "readwrite")) return "readwrite";
     return r.rows.length ? "read" : null;
-  }
-
-  /** Policy of a group, from the access index (null when the index has not seen it). */
-  async groupPolicy(groupId: string): Promise<string | null> {
-    const r = await this.db.query<{ policy_id: string }>("SELECT policy_id FROM console_policy_objects WHERE object_id = $1", [groupId]);
-    return r.rows[0]?.policy_id ?? null;
   }
 }

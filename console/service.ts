@@ -36,7 +36,6 @@ import {
   type SponsorExecuted,
   type SponsorFailed,
   type SponsorReserved,
-  type UploadProgressed,
   type UploadQueued,
   type UploadState,
 } from "../schemas/console-events.ts";
@@ -359,11 +358,11 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
       return { bucket, file: f };
     };
     /** Private buckets: the access index must grant one of the caller's service-key addresses `need`. */
-    const checkAccess = async (p: Principal, b: BucketRow, need: AccessScope) => {
+    const checkAccess = async (p: Principal, b: BucketRow, need: AccessScope, known?: AccessScope | null) => {
       if (b.visibility !== "private") return;
       if (!b.encryption_policy_id) throw new ConsoleHttpError(409, "the private bucket has no encryption policy", CODE.bucketNotFinalized);
       const addresses = p.serviceAddress ? [p.serviceAddress] : await q.serviceAddresses(p.userId);
-      const have = await q.access(b.encryption_policy_id, addresses);
+      const have = known !== undefined ? known : await q.access(b.encryption_policy_id, addresses);
       if (have === "readwrite" || (have === "read" && need === "read")) return;
       // Not in the index: the chain is the source of truth. Granted there → the index has not mirrored it yet.
       if (await policies.grants(b.encryption_policy_id, addresses, need)) {
@@ -521,10 +520,21 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
      * queued or active (a finished job reads as active until the read model shows it), and a file summary.
      */
     const uploadView = async (fileId: string): Promise<{ state: UploadState; progress: number | null; error: { code: string; message: string } | null; file: FileRow } | null> => {
-      const { events } = await clog.store.load(`${AGG.upload}.${fileId}`);
-      let queued = events.find((e) => e.event.type === EV.uploadQueued)?.event.data as UploadQueued | undefined;
-      if (!queued) queued = (await clog.pendingCommand<UploadQueued>(AGG.upload, fileId))?.data;
+      // Cheap reads first (this answers polls right after a 202): the job's last commit, the command still queued,
+      // the actor's snapshot; the full history only when none of them carries the upload's description.
+      const last = await clog.last(AGG.upload, fileId);
+      let queued = last?.events.find((e) => e.type === EV.uploadQueued)?.data as UploadQueued | undefined;
+      if (!queued && !last) queued = (await clog.pendingCommand<UploadQueued>(AGG.upload, fileId))?.data;
+      if (!queued && last) {
+        const snap = await log.snapshots.get(`${AGG.upload}.${fileId}`).catch(() => null);
+        queued = snap?.value?.length ? (snap.json() as { context?: { upload?: UploadQueued } }).context?.upload : undefined;
+      }
+      if (!queued && last) {
+        const { events: all } = await clog.store.load(`${AGG.upload}.${fileId}`);
+        queued = all.find((e) => e.event.type === EV.uploadQueued)?.event.data as UploadQueued | undefined;
+      }
       if (!queued) return null;
+      const events = (last?.events ?? []).map((event) => ({ event }));
       let state: UploadState = "queued";
       let progress: number | null = 0;
       const error: { code: string; message: string } | null = null;
@@ -532,8 +542,9 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
       let updated = queued.created_at;
       for (const { event } of events) {
         updated = event.occurred_at;
-        if (event.type === EV.uploadStarted || event.type === EV.uploadCompleted || event.type === EV.uploadFailed) state = "active";
-        else if (event.type === EV.uploadProgressed) progress = (event.data as UploadProgressed).progress;
+        if (event.type === EV.uploadQueued) continue;
+        // anything after queued is the job at work (its outcome shows once the read model has it)
+        state = "active";
       }
       const file: FileRow = {
         file_id: queued.file_id,
@@ -590,7 +601,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
       // The hot path: the key's state and the bucket with the caller's role and the space's quota, in parallel.
       const key = await auth.identify(req);
       const bucketId = pathUuid(req.params[0], "bucket");
-      const [p, target] = await Promise.all([auth.check(key), q.uploadTarget(bucketId, key.user_id)]);
+      const [p, target] = await Promise.all([auth.check(key), q.uploadTarget(bucketId, key.user_id, key.service_address)]);
       requireWrite(p);
       if (!target || target.state === "deleted") throw notFound(`bucket ${bucketId} not found`);
       if (!target.role || (p.spaceId && p.spaceId !== target.space_id)) throw scopeError();
@@ -602,7 +613,8 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
       }
       const retry = uploadLimiter.take(p.keyId);
       if (retry) throw new ConsoleHttpError(429, "too many uploads; slow down", CODE.rateLimited, {}, { "retry-after": String(retry) });
-      await checkAccess(p, b, "readwrite");
+      // "readwrite" > "read": max(scope) is the strongest grant the index holds for the key's service address
+      await checkAccess(p, b, "readwrite", p.serviceAddress ? target.access : undefined);
       const quota = { used: target.used, cap: target.cap, inFlight: target.inflight };
       const quotaError = () => new ConsoleHttpError(422, `the space's storage quota of ${quota.cap} bytes would be exceeded`, CODE.quotaExceeded);
       // With a declared length the quota is checked before a byte is read (the file is at most that long).
@@ -616,8 +628,12 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
       let filename: string | null = null;
       let mime = "application/octet-stream";
       let stored: { blob_id: string; size: number; md5: string } | undefined;
+      // The name is claimed while the bytes stream when it is known at the file part (a name field before it, or
+      // the part's filename); a name field after the file part is claimed afterwards.
+      let early: { name: string; claim: Promise<string> } | undefined;
       const discard = () => {
         if (stored) storage.remove(b.storage_bucket_name, fileId).catch((err) => logger.warn("could not remove refused upload bytes", { file_id: fileId, error: (err as Error).message }));
+        if (early) early.claim.then((c) => clog.release(c, fileId), () => undefined).catch(() => undefined);
       };
       try {
         await parseMultipart(req.bodyStream, boundary, { fileBytes: limits.maxUploadBytes, fieldBytes: 16 * 1024, fields: 16, headerBytes: 16 * 1024 }, {
@@ -631,6 +647,12 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
           onFile: async (info, stream: Readable) => {
             filename = info.filename;
             mime = validateMimeType(info.contentType);
+            const candidate = nameField ?? filename ?? undefined;
+            if (candidate !== undefined && candidate.length > 0 && [...candidate].length <= CONSOLE_LIMITS.fileName) {
+              const claim = clog.claim("file", b.bucket_id, candidate, fileId);
+              claim.catch(() => undefined);
+              early = { name: candidate, claim };
+            }
             stored = await storage.put(b.storage_bucket_name, fileId, stream, mime);
           },
         });
@@ -641,7 +663,16 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
           const now = (await q.quota(b.space_id))!;
           if (now.used + now.inFlight + stored.size > now.cap) throw quotaError();
         }
-        const claim = await clog.claim("file", b.bucket_id, name, fileId);
+        let claim: string;
+        if (early && early.name === name) claim = await early.claim;
+        else {
+          if (early) {
+            const stale = early;
+            early = undefined;
+            await stale.claim.then((c) => clog.release(c, fileId), () => undefined);
+          }
+          claim = await clog.claim("file", b.bucket_id, name, fileId);
+        }
         const data: UploadQueued = {
           file_id: fileId,
           bucket_id: b.bucket_id,
@@ -699,7 +730,13 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
       const data: FileDeleteCommandData = {
         requested_by: p.userId,
         requested_at: new Date().toISOString(),
-        ...(file.status === "failed" ? { upload_failed: { bucket_id: bucket.bucket_id, space_id: bucket.space_id, name_claim: file.name_claim } } : {}),
+        bucket_id: bucket.bucket_id,
+        space_id: bucket.space_id,
+        storage_bucket_name: file.storage_bucket_name,
+        storage_key: file.storage_key,
+        name_claim: file.name_claim,
+        size: Number(file.size),
+        ...(file.status === "failed" ? { upload_failed: true } : {}),
       };
       const r = await clog.dispatch(AGG.file, file.file_id, command(CMD.fileDelete, AGG.file, file.file_id, data), (e) => (e.type === EV.fileDeleteRequested || e.type === EV.fileDeleted ? true : undefined), 15_000, true);
       await settle(r.seq);

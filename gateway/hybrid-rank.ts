@@ -65,12 +65,11 @@ export async function lexicalMatches(db: Db, owner: string, namespace: string, t
   const r = await db.query<{ ns_id: number; pos: number; s: number }>(
     `WITH ns AS (SELECT ns_id, docs::float8 AS n, greatest(total_len, 1)::float8 / greatest(docs, 1) AS avgdl
                  FROM lexical_namespaces WHERE owner = $1 AND namespace = $2 AND docs > 0),
-          post AS (SELECT p.term, p.doc, p.tf, p.len FROM ns JOIN lexical_postings p ON p.ns_id = ns.ns_id AND p.term = ANY($3::bigint[])),
-          df AS (SELECT term, count(*)::float8 AS df FROM post GROUP BY term),
-          s AS (SELECT post.doc, sum(ln(1 + (ns.n - df.df + 0.5) / (df.df + 0.5)) * post.tf * ($4::float8 + 1)
-                                     / (post.tf + $4::float8 * (1 - $5::float8 + $5::float8 * post.len / ns.avgdl))) AS s
-                FROM post JOIN df USING (term) CROSS JOIN ns GROUP BY post.doc)
-     SELECT ns.ns_id, d.pos, s.s FROM s JOIN lexical_docs d ON d.doc = s.doc CROSS JOIN ns`,
+          post AS MATERIALIZED (SELECT p.term, p.pos, p.tf, p.len FROM ns JOIN lexical_postings p ON p.ns_id = ns.ns_id AND p.term = ANY($3::bigint[])),
+          df AS (SELECT term, count(*)::float8 AS df FROM post GROUP BY term)
+     SELECT ns.ns_id, post.pos, sum(ln(1 + (ns.n - df.df + 0.5) / (df.df + 0.5)) * post.tf * ($4::float8 + 1)
+                                    / (post.tf + $4::float8 * (1 - $5::float8 + $5::float8 * post.len / ns.avgdl))) AS s
+     FROM post JOIN df USING (term) CROSS JOIN ns GROUP BY ns.ns_id, post.pos`,
     [owner, namespace, terms.map(String), s.k1, s.b],
   );
   if (!r.rows.length) return undefined;
@@ -165,14 +164,17 @@ async function rankLexicalFirst(db: Db, q: HybridQuery, nsId: number, rel: Map<n
 
 /**
  * Every row of the namespace: rel = (1 − w)·lexical + w·(1 − distance), then the composite score when asked for. The
- * lexical relevance travels as two arrays (positions and values) and meets the rows through lexical_docs.
+ * lexical relevance travels as one dense array indexed by position (zeros compress to one character each) and meets
+ * the rows through lexical_docs' (ns_id, pos) index.
  */
 async function rankComposite(db: Db, q: HybridQuery, lex: { nsId: number; rel: Map<number, number> }, s: HybridSettings): Promise<Hit[]> {
-  const w = s.denseWeight;
   const weights = q.composite ? q.weights : { semantic: 1, recency: 0, recency_half_life_days: 1, importance: 0 };
+  let n = 0;
+  for (const p of lex.rel.keys()) n = Math.max(n, p + 1);
+  const dense: number[] = new Array(n).fill(0);
+  for (const [p, v] of lex.rel) dense[p] = v;
   const r = await db.query<Row & { score: number }>(
-    `WITH lex AS (SELECT d.memory_id, x.rel FROM unnest($6::int[], $7::float8[]) AS x(pos, rel)
-                  JOIN lexical_docs d ON d.ns_id = $5 AND d.pos = x.pos),
+    `WITH lex AS (SELECT d.memory_id, ($6::float8[])[d.pos + 1] AS rel FROM lexical_docs d WHERE d.ns_id = $5 AND d.pos < $7),
           m AS (SELECT id, blob_id, (vector <=> $1::halfvec) AS distance, created_at, importance FROM memories WHERE owner = $2 AND namespace = $3)
      SELECT m.id, m.blob_id, m.distance, m.created_at, m.importance,
             $9::float8 * ((1 - $8::float8) * coalesce(lex.rel, 0) + $8::float8 * (1 - m.distance))
@@ -186,9 +188,9 @@ async function rankComposite(db: Db, q: HybridQuery, lex: { nsId: number; rel: M
       q.namespace,
       q.limit,
       lex.nsId,
-      [...lex.rel.keys()],
-      [...lex.rel.values()],
-      w,
+      dense,
+      n,
+      s.denseWeight,
       weights.semantic,
       weights.recency,
       weights.recency_half_life_days,

@@ -11,7 +11,8 @@
 //   lexical_docs        one row per memory: its ns_id, doc number, length, submission order and `pos`, its rank in
 //                       that order within the namespace (0 = first submitted), kept gapless so that a memory's
 //                       neighbours — its conversational context — are pos ± 1, 2, 3
-//   lexical_postings    (ns_id, term hash, doc) → term frequency and document length, read by index-only scans
+//   lexical_postings    (ns_id, term hash) → the document's pos, term frequency and length, read by index-only
+//                       scans of one range per query term
 // Document frequencies are counted from the postings a query reads (the same index range), so they are exact per
 // namespace and cost no write.
 import type { Projection } from "./runtime.ts";
@@ -44,13 +45,17 @@ export async function migrateLexical(db: Db): Promise<void> {
   await db.query("CREATE INDEX IF NOT EXISTS lexical_docs_pos ON lexical_docs (ns_id, pos) INCLUDE (memory_id)");
   // New documents wait here (pos -1) for the batch's renumbering.
   await db.query("CREATE INDEX IF NOT EXISTS lexical_docs_unplaced ON lexical_docs (ns_id) WHERE pos < 0");
+  // Postings carry the document's `pos` so that a query reads one index range per term and joins nothing; a
+  // renumbering rewrites the postings of the documents it moves (found by `doc`).
   await db.query(`CREATE TABLE IF NOT EXISTS lexical_postings (
     ns_id integer NOT NULL,
     term bigint NOT NULL,
     doc bigint NOT NULL,
+    pos integer NOT NULL,
     tf smallint NOT NULL,
-    len smallint NOT NULL,
-    PRIMARY KEY (ns_id, term, doc) INCLUDE (tf, len))`);
+    len smallint NOT NULL)`);
+  await db.query("CREATE INDEX IF NOT EXISTS lexical_postings_term ON lexical_postings (ns_id, term) INCLUDE (pos, tf, len)");
+  await db.query("CREATE INDEX IF NOT EXISTS lexical_postings_doc ON lexical_postings (doc)");
 }
 
 /** One memory to add. */
@@ -100,42 +105,46 @@ class DocBatch {
       [docs.map((d) => nsId.get(`${d.owner}\u0000${d.namespace}`)), docs.map((d) => d.memoryId), docs.map((d) => d.submittedAt), docs.map((d) => d.position), docs.map((d) => d.terms.len)],
     );
     if (!inserted.rows.length) return;
-    const byMemory = new Map(docs.map((d) => [d.memoryId.toLowerCase(), d] as const));
-    const pNs: number[] = [], pTerm: string[] = [], pDoc: string[] = [], pTf: number[] = [], pLen: number[] = [];
-    for (const r of inserted.rows) {
-      const d = byMemory.get(r.memory_id)!;
-      d.terms.terms.forEach((t, i) => {
-        pNs.push(r.ns_id);
-        pTerm.push(String(t));
-        pDoc.push(r.doc);
-        pTf.push(d.terms.tf[i]);
-        pLen.push(r.len);
-      });
-    }
-    if (pNs.length) {
-      await tx.query(
-        `INSERT INTO lexical_postings (ns_id, term, doc, tf, len)
-         SELECT * FROM unnest($1::int[], $2::bigint[], $3::bigint[], $4::smallint[], $5::smallint[]) ON CONFLICT DO NOTHING`,
-        [pNs, pTerm, pDoc, pTf, pLen],
-      );
-    }
     await tx.query(
       `UPDATE lexical_namespaces n SET docs = n.docs + x.c, total_len = n.total_len + x.l
        FROM (SELECT ns_id, count(*)::int AS c, sum(len)::bigint AS l FROM unnest($1::int[], $2::int[]) AS u(ns_id, len) GROUP BY ns_id) x
        WHERE n.ns_id = x.ns_id`,
       [inserted.rows.map((r) => r.ns_id), inserted.rows.map((r) => r.len)],
     );
-    await renumber(tx, [...new Set(inserted.rows.map((r) => r.ns_id))]);
+    const placed = await renumber(tx, [...new Set(inserted.rows.map((r) => r.ns_id))]);
+    const byMemory = new Map(docs.map((d) => [d.memoryId.toLowerCase(), d] as const));
+    const pNs: number[] = [], pTerm: string[] = [], pDoc: string[] = [], pPos: number[] = [], pTf: number[] = [], pLen: number[] = [];
+    for (const r of inserted.rows) {
+      const d = byMemory.get(r.memory_id)!;
+      const pos = placed.get(r.doc);
+      if (pos === undefined) throw new Error(`lexical index: document ${r.doc} was not placed`);
+      d.terms.terms.forEach((t, i) => {
+        pNs.push(r.ns_id);
+        pTerm.push(String(t));
+        pDoc.push(r.doc);
+        pPos.push(pos);
+        pTf.push(d.terms.tf[i]);
+        pLen.push(r.len);
+      });
+    }
+    if (pNs.length) {
+      await tx.query(
+        `INSERT INTO lexical_postings (ns_id, term, doc, pos, tf, len)
+         SELECT * FROM unnest($1::int[], $2::bigint[], $3::bigint[], $4::int[], $5::smallint[], $6::smallint[])`,
+        [pNs, pTerm, pDoc, pPos, pTf, pLen],
+      );
+    }
   }
 }
 
 /**
  * Gives the new documents (pos -1) of these namespaces their place in submission order: every document from the first
- * new one onwards is renumbered. Submissions arrive nearly in order, so this touches the tail of the namespace; a
- * restore of old memories renumbers more.
+ * new one onwards is renumbered, and the postings of the older documents that moved follow. Submissions arrive nearly
+ * in order, so this touches the tail of a namespace; a restore of old memories renumbers more. Returns the new
+ * documents' positions (their postings are inserted with them).
  */
-async function renumber(tx: Tx, nsIds: number[]): Promise<void> {
-  await tx.query(
+async function renumber(tx: Tx, nsIds: number[]): Promise<Map<string, number>> {
+  const r = await tx.query<{ doc: string; pos: number; old: number }>(
     `WITH first AS (
        SELECT DISTINCT ON (ns_id) ns_id, submitted_at, position, memory_id FROM lexical_docs
        WHERE pos < 0 AND ns_id = ANY($1::int[]) ORDER BY ns_id, submitted_at, position, memory_id),
@@ -145,11 +154,16 @@ async function renumber(tx: Tx, nsIds: number[]): Promise<void> {
                              ORDER BY d.submitted_at DESC, d.position DESC, d.memory_id DESC LIMIT 1), -1) + 1 AS base
        FROM first f),
      ranked AS (
-       SELECT d.doc, b.base + row_number() OVER (PARTITION BY d.ns_id ORDER BY d.submitted_at, d.position, d.memory_id) - 1 AS pos
-       FROM base b JOIN lexical_docs d ON d.ns_id = b.ns_id AND (d.submitted_at, d.position, d.memory_id) >= (b.submitted_at, b.position, b.memory_id))
-     UPDATE lexical_docs d SET pos = r.pos FROM ranked r WHERE d.doc = r.doc AND d.pos <> r.pos`,
+       SELECT d.doc, d.pos AS old, (b.base + row_number() OVER (PARTITION BY d.ns_id ORDER BY d.submitted_at, d.position, d.memory_id) - 1)::int AS pos
+       FROM base b JOIN lexical_docs d ON d.ns_id = b.ns_id AND (d.submitted_at, d.position, d.memory_id) >= (b.submitted_at, b.position, b.memory_id)),
+     moved AS (
+       UPDATE lexical_docs d SET pos = r.pos FROM ranked r WHERE d.doc = r.doc AND d.pos <> r.pos RETURNING d.doc, r.pos, r.old),
+     postings AS (
+       UPDATE lexical_postings p SET pos = m.pos FROM moved m WHERE m.old >= 0 AND p.doc = m.doc RETURNING p.doc)
+     SELECT doc, pos, old FROM moved`,
     [nsIds],
   );
+  return new Map(r.rows.filter((x) => x.old < 0).map((x) => [x.doc, x.pos] as const));
 }
 
 async function forget(tx: Tx, d: MemoryForgotten): Promise<void> {

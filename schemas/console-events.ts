@@ -8,7 +8,7 @@
 //   console.key     API key lifecycle: registering → active → revoking → revoked        (actor)
 //   console.bucket  bucket lifecycle, public and private (reserve/sign/finalize)        (actor)
 //   console.upload  upload job: queued → active → completed | failed                    (actor)
-//   console.file    file lifecycle: completed → deleting → deleted                      (actor)
+//   console.file    file lifecycle from DELETE: completed → deleting → deleted          (actor)
 //   console.sponsor sponsored access-policy transaction: reserved → executed | failed   (actor)
 // Events carry ids, names, sizes, hashes, addresses and states. Never secrets: API keys appear only as BLAKE2s-256
 // hashes, service keys only as addresses.
@@ -52,11 +52,9 @@ export const EV = {
   bucketDeleted: "console.bucket.deleted",
   uploadQueued: "console.upload.queued",
   uploadStarted: "console.upload.started",
-  uploadProgressed: "console.upload.progressed",
   uploadCompleted: "console.upload.completed",
   uploadFailed: "console.upload.failed",
   uploadCleaned: "console.upload.cleaned",
-  fileRecorded: "console.file.recorded",
   fileDeleteRequested: "console.file.delete_requested",
   fileDeleted: "console.file.deleted",
   sponsorReserved: "console.sponsor.reserved",
@@ -75,7 +73,6 @@ export const CMD = {
   bucketUpdate: "console.bucket.update",
   bucketDelete: "console.bucket.delete",
   uploadStart: "console.upload.start",
-  fileRecord: "console.file.record",
   fileDelete: "console.file.delete",
   sponsorReserve: "console.sponsor.reserve",
   sponsorExecute: "console.sponsor.execute",
@@ -230,12 +227,8 @@ export interface UploadQueued {
   readonly created_at: string;
 }
 
-export interface UploadProgressed {
-  readonly progress: number;
-  readonly step: string;
-}
-
 export interface UploadCompleted {
+  /** the blob store object holding the file: `<storage bucket>/<key>` */
   readonly storage_object_id: string;
   readonly completed_at: string;
   readonly bucket_id: string;
@@ -259,18 +252,22 @@ export interface UploadFailed {
 
 export type UploadStartCommandData = UploadQueued;
 
-export interface FileRecorded extends UploadQueued {
-  readonly storage_object_id: string;
-  readonly completed_at: string;
-}
-
-export type FileRecordCommandData = FileRecorded;
+/** DELETE of a file: what the worker needs to release its stored object (the file's own aggregate starts here). */
 export interface FileDeleteCommandData {
   readonly requested_by: string;
   readonly requested_at: string;
+  readonly bucket_id: string;
+  readonly space_id: string;
+  readonly storage_bucket_name: string;
+  readonly storage_key: string;
+  readonly name_claim: string;
+  /** bytes the deletion releases */
+  readonly size: number;
   /** the upload failed: nothing is stored, the file is discarded at once */
-  readonly upload_failed?: { readonly bucket_id: string; readonly space_id: string; readonly name_claim: string };
+  readonly upload_failed?: boolean;
 }
+
+export type FileDeleteRequested = FileDeleteCommandData;
 
 // ------------------------------------------------------------------ sponsorship
 

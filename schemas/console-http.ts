@@ -39,10 +39,7 @@ export const CODE = {
   fileLocked: "file_locked",
   blobUnavailable: "blob_unavailable",
   uploadNotCompleted: "upload_not_completed",
-  bucketNotEmpty: "bucket_not_empty",
-  confirmationRequired: "confirmation_required",
   invalidSignature: "invalid_signature",
-  reservationExpired: "reservation_expired",
   chainRejected: "chain_rejected",
 } as const;
 

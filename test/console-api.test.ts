@@ -298,6 +298,7 @@ describe("files (spec: Endpoints, States: upload and file, Limits)", () => {
     expect(done.status).toBe("completed");
     const st = await u.c.status(b, accepted.id);
     expect(st.body.data).toEqual({ state: "completed", progress: 1 });
+    expect(done.storage_object_id).toBe(`${(await u.c.bucket(b)).storage_bucket_name}/${accepted.id}`);
     await new Promise((r) => setTimeout(r, 1_600)); // the status retention window of this stack
     const left = await u.c.status(b, accepted.id);
     expect(left.status).toBe(404);
@@ -341,6 +342,16 @@ describe("files (spec: Endpoints, States: upload and file, Limits)", () => {
     await expectError(u.c.upload(b, { bytes: Buffer.from("2"), filename: "report.PDF" }), 409);
     await expectError(u.c.upload(b, { bytes: Buffer.from("2"), filename: "x", name: "REPORT.pdf" }), 409);
     expect((await u.c.files("buckets", b)).data).toHaveLength(1);
+    // a name field after the file part decides the name (the filename's early claim is given back)
+    const late = (filename: string, name: string) =>
+      `--B\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\nContent-Type: text/plain\r\n\r\nlate\r\n` +
+      `--B\r\nContent-Disposition: form-data; name="name"\r\n\r\n${name}\r\n--B--\r\n`;
+    const post = (body: string) => u.c.call("POST", `/api/v1/buckets/${b}/files`, { body, headers: { "content-type": "multipart/form-data; boundary=B" } });
+    const renamed = (await post(late("Report.pdf", "second.txt"))).body.data;
+    expect(renamed).toMatchObject({ name: "second.txt", mime_type: "text/plain", size: 4 });
+    await expectError(post(late("fresh.txt", "report.pdf")), 409);
+    await u.c.waitForUpload(b, renamed.id);
+    await uploadOk(u, b, { bytes: Buffer.from("3"), filename: "fresh.txt" });
     await u.c.deleteFile(b, f.id);
     const deadline = Date.now() + 20_000;
     while ((await u.c.file(b, f.id)).status !== "deleted" && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));

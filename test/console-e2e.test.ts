@@ -119,7 +119,7 @@ describe("developer console, end to end", () => {
       expect(seen.length).toBeGreaterThan(0);
       for (const s of seen) expect(["queued", "active", "completed"]).toContain(s);
       expect(stored).toMatchObject({ id: accepted.id, status: "completed", size: ciphertext.length, blob_id: accepted.blob_id });
-      expect(stored.storage_object_id).toMatch(/^0x[0-9a-f]{64}$/);
+      expect(stored.storage_object_id).toMatch(/^wc-[0-9a-f]{32}\/[0-9a-f-]{36}$/);
 
       // ---- a public bucket in the same space, another file
       const pub = await cli("bucket", "create-public", "--space", team.space_id, "--name", "Shared Media");

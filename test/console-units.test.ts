@@ -73,52 +73,45 @@ describe("bucket machine", () => {
 describe("upload machine", () => {
   const def = uploadActor(ports);
   const queued = ev(EV.uploadQueued, { file_id: "f" });
-  it("queued (begin) → active.verifying (durable) → recording (durable) → completed", () => {
-    expect(types(def.decide(given(def, []), cmd(CMD.uploadStart, queued.data)))).toEqual([EV.uploadQueued]);
-    const q = given(def, [queued]);
-    expect(q.value).toBe("queued");
-    expect(effectOf(q)?.effect).toBe("begin");
-    const v = given(def, [queued, ev(EV.uploadStarted)]);
-    expect(effectOf(v)).toEqual({ effect: "verify", durableBefore: true });
-    const r = given(def, [queued, ev(EV.uploadStarted), ev(EV.uploadProgressed, { progress: 0.5, step: "verified" })]);
-    expect(effectOf(r)).toEqual({ effect: "record", durableBefore: true });
-    expect(r.context.progress).toBe(0.5);
-    const c = given(def, [queued, ev(EV.uploadStarted), ev(EV.uploadProgressed, { progress: 0.5 }), ev(EV.uploadCompleted, { storage_object_id: "0xo" })]);
+  it("a worker taking the job records queued and started at once; active runs commit (durable) → completed", () => {
+    expect(types(def.decide(given(def, []), cmd(CMD.uploadStart, queued.data)))).toEqual([EV.uploadQueued, EV.uploadStarted]);
+    expect(given(def, [queued]).value).toBe("queued");
+    const a = given(def, [queued, ev(EV.uploadStarted)]);
+    expect(a.value).toBe("active");
+    expect(effectOf(a)).toEqual({ effect: "commit", durableBefore: true });
+    const c = given(def, [queued, ev(EV.uploadStarted), ev(EV.uploadCompleted, { storage_object_id: "wc-b/f" })]);
     expect(c.status).toBe("done");
     expect(c.value).toBe("completed");
+    expect(c.context.storage_object_id).toBe("wc-b/f");
     expect(def.decide(c, cmd(CMD.uploadStart, queued.data))).toEqual([]);
   });
-  it("a failure at any step cleans up (durable) and ends failed", () => {
-    for (const before of [[queued], [queued, ev(EV.uploadStarted)], [queued, ev(EV.uploadStarted), ev(EV.uploadProgressed, { progress: 0.5 })]]) {
-      const f = given(def, [...before, ev(EV.uploadFailed, { code: "blob_missing", message: "m", failed_at: "t" })]);
-      expect(f.value).toBe("failing");
-      expect(effectOf(f)).toEqual({ effect: "cleanup", durableBefore: true });
-      expect(f.context.failure.code).toBe("blob_missing");
-      expect(given(def, [...before, ev(EV.uploadFailed, { code: "x" }), ev(EV.uploadCleaned)]).value).toBe("failed");
-    }
+  it("a failed commit cleans up (durable) and ends failed", () => {
+    const f = given(def, [queued, ev(EV.uploadStarted), ev(EV.uploadFailed, { code: "blob_missing", message: "m", failed_at: "t" })]);
+    expect(f.value).toBe("failing");
+    expect(effectOf(f)).toEqual({ effect: "cleanup", durableBefore: true });
+    expect(f.context.failure.code).toBe("blob_missing");
+    expect(given(def, [queued, ev(EV.uploadStarted), ev(EV.uploadFailed, { code: "x" }), ev(EV.uploadCleaned)]).value).toBe("failed");
   });
 });
 
 describe("file machine", () => {
   const def = fileActor(ports);
-  const recorded = ev(EV.fileRecorded, { file_id: "f" });
-  it("record → completed; delete → deleting (durable release) → deleted; repeats are deduplicated", () => {
-    const c = given(def, [recorded]);
+  const del = { requested_by: "u", requested_at: "t", bucket_id: "b", space_id: "s", storage_bucket_name: "wc-b", storage_key: "f", name_claim: "c", size: 5 };
+  it("a file is completed until DELETE: deleting (durable release) → deleted; repeats are deduplicated", () => {
+    const c = given(def, []);
     expect(c.value).toBe("completed");
-    expect(types(def.decide(c, cmd(CMD.fileDelete, { requested_by: "u", requested_at: "t" })))).toEqual([EV.fileDeleteRequested]);
-    const d = given(def, [recorded, ev(EV.fileDeleteRequested)]);
+    expect(types(def.decide(c, cmd(CMD.fileDelete, del)))).toEqual([EV.fileDeleteRequested]);
+    const d = given(def, [ev(EV.fileDeleteRequested, del)]);
     expect(effectOf(d)).toEqual({ effect: "release", durableBefore: true });
-    expect(def.decide(d, cmd(CMD.fileDelete, {}))).toEqual([]);
-    expect(def.decide(given(def, [recorded, ev(EV.fileDeleteRequested), ev(EV.fileDeleted)]), cmd(CMD.fileDelete, {}))).toEqual([]);
+    expect(d.context.file.storage_key).toBe("f");
+    expect(def.decide(d, cmd(CMD.fileDelete, del))).toEqual([]);
+    expect(def.decide(given(def, [ev(EV.fileDeleteRequested, del), ev(EV.fileDeleted)]), cmd(CMD.fileDelete, del))).toEqual([]);
   });
-  it("a delete that overtakes the record waits for it; a failed upload is discarded at once", () => {
-    const pending = given(def, [ev(EV.fileDeleteRequested)]);
-    expect(pending.value).toBe("delete_pending");
-    expect(types(def.decide(pending, cmd(CMD.fileRecord, recorded.data)))).toEqual([EV.fileRecorded]);
-    expect(given(def, [ev(EV.fileDeleteRequested), recorded]).value).toBe("deleting");
-    const discard = def.decide(given(def, []), cmd(CMD.fileDelete, { requested_by: "u", requested_at: "t", upload_failed: { bucket_id: "b", space_id: "s", name_claim: "c" } }));
+  it("a failed upload is discarded at once", () => {
+    const discard = def.decide(given(def, []), cmd(CMD.fileDelete, { ...del, upload_failed: true }));
     expect(types(discard)).toEqual([EV.fileDeleteRequested, EV.fileDeleted]);
     expect((discard[1].data as { size: number }).size).toBe(0);
+    expect(given(def, [discard[0], discard[1]]).value).toBe("deleted");
   });
 });
 

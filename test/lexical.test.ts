@@ -10,9 +10,14 @@ import { STREAMS } from "../eventlog/subjects.ts";
 import { LexicalKeyring, parseLexicalSecret } from "../adapters/lexical/keys.ts";
 import { documentTerms, queryTerms } from "../adapters/lexical/terms.ts";
 import { contentTokens } from "../adapters/embeddings/hashing.ts";
-import { DEFAULT_HYBRID, spreadContext } from "../gateway/hybrid-rank.ts";
-import { LEXICAL_INDEX } from "../projections/lexical-index.ts";
+import { DEFAULT_HYBRID, rankHybrid, spreadContext } from "../gateway/hybrid-rank.ts";
+import { LEXICAL_INDEX, lexicalIndexProjection } from "../projections/lexical-index.ts";
 import { readCheckpoint, resetProjection } from "../projections/runtime.ts";
+import { inTransaction } from "../db/pool.ts";
+import { HashingEmbedder } from "../adapters/embeddings/hashing.ts";
+import { DEFAULT_WEIGHTS } from "../schemas/relayer-http.ts";
+import type { StoredEvent } from "../schemas/envelope.ts";
+import { randomUUID } from "node:crypto";
 
 // A word that appears nowhere else: its plaintext (and its stem) must not be found in events or tables.
 const RARE = "Quorbalith";
@@ -120,7 +125,7 @@ describe("keyed term hashes", () => {
     const b = documentTerms(ring.forOwner("0xbb"), `${RARE} sailing, sailing and ${RARE}`);
     expect(again).toEqual(a);
     expect(a.len).toBe(4); // "and" is a stopword
-    expect(a.tf.sort()).toEqual([2, 2]);
+    expect([...a.tf]).toEqual([2, 2]);
     expect(a.terms.filter((h) => b.terms.includes(h))).toEqual([]);
     expect(queryTerms(ring.forOwner("0xaa"), "sail").every((h) => a.terms.includes(h))).toBe(true);
     expect(JSON.stringify(a)).not.toMatch(/quorbal|sail/i);
@@ -167,7 +172,7 @@ describe("hybrid recall over the relayer", () => {
     await rememberAll(bob, convo.slice(0, 6), "chat");
   }, 120_000);
 
-  /** The ranking computed here from plaintext: BM25 over the same tokens, context spread, ties by distance. */
+  /** The ranking computed here from plaintext: BM25 over the same tokens, context spread, normalised by its maximum. */
   function reference(query: string): { order: number[]; rel: Map<number, number> } {
     const docs = convo.map((x) => contentTokens(x));
     const n = docs.length;
@@ -186,7 +191,11 @@ describe("hybrid recall over the relayer", () => {
       });
     }
     const rel = spreadContext(scores, DEFAULT_HYBRID.context);
-    for (const k of [...rel.keys()]) if (k >= n) rel.delete(k);
+    const max = Math.max(...rel.values());
+    for (const [k, v] of [...rel.entries()]) {
+      if (k >= n) rel.delete(k);
+      else rel.set(k, v / max);
+    }
     return { order: [...rel.entries()].sort((a, b) => b[1] - a[1]).map((e) => e[0]), rel };
   }
 
@@ -205,6 +214,29 @@ describe("hybrid recall over the relayer", () => {
       const rest = r.results.slice(scored).map((x) => x.distance);
       expect([...rest].sort((a, b) => a - b)).toEqual(rest);
     }
+  });
+
+  it("composite scoring uses the hybrid relevance in place of cosine similarity", async () => {
+    const query = "sailing on the lake";
+    const ref = reference(query);
+    const r = await alice.recall(query, { namespace: "chat", limit: ref.order.length, scoring_weights: { semantic: 1, importance: 1 } });
+    // importance is 0.5 for every memory: score = rel + 0.5, in the reference's order.
+    expect(r.results.map((x) => (x.score! - 0.5).toFixed(9))).toEqual(ref.order.map((i) => ref.rel.get(i)!.toFixed(9)));
+  });
+
+  it("with a dense weight, fuses relevance and cosine similarity exactly over the namespace", async () => {
+    const ring = new LexicalKeyring(parseLexicalSecret(t.stack.workerEnv.MEMRELAY_LEXICAL_KEY));
+    const query = "how old is the sourdough starter?";
+    const vector = new HashingEmbedder({ dims: t.stack.embedder.dims }).embedOne(query);
+    const w = 0.3;
+    const got = await rankHybrid(t.stack.db, { owner: aliceOwner, namespace: "chat", terms: queryTerms(ring.forOwner(aliceOwner), query), vector, limit: convo.length, weights: DEFAULT_WEIGHTS, composite: false }, { ...DEFAULT_HYBRID, denseWeight: w });
+    const ref = reference(query);
+    const fused = got.map((h) => {
+      const i = blobs.indexOf(h.blob_id);
+      return (1 - w) * (ref.rel.get(i) ?? 0) + w * (1 - h.distance);
+    });
+    expect(got.length).toBe(convo.length);
+    expect([...fused].sort((a, b) => b - a)).toEqual(fused);
   });
 
   it("brings back the answer through its neighbours (the context spread)", async () => {
@@ -256,10 +288,13 @@ describe("hybrid recall over the relayer", () => {
     expect(gone.rows[0].n).toBe(0);
     const snapshot = async () => ({
       docs: (await t.stack.db.query("SELECT n.owner, n.namespace, d.memory_id, d.pos, d.len, d.position FROM lexical_docs d JOIN lexical_namespaces n USING (ns_id) ORDER BY d.memory_id")).rows,
-      postings: (await t.stack.db.query("SELECT n.owner, n.namespace, d.memory_id, p.term::text, p.tf FROM lexical_postings p JOIN lexical_docs d USING (doc) JOIN lexical_namespaces n ON n.ns_id = p.ns_id ORDER BY d.memory_id, p.term")).rows,
+      postings: (await t.stack.db.query("SELECT n.owner, n.namespace, d.memory_id, p.term::text, p.pos, p.tf FROM lexical_postings p JOIN lexical_docs d USING (doc) JOIN lexical_namespaces n ON n.ns_id = p.ns_id ORDER BY d.memory_id, p.term")).rows,
       stats: (await t.stack.db.query("SELECT owner, namespace, docs, total_len FROM lexical_namespaces WHERE docs > 0 ORDER BY owner, namespace")).rows,
     });
     const before = await snapshot();
+    // Postings carry their document's place in submission order.
+    const stray = await t.stack.db.query("SELECT count(*)::int AS n FROM lexical_postings p JOIN lexical_docs d USING (doc) WHERE p.pos <> d.pos OR p.ns_id <> d.ns_id");
+    expect(stray.rows[0].n).toBe(0);
     const ranked = await alice.recall("sailing on the lake", { namespace: "chat", limit: 5 });
     const runner = t.stack.relayer.projections.find((p) => p.projection.name === LEXICAL_INDEX)!;
     const cp = await readCheckpoint(t.stack.db, LEXICAL_INDEX);
@@ -270,4 +305,33 @@ describe("hybrid recall over the relayer", () => {
     expect(await snapshot()).toEqual(before);
     expect((await alice.recall("sailing on the lake", { namespace: "chat", limit: 5 })).results.map((x) => x.blob_id)).toEqual(ranked.results.map((x) => x.blob_id));
   }, 60_000);
+});
+
+describe("lexical index projection", () => {
+  it("places memories in submission order whatever order they are indexed in, and moves their postings along", async () => {
+    const owner = "0x" + "cd".repeat(32);
+    const ring = new LexicalKeyring(parseLexicalSecret("22".repeat(32)));
+    const at = (k: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, k)).toISOString();
+    const ids: string[] = Array.from({ length: 8 }, () => randomUUID());
+    let seq = 1_000_000;
+    const ev = (k: number, position = 0): StoredEvent => ({
+      seq: ++seq,
+      subject: `evt.job.${ids[k]}`,
+      event: {
+        type: "job.indexed", version: 1, id: randomUUID(), aggregate: `job.${ids[k]}`, occurred_at: at(k), causation_id: ids[k], correlation_id: ids[k],
+        data: { object_id: "0x1", wallet: "0x2", owner, namespace: "order", blob_id: `b${k}`, vector: [1], importance: 0.5, size: 1, created_at: at(100 + k),
+          lexical: documentTerms(ring.forOwner(owner), `memory number ${k} word${k}`), submitted_at: at(position ? 6 : k), position },
+      },
+    });
+    // Submitted 0..7 (6 and 7 in one bulk, positions 0 and 1); indexed 3, 1, 5, then 0, 7, 2, then 6, 4 (7 before 6).
+    for (const batch of [[ev(3), ev(1), ev(5)], [ev(0), ev(7, 1), ev(2)], [ev(6, 0), ev(4)], [ev(2)]]) await inTransaction(t.stack.db, (tx) => lexicalIndexProjection.apply(tx, batch));
+    const docs = await t.stack.db.query<{ memory_id: string; pos: number }>(
+      "SELECT d.memory_id, d.pos FROM lexical_docs d JOIN lexical_namespaces n USING (ns_id) WHERE n.owner = $1 ORDER BY d.pos", [owner]);
+    expect(docs.rows.map((x) => ids.indexOf(x.memory_id))).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(docs.rows.map((x) => x.pos)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    const stray = await t.stack.db.query("SELECT count(*)::int AS n FROM lexical_postings p JOIN lexical_docs d USING (doc) WHERE p.pos <> d.pos");
+    expect(stray.rows[0].n).toBe(0);
+    const stats = await t.stack.db.query("SELECT docs, total_len::int AS len FROM lexical_namespaces WHERE owner = $1", [owner]);
+    expect(stats.rows[0]).toEqual({ docs: 8, len: 8 * 4 }); // "memory", "number", "K", "wordK"
+  });
 });

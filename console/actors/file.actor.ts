@@ -1,10 +1,10 @@
 // Wires the file machine to its effect: `release` deletes the object from the blob store (reference-counted
-// there; its collector removes unreferenced bytes), confirms the key no longer resolves, releases the name.
+// there; its collector removes unreferenced bytes), confirms the key no longer resolves, frees the name.
 import { Effect } from "effect";
 import type { ActorDefinition } from "../../actors/host.ts";
 import { Transient } from "../../actors/host.ts";
 import type { CommandEnvelope } from "../../schemas/envelope.ts";
-import { AGG, CMD, EV, type FileDeleteCommandData, type FileRecordCommandData } from "../../schemas/console-events.ts";
+import { AGG, CMD, EV, type FileDeleteCommandData } from "../../schemas/console-events.ts";
 import { newEvent } from "../log.ts";
 import { fileMachine, type FileContext } from "./file.machine.ts";
 import type { ConsoleActorPorts } from "./ports.ts";
@@ -13,20 +13,14 @@ export function fileActor(ports: ConsoleActorPorts): ActorDefinition<CommandEnve
   return {
     aggregateType: AGG.file,
     machine: fileMachine,
-    snapshotVersion: 1,
+    snapshotVersion: 2,
     decide: (snapshot, command) => {
-      const state = snapshot.value as string;
-      if (command.type === CMD.fileRecord && (state === "none" || state === "delete_pending")) return [newEvent(EV.fileRecorded, command.data as FileRecordCommandData)];
-      if (command.type === CMD.fileDelete && (state === "none" || state === "completed")) {
-        const d = command.data as FileDeleteCommandData;
-        const requested = newEvent(EV.fileDeleteRequested, { requested_by: d.requested_by, requested_at: d.requested_at });
-        // A failed upload stored nothing (its job cleaned up): discard it at once.
-        if (state === "none" && d.upload_failed) {
-          return [requested, newEvent(EV.fileDeleted, { deleted_at: d.requested_at, bucket_id: d.upload_failed.bucket_id, space_id: d.upload_failed.space_id, size: 0 })];
-        }
-        return [requested];
-      }
-      return [];
+      if (command.type !== CMD.fileDelete || snapshot.value !== "completed") return [];
+      const d = command.data as FileDeleteCommandData;
+      const requested = newEvent(EV.fileDeleteRequested, d);
+      // A failed upload stored nothing (its job cleaned up): discard it at once.
+      if (d.upload_failed) return [requested, newEvent(EV.fileDeleted, { deleted_at: d.requested_at, bucket_id: d.bucket_id, space_id: d.space_id, size: 0 })];
+      return [requested];
     },
     effects: {
       release: ({ context, aggregateId }) =>

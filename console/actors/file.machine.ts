@@ -1,38 +1,27 @@
-// File lifecycle (spec/console.md, States: file — completed, deleting, deleted). A completed upload records the
-// file; DELETE marks it deleting at once and the `release` effect removes the stored object, confirms it is gone and
-// releases the file's name; then it is deleted. Repeated deletes decide nothing (deduplicated). A delete that
-// overtakes the record command on the work queue waits in delete_pending; a failed upload is discarded directly.
+// File lifecycle (spec/console.md, States: file — completed, deleting, deleted). A file is completed when its
+// upload job completes (the upload aggregate records it); its own aggregate begins with DELETE, which marks it
+// deleting at once (the command carries what the worker needs to know about the stored object); the `release`
+// effect removes the object from storage, confirms it is gone and frees the file's name; then it is deleted.
+// Repeated deletes decide nothing (deduplicated). A failed upload stored nothing and is discarded at once.
 import { assign, setup } from "xstate";
-import { EV, type FileDeleted, type FileRecorded } from "../../schemas/console-events.ts";
+import { EV, type FileDeleted, type FileDeleteRequested } from "../../schemas/console-events.ts";
 
 export interface FileContext {
-  file?: FileRecorded;
+  file?: FileDeleteRequested;
 }
 
-type FileEvent =
-  | { type: typeof EV.fileRecorded; data: FileRecorded }
-  | { type: typeof EV.fileDeleteRequested; data: unknown }
-  | { type: typeof EV.fileDeleted; data: FileDeleted };
+type FileEvent = { type: typeof EV.fileDeleteRequested; data: FileDeleteRequested } | { type: typeof EV.fileDeleted; data: FileDeleted };
 
 export const fileMachine = setup({ types: { context: {} as FileContext, events: {} as FileEvent } }).createMachine({
   id: "console-file",
-  initial: "none",
+  initial: "completed",
   context: {},
   states: {
-    none: {
-      on: {
-        [EV.fileRecorded]: { target: "completed", actions: assign(({ event }) => ({ file: event.data })) },
-        [EV.fileDeleteRequested]: "delete_pending",
-      },
+    completed: { on: { [EV.fileDeleteRequested]: { target: "deleting", actions: assign(({ event }) => ({ file: event.data })) } } },
+    deleting: {
+      meta: { effect: "release", durableBefore: true },
+      on: { [EV.fileDeleted]: "deleted" },
     },
-    delete_pending: {
-      on: {
-        [EV.fileRecorded]: { target: "deleting", actions: assign(({ event }) => ({ file: event.data })) },
-        [EV.fileDeleted]: "deleted",
-      },
-    },
-    completed: { on: { [EV.fileDeleteRequested]: "deleting" } },
-    deleting: { meta: { effect: "release", durableBefore: true }, on: { [EV.fileDeleted]: "deleted" } },
     deleted: { type: "final" },
   },
 });

@@ -9,7 +9,7 @@ import { startLocalStack, type LocalStack } from "../../runtime/local-stack.ts";
 import { startNatsServer, type NatsServerHandle } from "./nats-server.ts";
 import { createTestDatabase, type TestDatabase } from "./postgres.ts";
 import { MemrelayClient } from "../../client/memrelay-client.ts";
-import { createDelegateSession } from "../../adapters/encryption/session.ts";
+import { cachedSessionProvider } from "../../client/session-cache.ts";
 import { startTcpProxy, type TcpProxy } from "./tcp-proxy.ts";
 import type { RelayerRoles } from "../../runtime/relayer-stack.ts";
 
@@ -40,8 +40,8 @@ export async function startTestStack(env: Record<string, string> = {}, opts: { r
     proxy,
     client: async (identity) => {
       const who = identity ?? (await stack.createIdentity());
-      const session = await createDelegateSession({ delegateSecretKey: who.delegateSecretKey, packageId: stack.encryptionStack.packageId, rpcUrl: stack.encryptionStack.rpcUrl });
-      return new MemrelayClient({ baseUrl: stack.relayerUrl, delegatePrivateKey: who.delegateSecretKey, accountId: who.accountId, encryptionSession: session.header });
+      const session = cachedSessionProvider({ delegateSecretKey: who.delegateSecretKey, packageId: stack.encryptionStack.packageId, rpcUrl: stack.encryptionStack.rpcUrl });
+      return new MemrelayClient({ baseUrl: stack.relayerUrl, delegatePrivateKey: who.delegateSecretKey, accountId: who.accountId, encryptionSession: session });
     },
     teardown: async () => {
       await stack.stop();
