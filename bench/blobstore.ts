@@ -3,8 +3,12 @@
 // backend in the same run; and the service's resident memory while a 100 MiB blob streams in and out.
 //
 // The service runs in a child process (its own event loop, as in production) on a private nats-server and a fresh
-// database; the load generator (undici, keep-alive) and the raw-backend baseline run in this process.
-//   node --import tsx bench/blobstore.ts [--seconds 4] [--connections 32] [--out results.json]
+// database; the load generator (undici, keep-alive) and the raw-backend baseline run in this process. A third side,
+// the "HTTP floor", serves the same backend through the same uWS layer in the child with no service logic, to tell
+// the cost of HTTP from the cost of the service. Sides alternate in 1-second slices; each reports ops/s, p50/p99 and
+// its process's CPU per operation, and every comparison records how busy the rest of the machine was.
+//   node --import tsx bench/blobstore.ts [--seconds 4] [--connections 32] [--stream-mib 100] [--out results.json]
+// Env (diagnosis): BENCH_ONLY=1KiB|1MiB, BENCH_SKIP_READS=1, BENCH_SKIP_WRITES=1, BENCH_CHILD_NODE_ARGS="--cpu-prof".
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -347,7 +351,8 @@ const round = (n: number) => Math.round(n * 1000) / 1000;
 async function serve(cfg: { natsUrl: string; databaseUrl: string; dataDir: string; maxBlobBytes: number }): Promise<void> {
   const { startBlobstore } = await import("../blobstore/service.ts");
   const { createLogger } = await import("../config/logger.ts");
-  const svc = await startBlobstore({ ...cfg, port: 0, logger: createLogger({ level: "error", sink: () => undefined }), gc: { intervalMs: 0 } });
+  const warnings = createLogger({ sink: (l) => void (/ (WARN|ERROR) /.test(l) && process.stderr.write(l + "\n")) });
+  const svc = await startBlobstore({ ...cfg, port: 0, logger: warnings, gc: { intervalMs: 0 } });
   // The HTTP floor: the same listener layer and backend with none of the service (no auth, events, read models).
   const { HttpServer, json } = await import("../gateway/http.ts");
   const floorBackend = new FsBlobBackend(join(cfg.dataDir, "floor"));

@@ -4,7 +4,7 @@
 // (memory_index and lexical_index `apply` on synthetic job.indexed events), in a fresh database on the native Postgres.
 //
 //   node --import tsx bench/hybrid-latency.ts [--rows 200000] [--ns 10000] [--queries 2000] [--keep] [--db NAME]
-// --keep leaves the database for another run (--db NAME reuses it). Prints p50/p95/p99 per ranking, 1 and 32 at a
+// --keep leaves the database for another run (--db NAME reuses it); --only 0,1 runs some of the rankings. Prints p50/p95/p99 per ranking, 1 and 32 at a
 // time on a 16-connection pool (as the gateway has).
 import { randomUUID } from "node:crypto";
 import pg from "pg";
@@ -125,8 +125,10 @@ async function run(fn: Ranker, concurrency: number, n: number): Promise<{ line: 
   return { line: `${latencyLine(s)} · ${Math.round(rps)} q/s`, p50: s.p50, p99: s.p99, rps };
 }
 
-for (const [name, fn] of rankers) await run(fn, 16, 200); // warm caches
-for (const [name, fn] of rankers) {
+const only = value("--only")?.split(",").map(Number);
+const chosen = only ? rankers.filter((_, i) => only.includes(i)) : rankers;
+for (const [, fn] of chosen) await run(fn, 16, 200); // warm caches
+for (const [name, fn] of chosen) {
   const one = await run(fn, 1, Math.min(NQ, 500));
   const many = await run(fn, 32, NQ);
   log(`${name}\n    1 at a time:   ${one.line}\n    32 concurrent: ${many.line}`);

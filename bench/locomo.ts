@@ -19,7 +19,7 @@ import { cpus } from "node:os";
 import { execSync } from "node:child_process";
 import { startTestStack } from "../test/support/stack.ts";
 import { MemrelayClient } from "../client/memrelay-client.ts";
-import { createDelegateSession } from "../adapters/encryption/session.ts";
+import { cachedSessionProvider } from "../client/session-cache.ts";
 import { loadConfig } from "../config/env.ts";
 import { silentLogger } from "../config/logger.ts";
 import { startWorker } from "../runtime/worker.ts";
@@ -65,13 +65,8 @@ const t = await startTestStack({ RATE_LIMIT_DISABLED: "true" });
 const stops: (() => Promise<void>)[] = [];
 try {
   const who = await t.stack.createIdentity("locomo");
-  // Exported session keys live at most 30 minutes: renew one before it expires.
-  let current: Promise<{ header: string; expiresAtMs: number }> | undefined;
-  const header = async () => {
-    const fresh = () => createDelegateSession({ delegateSecretKey: who.delegateSecretKey, packageId: t.stack.encryptionStack.packageId, rpcUrl: t.stack.encryptionStack.rpcUrl, ttlMin: 30 });
-    if (!current || (await current).expiresAtMs - Date.now() < 120_000) current = fresh();
-    return (await current).header;
-  };
+  // One exported session key per TTL (at most 30 minutes), renewed shortly before it expires.
+  const header = cachedSessionProvider({ delegateSecretKey: who.delegateSecretKey, packageId: t.stack.encryptionStack.packageId, rpcUrl: t.stack.encryptionStack.rpcUrl, ttlMin: 30 });
   const clientAt = (baseUrl: string) => new MemrelayClient({ baseUrl, delegatePrivateKey: who.delegateSecretKey, accountId: who.accountId, encryptionSession: header });
   const main = clientAt(t.stack.relayerUrl);
 

@@ -66,7 +66,7 @@ if (callersOf) {
       if (hit) chain.push(l);
     }
     if (hit) {
-      const key = chain.slice(0, 8).join("  <  ");
+      const key = chain.slice(0, Number(process.env.DEPTH ?? 8)).join("  <  ");
       stacks.set(key, (stacks.get(key) ?? 0) + us);
     }
   }

@@ -110,7 +110,15 @@ try {
 } finally {
   await ctx.teardown().catch(() => undefined);
 }
-if (ran.length && (!only || only.has("memory") || ran.length)) results.push(memorySection(ctx, ran));
+if (ran.length) results.push(memorySection(ctx, ran));
+if (ctx.foreign.length) {
+  const mean = ctx.foreign.reduce((a, b) => a + b, 0) / ctx.foreign.length;
+  const max = Math.max(...ctx.foreign);
+  info.layout.push(
+    `Other processes on the machine (not part of this run) used on average ${Math.round(mean * 100)} % of one core during the ${ctx.foreign.length} timed windows (max ${Math.round(max * 100)} %; each window's share is in its CPU row). ` +
+      (mean > 0.2 ? "**The absolute throughput and latency figures are depressed by that load; the CPU-milliseconds-per-operation rows are not much affected and bound what 2 idle cores can do.**" : "The machine was otherwise quiet."),
+  );
+}
 if (!flag("--no-save") && results.length) saveResults(info, results);
 log(`bench finished in ${((performance.now() - tAll) / 1000).toFixed(0)} s${failed ? " (with an error)" : ""}; results in bench/RESULTS.md and bench/results.json`);
 for (const r of results) for (const row of r.rows) if (row.pass !== undefined) console.log(`  ${row.pass ? "pass" : "FAIL"}  ${r.name}: ${row.metric}: ${row.measured} (target ${row.target})`);

@@ -23,7 +23,21 @@ export type HttpClient = ((method: string, target: string, opts?: RequestOptions
 export function httpClient(baseUrl: string, maxSockets = 64): HttpClient {
   const u = new URL(baseUrl);
   const agent = new http.Agent({ keepAlive: true, maxSockets });
-  const fn = (method: string, target: string, opts: RequestOptions = {}) =>
+  const fn = async (method: string, target: string, opts: RequestOptions = {}): Promise<RawResponse> => {
+    // A keep-alive socket the server closed just as it was reused (Node's documented race): send again, on
+    // another socket, when the body can be sent again.
+    const replayable = opts.body === undefined || typeof opts.body === "string" || Buffer.isBuffer(opts.body) || typeof (opts.body as Readable).pipe !== "function";
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await once(method, target, opts);
+      } catch (err) {
+        const e = err as NodeJS.ErrnoException & { reused?: boolean };
+        const stale = e.reused && (e.code === "ECONNRESET" || e.code === "EPIPE" || /socket hang up/.test(e.message));
+        if (!stale || !replayable || attempt >= maxSockets) throw err;
+      }
+    }
+  };
+  const once = (method: string, target: string, opts: RequestOptions) =>
     new Promise<RawResponse>((resolve, reject) => {
       const headers: Record<string, string> = { ...(opts.headers ?? {}) };
       if (opts.bearer) headers["authorization"] = `Bearer ${opts.bearer}`;
@@ -52,7 +66,7 @@ export function httpClient(baseUrl: string, maxSockets = 64): HttpClient {
           });
         });
       });
-      req.on("error", reject);
+      req.on("error", (err) => reject(Object.assign(err, { reused: req.reusedSocket })));
       if (payload === undefined) req.end();
       else if (typeof (payload as Readable).pipe === "function") (payload as Readable).pipe(req);
       else req.end(payload);

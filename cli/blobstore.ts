@@ -52,7 +52,7 @@ function flag(args: string[], name: string): string | undefined {
 /** A write-side context for a short-lived process: read models are brought up to date by runners it starts itself. */
 async function openCore(natsUrl: string, databaseUrl: string) {
   const eventLog = await openEventLog({ servers: natsUrl, name: "memrelay-blobstore-cli" });
-  const db = createPool(databaseUrl, 4);
+  const db = createPool(databaseUrl, 2);
   const logger = createLogger({ level: "error" });
   await migrateCheckpoints(db);
   const runners = new Map<Kind, ProjectionRunner>();

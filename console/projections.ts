@@ -77,10 +77,18 @@ async function migrateConsole(db: Db): Promise<void> {
   `);
   for (const scope of ["space", "bucket"]) {
     for (const [name, expr] of FILE_INDEXES) {
-      await db.query(`CREATE INDEX IF NOT EXISTS console_files_${scope}_${name} ON console_files (${scope}_id, ${expr}, file_id) WHERE status <> 'deleted'`);
+      // INCLUDE (name): a substring search walks these in sort order without touching the table (index-only)
+      await db.query(`CREATE INDEX IF NOT EXISTS console_files_${scope}_${name} ON console_files (${scope}_id, ${expr}, file_id) INCLUDE (name) WHERE status <> 'deleted'`);
     }
   }
-  await db.query("CREATE INDEX IF NOT EXISTS console_files_name_trgm ON console_files USING gin (lower(name) gin_trgm_ops) WHERE status <> 'deleted'").catch(() => undefined);
+  // Substring search within a space or a bucket: trigram GIN indexes led by the scope (btree_gin), so a rare term
+  // is found among the scope's files only; without the extensions, searches fall back to scanning the sort order.
+  await db.query("CREATE EXTENSION IF NOT EXISTS btree_gin").catch(() => undefined);
+  for (const scope of ["space", "bucket"]) {
+    await db
+      .query(`CREATE INDEX IF NOT EXISTS console_files_${scope}_name_trgm ON console_files USING gin (${scope}_id, lower(name) gin_trgm_ops) WHERE status <> 'deleted'`)
+      .catch(() => undefined);
+  }
   await db.query("CREATE INDEX IF NOT EXISTS console_files_uploading ON console_files (space_id) WHERE status = 'uploading'");
 }
 

@@ -100,6 +100,9 @@ const FILE_SORT: Record<FileSort, { expr: string; type: string; value: (r: FileL
 /** `%q%` for LIKE, with the pattern characters of q escaped. */
 const likePattern = (q: string) => `%${q.toLowerCase().replace(/[\\%_]/g, (c) => "\\" + c)}%`;
 
+/** Rows of the sort order a substring search examines before it turns to the trigram index. */
+const SEARCH_WINDOW = 1_000;
+
 const cmp = (o: SortOrder) => (o === "asc" ? ">" : "<");
 const dir = (o: SortOrder) => (o === "asc" ? "ASC" : "DESC");
 
@@ -229,21 +232,49 @@ export class Queries {
     const sort = FILE_SORT[q.sortField];
     const params: unknown[] = [scopeId];
     const where = [`t.${scope}_id = $1`, "t.status <> 'deleted'"];
-    if (q.q) where.push(`lower(t.name) LIKE $${params.push(likePattern(q.q))}`);
     if (q.cursor) {
       const v = params.push(q.cursor.v);
       const id = params.push(q.cursor.id);
       where.push(`(${sort.expr}, t.file_id) ${cmp(q.sortOrder)} ($${v}::${sort.type}, $${id}::uuid)`);
     }
-    const limit = params.push(q.limit + 1);
-    const r = await this.db.query<FileListRow>(
-      `SELECT ${FILE_LIST_COLS} FROM console_files t WHERE ${where.join(" AND ")} ORDER BY ${sort.expr} ${dir(q.sortOrder)}, t.file_id ${dir(q.sortOrder)} LIMIT $${limit}`,
-      params,
-    );
-    const rows = r.rows.slice(0, q.limit);
-    const last = rows[rows.length - 1];
-    const next = r.rows.length > q.limit && last ? encodeCursor({ s: q.sortField, o: q.sortOrder, v: sort.value(last), id: last.file_id }) : null;
-    return { rows, next };
+    const order = `${sort.expr} ${dir(q.sortOrder)}, t.file_id ${dir(q.sortOrder)}`;
+    let rows: FileListRow[];
+    if (!q.q) {
+      const limit = params.push(q.limit + 1);
+      rows = (await this.db.query<FileListRow>(`SELECT ${FILE_LIST_COLS} FROM console_files t WHERE ${where.join(" AND ")} ORDER BY ${order} LIMIT $${limit}`, params)).rows;
+    } else {
+      // A substring search: walk the sort index for a bounded number of rows first (a common term fills the page
+      // there at once); only when that window holds too few matches and the scope has more rows, ask the trigram
+      // index, which is fast when matches are rare. (The planner cannot tell the two apart: LIKE '%q%' selectivity
+      // is a guess, and a wrong guess sorts every match of a common term.)
+      const base = where.join(" AND ");
+      const n = params.length;
+      const pattern = `$${n + 1}`;
+      const limit = `$${n + 2}`;
+      const window = `$${n + 3}`;
+      const withSearch = [...params, likePattern(q.q), q.limit + 1];
+      // The window's matches, and whether the scope holds more rows than the window (both at once).
+      const [windowed, scanned] = await Promise.all([
+        this.db.query<FileListRow>(
+          `WITH scan AS MATERIALIZED (SELECT t.file_id, lower(t.name) AS ln FROM console_files t WHERE ${base} ORDER BY ${order} LIMIT ${window})
+           SELECT ${FILE_LIST_COLS} FROM console_files t JOIN scan USING (file_id) WHERE scan.ln LIKE ${pattern} ORDER BY ${order} LIMIT ${limit}`,
+          [...withSearch, SEARCH_WINDOW],
+        ),
+        this.db.query<{ n: string }>(`SELECT count(*)::text AS n FROM (SELECT 1 FROM console_files t WHERE ${base} LIMIT $${n + 1}) x`, [...params, SEARCH_WINDOW]),
+      ]);
+      rows = windowed.rows;
+      if (rows.length <= q.limit) {
+        if (Number(scanned.rows[0].n) >= SEARCH_WINDOW) {
+          rows = (
+            await this.db.query<FileListRow>(`SELECT ${FILE_LIST_COLS} FROM console_files t WHERE ${base} AND lower(t.name) LIKE ${pattern} ORDER BY ${order} LIMIT ${limit}`, withSearch)
+          ).rows;
+        }
+      }
+    }
+    const page = rows.slice(0, q.limit);
+    const last = page[page.length - 1];
+    const next = rows.length > q.limit && last ? encodeCursor({ s: q.sortField, o: q.sortOrder, v: sort.value(last), id: last.file_id }) : null;
+    return { rows: page, next };
   }
 
   /** The strongest scope the access index grants any of `addresses` under a policy, null for none. */

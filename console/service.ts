@@ -61,7 +61,7 @@ import {
   type PlanTier,
 } from "../schemas/console-http.ts";
 import { ConsoleLog, claimId, command } from "./log.ts";
-import { BlobStoreStorage, storageBucketName, type StoragePort } from "./storage.ts";
+import { BlobStoreStorage, StorageError, storageBucketName, type StoragePort } from "./storage.ts";
 import { ConsoleAuth, requireWrite, type Principal } from "./auth.ts";
 import { Queries, type BucketRow, type FileListRow, type FileRow, type SpaceRow } from "./queries.ts";
 import { ACCESS_PROJECTION, CONSOLE_PROJECTION, accessIndexProjection, consoleProjection } from "./projections.ts";
@@ -219,6 +219,10 @@ async function finishBody(req: Request): Promise<Record<string, string> | undefi
 
 function toReply(err: unknown): Reply | undefined {
   if (err instanceof ConsoleHttpError) return json(err.status, err.body(), err.headers);
+  if (err instanceof StorageError) {
+    // the blob store refused or dropped the bytes: the client may retry the upload as a whole
+    return json(err.transient ? 503 : 502, { error: "file storage is unavailable; retry shortly" }, { "retry-after": "1" });
+  }
   if (err instanceof HttpError) {
     const code = err.status === 413 ? CODE.payloadTooLarge : err.status === 400 ? CODE.badRequest : err.status === 401 ? CODE.unauthorized : undefined;
     return json(err.status, { error: err.message, ...(code ? { code } : {}), ...err.extra }, err.headers);

@@ -25,6 +25,11 @@ export function registerVectorType(db: Db): void {
 
 export async function inTransaction<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
   const client = await db.connect();
+  // A checked-out client has no pool listener: if the server goes away mid-transaction, pg emits 'error' on it
+  // (besides failing the query), which would crash the process. Keep it, and discard the broken client.
+  let broken: Error | undefined;
+  const onError = (err: Error) => (broken = err);
+  client.on("error", onError);
   try {
     await client.query("BEGIN");
     const out = await fn(client);
@@ -34,7 +39,8 @@ export async function inTransaction<T>(db: Db, fn: (tx: Tx) => Promise<T>): Prom
     await client.query("ROLLBACK").catch(() => undefined);
     throw err;
   } finally {
-    client.release();
+    client.off("error", onError);
+    client.release(broken);
   }
 }
 

@@ -30,7 +30,7 @@ export interface HybridSettings {
   readonly denseWeight: number;
 }
 
-/** Tuned on LoCoMo (bench/LOCOMO.md); the dense weight depends on the embedder (see defaultDenseWeight). */
+/** Tuned on LoCoMo (bench/locomo-tuning.ts); the dense weight depends on the embedder (defaultDenseWeight). */
 export const DEFAULT_HYBRID: HybridSettings = { k1: 0.9, b: 0.4, context: [0.5, 0.3, 0.15], denseWeight: 0 };
 
 /**
@@ -55,48 +55,69 @@ export interface HybridQuery {
 
 export interface LexicalMatches {
   readonly nsId: number;
-  /** BM25 score by position in submission order. */
-  readonly scores: Map<number, number>;
+  /** Memories of the namespace in the lexical index (positions run 0 .. docs − 1). */
+  readonly docs: number;
+  /** Matching memories: positions in submission order and their BM25 scores. */
+  readonly pos: Int32Array;
+  readonly scores: Float64Array;
 }
 
 /** BM25 of every memory of the namespace matching at least one term; undefined when nothing matches. */
 export async function lexicalMatches(db: Db, owner: string, namespace: string, terms: readonly number[], s: Pick<HybridSettings, "k1" | "b">): Promise<LexicalMatches | undefined> {
   if (!terms.length) return undefined;
-  const r = await db.query<{ ns_id: number; pos: number; s: number }>(
-    `WITH ns AS (SELECT ns_id, docs::float8 AS n, greatest(total_len, 1)::float8 / greatest(docs, 1) AS avgdl
+  // One index range per term (lexical_postings_term); df is the size of that range.
+  const r = await db.query<{ ns_id: number; docs: number; pos: number; s: number }>(
+    `WITH ns AS (SELECT ns_id, docs, docs::float8 AS n, greatest(total_len, 1)::float8 / greatest(docs, 1) AS avgdl
                  FROM lexical_namespaces WHERE owner = $1 AND namespace = $2 AND docs > 0),
           post AS MATERIALIZED (SELECT p.term, p.pos, p.tf, p.len FROM ns JOIN lexical_postings p ON p.ns_id = ns.ns_id AND p.term = ANY($3::bigint[])),
           df AS (SELECT term, count(*)::float8 AS df FROM post GROUP BY term)
-     SELECT ns.ns_id, post.pos, sum(ln(1 + (ns.n - df.df + 0.5) / (df.df + 0.5)) * post.tf * ($4::float8 + 1)
+     SELECT ns.ns_id, ns.docs, post.pos, sum(ln(1 + (ns.n - df.df + 0.5) / (df.df + 0.5)) * post.tf * ($4::float8 + 1)
                                     / (post.tf + $4::float8 * (1 - $5::float8 + $5::float8 * post.len / ns.avgdl))) AS s
-     FROM post JOIN df USING (term) CROSS JOIN ns GROUP BY ns.ns_id, post.pos`,
+     FROM post JOIN df USING (term) CROSS JOIN ns GROUP BY ns.ns_id, ns.docs, post.pos`,
     [owner, namespace, terms.map(String), s.k1, s.b],
   );
   if (!r.rows.length) return undefined;
-  const scores = new Map<number, number>();
-  for (const x of r.rows) if (x.pos >= 0) scores.set(x.pos, Number(x.s));
-  return { nsId: r.rows[0].ns_id, scores };
+  const pos = new Int32Array(r.rows.length);
+  const scores = new Float64Array(r.rows.length);
+  r.rows.forEach((x, i) => {
+    pos[i] = x.pos;
+    scores[i] = Number(x.s);
+  });
+  return { nsId: r.rows[0].ns_id, docs: r.rows[0].docs, pos, scores };
 }
 
-/** s'(d) = s(d) + Σ_k context[k-1]·max(s(d−k), s(d+k)) for every d with s'(d) > 0. Pure; exported for tests. */
-export function spreadContext(scores: ReadonlyMap<number, number>, context: readonly number[]): Map<number, number> {
-  if (!context.length) return new Map(scores);
-  // best[k][d] = max(s(d−k), s(d+k)), built from the matches only.
-  const out = new Map<number, number>();
-  for (const [d, s] of scores) out.set(d, (out.get(d) ?? 0) + s);
-  context.forEach((w, i) => {
+/**
+ * s'(d) = s(d) + Σ_k context[k-1]·max(s(d−k), s(d+k)) for every position d in [0, n). `pos` and `scores` list the
+ * memories with s > 0; the others have s = 0.
+ */
+export function spreadScores(pos: Int32Array, scores: Float64Array, n: number, context: readonly number[]): Float64Array {
+  const out = new Float64Array(n);
+  for (let i = 0; i < pos.length; i++) if (pos[i] >= 0 && pos[i] < n) out[pos[i]] += scores[i];
+  const best = new Float64Array(n);
+  context.forEach((w, ki) => {
     if (w === 0) return;
-    const k = i + 1;
-    const best = new Map<number, number>();
-    for (const [d, s] of scores) {
-      for (const t of [d - k, d + k]) {
-        if (t < 0) continue;
-        if (s > (best.get(t) ?? 0)) best.set(t, s);
-      }
+    const k = ki + 1;
+    best.fill(0);
+    for (let i = 0; i < pos.length; i++) {
+      const s = scores[i];
+      const a = pos[i] - k;
+      const b = pos[i] + k;
+      if (a >= 0 && a < n && s > best[a]) best[a] = s;
+      if (b >= 0 && b < n && s > best[b]) best[b] = s;
     }
-    for (const [t, s] of best) out.set(t, (out.get(t) ?? 0) + w * s);
+    for (let d = 0; d < n; d++) if (best[d] > 0) out[d] += w * best[d];
   });
   return out;
+}
+
+/** spreadScores over a map of position → score (positions past the last match included). Pure; for tests. */
+export function spreadContext(scores: ReadonlyMap<number, number>, context: readonly number[]): Map<number, number> {
+  const pos = Int32Array.from(scores.keys());
+  const n = Math.max(0, ...pos) + 1 + context.length;
+  const out = spreadScores(pos, Float64Array.from(scores.values()), n, context);
+  const m = new Map<number, number>();
+  out.forEach((v, d) => v > 0 && m.set(d, v));
+  return m;
 }
 
 interface Row {
@@ -112,41 +133,43 @@ export async function rankHybrid(db: Db, q: HybridQuery, settings: HybridSetting
   const lex = await lexicalMatches(db, q.owner, q.namespace, q.terms, settings);
   // No lexical match anywhere in the namespace: the relevance is the cosine similarity alone (plain or composite).
   if (!lex) return rankMemories(db, q);
-  const spread = spreadContext(lex.scores, settings.context);
-  // Positions past the namespace's end (context of its last memory) select nothing: harmless.
+  let n = lex.docs;
+  for (const p of lex.pos) if (p >= n) n = p + 1;
+  const rel = spreadScores(lex.pos, lex.scores, n, settings.context);
   let max = 0;
-  for (const v of spread.values()) if (v > max) max = v;
-  const rel = new Map<number, number>();
-  for (const [d, v] of spread) rel.set(d, v / max);
-  if (q.composite || settings.denseWeight > 0) return rankComposite(db, q, { nsId: lex.nsId, rel }, settings);
+  for (const v of rel) if (v > max) max = v;
+  for (let d = 0; d < n; d++) rel[d] /= max;
+  if (q.composite || settings.denseWeight > 0) return rankComposite(db, q, lex.nsId, rel, settings);
   return rankLexicalFirst(db, q, lex.nsId, rel);
 }
 
 /** w = 0, no composite: rank the lexical matches (and their context), then fill with the cosine order. */
-async function rankLexicalFirst(db: Db, q: HybridQuery, nsId: number, rel: Map<number, number>): Promise<Hit[]> {
+async function rankLexicalFirst(db: Db, q: HybridQuery, nsId: number, rel: Float64Array): Promise<Hit[]> {
   const v = toVectorLiteral(q.vector);
-  const order = [...rel.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0]);
+  const order: number[] = [];
+  for (let d = 0; d < rel.length; d++) if (rel[d] > 0) order.push(d);
+  order.sort((a, b) => rel[b] - rel[a] || a - b);
   const hits: (Row & { rel: number })[] = [];
   const taken: string[] = [];
   let next = 0;
   while (next < order.length) {
     // Enough to fill the limit, plus every position tied with the last one taken (ties are ordered by distance).
     let end = Math.min(order.length, next + Math.max(q.limit - hits.length, 1) + 8);
-    while (end < order.length && order[end][1] === order[end - 1][1]) end++;
+    while (end < order.length && rel[order[end]] === rel[order[end - 1]]) end++;
     const chunk = order.slice(next, end);
     next = end;
     const r = await db.query<Row & { pos: number }>(
       `SELECT d.pos, m.id, m.blob_id, (m.vector <=> $1::halfvec) AS distance, m.created_at, m.importance
        FROM lexical_docs d JOIN memories m ON m.id = d.memory_id
        WHERE d.ns_id = $2 AND d.pos = ANY($3::int[]) AND m.owner = $4 AND m.namespace = $5`,
-      [v, nsId, chunk.map((c) => c[0]), q.owner, q.namespace],
+      [v, nsId, chunk, q.owner, q.namespace],
     );
     for (const x of r.rows) {
-      hits.push({ ...x, distance: Number(x.distance), rel: rel.get(x.pos)! });
+      hits.push({ ...x, distance: Number(x.distance), rel: rel[x.pos] });
       taken.push(x.id);
     }
-    // Stop once the limit is filled and the next position scores strictly lower than the last one kept.
-    if (hits.length >= q.limit && (next >= order.length || order[next][1] < order[next - 1][1])) break;
+    // Each chunk ends where the relevance drops, so once the limit is filled nothing later can rank higher.
+    if (hits.length >= q.limit) break;
   }
   hits.sort((a, b) => b.rel - a.rel || a.distance - b.distance || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const top: Hit[] = hits.slice(0, q.limit).map(({ blob_id, distance, created_at, importance }) => ({ blob_id, distance, created_at, importance }));
@@ -167,18 +190,15 @@ async function rankLexicalFirst(db: Db, q: HybridQuery, nsId: number, rel: Map<n
  * lexical relevance travels as one dense array indexed by position (zeros compress to one character each) and meets
  * the rows through lexical_docs' (ns_id, pos) index.
  */
-async function rankComposite(db: Db, q: HybridQuery, lex: { nsId: number; rel: Map<number, number> }, s: HybridSettings): Promise<Hit[]> {
+async function rankComposite(db: Db, q: HybridQuery, nsId: number, rel: Float64Array, s: HybridSettings): Promise<Hit[]> {
   const weights = q.composite ? q.weights : { semantic: 1, recency: 0, recency_half_life_days: 1, importance: 0 };
-  let n = 0;
-  for (const p of lex.rel.keys()) n = Math.max(n, p + 1);
-  const dense: number[] = new Array(n).fill(0);
-  for (const [p, v] of lex.rel) dense[p] = v;
+  // `m` is materialised so that each row's distance is computed once (an inlined subquery would repeat it per use).
   const r = await db.query<Row & { score: number }>(
     `WITH lex AS (SELECT d.memory_id, ($6::float8[])[d.pos + 1] AS rel FROM lexical_docs d WHERE d.ns_id = $5 AND d.pos < $7),
-          m AS (SELECT id, blob_id, (vector <=> $1::halfvec) AS distance, created_at, importance FROM memories WHERE owner = $2 AND namespace = $3)
+          m AS MATERIALIZED (SELECT id, blob_id, (vector <=> $1::halfvec) AS distance, created_at, importance FROM memories WHERE owner = $2 AND namespace = $3)
      SELECT m.id, m.blob_id, m.distance, m.created_at, m.importance,
             $9::float8 * ((1 - $8::float8) * coalesce(lex.rel, 0) + $8::float8 * (1 - m.distance))
-          + $10::float8 * power(2, -(extract(epoch FROM (now() - m.created_at)) / 86400.0) / $11::float8)
+          + $10::float8 * power(2, -(date_part('epoch', now() - m.created_at) / 86400.0) / $11::float8)
           + $12::float8 * m.importance AS score
      FROM m LEFT JOIN lex ON lex.memory_id = m.id
      ORDER BY score DESC, m.distance, m.id LIMIT $4`,
@@ -187,9 +207,9 @@ async function rankComposite(db: Db, q: HybridQuery, lex: { nsId: number; rel: M
       q.owner,
       q.namespace,
       q.limit,
-      lex.nsId,
-      dense,
-      n,
+      nsId,
+      Array.from(rel, (x) => (x > 0 ? x : 0)),
+      rel.length,
       s.denseWeight,
       weights.semantic,
       weights.recency,

@@ -5,7 +5,10 @@ import { STREAMS } from "../eventlog/subjects.ts";
 import type { Db } from "../db/pool.ts";
 import type { JobStatus } from "../schemas/remember-job.ts";
 import { MEMORY_INDEX } from "../projections/memory-index.ts";
-import { readCheckpoint } from "../projections/runtime.ts";
+import { LEXICAL_INDEX } from "../projections/lexical-index.ts";
+
+/** The read models recall reads: a job is done (recallable) once all of them have applied its indexing commit. */
+const RECALL_INDEXES = [MEMORY_INDEX, LEXICAL_INDEX];
 
 export interface JobView {
   readonly job_id: string;
@@ -25,12 +28,13 @@ export class JobLookup {
     const found = new Map<string, JobView>();
     if (!ids.length) return found;
     const r = await this.db.query<{ job_id: string; status: JobStatus; owner: string; namespace: string; blob_id: string | null; error: string | null }>(
-      // Done means recallable: until the memory index has applied the indexing commit, the job still reads uploaded.
+      // Done means recallable: until the memory and lexical indexes have applied the indexing commit, the job still
+      // reads uploaded.
       `SELECT job_id::text, owner, namespace, blob_id, error,
-              CASE WHEN status = 'done' AND done_seq > coalesce((SELECT seq FROM projection_checkpoints WHERE name = $3), 0)
+              CASE WHEN status = 'done' AND done_seq > coalesce((SELECT min(seq) FROM projection_checkpoints WHERE name = ANY($3::text[])), 0)
                    THEN 'uploaded' ELSE status END AS status
        FROM remember_jobs WHERE job_id = ANY($1::uuid[]) AND owner = $2`,
-      [ids, owner, MEMORY_INDEX],
+      [ids, owner, RECALL_INDEXES],
     );
     for (const row of r.rows) found.set(row.job_id, clean({ ...row, blob_id: row.blob_id ?? undefined, error: row.error ?? undefined }));
     await Promise.all(ids.filter((id) => !found.has(id)).map(async (id) => {
@@ -57,7 +61,9 @@ export class JobLookup {
   }
 
   private async indexCheckpoint(): Promise<number> {
-    return readCheckpoint(this.db, MEMORY_INDEX).catch(() => 0);
+    return this.db
+      .query<{ seq: string | null }>("SELECT min(seq) AS seq FROM projection_checkpoints WHERE name = ANY($1::text[])", [RECALL_INDEXES])
+      .then((r) => Number(r.rows[0]?.seq ?? 0), () => 0);
   }
 
   private async snapshot(id: string): Promise<JobView | undefined> {

@@ -28,7 +28,7 @@ export async function rankMemories(db: Db, q: { owner: string; namespace: string
   const r = await db.query<{ blob_id: string; distance: number; created_at: Date; importance: number; score: number }>(
     `SELECT blob_id, distance, created_at, importance,
             $5::float8 * (1 - distance)
-          + $6::float8 * power(2, -(extract(epoch FROM (now() - created_at)) / 86400.0) / $7::float8)
+          + $6::float8 * power(2, -(date_part('epoch', now() - created_at) / 86400.0) / $7::float8)
           + $8::float8 * importance AS score
      FROM (SELECT blob_id, id, (vector <=> $1::halfvec) AS distance, created_at, importance
            FROM memories WHERE owner = $2 AND namespace = $3) m

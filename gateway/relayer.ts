@@ -33,8 +33,11 @@ export interface RelayerDeps {
   readonly encryption: EncryptionPort;
   readonly logger: Logger;
   readonly embedderMode: string;
-  /** Hybrid recall (gateway/hybrid-rank.ts): keyed lexical index fused with the vector; absent: cosine order. */
-  readonly lexical?: { readonly keyring: LexicalKeyring; readonly settings: HybridSettings };
+  /**
+   * The keyed lexical index's keys (restore hashes restored memories' terms with them) and, when recall ranks hybrid
+   * (gateway/hybrid-rank.ts: keyed BM25 with context fused with the vector), its settings; no settings: cosine order.
+   */
+  readonly lexical?: { readonly keyring: LexicalKeyring; readonly settings?: HybridSettings };
 }
 
 /** Importance given to plain remembers (REFERENCE.md: remember and restore use 0.5). */
@@ -125,7 +128,7 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
       metrics.observe("query_embedding_seconds", (performance.now() - t0) / 1000);
       const q = { owner: who.owner, namespace: body.namespace, vector, limit: body.limit, weights: body.weights, composite: body.composite };
       const lex = deps.lexical;
-      const hits = lex ? await rankHybrid(db, { ...q, terms: queryTerms(lex.keyring.forOwner(who.owner), body.query) }, lex.settings) : await rankMemories(db, q);
+      const hits = lex?.settings ? await rankHybrid(db, { ...q, terms: queryTerms(lex.keyring.forOwner(who.owner), body.query) }, lex.settings) : await rankMemories(db, q);
       const result = await openHits(hits, who.owner, credential, deps.blobs, deps.encryption, body.composite);
       return json(200, result);
     }))

@@ -77,74 +77,63 @@ class DocBatch {
     this.docs.push(d);
   }
 
+  /** Three statements per batch: namespaces, documents (with the namespace counts), places and postings. */
   async flush(tx: Tx): Promise<void> {
     if (!this.docs.length) return;
     const docs = this.docs;
     this.docs = [];
-    // Namespaces (ids by (owner, namespace)).
-    const pairs = [...new Map(docs.map((d) => [`${d.owner}\u0000${d.namespace}`, d] as const)).values()];
+    const key = (d: DocIn) => `${d.owner}\u0000${d.namespace}`;
+    const pairs = [...new Map(docs.map((d) => [key(d), d] as const)).values()];
     const owners = pairs.map((d) => d.owner);
     const names = pairs.map((d) => d.namespace);
-    await tx.query(
-      `INSERT INTO lexical_namespaces (owner, namespace) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (owner, namespace) DO NOTHING`,
-      [owners, names],
-    );
     const ns = await tx.query<{ ns_id: number; owner: string; namespace: string }>(
-      `SELECT n.ns_id, n.owner, n.namespace FROM lexical_namespaces n JOIN unnest($1::text[], $2::text[]) AS x(owner, namespace)
-       ON n.owner = x.owner AND n.namespace = x.namespace`,
+      `WITH x AS (SELECT * FROM unnest($1::text[], $2::text[]) AS x(owner, namespace)),
+            ins AS (INSERT INTO lexical_namespaces (owner, namespace) SELECT owner, namespace FROM x
+                    ON CONFLICT (owner, namespace) DO NOTHING RETURNING ns_id, owner, namespace)
+       SELECT ns_id, owner, namespace FROM ins
+       UNION ALL SELECT n.ns_id, n.owner, n.namespace FROM lexical_namespaces n JOIN x ON n.owner = x.owner AND n.namespace = x.namespace`,
       [owners, names],
     );
-    const nsId = new Map(ns.rows.map((r) => [`${r.owner}\u0000${r.namespace}`, r.ns_id] as const));
+    const nsId = new Map<string, number>(ns.rows.map((r) => [`${r.owner}\u0000${r.namespace}`, r.ns_id]));
     // Documents: a memory already indexed (redelivery, a restore of an indexed blob) keeps its row.
     const inserted = await tx.query<{ doc: string; memory_id: string; ns_id: number; len: number }>(
-      `INSERT INTO lexical_docs (ns_id, memory_id, submitted_at, position, len, pos)
-       SELECT ns_id, memory_id, submitted_at, position, len, -1
-       FROM unnest($1::int[], $2::uuid[], $3::timestamptz[], $4::int[], $5::smallint[]) AS x(ns_id, memory_id, submitted_at, position, len)
-       ON CONFLICT (memory_id) DO NOTHING
-       RETURNING doc, memory_id, ns_id, len`,
-      [docs.map((d) => nsId.get(`${d.owner}\u0000${d.namespace}`)), docs.map((d) => d.memoryId), docs.map((d) => d.submittedAt), docs.map((d) => d.position), docs.map((d) => d.terms.len)],
+      `WITH ins AS (
+         INSERT INTO lexical_docs (ns_id, memory_id, submitted_at, position, len, pos)
+         SELECT ns_id, memory_id, submitted_at, position, len, -1
+         FROM unnest($1::int[], $2::uuid[], $3::timestamptz[], $4::int[], $5::smallint[]) AS x(ns_id, memory_id, submitted_at, position, len)
+         ON CONFLICT (memory_id) DO NOTHING
+         RETURNING doc, memory_id, ns_id, len),
+       counts AS (
+         UPDATE lexical_namespaces n SET docs = n.docs + c.c, total_len = n.total_len + c.l
+         FROM (SELECT ns_id, count(*)::int AS c, sum(len)::bigint AS l FROM ins GROUP BY ns_id) c WHERE n.ns_id = c.ns_id)
+       SELECT doc, memory_id, ns_id, len FROM ins`,
+      [docs.map((d) => nsId.get(key(d))), docs.map((d) => d.memoryId), docs.map((d) => d.submittedAt), docs.map((d) => d.position), docs.map((d) => d.terms.len)],
     );
     if (!inserted.rows.length) return;
-    await tx.query(
-      `UPDATE lexical_namespaces n SET docs = n.docs + x.c, total_len = n.total_len + x.l
-       FROM (SELECT ns_id, count(*)::int AS c, sum(len)::bigint AS l FROM unnest($1::int[], $2::int[]) AS u(ns_id, len) GROUP BY ns_id) x
-       WHERE n.ns_id = x.ns_id`,
-      [inserted.rows.map((r) => r.ns_id), inserted.rows.map((r) => r.len)],
-    );
-    const placed = await renumber(tx, [...new Set(inserted.rows.map((r) => r.ns_id))]);
     const byMemory = new Map(docs.map((d) => [d.memoryId.toLowerCase(), d] as const));
-    const pNs: number[] = [], pTerm: string[] = [], pDoc: string[] = [], pPos: number[] = [], pTf: number[] = [], pLen: number[] = [];
+    const pNs: number[] = [], pTerm: string[] = [], pDoc: string[] = [], pTf: number[] = [], pLen: number[] = [];
     for (const r of inserted.rows) {
       const d = byMemory.get(r.memory_id)!;
-      const pos = placed.get(r.doc);
-      if (pos === undefined) throw new Error(`lexical index: document ${r.doc} was not placed`);
       d.terms.terms.forEach((t, i) => {
         pNs.push(r.ns_id);
         pTerm.push(String(t));
         pDoc.push(r.doc);
-        pPos.push(pos);
         pTf.push(d.terms.tf[i]);
         pLen.push(r.len);
       });
     }
-    if (pNs.length) {
-      await tx.query(
-        `INSERT INTO lexical_postings (ns_id, term, doc, pos, tf, len)
-         SELECT * FROM unnest($1::int[], $2::bigint[], $3::bigint[], $4::int[], $5::smallint[], $6::smallint[])`,
-        [pNs, pTerm, pDoc, pPos, pTf, pLen],
-      );
-    }
+    await placeAndPost(tx, [...new Set(inserted.rows.map((r) => r.ns_id))], { ns: pNs, term: pTerm, doc: pDoc, tf: pTf, len: pLen });
   }
 }
 
 /**
- * Gives the new documents (pos -1) of these namespaces their place in submission order: every document from the first
- * new one onwards is renumbered, and the postings of the older documents that moved follow. Submissions arrive nearly
- * in order, so this touches the tail of a namespace; a restore of old memories renumbers more. Returns the new
- * documents' positions (their postings are inserted with them).
+ * Gives the new documents (pos -1) of these namespaces their place in submission order — every document from the
+ * first new one onwards is renumbered, and the postings of older documents that moved follow — then inserts the new
+ * documents' postings at their places. Submissions arrive nearly in order, so this touches the tail of a namespace;
+ * a restore of old memories renumbers more.
  */
-async function renumber(tx: Tx, nsIds: number[]): Promise<Map<string, number>> {
-  const r = await tx.query<{ doc: string; pos: number; old: number }>(
+async function placeAndPost(tx: Tx, nsIds: number[], p: { ns: number[]; term: string[]; doc: string[]; tf: number[]; len: number[] }): Promise<void> {
+  await tx.query(
     `WITH first AS (
        SELECT DISTINCT ON (ns_id) ns_id, submitted_at, position, memory_id FROM lexical_docs
        WHERE pos < 0 AND ns_id = ANY($1::int[]) ORDER BY ns_id, submitted_at, position, memory_id),
@@ -158,12 +147,16 @@ async function renumber(tx: Tx, nsIds: number[]): Promise<Map<string, number>> {
        FROM base b JOIN lexical_docs d ON d.ns_id = b.ns_id AND (d.submitted_at, d.position, d.memory_id) >= (b.submitted_at, b.position, b.memory_id)),
      moved AS (
        UPDATE lexical_docs d SET pos = r.pos FROM ranked r WHERE d.doc = r.doc AND d.pos <> r.pos RETURNING d.doc, r.pos, r.old),
-     postings AS (
-       UPDATE lexical_postings p SET pos = m.pos FROM moved m WHERE m.old >= 0 AND p.doc = m.doc RETURNING p.doc)
-     SELECT doc, pos, old FROM moved`,
-    [nsIds],
+     shifted AS (
+       UPDATE lexical_postings p SET pos = m.pos FROM moved m WHERE m.old >= 0 AND p.doc = m.doc),
+     posted AS (
+       INSERT INTO lexical_postings (ns_id, term, doc, pos, tf, len)
+       SELECT x.ns_id, x.term, x.doc, m.pos, x.tf, x.len
+       FROM unnest($2::int[], $3::bigint[], $4::bigint[], $5::smallint[], $6::smallint[]) AS x(ns_id, term, doc, tf, len)
+       JOIN moved m ON m.doc = x.doc AND m.old < 0)
+     SELECT count(*) FROM moved`,
+    [nsIds, p.ns, p.term, p.doc, p.tf, p.len],
   );
-  return new Map(r.rows.filter((x) => x.old < 0).map((x) => [x.doc, x.pos] as const));
 }
 
 async function forget(tx: Tx, d: MemoryForgotten): Promise<void> {

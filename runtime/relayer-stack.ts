@@ -114,7 +114,7 @@ export async function startRelayer(opts: {
       encryption: ports.encryption,
       logger: logger.child({ component: "gateway" }),
       embedderMode: opts.embedderMode ?? `local (${ports.embedder.name})`,
-      lexical: lexical && config.recallRanking === "hybrid" ? { keyring: lexical, settings: hybridSettings(config, ports.embedder) } : undefined,
+      lexical: lexical && { keyring: lexical, settings: config.recallRanking === "hybrid" ? hybridSettings(config, ports.embedder) : undefined },
     });
     port = await server.listen(config.host, config.port);
     stops.push(() => server.close());

@@ -16,6 +16,8 @@ import { uploadActor } from "../console/actors/upload.actor.ts";
 import { AGG, EV, type KeyMinted } from "../schemas/console-events.ts";
 import { newApiKey } from "../console/auth.ts";
 import { BlobStoreStorage } from "../console/storage.ts";
+import { Queries } from "../console/queries.ts";
+import { parseFileListQuery } from "../schemas/console-http.ts";
 
 let s: ConsoleTestStack;
 const cleanups: (() => Promise<void>)[] = [];
@@ -582,6 +584,42 @@ describe("lists (spec: Endpoints, pagination, filters, sorts)", () => {
       await expectError(u.c.files("spaces", u.spaceId, bad as unknown as Record<string, string>), 400, "bad_request");
     }
     await expectError(u.c.spaces("other" as "team"), 400, "bad_request");
+  });
+});
+
+describe("search over many files (the query layer on the read model)", () => {
+  it("a substring search returns exactly the matching files in order, common or rare, across the window", async () => {
+    const space = randomUUID();
+    const bucket = randomUUID();
+    // 2,600 files straight into the read model: more than the search window of 1,000 rows
+    await s.db.query(
+      `INSERT INTO console_files (file_id, bucket_id, space_id, name, blob_id, storage_bucket_name, storage_key, size, mime_type, status, is_private, metadata, name_claim, upload_state, created_at, updated_at)
+       SELECT gen_random_uuid(), $2::uuid, $1::uuid, (CASE WHEN i % 2 = 0 THEN 'Common-' ELSE 'other-' END) || lpad(i::text, 5, '0') || '.txt',
+         'b', 's', 'k', i, 'text/plain', 'completed', false, '{}', 'c', 'completed', now() - (3000 - i) * interval '1 second', now()
+       FROM generate_series(0, 2599) i`,
+      [space, bucket],
+    );
+    const q = new Queries(s.db);
+    const all = async (query: string) => {
+      const names: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page: { rows: { name: string }[]; next: string | null } = await q.files("space", space, parseFileListQuery(new URLSearchParams(query + (cursor ? `&cursor=${cursor}` : ""))));
+        names.push(...page.rows.map((r) => r.name));
+        cursor = page.next;
+      } while (cursor);
+      return names;
+    };
+    const common = await all("q=COMMON&limit=100");
+    expect(common).toHaveLength(1300);
+    expect(common[0]).toBe("Common-02598.txt");
+    expect(await all("q=other-00001")).toEqual(["other-00001.txt"]);
+    // rare and old (outside the newest 1,000 rows): found through the trigram index, in order, across pages
+    const rare = await all("q=-0001&limit=3");
+    expect(rare).toEqual(Array.from({ length: 10 }, (_, k) => 19 - k).map((i) => `${i % 2 ? "other" : "Common"}-000${i}.txt`));
+    expect(await all("q=absent")).toEqual([]);
+    expect(await all("q=common-0000&sortField=name&sortOrder=asc")).toEqual(["Common-00000.txt", "Common-00002.txt", "Common-00004.txt", "Common-00006.txt", "Common-00008.txt"]);
+    expect((await q.files("bucket", bucket, parseFileListQuery(new URLSearchParams("q=other-02599")))).rows.map((r) => r.name)).toEqual(["other-02599.txt"]);
   });
 });
 

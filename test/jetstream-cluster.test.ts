@@ -11,7 +11,7 @@ import { startNatsCluster, type NatsCluster } from "./support/nats-cluster.ts";
 let cluster: NatsCluster;
 let log: EventLog;
 
-async function withRetry<T>(fn: () => Promise<T>, timeoutMs = 20_000): Promise<T> {
+async function withRetry<T>(fn: () => Promise<T>, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
@@ -61,5 +61,5 @@ describe("three-node JetStream cluster", () => {
     } finally {
       await nc.close();
     }
-  }, 120_000);
+  }, 240_000);
 });

@@ -8,7 +8,7 @@ import { startTestStack, type TestStack } from "./support/stack.ts";
 import type { MemrelayClient } from "../client/memrelay-client.ts";
 import { STREAMS } from "../eventlog/subjects.ts";
 import { LexicalKeyring, parseLexicalSecret } from "../adapters/lexical/keys.ts";
-import { documentTerms, queryTerms } from "../adapters/lexical/terms.ts";
+import { MAX_TERMS, documentTerms, queryTerms } from "../adapters/lexical/terms.ts";
 import { contentTokens } from "../adapters/embeddings/hashing.ts";
 import { DEFAULT_HYBRID, rankHybrid, spreadContext } from "../gateway/hybrid-rank.ts";
 import { LEXICAL_INDEX, lexicalIndexProjection } from "../projections/lexical-index.ts";
@@ -130,6 +130,11 @@ describe("keyed term hashes", () => {
     expect(queryTerms(ring.forOwner("0xaa"), "sail").every((h) => a.terms.includes(h))).toBe(true);
     expect(JSON.stringify(a)).not.toMatch(/quorbal|sail/i);
     expect(() => parseLexicalSecret("abcd")).toThrow(/at least 32 bytes/);
+    // A huge memory keeps its most frequent terms only, so its event stays small.
+    const huge = documentTerms(ring.forOwner("0xaa"), Array.from({ length: 6_000 }, (_, i) => `w${i}`).join(" ") + " often often often");
+    expect(huge.terms.length).toBe(MAX_TERMS);
+    expect(huge.len).toBe(6_003);
+    expect(huge.terms).toContain(ring.forOwner("0xaa").hash("often"));
   });
 
   it("context spread adds each neighbour's best score at distance k with weight context[k-1]", () => {

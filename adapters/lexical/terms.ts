@@ -5,6 +5,9 @@ import { forEachToken } from "../embeddings/hashing.ts";
 import { MAX_TF, type LexicalTerms } from "../../schemas/lexical.ts";
 import { LEXICAL_SCHEME, type OwnerLexicalKey } from "./keys.ts";
 
+/** Distinct terms one memory contributes at most (≈ 70 KB of JSON in its event). */
+export const MAX_TERMS = 4_096;
+
 /** The document side: distinct term hashes (ascending) with frequencies, and the length in tokens. */
 export function documentTerms(key: OwnerLexicalKey, text: string): LexicalTerms {
   const counts = new Map<string, number>();
@@ -21,6 +24,11 @@ export function documentTerms(key: OwnerLexicalKey, text: string): LexicalTerms 
     byHash.set(h, (byHash.get(h) ?? 0) + n);
   }
   for (const [h, n] of byHash) pairs.push([h, Math.min(n, MAX_TF)]);
+  if (pairs.length > MAX_TERMS) {
+    // A very long memory keeps its most frequent terms: the event stays far below the NATS message limit.
+    pairs.sort((a, b) => b[1] - a[1] || a[0] - b[0]);
+    pairs.length = MAX_TERMS;
+  }
   pairs.sort((a, b) => a[0] - b[0]);
   return { scheme: LEXICAL_SCHEME, terms: pairs.map((p) => p[0]), tf: pairs.map((p) => p[1]), len: Math.min(len, MAX_TF) };
 }

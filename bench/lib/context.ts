@@ -38,8 +38,10 @@ export class Ctx {
   synthetic = { rows: 0, lastSeq: 0, appendSeconds: 0 };
   /** Real jobs driven to done in the main environment (each has one 2-event commit and one 1-event commit). */
   readonly layout = new Set<string>();
+  /** CPU share of processes outside this run during each timed window (1.0 = one core). */
+  readonly foreign: number[] = [];
   /** How long a timed window may wait for other processes on the machine to calm down (MEMRELAY_BENCH_QUIET_WAIT_MS). */
-  private quietBudgetMs = Number(process.env.MEMRELAY_BENCH_QUIET_WAIT_MS ?? 90_000);
+  private quietBudgetMs = Number(process.env.MEMRELAY_BENCH_QUIET_WAIT_MS ?? 60_000);
 
   constructor(readonly opts: Options) {
     this.sampler.track("bench (load generator, observer)", process.pid);
@@ -77,6 +79,7 @@ export class Ctx {
     const result = await fn();
     const seconds = (performance.now() - t) / 1000;
     const shares = cpuShares(a, await this.sampler.cpu(), seconds);
+    this.foreign.push(shares.find((x) => x.label === OTHERS)?.share ?? 0);
     /** CPU milliseconds per operation of each of our processes, and their sum: a capacity figure that other load on the machine does not change much. */
     const perOp = (ops: number) => {
       const ours = shares.filter((x) => x.label !== OTHERS && !x.label.startsWith("machine total"));

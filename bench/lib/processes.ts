@@ -198,8 +198,8 @@ export interface MemoryPeak {
   hwm: number;
   /** Largest RssAnon seen (kB): private memory, without shared buffers or mapped files. */
   anon: number;
-  /** Largest sum of VmRSS over the group at one sample (kB). */
-  sumRss: number;
+  /** Largest sum of RssAnon (private memory) over the group at one sample (kB). */
+  sumAnon: number;
 }
 
 /** Samples VmHWM / RssAnon of named processes (or groups discovered by a function) every `everyMs`. */
@@ -236,7 +236,7 @@ export class MemorySampler {
   }
 
   private record(label: string, pids: number[]): void {
-    const peak = this.peaks.get(label) ?? { label, pids: [], hwm: 0, anon: 0, sumRss: 0 };
+    const peak = this.peaks.get(label) ?? { label, pids: [], hwm: 0, anon: 0, sumAnon: 0 };
     let sum = 0;
     for (const pid of pids) {
       const m = readProcMemory(pid);
@@ -244,9 +244,9 @@ export class MemorySampler {
       if (!peak.pids.includes(pid)) peak.pids.push(pid);
       peak.hwm = Math.max(peak.hwm, m.hwm);
       peak.anon = Math.max(peak.anon, m.anon);
-      sum += m.rss;
+      sum += m.anon;
     }
-    peak.sumRss = Math.max(peak.sumRss, sum);
+    peak.sumAnon = Math.max(peak.sumAnon, sum);
     this.peaks.set(label, peak);
   }
 

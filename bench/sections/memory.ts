@@ -16,12 +16,12 @@ export function memorySection(ctx: Ctx, sectionsRun: string[]): SectionResult {
       metric: p.label,
       measured:
         p.pids.length > 1
-          ? `${p.pids.length} processes: largest VmHWM ${mib(p.hwm)}, largest RssAnon ${mib(p.anon)}, largest sum of VmRSS ${mib(p.sumRss)}`
+          ? `${p.pids.length} processes: largest VmHWM ${mib(p.hwm)}, largest RssAnon ${mib(p.anon)}, largest sum of RssAnon at one time ${mib(p.sumAnon)}`
           : `VmHWM ${mib(p.hwm)} · peak RssAnon ${mib(p.anon)}`,
     })),
     notes: [
       `Over the sections run: ${sectionsRun.join(", ")}. Each process of a role is one row (a role restarted between sections keeps the larger peak).`,
-      "Postgres backends: the connections of the bench database (from pg_stat_activity); their VmHWM counts the shared buffers they touched (shared_buffers is 128 MB here), RssAnon is their private memory. The postmaster and background processes are shared with other databases and not counted.",
+      "Postgres backends: the connections of the bench database (found by their process titles; pools reconnect, hence many processes over a run); their VmHWM counts the shared buffers they touched (shared_buffers is 128 MB here), RssAnon is their private memory. The postmaster and background processes are shared with other databases and not counted.",
     ],
     data: { peaks },
   };

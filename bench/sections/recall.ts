@@ -224,7 +224,7 @@ export async function recallSection(ctx: Ctx): Promise<SectionResult> {
     try {
       const v = toVectorLiteral(vectors[0]);
       const sql = composite
-        ? `EXPLAIN (ANALYZE, BUFFERS) SELECT blob_id, distance, created_at, importance, $5::float8 * (1 - distance) + $6::float8 * power(2, -(extract(epoch FROM (now() - created_at)) / 86400.0) / $7::float8) + $8::float8 * importance AS score FROM (SELECT blob_id, id, (vector <=> $1::halfvec) AS distance, created_at, importance FROM memories WHERE owner = $2 AND namespace = $3) m ORDER BY score DESC, id LIMIT $4`
+        ? `EXPLAIN (ANALYZE, BUFFERS) SELECT blob_id, distance, created_at, importance, $5::float8 * (1 - distance) + $6::float8 * power(2, -(date_part('epoch', now() - created_at) / 86400.0) / $7::float8) + $8::float8 * importance AS score FROM (SELECT blob_id, id, (vector <=> $1::halfvec) AS distance, created_at, importance FROM memories WHERE owner = $2 AND namespace = $3) m ORDER BY score DESC, id LIMIT $4`
         : "EXPLAIN (ANALYZE, BUFFERS) SELECT blob_id, (vector <=> $1::halfvec) AS distance, created_at, importance FROM memories WHERE owner = $2 AND namespace = $3 ORDER BY distance, id LIMIT $4";
       const params = composite ? [v, who.owner, BIG_NS, 10, COMPOSITE.semantic, COMPOSITE.recency, COMPOSITE.recency_half_life_days, COMPOSITE.importance] : [v, who.owner, BIG_NS, 10];
       const r = await c.query<{ "QUERY PLAN": string }>(sql, params);

@@ -8,7 +8,7 @@ import { STREAMS } from "../../eventlog/subjects.ts";
 import type { Ctx } from "../lib/context.ts";
 import { appendSynthetic, lastEventSeq, log, waitProjections } from "../lib/context.ts";
 import type { BenchEnv } from "../lib/env.ts";
-import { cpuShares, formatShares } from "../lib/processes.ts";
+import { OTHERS, cpuShares, formatShares } from "../lib/processes.ts";
 import { int, rate, sleep } from "../lib/stats.ts";
 import type { SectionResult } from "../lib/report.ts";
 import { SYNTHETIC_ROWS, ensureSynthetic } from "./recall.ts";
@@ -68,6 +68,9 @@ export async function replaySection(ctx: Ctx): Promise<SectionResult> {
   }
   const seconds = (performance.now() - tReset) / 1000;
   const shares = cpuShares(cpuA, await ctx.sampler.cpu(), seconds);
+  ctx.foreign.push(shares.find((x) => x.label === OTHERS)?.share ?? 0);
+  const ours = shares.filter((x) => x.label !== OTHERS && !x.label.startsWith("machine total"));
+  const cpuPerEvent = ours.map((x) => `${x.label} ${((x.share * seconds * 1e6) / events).toFixed(0)} µs`).join(", ");
   log(`  CPU: ${formatShares(shares)}`);
   const after = await indexDigest(env);
   const total = Number((await env.db.query<{ n: string }>("SELECT count(*) AS n FROM memories")).rows[0].n);
@@ -84,6 +87,7 @@ export async function replaySection(ctx: Ctx): Promise<SectionResult> {
       { metric: "commits/s · index rows/s", measured: `${rate((commits + 1) / seconds, " commits/s")} · ${rate(total / seconds, " rows/s")}` },
       { metric: "replay time (reset → caught up)", measured: `${seconds.toFixed(1)} s` },
       { metric: "CPU per process during the replay (1 core = 100 %)", measured: formatShares(shares) },
+      { metric: "CPU per event replayed", measured: cpuPerEvent },
       { metric: "rebuilt index equals the original", measured: equal ? `yes: ${int(before.rows)} rows, same digest of every column (plus the wake-up row)` : `NO: ${before.rows} rows before, ${after.rows} after, digests ${before.digest} / ${after.digest}` },
     ],
     notes: [

@@ -34,25 +34,29 @@ export async function useLiteSection(ctx: Ctx): Promise<SectionResult> {
     const run = await submitBulkAndWait(env, who, "uselite", memoryTexts(n, 0), { concurrency: 4, pollMs: 100, progress: true, timeoutMs: 600_000 });
     const seconds = (run.lastDoneAt - run.firstSubmitAt) / 1000;
     const jobsPerSec = run.done / seconds;
-    const ratio = jobsPerSec / alone.textsPerSec;
-    log(`use-lite: pipeline ${jobsPerSec.toFixed(1)} jobs/s = ${pct(ratio)} of the embedder alone`);
+    // The machine may be shared: measure the embedder alone again right after, and compare with the faster of the two.
+    log("use-lite: the embedder alone again ...");
+    const after = await measureEmbedderThroughput(new UseLiteEmbedder(), aloneTexts.slice(0, 192), 64);
+    const best = Math.max(alone.textsPerSec, after.textsPerSec);
+    const ratio = jobsPerSec / best;
+    log(`use-lite: alone ${after.textsPerSec.toFixed(1)} texts/s after; pipeline ${jobsPerSec.toFixed(1)} jobs/s = ${pct(ratio)} of the embedder alone (best of the two)`);
     return {
       name: "use-lite",
       title: "2b. Remember pipeline with the shipped neural embedder (USE-lite)",
       startedAt: started.toISOString(),
       seconds: (performance.now() - t0) / 1000,
       rows: [
-        { metric: "embedder alone (measureEmbedderThroughput, batch 64, bench process)", measured: `${alone.textsPerSec.toFixed(1)} texts/s (batch p50 ${ms(alone.p50BatchMs, 0)}, p99 ${ms(alone.p99BatchMs, 0)})` },
+        { metric: "embedder alone (measureEmbedderThroughput, batch 64, bench process), before / after the pipeline run", measured: `${alone.textsPerSec.toFixed(1)} / ${after.textsPerSec.toFixed(1)} texts/s (batch p50 ${ms(alone.p50BatchMs, 0)} / ${ms(after.p50BatchMs, 0)})` },
         { metric: `pipeline jobs/s to done (${int(n)} jobs, first submit → last done)`, measured: `${jobsPerSec.toFixed(1)} jobs/s`, },
-        { metric: "pipeline / embedder alone", target: "≥ 80 %", measured: pct(ratio), pass: ratio >= 0.8 && run.failed === 0 },
+        { metric: "pipeline / embedder alone (the faster of the two measurements)", target: "≥ 80 %", measured: pct(ratio), pass: ratio >= 0.8 && run.failed === 0 },
         { metric: "jobs failed / HTTP errors", measured: `${run.failed} / ${run.httpErrors}` },
       ],
       notes: [
         "Same process layout as section 2, in a separate environment (own nats-server and database, since the index has 512 dimensions with this embedder).",
-        "The embedder alone is measured first, on the otherwise idle machine, with the texts of the same corpus; the pipeline figure includes everything else the jobs do (encryption, blob upload, chain record, events, projections) competing for the same 2 cores.",
+        "The embedder alone is measured in the bench process just before and just after the pipeline run (other load on the machine changes over time; the ratio uses the faster), with texts of the same corpus; the pipeline figure includes everything else the jobs do (encryption, blob upload, chain record, events, projections) competing for the same 2 cores.",
         `Throughput after a 40-job warm-up that loads the model in the actor-host process. ${rate(run.done)} jobs done.`,
       ],
-      data: { alone, n, jobsPerSec, ratio, seconds, failed: run.failed, httpErrors: run.httpErrors },
+      data: { alone, after, n, jobsPerSec, ratio, seconds, failed: run.failed, httpErrors: run.httpErrors },
     };
   } finally {
     await env.teardown();
