@@ -146,7 +146,7 @@ export class ActorHost<Cmd extends CommandEnvelope> {
       if (!(err instanceof ConcurrencyConflict)) {
         this.logger.warn("command will be retried", { actor: this.def.aggregateType, aggregate: aggregateId, command: command.type, delivery: m.info.deliveryCount, error: errorText(err) });
       }
-      m.nak(delay);
+      m.nak(Math.round(delay)); // whole milliseconds: a fractional delay becomes fractional nanoseconds, which JetStream rejects ("bad NAK delay value") and redelivers at once
     }
   }
 

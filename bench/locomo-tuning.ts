@@ -3,7 +3,7 @@
 // hashes (a keyed hash is a renaming of the token, so BM25 over hashes equals BM25 over tokens), the context spread,
 // fusion with the hashing embedder, a cross-validated parameter grid, and the other lever: reranking a wider dense
 // candidate set after decryption.
-//   node --import tsx bench/locomo-tuning.ts [--grid]
+//   node --import tsx bench/locomo-tuning.ts [--grid] [--use]
 import { contentTokens, HashingEmbedder } from "../adapters/embeddings/hashing.ts";
 import { DEFAULT_HYBRID, spreadScores } from "../gateway/hybrid-rank.ts";
 import { loadLocomo, type Conversation } from "./locomo-offline.ts";
@@ -107,6 +107,28 @@ for (const N of [20, 50, 100]) {
     top.forEach((i, k) => (out[i] = s[k] + 1e-6 * c[i]));
     return out;
   }));
+}
+
+if (process.argv.includes("--use")) {
+  // The dense weight for a semantic embedder (defaultDenseWeight): USE-lite (slow: embeds every turn and question).
+  const { UseLiteEmbedder } = await import("../adapters/embeddings/use-lite.ts");
+  const use = new UseLiteEmbedder();
+  const embedAll = async (texts: string[]) => {
+    const out: Float32Array[] = [];
+    for (let i = 0; i < texts.length; i += 64) out.push(...(await use.embed(texts.slice(i, i + 64))));
+    return out;
+  };
+  const turnVectors = await Promise.all(convs.map((c) => embedAll(c.turns.map((t) => t.text))));
+  const questionVectors = new Map<string, Float32Array>();
+  for (const c of convs) (await embedAll(c.queries.map((q) => q.question))).forEach((v, i) => questionVectors.set(c.queries[i].question, v));
+  for (const w of [0, 0.1, 0.3, 0.5, 1]) {
+    line(`default + USE-lite cosine, w ${w}`, evaluate((_, ci) => (q) => {
+      const s = withContext(bm25(indexes[ci], contentTokens(q), k1, b), context);
+      const max = Math.max(...s) || 1;
+      const qv = questionVectors.get(q)!;
+      return s.map((x, i) => (1 - w) * (x / max) + w * turnVectors[ci][i].reduce((acc, y, j) => acc + y * qv[j], 0));
+    }));
+  }
 }
 
 if (process.argv.includes("--grid")) {

@@ -90,20 +90,31 @@ try {
     ["recall", () => recallSection(ctx)],
     ["replay", () => replaySection(ctx)],
   ];
-  for (const [name, fn] of sections) {
-    if (!wants(name)) continue;
+  // A section that fails is reported as such and the next ones still run.
+  const runSection = async (name: string, fn: () => Promise<SectionResult>) => {
     log(`=== section ${name} ===`);
-    const r = await fn();
-    results.push(r);
+    const t0 = performance.now();
+    try {
+      results.push(await fn());
+    } catch (err) {
+      failed ??= err;
+      console.error(err);
+      results.push({
+        name,
+        title: `${name} (failed)`,
+        startedAt: new Date().toISOString(),
+        seconds: (performance.now() - t0) / 1000,
+        rows: [{ metric: "section failed", measured: err instanceof Error ? err.message : String(err), pass: false }],
+        notes: ["The section threw before it finished; see the console output of the run."],
+        data: {},
+      });
+    }
     ran.push(name);
     if (!flag("--no-save")) saveResults(info, results);
-  }
+  };
+  for (const [name, fn] of sections) if (wants(name)) await runSection(name, fn);
   await ctx.teardown();
-  if (wants("use-lite")) {
-    log("=== section use-lite ===");
-    results.push(await useLiteSection(ctx));
-    ran.push("use-lite");
-  }
+  if (wants("use-lite")) await runSection("use-lite", () => useLiteSection(ctx));
 } catch (err) {
   failed = err;
   console.error(err);

@@ -3,7 +3,7 @@
 // `job.indexed` commits of other owners on the event log).
 import { randomBytes, randomUUID } from "node:crypto";
 import { Agent } from "undici";
-import { EventStore } from "../../eventlog/event-store.ts";
+import { ConcurrencyConflict, EventStore } from "../../eventlog/event-store.ts";
 import { STREAMS } from "../../eventlog/subjects.ts";
 import { readCheckpoint } from "../../projections/runtime.ts";
 import { MEMORY_INDEX } from "../../projections/memory-index.ts";
@@ -314,15 +314,26 @@ export async function appendSynthetic(env: BenchEnv, rows: number, opts: { owner
         created_at: submitted,
         ...(keyring ? { lexical: documentTerms(keyOf(owner), memory.text), submitted_at: submitted, position: 0 } : {}),
       };
-      const r = await store.append(`job.${jobId}`, [{ type: JOB_EVENTS.indexed, version: 1, data }], 0, { causationId: jobId, correlationId: jobId, commitId: `${jobId}:0` });
-      if (r.seq > lastSeq) lastSeq = r.seq;
+      // A slow (shared) machine can time out an acknowledgement: retry with the same commit id (deduplicated by
+      // JetStream); a conflict then means the first attempt landed.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const r = await store.append(`job.${jobId}`, [{ type: JOB_EVENTS.indexed, version: 1, data }], 0, { causationId: jobId, correlationId: jobId, commitId: `${jobId}:0` });
+          if (r.seq > lastSeq) lastSeq = r.seq;
+          break;
+        } catch (err) {
+          if (err instanceof ConcurrencyConflict) break;
+          if (attempt >= 8) throw err;
+          await sleep(250 * attempt);
+        }
+      }
       if (performance.now() - lastLog > 3_000) {
         lastLog = performance.now();
         log(`  ${opts.label ?? "synthetic"}: ${i + 1}/${rows} commits appended (${Math.round((i + 1) / ((lastLog - t0) / 1000))}/s)`);
       }
     }
   };
-  await Promise.all(Array.from({ length: opts.inFlight ?? 256 }, worker));
+  await Promise.all(Array.from({ length: opts.inFlight ?? 128 }, worker));
   return { seconds: (performance.now() - t0) / 1000, lastSeq };
 }
 

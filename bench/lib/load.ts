@@ -32,15 +32,18 @@ export function newPool(origin: string, connections: number): Pool {
 }
 
 /** Closed loop: `concurrency` workers each send their next request when the previous answered. */
-export async function closedLoop(pool: Pool, reqs: readonly Prepared[], concurrency: number, opts: { expect: number; keepBodies?: boolean }): Promise<LoadResult> {
+export async function closedLoop(pool: Pool, reqs: readonly Prepared[], concurrency: number, opts: { expect: number; keepBodies?: boolean; maxSeconds?: number }): Promise<LoadResult> {
   const latencies = new Float64Array(reqs.length);
   const statuses: Record<string, number> = {};
   const errorSamples: string[] = [];
   const bodies: unknown[] | undefined = opts.keepBodies ? new Array(reqs.length) : undefined;
   let errors = 0;
   let next = 0;
+  // A time budget: no new request after it (on a slow or shared machine a fixed count could take minutes).
+  const deadline = opts.maxSeconds ? performance.now() + opts.maxSeconds * 1000 : Infinity;
   const worker = async () => {
     for (;;) {
+      if (performance.now() > deadline) return;
       const i = next++;
       if (i >= reqs.length) return;
       const r = reqs[i];
@@ -64,7 +67,8 @@ export async function closedLoop(pool: Pool, reqs: readonly Prepared[], concurre
   };
   const t0 = performance.now();
   await Promise.all(Array.from({ length: Math.min(concurrency, reqs.length) }, worker));
-  return { latencies, seconds: (performance.now() - t0) / 1000, errors, statuses, errorSamples, bodies };
+  const done = Math.min(next, reqs.length);
+  return { latencies: latencies.subarray(0, done), seconds: (performance.now() - t0) / 1000, errors, statuses, errorSamples, bodies: bodies?.slice(0, done) };
 }
 
 /** Open loop: request i is sent at start + i / ratePerSec, whatever the state of earlier ones. */

@@ -77,7 +77,8 @@ function exactTop(rows: readonly ExactRow[], q: Float64Array, k: number): { blob
   return scored.slice(0, k);
 }
 
-const latencyRun = async (ctx: Ctx, env: BenchEnv, reqFor: (q: string) => Prepared, label: string, n: number) => {
+const latencyRun = async (ctx: Ctx, env: BenchEnv, reqFor: (q: string) => Prepared, label: string, nMax: number) => {
+  let n = nMax;
   const pool = newPool(env.relayerUrl, CLIENTS);
   try {
     await closedLoop(pool, queries(200, 1_000).map(reqFor), CLIENTS, { expect: 200 });
@@ -85,7 +86,8 @@ const latencyRun = async (ctx: Ctx, env: BenchEnv, reqFor: (q: string) => Prepar
     const e0 = await scrapeHistogram(env.relayerUrl, "memrelay_query_embedding_seconds");
     const h0 = await scrapeHistogram(env.relayerUrl, "memrelay_http_request_duration_seconds", 'route="recall"');
     log(`recall: ${label}: ${n} requests from ${CLIENTS} concurrent clients ...`);
-    const { result: res, cpu, shares, perOp } = await ctx.cpuWindow(() => closedLoop(pool, queries(n, 0).map(reqFor), CLIENTS, { expect: 200, keepBodies: true }));
+    const { result: res, cpu, shares, perOp } = await ctx.cpuWindow(() => closedLoop(pool, queries(n, 0).map(reqFor), CLIENTS, { expect: 200, keepBodies: true, maxSeconds: 60 }));
+    n = res.latencies.length;
     log(`  CPU: ${cpu}`);
     const e1 = await scrapeHistogram(env.relayerUrl, "memrelay_query_embedding_seconds");
     const h1 = await scrapeHistogram(env.relayerUrl, "memrelay_http_request_duration_seconds", 'route="recall"');
@@ -198,15 +200,18 @@ export async function recallSection(ctx: Ctx): Promise<SectionResult> {
     const q = { owner: who.owner, namespace: BIG_NS, vector: vectors[i], limit: 10, weights: kind === "composite" ? COMPOSITE : DEFAULT_WEIGHTS, composite: kind === "composite" };
     return kind === "hybrid" ? rankHybrid(sqlPool, { ...q, terms: terms[i] }, hybridSettings) : rankMemories(sqlPool, q);
   };
+  /** `n` queries (or as many as 30 s allow), `concurrency` at a time. */
   const sqlRun = async (concurrency: number, kind: Kind, n = vectors.length) => {
-    const lat = new Float64Array(n);
+    const lat: number[] = [];
     const a = performance.now();
+    const deadline = a + 30_000;
     await pooled(n, concurrency, async (i) => {
+      if (performance.now() > deadline) return;
       const b = performance.now();
       await rank(kind, i);
-      lat[i] = performance.now() - b;
+      lat.push(performance.now() - b);
     });
-    return { summary: summarize(lat), throughput: n / ((performance.now() - a) / 1000) };
+    return { n: lat.length, summary: summarize(lat), throughput: lat.length / ((performance.now() - a) / 1000) };
   };
   await sqlRun(CLIENTS, "cosine", 200);
   await ctx.quiet();
