@@ -206,8 +206,10 @@ export class ActorHost<Cmd extends CommandEnvelope> {
     }
     if (pending.length) seq = (await this.store.append(aggregate, pending, seq, ctxFor(seq))).seq;
     const persisted: PersistedSnapshot = { v: this.def.snapshotVersion, seq, value: snapshot.value, context: snapshot.context };
-    // A snapshot is a cache: it is not awaited, and losing one only costs a longer rehydrate.
-    this.log.snapshots.put(aggregate, JSON.stringify(persisted)).catch((err) => {
+    // A snapshot is a cache (losing one only costs a longer rehydrate), but it is stored before the command is
+    // acknowledged: a status lookup falls back to it while the read model lags, and an acknowledged command has left
+    // the work queue, so an unstored snapshot would leave a window in which the job is found nowhere.
+    await this.log.snapshots.put(aggregate, JSON.stringify(persisted)).catch((err) => {
       this.logger.warn("snapshot not stored", { aggregate, error: errorText(err) });
     });
   }

@@ -30,6 +30,8 @@ export async function openEventLog(opts: EventLogOptions): Promise<EventLog> {
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,
     pingInterval: 5_000,
+    // Request errors need no async stack of the caller; capturing one costs an Error per request on the hot path.
+    noAsyncTraces: true,
   });
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);

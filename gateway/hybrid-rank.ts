@@ -65,25 +65,32 @@ export interface LexicalMatches {
 /** BM25 of every memory of the namespace matching at least one term; undefined when nothing matches. */
 export async function lexicalMatches(db: Db, owner: string, namespace: string, terms: readonly number[], s: Pick<HybridSettings, "k1" | "b">): Promise<LexicalMatches | undefined> {
   if (!terms.length) return undefined;
-  // One index range per term (lexical_postings_term); df is the size of that range.
-  const r = await db.query<{ ns_id: number; docs: number; pos: number; s: number }>(
+  // One index range per term (lexical_postings_term); df is the size of that range. The matches come back as one row
+  // of two comma-separated lists: a common term matches thousands of memories, and a row object per match cost the
+  // gateway more CPU than the query cost Postgres.
+  const r = await db.query<{ ns_id: number; docs: number; pos: string | null; s: string | null }>(
     `WITH ns AS (SELECT ns_id, docs, docs::float8 AS n, greatest(total_len, 1)::float8 / greatest(docs, 1) AS avgdl
                  FROM lexical_namespaces WHERE owner = $1 AND namespace = $2 AND docs > 0),
           post AS MATERIALIZED (SELECT p.term, p.pos, p.tf, p.len FROM ns JOIN lexical_postings p ON p.ns_id = ns.ns_id AND p.term = ANY($3::bigint[])),
-          df AS (SELECT term, count(*)::float8 AS df FROM post GROUP BY term)
-     SELECT ns.ns_id, ns.docs, post.pos, sum(ln(1 + (ns.n - df.df + 0.5) / (df.df + 0.5)) * post.tf * ($4::float8 + 1)
-                                    / (post.tf + $4::float8 * (1 - $5::float8 + $5::float8 * post.len / ns.avgdl))) AS s
-     FROM post JOIN df USING (term) CROSS JOIN ns GROUP BY ns.ns_id, ns.docs, post.pos`,
+          df AS (SELECT term, count(*)::float8 AS df FROM post GROUP BY term),
+          scored AS (SELECT post.pos, sum(ln(1 + (ns.n - df.df + 0.5) / (df.df + 0.5)) * post.tf * ($4::float8 + 1)
+                                     / (post.tf + $4::float8 * (1 - $5::float8 + $5::float8 * post.len / ns.avgdl))) AS s
+                     FROM post JOIN df USING (term) CROSS JOIN ns GROUP BY post.pos)
+     SELECT ns.ns_id, ns.docs, agg.pos, agg.s
+     FROM ns, (SELECT string_agg(pos::text, ',' ORDER BY pos) AS pos, string_agg(s::text, ',' ORDER BY pos) AS s FROM scored) agg`,
     [owner, namespace, terms.map(String), s.k1, s.b],
   );
-  if (!r.rows.length) return undefined;
-  const pos = new Int32Array(r.rows.length);
-  const scores = new Float64Array(r.rows.length);
-  r.rows.forEach((x, i) => {
-    pos[i] = x.pos;
-    scores[i] = Number(x.s);
-  });
-  return { nsId: r.rows[0].ns_id, docs: r.rows[0].docs, pos, scores };
+  const row = r.rows[0];
+  if (!row?.pos || !row.s) return undefined;
+  const posText = row.pos.split(",");
+  const scoreText = row.s.split(",");
+  const pos = new Int32Array(posText.length);
+  const scores = new Float64Array(posText.length);
+  for (let i = 0; i < posText.length; i++) {
+    pos[i] = Number(posText[i]);
+    scores[i] = Number(scoreText[i]);
+  }
+  return { nsId: row.ns_id, docs: row.docs, pos, scores };
 }
 
 /**
@@ -143,16 +150,70 @@ export async function rankHybrid(db: Db, q: HybridQuery, settings: HybridSetting
   return rankLexicalFirst(db, q, lex.nsId, rel);
 }
 
+/**
+ * Positions with rel > 0, best first (ties by position), cut to the `want` best plus every position tied with the
+ * last of them: a bounded selection rather than a sort of every match (thousands for a common term). Returns all of
+ * them, sorted, when `want` is Infinity.
+ */
+export function topPositions(rel: Float64Array, want: number): number[] {
+  const order: number[] = [];
+  if (want !== Infinity) {
+    // The want-th largest value is the cut: everything at or above it is taken (ties included).
+    const heap = new Float64Array(want); // min-heap of the best `want` values seen
+    let size = 0;
+    for (let d = 0; d < rel.length; d++) {
+      const v = rel[d];
+      if (v <= 0) continue;
+      if (size < want) {
+        let i = size++;
+        heap[i] = v;
+        while (i > 0) {
+          const p = (i - 1) >> 1;
+          if (heap[p] <= heap[i]) break;
+          [heap[p], heap[i]] = [heap[i], heap[p]];
+          i = p;
+        }
+      } else if (v > heap[0]) {
+        heap[0] = v;
+        let i = 0;
+        for (;;) {
+          const l = 2 * i + 1, r = l + 1;
+          let m = i;
+          if (l < size && heap[l] < heap[m]) m = l;
+          if (r < size && heap[r] < heap[m]) m = r;
+          if (m === i) break;
+          [heap[m], heap[i]] = [heap[i], heap[m]];
+          i = m;
+        }
+      }
+    }
+    const cut = size < want ? 0 : heap[0];
+    for (let d = 0; d < rel.length; d++) if (rel[d] > 0 && rel[d] >= cut) order.push(d);
+  } else {
+    for (let d = 0; d < rel.length; d++) if (rel[d] > 0) order.push(d);
+  }
+  return order.sort((a, b) => rel[b] - rel[a] || a - b);
+}
+
 /** w = 0, no composite: rank the lexical matches (and their context), then fill with the cosine order. */
 async function rankLexicalFirst(db: Db, q: HybridQuery, nsId: number, rel: Float64Array): Promise<Hit[]> {
   const v = toVectorLiteral(q.vector);
-  const order: number[] = [];
-  for (let d = 0; d < rel.length; d++) if (rel[d] > 0) order.push(d);
-  order.sort((a, b) => rel[b] - rel[a] || a - b);
+  // Usually the best few positions fill the limit; a memory may be missing from the index (forgotten), and then the
+  // complete order is computed once.
+  let order = topPositions(rel, q.limit + 8);
+  let complete = false;
   const hits: (Row & { rel: number })[] = [];
   const taken: string[] = [];
   let next = 0;
-  while (next < order.length) {
+  for (;;) {
+    if (next >= order.length) {
+      if (complete || hits.length >= q.limit) break;
+      order = topPositions(rel, Infinity);
+      complete = true;
+      // The bounded list is a prefix of the complete order (same comparator, every value at or above its cut):
+      // `next` stays where it is.
+      if (next >= order.length) break;
+    }
     // Enough to fill the limit, plus every position tied with the last one taken (ties are ordered by distance).
     let end = Math.min(order.length, next + Math.max(q.limit - hits.length, 1) + 8);
     while (end < order.length && rel[order[end]] === rel[order[end - 1]]) end++;

@@ -68,6 +68,7 @@ class CheckpointMoved extends Error {}
 
 const MAX_BATCH = 2_000;
 const CHECKPOINT_POLL_MS = 1_000;
+const PULL_MAX_MESSAGES = 512;
 
 export class ProjectionRunner {
   private stopped = false;
@@ -149,7 +150,10 @@ export class ProjectionRunner {
     });
     const info = await consumer.info(true).catch(() => undefined);
     if (info && info.num_pending === 0) this.backlog = 0;
-    const messages = await consumer.consume({ max_messages: 4_096 });
+    // A modest pull: a commit can be tens of KiB (vectors), and several projections in one process share a
+    // connection whose pending bytes nats-server caps (64 MiB); past it the server cuts the connection as a slow
+    // consumer and every ordered consumer on it restarts (seen with 4,096: stalls of 10–30 s during catch-up).
+    const messages = await consumer.consume({ max_messages: PULL_MAX_MESSAGES });
     const buffer: StoredEvent[] = [];
     let lastSeq = this.position;
     let flushing: Promise<void> | undefined;

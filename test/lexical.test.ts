@@ -10,7 +10,7 @@ import { STREAMS } from "../eventlog/subjects.ts";
 import { LexicalKeyring, parseLexicalSecret } from "../adapters/lexical/keys.ts";
 import { MAX_TERMS, documentTerms, queryTerms } from "../adapters/lexical/terms.ts";
 import { contentTokens } from "../adapters/embeddings/hashing.ts";
-import { DEFAULT_HYBRID, rankHybrid, spreadContext } from "../gateway/hybrid-rank.ts";
+import { DEFAULT_HYBRID, rankHybrid, spreadContext, topPositions } from "../gateway/hybrid-rank.ts";
 import { LEXICAL_INDEX, lexicalIndexProjection } from "../projections/lexical-index.ts";
 import { readCheckpoint, resetProjection } from "../projections/runtime.ts";
 import { inTransaction } from "../db/pool.ts";
@@ -146,6 +146,26 @@ describe("keyed term hashes", () => {
     expect(out.get(7)).toBeCloseTo(0.5 * 1 + 0.25 * 2);
     expect(out.get(18)).toBeCloseTo(0.25 * 4);
     expect(out.has(0)).toBe(false);
+  });
+
+  it("top positions: the best ones plus every tie with the last, a prefix of the complete order", () => {
+    const rel = Float64Array.from([0, 0.5, 1, 0.5, 0, 0.25, 0.5, 1, 0.1]);
+    const all = topPositions(rel, Infinity);
+    expect(all).toEqual([2, 7, 1, 3, 6, 5, 8]);
+    expect(topPositions(rel, 1)).toEqual([2, 7]);
+    expect(topPositions(rel, 3)).toEqual([2, 7, 1, 3, 6]);
+    expect(topPositions(rel, 100)).toEqual(all);
+    for (let want = 1; want <= 8; want++) {
+      const top = topPositions(rel, want);
+      expect(top).toEqual(all.slice(0, top.length));
+      expect(top.length).toBeGreaterThanOrEqual(Math.min(want, all.length));
+    }
+    // Random values: the same prefix property.
+    const r = Float64Array.from({ length: 5_000 }, (_, i) => (i % 3 ? Math.round(Math.random() * 50) / 50 : 0));
+    const full = topPositions(r, Infinity);
+    const part = topPositions(r, 18);
+    expect(part).toEqual(full.slice(0, part.length));
+    expect(r[part[part.length - 1]]).toBeGreaterThan(r[full[part.length]] ?? -1);
   });
 });
 

@@ -2,7 +2,7 @@
 // `memrelay start` runs it), relayer workers (`memrelay worker --roles ...`), the services child (chain, key
 // servers, blob store) and a sampler of each process's memory from /proc/<pid>/status.
 import { spawn, fork, spawnSync, type ChildProcess } from "node:child_process";
-import { createWriteStream, mkdirSync, readFileSync, readdirSync } from "node:fs";
+import { createWriteStream, existsSync, mkdirSync, readFileSync, readdirSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -115,7 +115,8 @@ export interface ServicesProc extends Proc {
 
 /** Forks bench/services-proc.ts: startLocalStack without relayer roles (chain, key servers, blob store). */
 export async function startServices(env: Record<string, string>, logDir: string, nodeArgs: string[] = []): Promise<ServicesProc> {
-  const log = createWriteStream(join(logDir, `services-${Date.now()}.log`));
+  const logPath = join(logDir, `services-${Date.now()}.log`);
+  const log = createWriteStream(logPath);
   const child = fork(join(repoRoot, "bench", "services-proc.ts"), [], {
     execArgv: ["--import", "tsx", ...nodeArgs],
     env: { ...process.env, ...env },
@@ -126,7 +127,11 @@ export async function startServices(env: Record<string, string>, logDir: string,
   let seq = 0;
   const waiting = new Map<number, { res: (v: any) => void; rej: (e: Error) => void }>();
   const ready = new Promise<{ workerEnv: Record<string, string>; blobstoreUrl: string; embedderDims: number }>((res, rej) => {
-    child.once("exit", (code) => rej(new Error(`services process exited with ${code} before ready`)));
+    child.once("exit", (code) => {
+      // Its log is deleted with the run's directory: carry the end of it in the error.
+      const tail = existsSync(logPath) ? readFileSync(logPath, "utf8").trim().split("\n").slice(-15).join("\n") : "";
+      rej(new Error(`services process exited with ${code} before ready${tail ? `; its log ends:\n${tail}` : ""}`));
+    });
     child.on("message", (m: any) => {
       if (m?.type === "ready") res(m);
       else if (m?.type === "reply") {
