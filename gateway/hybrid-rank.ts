@@ -17,7 +17,7 @@
 //     without a lexical match — by cosine distance — complete the list).
 //   - otherwise: the lexical scores are passed to one SQL statement that scores every row of the namespace.
 import type { Db } from "../db/pool.ts";
-import { toVectorLiteral } from "../db/pool.ts";
+import { halfvecBinary } from "../db/halfvec.ts";
 import type { ScoringWeights } from "../schemas/relayer-http.ts";
 import { rankMemories, type Hit } from "./recall.ts";
 
@@ -197,7 +197,7 @@ export function topPositions(rel: Float64Array, want: number): number[] {
 
 /** w = 0, no composite: rank the lexical matches (and their context), then fill with the cosine order. */
 async function rankLexicalFirst(db: Db, q: HybridQuery, nsId: number, rel: Float64Array): Promise<Hit[]> {
-  const v = toVectorLiteral(q.vector);
+  const v = halfvecBinary(q.vector);
   // Usually the best few positions fill the limit; a memory may be missing from the index (forgotten), and then the
   // complete order is computed once.
   let order = topPositions(rel, q.limit + 8);
@@ -264,7 +264,7 @@ async function rankComposite(db: Db, q: HybridQuery, nsId: number, rel: Float64A
      FROM m LEFT JOIN lex ON lex.memory_id = m.id
      ORDER BY score DESC, m.distance, m.id LIMIT $4`,
     [
-      toVectorLiteral(q.vector),
+      halfvecBinary(q.vector),
       q.owner,
       q.namespace,
       q.limit,

@@ -2,7 +2,7 @@
 // REFERENCE.md computed over every row of the namespace, so composite ranks are never limited to a cosine top
 // list), fetch the ciphertexts, decrypt them with the client's credential, drop what cannot be opened.
 import type { Db } from "../db/pool.ts";
-import { toVectorLiteral } from "../db/pool.ts";
+import { halfvecBinary } from "../db/halfvec.ts";
 import type { BlobPort, DecryptCredential, EmbeddingPort, EncryptionPort } from "../adapters/ports.ts";
 import type { ScoringWeights } from "../schemas/relayer-http.ts";
 
@@ -15,7 +15,7 @@ export interface Hit {
 }
 
 export async function rankMemories(db: Db, q: { owner: string; namespace: string; vector: ArrayLike<number>; limit: number; weights: ScoringWeights; composite: boolean }): Promise<Hit[]> {
-  const v = toVectorLiteral(q.vector);
+  const v = halfvecBinary(q.vector);
   if (!q.composite) {
     const r = await db.query<{ blob_id: string; distance: number; created_at: Date; importance: number }>(
       `SELECT blob_id, (vector <=> $1::halfvec) AS distance, created_at, importance

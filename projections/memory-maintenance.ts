@@ -9,7 +9,7 @@
 //   memory_forget_horizons  ((owner, namespace) → last forget time) what a default restore leaves out; grow-only,
 //                           kept across rebuilds (see resetMaintenance)
 import type { Db, Tx } from "../db/pool.ts";
-import { toVectorLiteral } from "../db/pool.ts";
+import { halfvecArrayBinary, halfvecBinary } from "../db/halfvec.ts";
 import type { EventEnvelope } from "../schemas/envelope.ts";
 import type { IndexRow, MemoryForgotten, MemoryRegistered, MemoryRestored } from "../schemas/memory-maintenance.ts";
 
@@ -36,7 +36,7 @@ export class RowBatch {
   readonly blobs: string[] = [];
   readonly owners: string[] = [];
   readonly namespaces: string[] = [];
-  readonly vectors: string[] = [];
+  readonly vectors: Buffer[] = [];
   readonly created: string[] = [];
   readonly importance: number[] = [];
   readonly sizes: number[] = [];
@@ -50,7 +50,7 @@ export class RowBatch {
     this.blobs.push(r.blob_id);
     this.owners.push(owner);
     this.namespaces.push(namespace);
-    this.vectors.push(toVectorLiteral(r.vector));
+    this.vectors.push(halfvecBinary(r.vector));
     this.created.push(r.created_at);
     this.importance.push(r.importance);
     this.sizes.push(r.size);
@@ -62,11 +62,13 @@ export class RowBatch {
    */
   async flush(tx: Tx): Promise<void> {
     if (!this.length) return;
+    // Vectors travel as one binary halfvec[] (db/halfvec.ts), which names its element type by oid.
+    const oid = (await tx.query<{ oid: number }>("SELECT 'halfvec'::regtype::oid::int AS oid")).rows[0].oid;
     await tx.query(
       `INSERT INTO memories (id, blob_id, owner, namespace, vector, created_at, importance, size)
        SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::halfvec[], $6::timestamptz[], $7::real[], $8::int[])
        ON CONFLICT DO NOTHING`,
-      [this.ids, this.blobs, this.owners, this.namespaces, this.vectors, this.created, this.importance, this.sizes],
+      [this.ids, this.blobs, this.owners, this.namespaces, halfvecArrayBinary(oid, this.vectors), this.created, this.importance, this.sizes],
     );
     for (const a of [this.ids, this.blobs, this.owners, this.namespaces, this.vectors, this.created, this.importance, this.sizes]) a.length = 0;
   }
