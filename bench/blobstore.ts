@@ -7,7 +7,10 @@
 // the "HTTP floor", serves the same backend through the same uWS layer in the child with no service logic, to tell
 // the cost of HTTP from the cost of the service. Sides alternate in 1-second slices; each reports ops/s, p50/p99 and
 // its process's CPU per operation, and every comparison records how busy the rest of the machine was.
-//   node --import tsx bench/blobstore.ts [--seconds 4] [--connections 32] [--stream-mib 100] [--out results.json]
+// The raw side and the floor use the backend the service uses (--backend, default BLOBSTORE_BACKEND or the service's
+// default): for "jetstream" the raw side is the same JetStreamBlobBackend called in this process on its own NATS
+// connection and bucket (no HTTP, no service logic, no content cache), for "fs" the FsBlobBackend.
+//   node --import tsx bench/blobstore.ts [--seconds 4] [--connections 32] [--stream-mib 100] [--backend jetstream|fs] [--out results.json]
 // Env (diagnosis): BENCH_ONLY=1KiB|1MiB, BENCH_SKIP_READS=1, BENCH_SKIP_WRITES=1, BENCH_CHILD_NODE_ARGS="--cpu-prof".
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -19,7 +22,10 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { Pool } from "undici";
 import { startNatsServer } from "../test/support/nats-server.ts";
 import { createTestDatabase } from "../test/support/postgres.ts";
-import { FsBlobBackend } from "../blobstore/backend.ts";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { FsBlobBackend, type BlobBackend } from "../blobstore/backend.ts";
+import { JetStreamBlobBackend } from "../blobstore/object-store-backend.ts";
+import { DEFAULT_BACKEND, type BackendKind } from "../blobstore/service.ts";
 import { blobstoreCommand } from "../cli/blobstore.ts";
 
 export interface BlobBenchOptions {
@@ -28,7 +34,18 @@ export interface BlobBenchOptions {
   readonly connections?: number;
   /** size of the streamed blob for the memory measurement */
   readonly streamMiB?: number;
+  /** backend of the service, the floor and the raw side (default BLOBSTORE_BACKEND, else the service's default) */
+  readonly backend?: BackendKind;
   readonly log?: (line: string) => void;
+}
+
+/** A backend of `kind` (JetStream: on its own connection and bucket, so that the sides do not share a socket). */
+async function openBackend(kind: BackendKind, natsUrl: string, dir: string, bucket: string): Promise<{ backend: BlobBackend; close(): Promise<void> }> {
+  if (kind === "fs") return { backend: new FsBlobBackend(dir), close: async () => undefined };
+  const nc: NatsConnection = await connect({ servers: natsUrl, name: `bench-${bucket}`, noAsyncTraces: true });
+  const backend = new JetStreamBlobBackend(nc, { bucket });
+  await backend.init();
+  return { backend, close: () => nc.close() };
 }
 
 interface Scenario {
@@ -198,14 +215,17 @@ export async function benchBlobstore(opts: BlobBenchOptions = {}): Promise<Recor
   const seconds = opts.seconds ?? 4;
   const conns = opts.connections ?? 32;
   const streamMiB = opts.streamMiB ?? 100;
+  const envKind = process.env.BLOBSTORE_BACKEND;
+  const kind: BackendKind = opts.backend ?? (envKind === "jetstream" || envKind === "fs" ? envKind : DEFAULT_BACKEND);
   const say = opts.log ?? ((l: string) => process.stderr.write(l + "\n"));
   const nats = await startNatsServer();
   const tdb = await createTestDatabase("bs_bench");
   const dir = mkdtempSync(join(tmpdir(), "memrelay-bsbench-"));
   let child: ChildProcess | undefined;
   const pool: { p?: Pool; f?: Pool } = {};
+  let rawClose: (() => Promise<void>) | undefined;
   try {
-    const started = await startChild({ natsUrl: nats.url, databaseUrl: tdb.url, dataDir: join(dir, "service"), maxBlobBytes: (streamMiB + 16) * MiB });
+    const started = await startChild({ natsUrl: nats.url, databaseUrl: tdb.url, dataDir: join(dir, "service"), maxBlobBytes: (streamMiB + 16) * MiB, backend: kind });
     child = started.child;
     const url = started.url;
     const p = (pool.p = new Pool(url, { connections: conns, pipelining: 1, keepAliveTimeout: 30_000 }));
@@ -226,7 +246,9 @@ export async function benchBlobstore(opts: BlobBenchOptions = {}): Promise<Recor
     const auth = { authorization: `Bearer ${acct.api_key.secret}` };
     if ((await call("POST", "/api/v1/buckets", JSON.stringify({ name: "bench" }), { ...auth, "content-type": "application/json" })).status !== 201) throw new Error("bucket");
 
-    const raw = new FsBlobBackend(join(dir, "raw"));
+    const opened = await openBackend(kind, nats.url, join(dir, "raw"), "bench_raw");
+    rawClose = opened.close;
+    const raw = opened.backend;
     const results: Record<string, unknown> = {};
     const only = process.env.BENCH_ONLY; // e.g. "1KiB" to profile one size
     for (const [label, size] of ([["1KiB", KiB], ["1MiB", MiB]] as const).filter(([l]) => !only || l === only)) {
@@ -328,11 +350,12 @@ export async function benchBlobstore(opts: BlobBenchOptions = {}): Promise<Recor
       public_1KiB_reads_ge_5000_per_s: r1 ? r1.service.ops_per_s >= 5000 : null,
     };
     const os = await import("node:os");
-    results.setup = { connections: conns, seconds_per_scenario: seconds, cpus: os.cpus().length, node: process.version, backend: "filesystem", load_average_1m_at_end: os.loadavg()[0] };
+    results.setup = { connections: conns, seconds_per_scenario: seconds, cpus: os.cpus().length, node: process.version, backend: raw.name, load_average_1m_at_end: os.loadavg()[0] };
     return results;
   } finally {
     await pool.p?.close().catch(() => undefined);
     await pool.f?.close().catch(() => undefined);
+    await rawClose?.().catch(() => undefined);
     if (child && child.exitCode === null) {
       await new Promise<void>((resolve) => {
         child!.once("exit", () => resolve());
@@ -348,14 +371,14 @@ export async function benchBlobstore(opts: BlobBenchOptions = {}): Promise<Recor
 const round = (n: number) => Math.round(n * 1000) / 1000;
 
 /** Child mode: start the service and report its address. */
-async function serve(cfg: { natsUrl: string; databaseUrl: string; dataDir: string; maxBlobBytes: number }): Promise<void> {
+async function serve(cfg: { natsUrl: string; databaseUrl: string; dataDir: string; maxBlobBytes: number; backend: BackendKind }): Promise<void> {
   const { startBlobstore } = await import("../blobstore/service.ts");
   const { createLogger } = await import("../config/logger.ts");
   const warnings = createLogger({ sink: (l) => void (/ (WARN|ERROR) /.test(l) && process.stderr.write(l + "\n")) });
   const svc = await startBlobstore({ ...cfg, port: 0, logger: warnings, gc: { intervalMs: 0 } });
   // The HTTP floor: the same listener layer and backend with none of the service (no auth, events, read models).
   const { HttpServer, json } = await import("../gateway/http.ts");
-  const floorBackend = new FsBlobBackend(join(cfg.dataDir, "floor"));
+  const floorBackend = (await openBackend(cfg.backend, cfg.natsUrl, join(cfg.dataDir, "floor"), "bench_floor")).backend;
   const floor = new HttpServer({ corsOrigins: [] });
   floor.route("put", "/floor/:id", async (req) => json(201, await floorBackend.put(req.bodyStream!)), { bodyMode: "stream", bodyLimit: cfg.maxBlobBytes });
   floor.route("get", "/floor/:id", async (req) => {
@@ -383,6 +406,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
       seconds: arg("--seconds") ? Number(arg("--seconds")) : undefined,
       connections: arg("--connections") ? Number(arg("--connections")) : undefined,
       streamMiB: arg("--stream-mib") ? Number(arg("--stream-mib")) : undefined,
+      backend: arg("--backend") as BackendKind | undefined,
     });
     const text = JSON.stringify(results, null, 2);
     if (arg("--out")) writeFileSync(arg("--out")!, text + "\n");

@@ -9,10 +9,9 @@
 // ranged file streams. Deletion renames the file aside first and checks its mtime, so a writer that re-created the
 // same content during the sweep keeps it (see `delete`).
 //
-// The path to an object store: the same interface maps onto the JetStream object store (@nats-io/obj) — one bucket,
-// object name = blob id, `put` streams 128 KiB chunks replicated with the stream (R3 in a cluster) and `get` streams
-// them back; ranges become a skip to the first chunk (chunk index = offset / chunk size). It also maps onto S3/MinIO
-// (PUT with the id as key, GET with Range). Only this file changes; ids, events and read models stay as they are.
+// The JetStream object-store implementation of the same interface is ./object-store-backend.ts (BLOBSTORE_BACKEND=
+// jetstream); S3/MinIO would map the same way (PUT with the id as key, GET with Range). Ids, events and read models
+// do not depend on the backend.
 import { createHash, randomBytes } from "node:crypto";
 import { createWriteStream, existsSync, type WriteStream } from "node:fs";
 import { link, mkdir, open, readdir, rename, rm, stat, unlink, utimes } from "node:fs/promises";

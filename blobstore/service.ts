@@ -17,7 +17,9 @@ import { HttpError, HttpServer, errorReply, json, parseJsonObject, type Handler,
 import { Metrics } from "../gateway/metrics.ts";
 import { isUnavailable } from "../gateway/unavailable.ts";
 import { ProjectionRunner, migrateCheckpoints, readCheckpoint, resetProjection } from "../projections/runtime.ts";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { FsBlobBackend, type BlobBackend, type OpenedBlob } from "./backend.ts";
+import { JetStreamBlobBackend } from "./object-store-backend.ts";
 import { BlobstoreLog } from "./log.ts";
 import { BLOBSTORE_KINDS, PROJECTION_NAMES, blobstoreProjection } from "./projections.ts";
 import { KIND, filterOf, objectAggregateId, type BucketState, type Kind, type ObjectState } from "./events.ts";
@@ -63,6 +65,10 @@ import { deriveWalletAddress } from "./wallet.ts";
 
 export const BLOBSTORE_VERSION = "1.0.0";
 
+export type BackendKind = "jetstream" | "fs";
+/** The backend used when none is configured (see README: "Storage backend"). */
+export const DEFAULT_BACKEND: BackendKind = "fs";
+
 export interface BlobstoreOptions {
   /** NATS server(s) of the event log; or pass an open `log`. */
   readonly natsUrl?: string;
@@ -83,8 +89,13 @@ export interface BlobstoreOptions {
   readonly corsOrigins?: readonly string[];
   /** Master key (64 hex) sealing S3 secrets and deriving wallets; replicas must share it. */
   readonly masterKeyHex?: string;
-  /** Replace the filesystem backend (e.g. an object-store one). */
-  readonly backend?: BlobBackend;
+  /**
+   * Where bytes live: "jetstream" (the JetStream object store on the event log's NATS, bucket `memrelay_blobs`),
+   * "fs" (`<dataDir>/blobstore/blobs`), or any other `BlobBackend`. Default: DEFAULT_BACKEND (BLOBSTORE_BACKEND).
+   */
+  readonly backend?: BlobBackend | BackendKind;
+  /** Bytes of the in-memory LRU of small blob contents (≤ 64 KiB each) in front of the backend. Default 64 MiB; 0 disables. */
+  readonly cacheBytes?: number;
   /** Garbage collection of unreferenced bytes: grace period and sweep interval (0 disables the timer). */
   readonly gc?: { readonly graceMs?: number; readonly intervalMs?: number };
   /** The epoch the Walrus routes report as current (no epoch clock runs locally). Default 1. */
@@ -117,7 +128,8 @@ export interface BlobstoreHandle {
 /**
  * Options from the operator environment (the names of config/env.ts plus the blob store's own):
  * BLOBSTORE_PORT, HOST, NATS_URL, DATABASE_URL, MEMRELAY_DATA_DIR, CORS_ALLOWED_ORIGINS, BLOBSTORE_MASTER_KEY
- * (64 hex, shared by replicas), BLOBSTORE_MAX_BLOB_BYTES (default 1 GiB), BLOBSTORE_GC_GRACE_SECS (default 600).
+ * (64 hex, shared by replicas), BLOBSTORE_MAX_BLOB_BYTES (default 1 GiB), BLOBSTORE_GC_GRACE_SECS (default 600),
+ * BLOBSTORE_BACKEND (jetstream | fs), BLOBSTORE_CACHE_BYTES (default 64 MiB).
  */
 export function blobstoreOptionsFromEnv(env: Record<string, string | undefined>, logger?: Logger): BlobstoreOptions {
   const c = loadConfig(env);
@@ -131,6 +143,8 @@ export function blobstoreOptionsFromEnv(env: Record<string, string | undefined>,
     masterKeyHex: env.BLOBSTORE_MASTER_KEY || undefined,
     maxBlobBytes: intVar(env, "BLOBSTORE_MAX_BLOB_BYTES", 1024 * 1024 * 1024, 0),
     gc: { graceMs: intVar(env, "BLOBSTORE_GC_GRACE_SECS", 600, 0) * 1000 },
+    backend: c.blobstoreBackend,
+    cacheBytes: c.blobstoreCacheBytes,
     logger,
   };
 }
@@ -144,19 +158,30 @@ const SMALL = 64 * 1024;
 const READ_INLINE = 1024 * 1024;
 const CACHE_BYTES = 64 * 1024 * 1024;
 
-/** Small immutable blob contents by blob id (content-addressed: safe to cache; reads check references first). */
+/**
+ * Small immutable blob contents by blob id, least recently used out first, bounded by bytes (content-addressed:
+ * safe to cache on any replica; reads check the blob's references in the read model first, so a deleted blob is
+ * never served from here).
+ */
 class ContentCache {
   private readonly map = new Map<string, Buffer>();
   bytes = 0;
+  constructor(private readonly maxBytes: number) {}
   get(id: string): Buffer | undefined {
-    return this.map.get(id);
+    const b = this.map.get(id);
+    if (b) {
+      // most recently used last
+      this.map.delete(id);
+      this.map.set(id, b);
+    }
+    return b;
   }
   put(id: string, b: Buffer): void {
-    if (this.map.has(id) || b.length > SMALL) return;
+    if (this.map.has(id) || b.length > SMALL || b.length > this.maxBytes) return;
     this.map.set(id, b);
     this.bytes += b.length;
     for (const [k, v] of this.map) {
-      if (this.bytes <= CACHE_BYTES) break;
+      if (this.bytes <= this.maxBytes) break;
       this.map.delete(k);
       this.bytes -= v.length;
     }
@@ -258,14 +283,27 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
   const eventLog = opts.log ?? (await openEventLog({ servers: opts.natsUrl!, name: "memrelay-blobstore" }));
   const db = opts.db ?? createPool(opts.databaseUrl!, opts.dbPoolMax ?? 10);
   const root = join(opts.dataDir, "blobstore");
-  const backend = opts.backend ?? new FsBlobBackend(root);
+  const kind = opts.backend ?? loadConfig(process.env).blobstoreBackend ?? DEFAULT_BACKEND;
+  let blobConn: NatsConnection | undefined;
+  let backend: BlobBackend;
+  if (kind === "jetstream") {
+    // Blob bytes travel on their own connection when we can open one: a 100 MiB upload does not queue the event
+    // log's appends behind it.
+    if (opts.natsUrl) blobConn = await connect({ servers: opts.natsUrl, name: "memrelay-blobstore-bytes", maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true });
+    const js = new JetStreamBlobBackend(blobConn ?? eventLog.nc);
+    await js.init();
+    backend = js;
+  } else if (kind === "fs") backend = new FsBlobBackend(root);
+  else backend = kind;
+  /** Bytes live on the event log's NATS: while it is away, reads that miss the cache fail fast (503) too. */
+  const bytesInNats = backend instanceof JetStreamBlobBackend;
   const master = opts.masterKeyHex ? MasterKey.fromHex(opts.masterKeyHex) : MasterKey.fromFile(join(root, "master.key"));
   const maxBlobBytes = opts.maxBlobBytes ?? 1024 * 1024 * 1024;
   const settleTimeoutMs = opts.settleTimeoutMs ?? 10_000;
   const walrusEpoch = opts.walrusEpoch ?? 1;
   const gcGraceMs = opts.gc?.graceMs ?? 10 * 60_000;
   const metrics = new Metrics("blobstore");
-  const cache = new ContentCache();
+  const cache = new ContentCache(opts.cacheBytes ?? CACHE_BYTES);
   const log = new BlobstoreLog(eventLog);
   const q = new Queries(db);
 
@@ -360,6 +398,21 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
   const route = (doc: RouteDoc, pattern: string, h: Handler, ro?: RouteOptions) => {
     docs.push(doc);
     server.route(METHOD[doc.method], pattern, wrap(`${doc.method.toUpperCase()} ${doc.path}`, h), ro ?? { bodyLimit: LIMITS.jsonBody });
+    // Public reads answer HEAD as well: the GET's status and headers (Content-Length of what a GET would send), no body.
+    if (doc.method === "get" && doc.auth === "public" && doc.tag !== "Infrastructure") {
+      server.route("head", pattern, wrap(`HEAD ${doc.path}`, async (req) => {
+        const r = await Promise.resolve()
+          .then(() => h(req))
+          .catch((err) => {
+            const reply = toReply(err);
+            if (!reply) throw err;
+            return reply;
+          });
+        r.stream?.destroy();
+        const length = r.headLength ?? r.length ?? (r.body === undefined ? undefined : typeof r.body === "string" ? Buffer.byteLength(r.body) : r.body.length);
+        return { status: r.status, headers: r.headers, headLength: r.status === 304 ? undefined : (length ?? 0) };
+      }));
+    }
   };
   const data = (h: (req: Request, who: AccountPrincipal) => Promise<Reply>): Handler => async (req) => {
     needLog();
@@ -406,10 +459,12 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
     }
     const status = range ? 206 : 200;
     if (range) headers["content-range"] = `bytes ${range.start}-${range.end}/${b.size}`;
+    if (req.method === "HEAD") return { status, headers, headLength: range ? range.end - range.start + 1 : b.size };
     let opened: OpenedBlob | null;
     if (b.size <= SMALL) {
       let whole = cache.get(b.blobId);
       if (!whole) {
+        if (bytesInNats) needLog();
         opened = await backend.open(b.blobId, undefined, { inlineBelow: SMALL });
         if (opened?.bytes) cache.put(b.blobId, (whole = opened.bytes));
       }
@@ -420,6 +475,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
       }
       opened = null;
     } else {
+      if (bytesInNats) needLog();
       opened = await backend.open(b.blobId, range, { inlineBelow: READ_INLINE });
     }
     if (!opened) {
@@ -978,6 +1034,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
       for (const r of Object.values(runners)) await r.stop();
       if (!opts.db) await db.end().catch(() => undefined);
       if (!opts.log) await eventLog.close().catch(() => undefined);
+      await blobConn?.drain().catch(() => blobConn?.close());
     },
   };
 }

@@ -5,6 +5,10 @@ export interface RelayerConfig {
   readonly port: number;
   readonly consolePort: number;
   readonly blobstorePort: number;
+  /** BLOBSTORE_BACKEND: where the blob store keeps bytes, `jetstream` or `fs`; unset: the blob store's default. */
+  readonly blobstoreBackend: "jetstream" | "fs" | undefined;
+  /** BLOBSTORE_CACHE_BYTES: bytes of the blob store's in-memory cache of small blobs (default 64 MiB; 0 disables). */
+  readonly blobstoreCacheBytes: number;
   readonly host: string;
   readonly natsUrl: string;
   readonly databaseUrl: string | undefined;
@@ -106,6 +110,8 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     port,
     consolePort: intVar(env, "CONSOLE_PORT", 8100, 0, 65535),
     blobstorePort,
+    blobstoreBackend: env.BLOBSTORE_BACKEND === "jetstream" || env.BLOBSTORE_BACKEND === "fs" ? env.BLOBSTORE_BACKEND : undefined,
+    blobstoreCacheBytes: intVar(env, "BLOBSTORE_CACHE_BYTES", 64 * 1024 * 1024, 0),
     host: env.HOST ?? "127.0.0.1",
     natsUrl: env.NATS_URL ?? "nats://127.0.0.1:4222",
     databaseUrl: env.DATABASE_URL,

@@ -42,6 +42,8 @@ export interface Reply {
   readonly stream?: Readable;
   /** Known length of `stream`, sent as Content-Length. */
   readonly length?: number;
+  /** A HEAD reply: no body, this Content-Length (the size a GET would send). */
+  readonly headLength?: number;
 }
 
 export type Handler = (req: Request) => Promise<Reply> | Reply;
@@ -171,7 +173,8 @@ export class HttpServer {
           res.writeHeader("vary", "origin");
         }
         for (const [k, v] of Object.entries(reply.headers ?? {})) res.writeHeader(k, v);
-        res.end(reply.body ?? "");
+        if (reply.headLength !== undefined) res.endWithoutBody(reply.headLength);
+        else res.end(reply.body ?? "");
       });
       aborted = true;
     };

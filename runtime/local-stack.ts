@@ -85,7 +85,7 @@ export async function startLocalStack(opts: {
     const threshold = opts.config.encryptionThreshold ?? Math.min(2, encryptionStack.serverConfigs.length);
     const encryption = createEnvelopeEncryption({ packageId: encryptionStack.packageId, rpcUrl: encryptionStack.rpcUrl, serverConfigs: encryptionStack.serverConfigs, threshold });
 
-    const blobstore = await startBlobstore({ log, db, host: opts.config.host, port: opts.config.blobstorePort, dataDir: join(opts.config.dataDir, "blobstore"), logger: logger.child({ service: "blobstore" }) });
+    const blobstore = await startBlobstore({ log, db, host: opts.config.host, port: opts.config.blobstorePort, dataDir: join(opts.config.dataDir, "blobstore"), backend: opts.config.blobstoreBackend, cacheBytes: opts.config.blobstoreCacheBytes, logger: logger.child({ service: "blobstore" }) });
     stops.unshift(() => blobstore.stop());
     const blobstoreUrl = blobstore.url;
     const publisher = process.env.BLOBSTORE_PUBLISHER_URL ?? blobstoreUrl;

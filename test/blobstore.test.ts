@@ -708,6 +708,25 @@ describe("Range and conditional reads", () => {
     expect(empty.body.length).toBe(0);
   });
 
+  it("answers HEAD on the public reads with the GET's status and headers, and no body", async () => {
+    for (const [path, size] of [[`/api/v1/buckets/${bucket}/blobs/large`, large.length], [`/api/v1/blobs/by-blob-id/${sha256Id(large)}`, large.length], [`/api/v1/buckets/${bucket}/blobs/small`, small.length]] as const) {
+      const h = await http("HEAD", path);
+      expect(h.status).toBe(200);
+      expect(h.headers["content-length"]).toBe(String(size));
+      expect(h.headers["etag"]).toBeTruthy();
+      expect(h.body.length).toBe(0);
+    }
+    const r = await http("HEAD", `/api/v1/buckets/${bucket}/blobs/large`, { headers: { range: "bytes=10-19" } });
+    expect(r.status).toBe(206);
+    expect(r.headers["content-length"]).toBe("10");
+    expect(r.headers["content-range"]).toBe(`bytes 10-19/${large.length}`);
+    const missing = await http("HEAD", `/api/v1/buckets/${bucket}/blobs/nope`);
+    expect(missing.status).toBe(404);
+    expect(missing.body.length).toBe(0);
+    // the connection stays usable after HEAD replies
+    expect((await get("small")).body.equals(small)).toBe(true);
+  });
+
   it("answers 304 to a matching If-None-Match", async () => {
     const r = await get("small");
     const etag = r.headers["etag"] as string;
