@@ -29,7 +29,9 @@ export function memoryIndexProjection(dims: number): Projection {
         size integer NOT NULL)`);
       // Vectors in line: a 1024-d halfvec row passes the TOAST threshold, and fetching every vector of a namespace
       // out of line doubled the cost of an exact scan. (Rows written before this keep their storage until rewritten.)
-      await db.query("ALTER TABLE memories ALTER COLUMN vector SET STORAGE PLAIN");
+      // Checked first: the ALTER takes an exclusive lock, which replicas starting under load should not queue behind.
+      const storage = await db.query<{ s: string }>("SELECT attstorage AS s FROM pg_attribute WHERE attrelid = 'memories'::regclass AND attname = 'vector'");
+      if (storage.rows[0]?.s !== "p") await db.query("ALTER TABLE memories ALTER COLUMN vector SET STORAGE PLAIN");
       await db.query("CREATE INDEX IF NOT EXISTS memories_owner_ns ON memories (owner, namespace)");
       // One row per blob of an owner: restore inserts only where missing, and a replay keeps that true.
       await db.query("CREATE UNIQUE INDEX IF NOT EXISTS memories_owner_blob_key ON memories (owner, blob_id)");
