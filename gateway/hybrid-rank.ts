@@ -66,9 +66,9 @@ export interface LexicalMatches {
 export async function lexicalMatches(db: Db, owner: string, namespace: string, terms: readonly number[], s: Pick<HybridSettings, "k1" | "b">): Promise<LexicalMatches | undefined> {
   if (!terms.length) return undefined;
   // One index range per term (lexical_postings_term); df is the size of that range. The matches come back as one row
-  // of two comma-separated lists: a common term matches thousands of memories, and a row object per match cost the
-  // gateway more CPU than the query cost Postgres.
-  const r = await db.query<{ ns_id: number; docs: number; pos: string | null; s: string | null }>(
+  // of two packed binary arrays (int4 positions, float8 scores, big-endian): a common term matches thousands of
+  // memories, and a row object — or a decimal number — per match cost the gateway more CPU than the query cost Postgres.
+  const r = await db.query<{ ns_id: number; docs: number; pos: Buffer | null; s: Buffer | null }>(
     `WITH ns AS (SELECT ns_id, docs, docs::float8 AS n, greatest(total_len, 1)::float8 / greatest(docs, 1) AS avgdl
                  FROM lexical_namespaces WHERE owner = $1 AND namespace = $2 AND docs > 0),
           post AS MATERIALIZED (SELECT p.term, p.pos, p.tf, p.len FROM ns JOIN lexical_postings p ON p.ns_id = ns.ns_id AND p.term = ANY($3::bigint[])),
@@ -77,18 +77,17 @@ export async function lexicalMatches(db: Db, owner: string, namespace: string, t
                                      / (post.tf + $4::float8 * (1 - $5::float8 + $5::float8 * post.len / ns.avgdl))) AS s
                      FROM post JOIN df USING (term) CROSS JOIN ns GROUP BY post.pos)
      SELECT ns.ns_id, ns.docs, agg.pos, agg.s
-     FROM ns, (SELECT string_agg(pos::text, ',' ORDER BY pos) AS pos, string_agg(s::text, ',' ORDER BY pos) AS s FROM scored) agg`,
+     FROM ns, (SELECT string_agg(int4send(pos), ''::bytea ORDER BY pos) AS pos, string_agg(float8send(s), ''::bytea ORDER BY pos) AS s FROM scored) agg`,
     [owner, namespace, terms.map(String), s.k1, s.b],
   );
   const row = r.rows[0];
   if (!row?.pos || !row.s) return undefined;
-  const posText = row.pos.split(",");
-  const scoreText = row.s.split(",");
-  const pos = new Int32Array(posText.length);
-  const scores = new Float64Array(posText.length);
-  for (let i = 0; i < posText.length; i++) {
-    pos[i] = Number(posText[i]);
-    scores[i] = Number(scoreText[i]);
+  const n = row.pos.length / 4;
+  const pos = new Int32Array(n);
+  const scores = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    pos[i] = row.pos.readInt32BE(4 * i);
+    scores[i] = row.s.readDoubleBE(8 * i);
   }
   return { nsId: row.ns_id, docs: row.docs, pos, scores };
 }
