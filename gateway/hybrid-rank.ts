@@ -99,11 +99,17 @@ export async function lexicalMatches(db: Db, owner: string, namespace: string, t
 export function spreadScores(pos: Int32Array, scores: Float64Array, n: number, context: readonly number[]): Float64Array {
   const out = new Float64Array(n);
   for (let i = 0; i < pos.length; i++) if (pos[i] >= 0 && pos[i] < n) out[pos[i]] += scores[i];
+  // best[d]: the larger neighbour score at distance k. Only positions next to a match are touched, and each is added
+  // and reset once, so the cost follows the matches, not the namespace.
   const best = new Float64Array(n);
+  const take = (d: number, w: number) => {
+    if (d < 0 || d >= n || best[d] === 0) return;
+    out[d] += w * best[d];
+    best[d] = 0;
+  };
   context.forEach((w, ki) => {
     if (w === 0) return;
     const k = ki + 1;
-    best.fill(0);
     for (let i = 0; i < pos.length; i++) {
       const s = scores[i];
       const a = pos[i] - k;
@@ -111,7 +117,10 @@ export function spreadScores(pos: Int32Array, scores: Float64Array, n: number, c
       if (a >= 0 && a < n && s > best[a]) best[a] = s;
       if (b >= 0 && b < n && s > best[b]) best[b] = s;
     }
-    for (let d = 0; d < n; d++) if (best[d] > 0) out[d] += w * best[d];
+    for (let i = 0; i < pos.length; i++) {
+      take(pos[i] - k, w);
+      take(pos[i] + k, w);
+    }
   });
   return out;
 }

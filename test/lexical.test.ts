@@ -10,7 +10,7 @@ import { STREAMS } from "../eventlog/subjects.ts";
 import { LexicalKeyring, parseLexicalSecret } from "../adapters/lexical/keys.ts";
 import { MAX_TERMS, documentTerms, queryTerms } from "../adapters/lexical/terms.ts";
 import { contentTokens } from "../adapters/embeddings/hashing.ts";
-import { DEFAULT_HYBRID, rankHybrid, spreadContext, topPositions } from "../gateway/hybrid-rank.ts";
+import { DEFAULT_HYBRID, rankHybrid, spreadContext, spreadScores, topPositions } from "../gateway/hybrid-rank.ts";
 import { LEXICAL_INDEX, lexicalIndexProjection } from "../projections/lexical-index.ts";
 import { readCheckpoint, resetProjection } from "../projections/runtime.ts";
 import { inTransaction } from "../db/pool.ts";
@@ -146,6 +146,21 @@ describe("keyed term hashes", () => {
     expect(out.get(7)).toBeCloseTo(0.5 * 1 + 0.25 * 2);
     expect(out.get(18)).toBeCloseTo(0.25 * 4);
     expect(out.has(0)).toBe(false);
+  });
+
+  it("context spread equals the definition on random matches", () => {
+    const n = 400;
+    const pos = Int32Array.from(new Set(Array.from({ length: 120 }, () => Math.floor(Math.random() * n))));
+    const scores = Float64Array.from(pos, () => Math.random() * 5 + 0.01);
+    const s = new Float64Array(n);
+    pos.forEach((p, i) => (s[p] = scores[i]));
+    const context = [0.5, 0.3, 0.15];
+    const out = spreadScores(pos, scores, n, context);
+    for (let d = 0; d < n; d++) {
+      let want = s[d];
+      context.forEach((w, ki) => (want += w * Math.max(s[d - ki - 1] ?? 0, s[d + ki + 1] ?? 0)));
+      expect(out[d]).toBeCloseTo(want, 12);
+    }
   });
 
   it("top positions: the best ones plus every tie with the last, a prefix of the complete order", () => {
