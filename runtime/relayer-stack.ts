@@ -95,7 +95,9 @@ export async function startRelayer(opts: {
         attemptDelayMs: opts.attemptDelayMs ?? 200,
       }),
       logger.child({ actor: "remember-job" }),
-      { concurrency: opts.actorConcurrency ?? 64 },
+      // Two embedder batches (EmbedBatcher, 64 texts) in flight: one is embedded while the jobs of the other upload,
+      // record and commit, so a neural embedder never waits for the rest of the pipeline.
+      { concurrency: opts.actorConcurrency ?? 128 },
     );
     await host.start();
     actorHost = host as unknown as ActorHost<never>;
