@@ -2,8 +2,9 @@
 // Postgres (a fresh database), each role of the relayer in its own process. Results: bench/RESULTS.md and
 // bench/results.json (merged: sections not run keep their previous results).
 //
-//   node --import tsx bench/run.ts                      every section (≈ 10–15 min on 2 cores)
-//   node --import tsx bench/run.ts --only recall        one section (remember, pipeline, use-lite, recall, replay, memory)
+//   node --import tsx bench/run.ts                      every section (≈ 15–20 min on 2 cores)
+//   node --import tsx bench/run.ts --only recall        one section (remember, pipeline, use-lite, recall, replay, memory,
+//                                                       blobstore, console)
 //   node --import tsx bench/run.ts --only remember,pipeline --quick    smaller counts, for a smoke run
 // Flags: --plain-nats (JetStream store not encrypted), --cpu-prof (worker processes write V8 CPU profiles to
 // bench/profiles/; summarise with `node --import tsx bench/profile-summary.ts <file>`), --no-save.
@@ -22,6 +23,7 @@ import { useLiteSection } from "./sections/use-lite.ts";
 import { recallSection } from "./sections/recall.ts";
 import { replaySection } from "./sections/replay.ts";
 import { memorySection } from "./sections/memory.ts";
+import { blobstoreSection, consoleSection } from "./service-sections.ts";
 
 const args = process.argv.slice(2);
 const flag = (name: string) => args.includes(name);
@@ -67,6 +69,7 @@ async function runInfo(): Promise<RunInfo> {
     layout: [
       "Processes (all on this machine): the bench process (load generator and observer); `memrelay worker --roles gateway`, `--roles actors` and `--roles projections`, one process each; the services process (bench/services-proc.ts: startLocalStack without relayer roles = local chain + JSON-RPC, 3 key servers, blob storage service); nats-server; the native Postgres.",
       "Each environment has its own nats-server (fresh store) and a fresh database on the native Postgres; the USE-lite section runs in a second environment after the first is torn down.",
+      "The blobstore and console sections (bench/blobstore.ts, bench/console.ts) run last, each with its own nats-server, fresh database and service processes (see their notes).",
     ],
   };
 }
@@ -115,13 +118,18 @@ try {
   for (const [name, fn] of sections) if (wants(name)) await runSection(name, fn);
   await ctx.teardown();
   if (wants("use-lite")) await runSection("use-lite", () => useLiteSection(ctx));
+  // The blob store's and the console's benchmarks: each starts its own nats-server, database and service processes.
+  if (wants("blobstore")) await runSection("blobstore", () => blobstoreSection(ctx));
+  if (wants("console")) await runSection("console", () => consoleSection(ctx));
 } catch (err) {
   failed = err;
   console.error(err);
 } finally {
   await ctx.teardown().catch(() => undefined);
 }
-if (ran.length) results.push(memorySection(ctx, ran));
+// Peak memory is sampled for the relayer's processes (the service sections report their own figures).
+const relayerRan = ran.filter((n) => n !== "blobstore" && n !== "console");
+if (relayerRan.length) results.push(memorySection(ctx, relayerRan));
 if (ctx.foreign.length) {
   const mean = ctx.foreign.reduce((a, b) => a + b, 0) / ctx.foreign.length;
   const max = Math.max(...ctx.foreign);

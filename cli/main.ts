@@ -3,6 +3,7 @@ import { startCommand, START_HELP } from "./start.ts";
 import { userCommand, USER_HELP } from "./user-commands.ts";
 import { projectionsCommand, REPLAY_HELP } from "./projections.ts";
 import { workerCommand, WORKER_HELP } from "./worker.ts";
+import { ConfigError } from "../config/env.ts";
 
 const HELP = `memrelay <command> [options]
 
@@ -48,7 +49,16 @@ export async function main(argv: string[]): Promise<number> {
     console.error(`unknown command: ${cmd}\n\n${HELP}`);
     return 2;
   }
-  return handler(rest);
+  try {
+    return await handler(rest);
+  } catch (err) {
+    // a malformed operator variable: its message says which and what it accepts
+    if (err instanceof ConfigError) {
+      console.error(`memrelay ${cmd}: ${err.message}`);
+      return 2;
+    }
+    throw err;
+  }
 }
 
 function helpFor(cmd: string): string {

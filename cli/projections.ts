@@ -7,13 +7,16 @@ import { loadConfig } from "../config/env.ts";
 import { createLogger } from "../config/logger.ts";
 import { ProjectionRunner, migrateCheckpoints, readCheckpoint, resetProjection, type Projection } from "../projections/runtime.ts";
 import { relayerProjections } from "../runtime/relayer-stack.ts";
+import { consoleProjections } from "../console/projections.ts";
 import { ProgressBar } from "./progress.ts";
 
 export const REPLAY_HELP = `memrelay replay [<projection>|all] [--dims N]
   Rebuilds read models from the event log, from sequence 1: empties the read model, rewinds its checkpoint and
   follows the log to its end, with a progress bar. A running memrelay notices the rewind and rebuilds too.
-  Projections: memory_index, lexical_index, job_status, alerts (default: all). Replaying alerts publishes nothing
-  already published: it remembers what it sent, and skips failures older than a day.
+  Projections: memory_index, lexical_index, job_status, alerts, and the developer console's console (spaces, keys,
+  buckets, files) and console_access (the access index) (default: all). Replaying alerts publishes nothing
+  already published: it remembers what it sent, and skips failures older than a day. While the console's read
+  models rebuild, its API answers from what they hold so far (keys included: expect 401s until they catch up).
 
 memrelay lag
   Shows each projection's checkpoint and its lag behind the event log.`;
@@ -34,7 +37,7 @@ export async function projectionsCommand(cmd: "replay" | "lag", args: string[], 
   const db = createPool(config.databaseUrl, 4);
   try {
     await migrateCheckpoints(db);
-    const all = relayerProjections(dims, { log, network: config.network });
+    const all = [...relayerProjections(dims, { log, network: config.network }), ...consoleProjections];
     const which = args.find((a) => !a.startsWith("--") && a !== String(dims)) ?? "all";
     const selected: Projection[] = which === "all" ? all : all.filter((p) => p.name === which);
     if (!selected.length) {

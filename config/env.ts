@@ -57,6 +57,25 @@ export interface RelayerConfig {
   readonly hybridDenseWeight: number | undefined;
   /** MEMRELAY_HYBRID_CONTEXT: weights of neighbours 1, 2, … places away in submission order ("0.5,0.3,0.15"; "none" disables); unset: default. */
   readonly hybridContext: readonly number[] | undefined;
+  /** The developer console's limits (CONSOLE_*; see consoleLimitsFromEnv); unset fields: the console's defaults. */
+  readonly consoleLimits: ConsoleEnvLimits;
+}
+
+/** A malformed operator variable: the message names it and says what it accepts. */
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+}
+
+/** The developer console's operator limits (the fields of startConsole's `limits`); undefined: its default. */
+export interface ConsoleEnvLimits {
+  /** CONSOLE_MAX_UPLOAD_BYTES: largest file per upload (default 104857600, the spec's 100 MiB). */
+  readonly maxUploadBytes?: number;
+  /** CONSOLE_UPLOADS_PER_MINUTE: uploads per API key per minute before 429 (default 600; 0 disables). */
+  readonly uploadsPerMinute?: number;
+  /** CONSOLE_UPLOAD_STATUS_RETENTION_SECS: how long the status route answers for a finished upload (default 60). */
+  readonly uploadStatusRetentionMs?: number;
+  /** CONSOLE_SPONSOR_TTL_SECS: lifetime of a sponsored transaction before it must be executed (default 300, at most 600). */
+  readonly sponsorTtlMs?: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -89,6 +108,36 @@ function contextVar(raw: string | undefined): readonly number[] | undefined {
   if (s === "none" || s === "0") return [];
   const w = s.split(",").map((x) => Number(x.trim()));
   return w.length <= 8 && w.every((x) => Number.isFinite(x) && x >= 0 && x <= 1) ? w : undefined;
+}
+
+/**
+ * An integer variable that must be well-formed when set: undefined when unset or empty, else an integer in
+ * [min, max]; anything else is a ConfigError naming the variable (for project variables whose bad value should stop
+ * a start, where the spec's relayer variables fall back to their defaults).
+ */
+export function strictIntVar(env: Env, name: string, min: number, max: number, what: string): number | undefined {
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === "") return undefined;
+  const n = /^[+-]?\d+$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    throw new ConfigError(`${name} must be ${what}: an integer from ${min.toLocaleString("en-US")} to ${max.toLocaleString("en-US")}; got ${JSON.stringify(env[name])}`);
+  }
+  return n;
+}
+
+/** The largest sponsorship lifetime: the ledger refuses transactions built more than 10 minutes ago. */
+export const CONSOLE_SPONSOR_TTL_MAX_SECS = 600;
+
+/** CONSOLE_MAX_UPLOAD_BYTES, CONSOLE_UPLOADS_PER_MINUTE, CONSOLE_UPLOAD_STATUS_RETENTION_SECS, CONSOLE_SPONSOR_TTL_SECS; throws ConfigError on a malformed value. */
+export function consoleLimitsFromEnv(env: Env): ConsoleEnvLimits {
+  const secs = (v: number | undefined) => (v === undefined ? undefined : v * 1000);
+  const limits: ConsoleEnvLimits = {
+    maxUploadBytes: strictIntVar(env, "CONSOLE_MAX_UPLOAD_BYTES", 1, 2 ** 40, "the largest upload in bytes"),
+    uploadsPerMinute: strictIntVar(env, "CONSOLE_UPLOADS_PER_MINUTE", 0, 1_000_000, "the uploads per API key per minute (0 disables the limit)"),
+    uploadStatusRetentionMs: secs(strictIntVar(env, "CONSOLE_UPLOAD_STATUS_RETENTION_SECS", 0, 7 * 86_400, "the seconds a finished upload's status stays readable")),
+    sponsorTtlMs: secs(strictIntVar(env, "CONSOLE_SPONSOR_TTL_SECS", 1, CONSOLE_SPONSOR_TTL_MAX_SECS, "the seconds a sponsored transaction may wait for execution")),
+  };
+  return Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)) as ConsoleEnvLimits;
 }
 
 /** AUTH_MAX_CLOCK_DRIFT_SECS: default 300, range 0..900 (0 = exact second), anything else falls back to 300. */
@@ -151,5 +200,6 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     recallRanking: env.MEMRELAY_RECALL_RANKING?.trim().toLowerCase() === "cosine" ? "cosine" : "hybrid",
     hybridDenseWeight: unitVar(env, "MEMRELAY_HYBRID_DENSE_WEIGHT"),
     hybridContext: contextVar(env.MEMRELAY_HYBRID_CONTEXT),
+    consoleLimits: consoleLimitsFromEnv(env),
   };
 }

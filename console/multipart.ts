@@ -36,6 +36,8 @@ export function boundaryOf(contentType: string | undefined): string {
 
 const CRLF = Buffer.from("\r\n");
 const COALESCE = 256 * 1024;
+/** File data pieces at least this large are handed on as they are (no copy); smaller ones are joined. */
+const PASS_ON = 64 * 1024;
 const HEADER_END = Buffer.from("\r\n\r\n");
 
 const enum State {
@@ -71,6 +73,18 @@ function parseDisposition(v: string): { name?: string; filename?: string } {
   return out;
 }
 
+/**
+ * Where a partial delimiter may begin at the end of `buf` (a suffix of it that is a proper prefix of `delimiter`),
+ * or `buf.length` when none does: every byte before it is part data.
+ */
+export function partialDelimiterAt(buf: Buffer, delimiter: Buffer): number {
+  const first = delimiter[0];
+  for (let i = buf.indexOf(first, Math.max(0, buf.length - delimiter.length + 1)); i >= 0; i = buf.indexOf(first, i + 1)) {
+    if (buf.compare(delimiter, 0, buf.length - i, i) === 0) return i;
+  }
+  return buf.length;
+}
+
 /** Parses `source` and resolves once every part was handled (the file consumer included). */
 export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: string, limits: MultipartLimits, h: MultipartHandlers): Promise<void> {
   // The body's first delimiter has no leading CRLF: parse as if one were there.
@@ -90,21 +104,26 @@ export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: st
   let fileFailure: unknown;
   let fileBytes = 0;
 
-  // File data is handed on in pieces of at least COALESCE bytes (the body arrives in small chunks; every write
-  // downstream costs a syscall and a chunked-encoding frame), so at most that much is held here per upload.
+  // Small pieces of file data are joined into writes of at least COALESCE bytes (every write downstream costs a
+  // syscall and a chunked-encoding frame), so at most that much is held here per upload; large pieces (the body
+  // mostly arrives in chunks of up to 512 KiB) go on as they are: copying them would double the bytes allocated per
+  // upload, and with them the garbage collector's work.
   let pendingData: Buffer[] = [];
   let pendingBytes = 0;
-  const flushFile = async () => {
-    if (!pendingBytes) return;
-    const data = pendingData.length === 1 ? pendingData[0] : Buffer.concat(pendingData, pendingBytes);
-    pendingData = [];
-    pendingBytes = 0;
+  const put = async (data: Buffer) => {
     if (!fileStream!.write(data)) {
       const ac = new AbortController();
       await Promise.race([once(fileStream!, "drain", { signal: ac.signal }), fileDone!.then(() => undefined), once(fileStream!, "close", { signal: ac.signal })]).catch(() => undefined);
       ac.abort();
       if (fileFailure) throw fileFailure;
     }
+  };
+  const flushFile = async () => {
+    if (!pendingBytes) return;
+    const data = pendingData.length === 1 ? pendingData[0] : Buffer.concat(pendingData, pendingBytes);
+    pendingData = [];
+    pendingBytes = 0;
+    await put(data);
   };
   const writeFile = async (data: Buffer) => {
     if (!data.length) return;
@@ -113,6 +132,11 @@ export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: st
       throw new ConsoleHttpError(413, `the file exceeds the upload limit of ${limits.fileBytes} bytes`, CODE.payloadTooLarge, { limit: limits.fileBytes });
     }
     if (fileFailure) throw fileFailure;
+    if (data.length >= PASS_ON) {
+      await flushFile();
+      await put(data);
+      return;
+    }
     pendingData.push(data);
     pendingBytes += data.length;
     if (pendingBytes >= COALESCE) await flushFile();
@@ -223,10 +247,10 @@ export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: st
           const i = buf.indexOf(delimiter);
           if (i < 0) {
             // Everything but a possible partial delimiter at the end is part data.
-            const safe = buf.length - keep;
+            const safe = partialDelimiterAt(buf, delimiter);
             if (safe > 0) {
               await emit(buf.subarray(0, safe));
-              buf = Buffer.from(buf.subarray(safe));
+              buf = buf.subarray(safe);
             }
             break;
           }

@@ -315,6 +315,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
       } catch (err) {
         const extra = await finishBody(req);
         const found = toReply(err);
+        if (err instanceof StorageError) logger.warn("file storage failed", { route: name, status: err.status, error: err.message });
         const reply = found && extra ? { ...found, headers: { ...found.headers, ...extra } } : found;
         if (reply) {
           metrics.inc("http_requests_total", { route: name, status: reply.status });

@@ -218,7 +218,16 @@ export class HttpServer {
           paused = true;
           res.pause();
         }
-        if (isLast) bodyStream!.push(null);
+        if (isLast) {
+          bodyStream!.push(null);
+          // Paused on an earlier chunk and the body ended within the same read: nothing will call read() again,
+          // and a response written on a paused socket makes uWS reset the connection (streamed chunked uploads
+          // under backpressure failed with ECONNRESET now and then). Resume what we paused.
+          if (paused && !aborted) {
+            paused = false;
+            res.resume();
+          }
+        }
       });
       run({ ...base, body: Buffer.alloc(0), bodyStream });
       return;

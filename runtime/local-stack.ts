@@ -118,7 +118,19 @@ export async function startLocalStack(opts: {
     // sponsor pays the gas of bucket-policy transactions; both are kept in the data dir across restarts.
     const consoleStorage = await provisionStorage({ log, db, blobstoreUrl, runners: blobstore.runners, dataDir: opts.config.dataDir });
     const consoleSponsor = await provisionSponsor({ chain, operatorSecretKey, dataDir: opts.config.dataDir });
-    const consoleHandle = await startConsole({ log, db, chain, storage: consoleStorage, sponsorSecretKey: consoleSponsor, host: opts.config.host, port: opts.config.consolePort, logger, corsOrigins: opts.config.corsAllowedOrigins });
+    // Its limits: CONSOLE_MAX_UPLOAD_BYTES, CONSOLE_UPLOADS_PER_MINUTE, CONSOLE_UPLOAD_STATUS_RETENTION_SECS, CONSOLE_SPONSOR_TTL_SECS.
+    const consoleHandle = await startConsole({
+      log,
+      db,
+      chain,
+      storage: consoleStorage,
+      sponsorSecretKey: consoleSponsor,
+      host: opts.config.host,
+      port: opts.config.consolePort,
+      logger,
+      corsOrigins: opts.config.corsAllowedOrigins,
+      limits: opts.config.consoleLimits,
+    });
     stops.unshift(() => consoleHandle.stop());
 
     const createIdentity = async (label = "memrelay-dev"): Promise<DevIdentity> => {

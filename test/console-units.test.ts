@@ -2,6 +2,7 @@
 // streaming multipart parser, and the HTTP contract's validation.
 import { describe, expect, it } from "vitest";
 import { Readable } from "node:stream";
+import { randomBytes } from "node:crypto";
 import { initialTransition, type AnyMachineSnapshot, type AnyStateMachine } from "xstate";
 import { evolve, effectOf, type ActorDefinition } from "../actors/host.ts";
 import type { CommandEnvelope, EventEnvelope } from "../schemas/envelope.ts";
@@ -13,9 +14,10 @@ import { fileActor } from "../console/actors/file.actor.ts";
 import { keyActor } from "../console/actors/key.actor.ts";
 import { sponsorActor } from "../console/actors/sponsor.actor.ts";
 import type { ConsoleActorPorts } from "../console/actors/ports.ts";
-import { boundaryOf, parseMultipart } from "../console/multipart.ts";
+import { boundaryOf, parseMultipart, partialDelimiterAt } from "../console/multipart.ts";
 import { ConsoleHttpError, decodeCursor, encodeCursor, parseBucketListQuery, parseFileMetadata, parseSponsor, parseUpdateBucket, validateBucketName, validateFileName } from "../schemas/console-http.ts";
 import { multipartBody } from "../console/client.ts";
+import { ConfigError, consoleLimitsFromEnv, loadConfig } from "../config/env.ts";
 
 const ports = {} as ConsoleActorPorts;
 
@@ -177,6 +179,26 @@ describe("multipart parser", () => {
     }
   });
 
+  it("large files in large and uneven chunks, with partial delimiters at chunk ends", async () => {
+    const boundary = "----memrelay-test-boundary";
+    const delimiter = Buffer.from(`\r\n--${boundary}`);
+    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\n\r\n`);
+    const payload = randomBytes(1 << 20);
+    // proper prefixes of the delimiter (1 byte up to all but one) ending exactly where chunks used below end
+    [65_536, 100_000, 524_288, 2 * 524_288, 777_777].forEach((end, k) => {
+      const n = [1, 2, 9, delimiter.length - 1, 17][k];
+      delimiter.copy(payload, end - head.length - n, 0, n);
+    });
+    const body = Buffer.concat([head, payload, Buffer.from(`\r\n--${boundary}--\r\n`)]);
+    for (const chunk of [65_536, 100_000, 524_288, 777_777]) {
+      const r = await parse(body, boundary, chunk);
+      expect(r.file?.bytes.equals(payload)).toBe(true);
+    }
+    expect(partialDelimiterAt(Buffer.from("abc\r\n-"), delimiter)).toBe(3);
+    expect(partialDelimiterAt(Buffer.from("abc\r\nx"), delimiter)).toBe(6);
+    expect(partialDelimiterAt(Buffer.concat([Buffer.from("ab"), delimiter.subarray(0, delimiter.length - 1)]), delimiter)).toBe(2);
+  });
+
   it("filename* (RFC 5987), quoted boundaries, an empty file", async () => {
     const body = Buffer.from(`preamble\r\n--"b"\r\nContent-Disposition: form-data; name="file"; filename="fallback"; filename*=UTF-8''%E2%82%AC.txt\r\n\r\n\r\n--"b"--\r\nepilogue`.replace(/"b"/g, "b"));
     const r = await parse(body, boundaryOf('multipart/form-data; boundary="b"'), 3);
@@ -211,5 +233,37 @@ describe("HTTP contract validation", () => {
     expect(() => parseSponsor({ kind: "grant_bucket_access", groupIds: [], recipientAddress: "0x" + "1".repeat(64), scope: "read" })).toThrow(ConsoleHttpError);
     expect(parseUpdateBucket({ name: "n", encryptionPolicyId: null })).toEqual({ name: "n", encryptionPolicyId: null });
     expect(parseUpdateBucket({ name: "n", sealPolicyId: "0x" + "A".repeat(64) }).encryptionPolicyId).toBe("0x" + "a".repeat(64));
+  });
+});
+
+describe("console limits from the environment", () => {
+  it("parses the CONSOLE_* variables; unset or empty ones leave the console's defaults", () => {
+    expect(consoleLimitsFromEnv({})).toEqual({});
+    expect(consoleLimitsFromEnv({ CONSOLE_MAX_UPLOAD_BYTES: "", CONSOLE_UPLOADS_PER_MINUTE: "  " })).toEqual({});
+    expect(
+      consoleLimitsFromEnv({ CONSOLE_MAX_UPLOAD_BYTES: "1048576", CONSOLE_UPLOADS_PER_MINUTE: "0", CONSOLE_UPLOAD_STATUS_RETENTION_SECS: " 120 ", CONSOLE_SPONSOR_TTL_SECS: "600" }),
+    ).toEqual({ maxUploadBytes: 1_048_576, uploadsPerMinute: 0, uploadStatusRetentionMs: 120_000, sponsorTtlMs: 600_000 });
+    expect(loadConfig({ CONSOLE_UPLOADS_PER_MINUTE: "30" }).consoleLimits).toEqual({ uploadsPerMinute: 30 });
+  });
+
+  it("refuses malformed or out-of-range values with an error naming the variable and what it accepts", () => {
+    const bad: [string, string][] = [
+      ["CONSOLE_MAX_UPLOAD_BYTES", "100MiB"],
+      ["CONSOLE_MAX_UPLOAD_BYTES", "0"],
+      ["CONSOLE_MAX_UPLOAD_BYTES", "1.5"],
+      ["CONSOLE_MAX_UPLOAD_BYTES", "1e9"],
+      ["CONSOLE_UPLOADS_PER_MINUTE", "-1"],
+      ["CONSOLE_UPLOADS_PER_MINUTE", "lots"],
+      ["CONSOLE_UPLOAD_STATUS_RETENTION_SECS", "60s"],
+      ["CONSOLE_UPLOAD_STATUS_RETENTION_SECS", "99999999999999999999"],
+      ["CONSOLE_SPONSOR_TTL_SECS", "0"],
+      ["CONSOLE_SPONSOR_TTL_SECS", "601"],
+    ];
+    for (const [name, value] of bad) {
+      expect(() => consoleLimitsFromEnv({ [name]: value }), `${name}=${value}`).toThrow(ConfigError);
+      expect(() => consoleLimitsFromEnv({ [name]: value })).toThrow(new RegExp(`^${name} must be .*an integer from .*; got "${value.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}"$`));
+      // loadConfig refuses it as well: `memrelay start` stops before starting anything
+      expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+    }
   });
 });
