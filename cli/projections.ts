@@ -8,13 +8,15 @@ import { createLogger } from "../config/logger.ts";
 import { ProjectionRunner, migrateCheckpoints, readCheckpoint, resetProjection, type Projection } from "../projections/runtime.ts";
 import { relayerProjections } from "../runtime/relayer-stack.ts";
 import { consoleProjections } from "../console/projections.ts";
+import { blobstoreProjections } from "../blobstore/projections.ts";
 import { ProgressBar } from "./progress.ts";
 
 export const REPLAY_HELP = `memrelay replay [<projection>|all] [--dims N]
   Rebuilds read models from the event log, from sequence 1: empties the read model, rewinds its checkpoint and
   follows the log to its end, with a progress bar. A running memrelay notices the rewind and rebuilds too.
   Projections: memory_index, lexical_index, job_status, alerts, and the developer console's console (spaces, keys,
-  buckets, files) and console_access (the access index) (default: all). Replaying alerts publishes nothing
+  buckets, files) and console_access (the access index), and the blob store's blobstore_apps, blobstore_keys,
+  blobstore_accounts, blobstore_buckets and blobstore_blobs (default: all). Replaying alerts publishes nothing
   already published: it remembers what it sent, and skips failures older than a day. While the console's read
   models rebuild, its API answers from what they hold so far (keys included: expect 401s until they catch up).
 
@@ -37,7 +39,7 @@ export async function projectionsCommand(cmd: "replay" | "lag", args: string[], 
   const db = createPool(config.databaseUrl, 4);
   try {
     await migrateCheckpoints(db);
-    const all = [...relayerProjections(dims, { log, network: config.network }), ...consoleProjections];
+    const all = [...relayerProjections(dims, { log, network: config.network }), ...consoleProjections, ...blobstoreProjections()];
     const which = args.find((a) => !a.startsWith("--") && a !== String(dims)) ?? "all";
     const selected: Projection[] = which === "all" ? all : all.filter((p) => p.name === which);
     if (!selected.length) {
@@ -50,7 +52,7 @@ export async function projectionsCommand(cmd: "replay" | "lag", args: string[], 
         const consumer = await log.js.consumers.get(STREAMS.events, { filter_subjects: p.filter, ...(cp ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: cp + 1 } : {}) });
         const info = await consumer.info(true);
         await consumer.delete().catch(() => undefined);
-        console.log(`${p.name.padEnd(16)} checkpoint ${String(cp).padStart(10)}  lag ${info.num_pending} events`);
+        console.log(`${p.name.padEnd(18)} checkpoint ${String(cp).padStart(10)}  lag ${info.num_pending} events`);
       }
       return 0;
     }

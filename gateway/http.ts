@@ -85,6 +85,11 @@ const STATUS_TEXT: Record<number, string> = {
 };
 const statusLine = (s: number) => `${s} ${STATUS_TEXT[s] ?? "Unknown"}`;
 
+/** A body refused by its Content-Length is still read (and discarded) up to this many bytes, or until the client
+ * has sent nothing for this many milliseconds. */
+const DRAIN_BYTES = 8 * 1024 * 1024;
+const DRAIN_IDLE_MS = 1_000;
+
 export class HttpServer {
   readonly app: TemplatedApp;
   private socket: us_listen_socket | null = null;
@@ -162,7 +167,7 @@ export class HttpServer {
     const limit = ro.bodyLimit ?? this.opts.defaultBodyLimit ?? 1_048_576;
     const base = { method, path, query, target: query ? `${path}?${query}` : path, headers, params, remoteAddress, aborted: () => aborted };
 
-    const respond = (reply: Reply) => {
+    const respond = (reply: Reply, closeConnection = false) => {
       if (aborted) return;
       const allowed = this.allowedOrigin(origin ?? "");
       if (reply.stream) return this.streamReply(res, reply, allowed, () => aborted, (a) => (aborted = a));
@@ -174,7 +179,7 @@ export class HttpServer {
         }
         for (const [k, v] of Object.entries(reply.headers ?? {})) res.writeHeader(k, v);
         if (reply.headLength !== undefined) res.endWithoutBody(reply.headLength);
-        else res.end(reply.body ?? "");
+        else res.end(reply.body ?? "", closeConnection);
       });
       aborted = true;
     };
@@ -190,7 +195,24 @@ export class HttpServer {
 
     const declared = Number(headers["content-length"] ?? "0");
     if (Number.isFinite(declared) && declared > limit) {
-      respond(errorReply(413, `body exceeds the limit of ${limit} bytes`, { limit }));
+      // Refused by its Content-Length, but the client may still be sending the body. Closing a socket with unread
+      // data makes the kernel send RST, and the client can lose the 413 (ECONNRESET). So read and discard the body
+      // until it ends, past DRAIN_BYTES, or after DRAIN_IDLE_MS without data, then answer with uWS's end(body, true):
+      // it adds `Connection: close`, sends FIN and closes. (uWS forbids touching a response after end(), so the
+      // connection cannot be closed later: the answer waits for the drain; uWS has already sent `100 Continue` to
+      // a client that asked for it.) Only a client past the bound can still see a reset.
+      let drained = 0;
+      const refuse = () => {
+        clearTimeout(timer);
+        respond(errorReply(413, `body exceeds the limit of ${limit} bytes`, { limit }), true);
+      };
+      const timer = setTimeout(refuse, DRAIN_IDLE_MS).unref();
+      res.onData((chunk, isLast) => {
+        if (aborted) return;
+        timer.refresh();
+        drained += chunk.byteLength;
+        if (isLast || drained > DRAIN_BYTES) refuse();
+      });
       return;
     }
     let bodyStream: Readable | undefined;
