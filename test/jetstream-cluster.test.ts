@@ -51,7 +51,8 @@ describe("three-node JetStream cluster", () => {
     // Read back from a survivor only: every acknowledged sequence is there.
     const nc = await connect({ servers: cluster.urls.slice(1) });
     try {
-      const jsm = await jetstreamManager(nc);
+      // Creating a manager asks for account info, which can time out while the survivors settle after the kill.
+      const jsm = await withRetry(() => jetstreamManager(nc));
       const state = (await withRetry(() => jsm.streams.info(STREAMS.events))).state;
       expect(state.messages).toBeGreaterThanOrEqual(400);
       for (const seq of acked) {
