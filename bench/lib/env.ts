@@ -38,8 +38,18 @@ export class BenchEnv {
     const dir = mkdtempSync(join(tmpdir(), `memrelay-bench-${opts.label}-`));
     mkdirSync(join(dir, "logs"), { recursive: true });
     const nats = await startNats(dir, { encrypted: opts.encryptedNats });
-    const database = await createTestDatabase("memrelay_bench");
-    const services = await startServices({ NATS_URL: nats.url, DATABASE_URL: database.url, MEMRELAY_EMBEDDER: opts.embedder }, join(dir, "logs"), opts.workerNodeArgs ?? []);
+    // A start that fails half-way leaves no nats-server or database behind.
+    let database: Awaited<ReturnType<typeof createTestDatabase>> | undefined;
+    let services: Awaited<ReturnType<typeof startServices>> | undefined;
+    try {
+      database = await createTestDatabase("memrelay_bench");
+      services = await startServices({ NATS_URL: nats.url, DATABASE_URL: database.url, MEMRELAY_EMBEDDER: opts.embedder }, join(dir, "logs"), opts.workerNodeArgs ?? []);
+    } catch (err) {
+      await services?.stop().catch(() => undefined);
+      await database?.drop().catch(() => undefined);
+      await nats.stop().catch(() => undefined);
+      throw err;
+    }
     const db = createPool(database.url, 20);
     const log = await openEventLog({ servers: nats.url, name: "memrelay-bench" });
     const env = new BenchEnv(opts, dir, nats, database, services, db, log, sampler);
