@@ -1,7 +1,7 @@
 // The operator commands `memrelay replay` and `memrelay lag` know the blob store's read models (blobstore_apps,
 // blobstore_keys, blobstore_accounts, blobstore_buckets, blobstore_blobs): lag reports them, replay rebuilds them
 // from the event log, equal to what the running service had built.
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,19 +10,11 @@ import { startNatsServer, type NatsServerHandle } from "./support/nats-server.ts
 import { createTestDatabase, type TestDatabase } from "./support/postgres.ts";
 import { startBlobstore, type BlobstoreHandle } from "../blobstore/service.ts";
 import { blobstoreCommand } from "../cli/blobstore.ts";
-import { projectionsCommand } from "../cli/projections.ts";
+import { runProjectionsCommand } from "./support/projections-cli.ts";
+import { blobstoreReadModels } from "./support/blobstore-read-models.ts";
 import { httpClient, type HttpClient } from "../blobstore/testkit.ts";
 
 const NAMES = ["blobstore_apps", "blobstore_keys", "blobstore_accounts", "blobstore_buckets", "blobstore_blobs"];
-const TABLES = {
-  bs_apps: "app_id",
-  bs_keys: "key_id",
-  bs_accounts: "account_id",
-  bs_buckets: "name",
-  bs_objects: "object_id",
-  bs_walrus_objects: "object_id",
-  bs_contents: "blob_id",
-} as const;
 
 let nats: NatsServerHandle;
 let tdb: TestDatabase;
@@ -48,30 +40,9 @@ afterAll(async () => {
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
-async function run(cmd: "replay" | "lag", args: string[]): Promise<{ rc: number; out: string }> {
-  const lines: string[] = [];
-  const spy = vi.spyOn(console, "log").mockImplementation((...a: unknown[]) => void lines.push(a.join(" ")));
-  const errSpy = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
-  try {
-    const rc = await projectionsCommand(cmd, args, env);
-    return { rc, out: lines.join("\n") };
-  } finally {
-    spy.mockRestore();
-    errSpy.mockRestore();
-  }
-}
+const run = (cmd: "replay" | "lag", args: string[]) => runProjectionsCommand(cmd, args, env);
 
-async function snapshot(): Promise<Record<string, unknown[]>> {
-  const c = new pg.Client({ connectionString: tdb.url });
-  await c.connect();
-  try {
-    const out: Record<string, unknown[]> = {};
-    for (const [t, pk] of Object.entries(TABLES)) out[t] = (await c.query(`SELECT * FROM ${t} ORDER BY ${pk}`)).rows;
-    return out;
-  } finally {
-    await c.end();
-  }
-}
+const snapshot = () => blobstoreReadModels(tdb.url);
 
 describe("memrelay replay / lag and the blob store's read models", () => {
   it("lag lists the blob store's projections; replay of each rebuilds identical rows", async () => {

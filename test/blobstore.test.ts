@@ -6,13 +6,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
-import pg from "pg";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.ts";
 import { createTestDatabase, type TestDatabase } from "./support/postgres.ts";
 import { startBlobstore, type BlobstoreHandle } from "../blobstore/service.ts";
 import { blobstoreCommand } from "../cli/blobstore.ts";
 import { httpClient, type HttpClient } from "../blobstore/testkit.ts";
 import type { FsBlobBackend } from "../blobstore/backend.ts";
+import { blobstoreReadModels } from "./support/blobstore-read-models.ts";
 
 const MAX_BLOB = 4 * 1024 * 1024;
 
@@ -818,27 +818,9 @@ describe("operator command", () => {
 // ------------------------------------------------------------------ replay
 
 describe("replay", () => {
-  const TABLES = {
-    bs_apps: "app_id",
-    bs_keys: "key_id",
-    bs_accounts: "account_id",
-    bs_buckets: "name",
-    bs_objects: "object_id",
-    bs_walrus_objects: "object_id",
-    bs_contents: "blob_id",
-  } as const;
 
-  async function snapshot(): Promise<Record<string, unknown[]>> {
-    const c = new pg.Client({ connectionString: tdb.url });
-    await c.connect();
-    try {
-      const out: Record<string, unknown[]> = {};
-      for (const [t, pk] of Object.entries(TABLES)) out[t] = (await c.query(`SELECT * FROM ${t} ORDER BY ${pk}`)).rows;
-      return out;
-    } finally {
-      await c.end();
-    }
-  }
+  const snapshot = () => blobstoreReadModels(tdb.url);
+
 
   it("rebuilds every read model equal to before, and credentials keep their state", async () => {
     // Given some of everything, including a revoked key, a deleted blob, a deleted bucket and Walrus objects

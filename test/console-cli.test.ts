@@ -1,13 +1,13 @@
 // The operator commands `memrelay replay` and `memrelay lag` know the developer console's read models (console,
 // console_access): lag reports them, replay rebuilds them from the event log.
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.ts";
 import { createTestDatabase, type TestDatabase } from "./support/postgres.ts";
 import { openEventLog, type EventLog } from "../eventlog/connection.ts";
 import { encodeCommit, envelope } from "../eventlog/event-store.ts";
 import { createPool, type Db } from "../db/pool.ts";
-import { projectionsCommand } from "../cli/projections.ts";
+import { runProjectionsCommand } from "./support/projections-cli.ts";
 import { AGG, EV, type UploadQueued } from "../schemas/console-events.ts";
 
 let nats: NatsServerHandle;
@@ -65,18 +65,7 @@ afterAll(async () => {
   await nats?.cleanup();
 });
 
-async function run(cmd: "replay" | "lag", args: string[]): Promise<{ rc: number; out: string }> {
-  const lines: string[] = [];
-  const spy = vi.spyOn(console, "log").mockImplementation((...a: unknown[]) => void lines.push(a.join(" ")));
-  const errSpy = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
-  try {
-    const rc = await projectionsCommand(cmd, args, env);
-    return { rc, out: lines.join("\n") };
-  } finally {
-    spy.mockRestore();
-    errSpy.mockRestore();
-  }
-}
+const run = (cmd: "replay" | "lag", args: string[]) => runProjectionsCommand(cmd, args, env);
 
 describe("memrelay replay / lag and the console's read models", () => {
   it("lag lists console and console_access; replay console rebuilds the files; lag then shows it caught up", async () => {
