@@ -12,9 +12,9 @@
 // Tuesday!"); the neighbours' lexical match carries it (measured on LoCoMo: bench/LOCOMO.md).
 //
 // Paths, all exact:
-//   - w = 0 and no composite (the hashing embedder's default): every memory matching a query term is scored in SQL,
-//     the context spread is computed here, and only the top ones are joined with `memories` (ties and memories
-//     without a lexical match — by cosine distance — complete the list).
+//   - w = 0 and no composite (the hashing embedder's default): every memory matching a query term is scored here
+//     from the postings Postgres returns, the context spread is computed here, and only the top ones are joined with
+//     `memories` (ties and memories without a lexical match — by cosine distance — complete the list).
 //   - otherwise: the lexical scores are passed to one SQL statement that scores every row of the namespace.
 import type { Db } from "../db/pool.ts";
 import { halfvecBinary } from "../db/halfvec.ts";
@@ -65,31 +65,49 @@ export interface LexicalMatches {
 /** BM25 of every memory of the namespace matching at least one term; undefined when nothing matches. */
 export async function lexicalMatches(db: Db, owner: string, namespace: string, terms: readonly number[], s: Pick<HybridSettings, "k1" | "b">): Promise<LexicalMatches | undefined> {
   if (!terms.length) return undefined;
-  // One index range per term (lexical_postings_term); df is the size of that range. The matches come back as one row
-  // of two packed binary arrays (int4 positions, float8 scores, big-endian): a common term matches thousands of
-  // memories, and a row object — or a decimal number — per match cost the gateway more CPU than the query cost Postgres.
-  const r = await db.query<{ ns_id: number; docs: number; pos: Buffer | null; s: Buffer | null }>(
-    `WITH ns AS (SELECT ns_id, docs, docs::float8 AS n, greatest(total_len, 1)::float8 / greatest(docs, 1) AS avgdl
-                 FROM lexical_namespaces WHERE owner = $1 AND namespace = $2 AND docs > 0),
-          post AS MATERIALIZED (SELECT p.term, p.pos, p.tf, p.len FROM ns JOIN lexical_postings p ON p.ns_id = ns.ns_id AND p.term = ANY($3::bigint[])),
-          df AS (SELECT term, count(*)::float8 AS df FROM post GROUP BY term),
-          scored AS (SELECT post.pos, sum(ln(1 + (ns.n - df.df + 0.5) / (df.df + 0.5)) * post.tf * ($4::float8 + 1)
-                                     / (post.tf + $4::float8 * (1 - $5::float8 + $5::float8 * post.len / ns.avgdl))) AS s
-                     FROM post JOIN df USING (term) CROSS JOIN ns GROUP BY post.pos)
-     SELECT ns.ns_id, ns.docs, agg.pos, agg.s
-     FROM ns, (SELECT string_agg(int4send(pos), ''::bytea ORDER BY pos) AS pos, string_agg(float8send(s), ''::bytea ORDER BY pos) AS s FROM scored) agg`,
-    [owner, namespace, terms.map(String), s.k1, s.b],
+  // One index-only range scan per query term (lexical_postings_term), packed into one row per term of big-endian
+  // binary arrays (int4 positions, int2 term frequencies and document lengths); df is the length of the range, and
+  // BM25 is computed here. Scoring the postings in SQL (a row per posting through joins and aggregates) cost
+  // Postgres ~4× more per query, and Postgres is the part every gateway replica shares.
+  const r = await db.query<{ ns_id: number; docs: number; total_len: string; pos: Buffer | null; tf: Buffer | null; len: Buffer | null }>(
+    `SELECT n.ns_id, n.docs, n.total_len, x.pos, x.tf, x.len
+     FROM lexical_namespaces n CROSS JOIN unnest($3::bigint[]) AS t(term)
+     CROSS JOIN LATERAL (SELECT string_agg(int4send(p.pos), ''::bytea) AS pos, string_agg(int2send(p.tf), ''::bytea) AS tf,
+                                string_agg(int2send(p.len), ''::bytea) AS len
+                         FROM lexical_postings p WHERE p.ns_id = n.ns_id AND p.term = t.term) x
+     WHERE n.owner = $1 AND n.namespace = $2 AND n.docs > 0`,
+    [owner, namespace, terms.map(String)],
   );
-  const row = r.rows[0];
-  if (!row?.pos || !row.s) return undefined;
-  const n = row.pos.length / 4;
-  const pos = new Int32Array(n);
-  const scores = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
-    pos[i] = row.pos.readInt32BE(4 * i);
-    scores[i] = row.s.readDoubleBE(8 * i);
+  const ranges = r.rows.filter((x): x is typeof x & { pos: Buffer; tf: Buffer; len: Buffer } => x.pos !== null && x.tf !== null && x.len !== null);
+  if (!ranges.length) return undefined;
+  const { ns_id: nsId, docs } = ranges[0];
+  const avgdl = Math.max(Number(ranges[0].total_len), 1) / Math.max(docs, 1);
+  let size = docs;
+  for (const x of ranges) for (let i = 0; i < x.pos.length; i += 4) size = Math.max(size, x.pos.readInt32BE(i) + 1);
+  const acc = new Float64Array(size);
+  const matched = new Uint8Array(size);
+  for (const x of ranges) {
+    const df = x.pos.length / 4;
+    const idf = Math.log(1 + (docs - df + 0.5) / (df + 0.5));
+    for (let i = 0; i < df; i++) {
+      const p = x.pos.readInt32BE(4 * i);
+      if (p < 0) continue; // a document not yet placed (only ever seen inside the projection's transaction)
+      const tf = x.tf.readInt16BE(2 * i);
+      const len = x.len.readInt16BE(2 * i);
+      acc[p] += (idf * tf * (s.k1 + 1)) / (tf + s.k1 * (1 - s.b + (s.b * len) / avgdl));
+      matched[p] = 1;
+    }
   }
-  return { nsId: row.ns_id, docs: row.docs, pos, scores };
+  let count = 0;
+  for (let p = 0; p < size; p++) count += matched[p];
+  const pos = new Int32Array(count);
+  const scores = new Float64Array(count);
+  for (let p = 0, k = 0; p < size; p++) {
+    if (!matched[p]) continue;
+    pos[k] = p;
+    scores[k++] = acc[p];
+  }
+  return { nsId, docs, pos, scores };
 }
 
 /**
