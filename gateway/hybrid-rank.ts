@@ -57,7 +57,7 @@ export interface LexicalMatches {
   readonly nsId: number;
   /** Memories of the namespace in the lexical index (positions run 0 .. docs − 1). */
   readonly docs: number;
-  /** Matching memories: positions in submission order and their BM25 scores. */
+  /** Matching memories: positions in submission order (ascending) and their BM25 scores. */
   readonly pos: Int32Array;
   readonly scores: Float64Array;
 }
@@ -166,11 +166,11 @@ export async function rankHybrid(db: Db, q: HybridQuery, settings: HybridSetting
   const lex = await lexicalMatches(db, q.owner, q.namespace, q.terms, settings);
   // No lexical match anywhere in the namespace: the relevance is the cosine similarity alone (plain or composite).
   if (!lex) return rankMemories(db, q);
-  let n = lex.docs;
-  for (const p of lex.pos) if (p >= n) n = p + 1;
+  // Matches come in ascending position order (lexicalMatches).
+  const n = Math.max(lex.docs, lex.pos[lex.pos.length - 1] + 1);
   const rel = spreadScores(lex.pos, lex.scores, n, settings.context);
   let max = 0;
-  for (const v of rel) if (v > max) max = v;
+  for (let d = 0; d < n; d++) if (rel[d] > max) max = rel[d];
   for (let d = 0; d < n; d++) rel[d] /= max;
   if (q.composite || settings.denseWeight > 0) return rankComposite(db, q, lex.nsId, rel, settings);
   return rankLexicalFirst(db, q, lex.nsId, rel);
