@@ -6,7 +6,6 @@
 // read model to apply the append, answer. Reads: Postgres read models built by projections (./projections.ts).
 // Bytes: a content-addressed BlobBackend (./backend.ts), streamed in and out, never buffered whole.
 import { join } from "node:path";
-import type { Readable } from "node:stream";
 import { createHash } from "node:crypto";
 import type { EventLog } from "../eventlog/connection.ts";
 import { openEventLog } from "../eventlog/connection.ts";
@@ -188,38 +187,6 @@ class ContentCache {
   }
 }
 
-const DRAIN_BYTES = 8 * 1024 * 1024;
-const DRAIN_MS = 5_000;
-
-/** Reads and discards the rest of a request body, up to `cap` bytes and `ms`; true when it ended. */
-function drain(s: Readable, cap: number, ms: number): Promise<boolean> {
-  if (s.readableEnded) return Promise.resolve(true);
-  if (s.destroyed) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    let n = 0;
-    const done = (ok: boolean) => {
-      clearTimeout(timer);
-      s.off("data", onData);
-      s.off("end", onEnd);
-      s.off("error", onFail);
-      s.off("close", onFail);
-      resolve(ok);
-    };
-    const onData = (c: Buffer) => {
-      n += c.length;
-      if (n > cap) done(false);
-    };
-    const onEnd = () => done(true);
-    const onFail = () => done(s.readableEnded);
-    const timer = setTimeout(() => done(false), ms);
-    s.on("data", onData);
-    s.once("end", onEnd);
-    s.once("error", onFail);
-    s.once("close", onFail);
-    s.resume();
-  });
-}
-
 function toReply(err: unknown): Reply | undefined {
   if (err instanceof HttpError) return errorReply(err.status, err.message, err.extra, err.headers);
   if (isUnavailable(err)) return errorReply(503, "a backing service is unavailable; retry shortly", {}, { "retry-after": "1" });
@@ -379,18 +346,12 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
       const reply = toReply(err);
       if (reply) {
         metrics.inc("http_requests_total", { route: name, status: reply.status });
-        // An early refusal of a streamed upload (401, 404, 412 ...): uWS closes a connection whose request body is
-        // still arriving when the response ends, and the client may lose the answer to a reset. Read the rest of a
-        // modest body first (discarding it), so the answer arrives and the connection stays usable.
-        if (req.bodyStream) await drain(req.bodyStream, DRAIN_BYTES, DRAIN_MS);
         return reply;
       }
       metrics.inc("http_requests_total", { route: name, status: 500 });
       if (req.aborted()) return errorReply(499, "client closed the request");
       throw err;
     } finally {
-      // Whatever is left of a streamed body (over the drain allowance) is discarded as it arrives, never buffered.
-      if (req.bodyStream && !req.bodyStream.readableEnded) req.bodyStream.destroy();
       metrics.observe("http_request_duration_seconds", (performance.now() - t0) / 1000, { route: name });
     }
   };

@@ -16,6 +16,7 @@ import { ensureApp, issueKey, revokeKey, type Core } from "../blobstore/commands
 import { Queries } from "../blobstore/queries.ts";
 import { isUuid, validateAppId } from "../blobstore/validation.ts";
 import { HttpError } from "../gateway/http.ts";
+import { flag, processIo, type CommandIo } from "./args.ts";
 
 export const BLOBSTORE_HELP = `memrelay blobstore admin-key <command>
 
@@ -31,23 +32,6 @@ Rotation: issue a second key, switch callers to it, confirm with list that the o
 moves, then revoke the old key.
 
 Environment: NATS_URL (default nats://127.0.0.1:4222), DATABASE_URL (required).`;
-
-export interface CommandIo {
-  out(line: string): void;
-  err(line: string): void;
-}
-
-const processIo: CommandIo = {
-  out: (l) => process.stdout.write(l + "\n"),
-  err: (l) => process.stderr.write(l + "\n"),
-};
-
-function flag(args: string[], name: string): string | undefined {
-  const i = args.indexOf(name);
-  if (i >= 0) return args[i + 1];
-  const eq = args.find((a) => a.startsWith(name + "="));
-  return eq?.slice(name.length + 1);
-}
 
 /** A write-side context for a short-lived process: read models are brought up to date by runners it starts itself. */
 async function openCore(natsUrl: string, databaseUrl: string) {

@@ -16,6 +16,7 @@ import { storageBucketName } from "../console/storage.ts";
 import { AGG, CMD, EV, type BucketCreateCommandData, type SpaceRole } from "../schemas/console-events.ts";
 import { ConsoleHttpError, badRequest, isUuid, validateBucketName } from "../schemas/console-http.ts";
 import { randomUUID } from "node:crypto";
+import { flag, processIo, type CommandIo } from "./args.ts";
 
 export const CONSOLE_HELP = `memrelay console <command>
 
@@ -37,23 +38,6 @@ export const CONSOLE_HELP = `memrelay console <command>
       Creates a public bucket (the HTTP API creates private buckets only). Needs a running console.
 
 Environment: NATS_URL (default nats://127.0.0.1:4222), DATABASE_URL (required).`;
-
-export interface ConsoleCommandIo {
-  out(line: string): void;
-  err(line: string): void;
-}
-
-const processIo: ConsoleCommandIo = {
-  out: (l) => process.stdout.write(l + "\n"),
-  err: (l) => process.stderr.write(l + "\n"),
-};
-
-function flag(args: string[], name: string): string | undefined {
-  const i = args.indexOf(name);
-  if (i >= 0) return args[i + 1];
-  const eq = args.find((a) => a.startsWith(name + "="));
-  return eq?.slice(name.length + 1);
-}
 
 function required(args: string[], name: string): string {
   const v = flag(args, name);
@@ -97,7 +81,7 @@ async function openDirectory(natsUrl: string, databaseUrl: string) {
   };
 }
 
-export async function consoleCommand(args: string[], env: Record<string, string | undefined> = process.env, io: ConsoleCommandIo = processIo): Promise<number> {
+export async function consoleCommand(args: string[], env: Record<string, string | undefined> = process.env, io: CommandIo = processIo): Promise<number> {
   const [group, cmd, ...restArgs] = args;
   if (!group || group === "--help" || group === "-h" || args.includes("--help")) {
     io.out(CONSOLE_HELP);

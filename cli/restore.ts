@@ -24,6 +24,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { LexicalKeyring } from "../adapters/lexical/keys.ts";
 import { LEXICAL_KEY_FILE, lexicalSecretFor } from "../runtime/lexical.ts";
+import { flag } from "./args.ts";
 
 export const RESTORE_HELP = `memrelay restore --owner <address> --namespace <ns> [--include-forgotten] [--dry-run] [--credentials <file>]
   Rebuilds the owner's namespace in the memory index from the blob objects recorded on chain: every blob without an
@@ -42,11 +43,6 @@ export const RESTORE_HELP = `memrelay restore --owner <address> --namespace <ns>
                       (vectors, importance, forgets and earlier restores all come back as they were).
     memrelay restore  the event log is gone (or lost these memories): slow (download, decrypt, re-embed each blob),
                       needs the owner's key, and gives restored rows importance 0.5 and the chain's creation time.`;
-
-function flag(args: string[], name: string): string | undefined {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : undefined;
-}
 
 export async function restoreCommand(args: string[], env: Record<string, string | undefined> = process.env): Promise<number> {
   if (args.includes("--help") || args.includes("-h")) {

@@ -192,31 +192,6 @@ class RateLimiter {
   }
 }
 
-/** Bodies a refused upload may still be sending that are read and dropped, so the connection stays usable. */
-const DRAIN_LIMIT = 16 * 1024 * 1024;
-
-/**
- * A streamed body the handler refused before reading it all: read the rest (small bodies), or stop reading and
- * answer `connection: close` (large ones) — replying while a client still sends leaves a keep-alive connection in a
- * state where its next request is reset.
- */
-async function finishBody(req: Request): Promise<Record<string, string> | undefined> {
-  const s = req.bodyStream;
-  if (!s || s.readableEnded) return undefined;
-  const declared = Number(req.headers["content-length"] ?? NaN);
-  if (!s.destroyed && Number.isFinite(declared) && declared <= DRAIN_LIMIT) {
-    const drained = await new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => resolve(false), 10_000);
-      s.on("end", () => (clearTimeout(timer), resolve(true)));
-      s.on("error", () => (clearTimeout(timer), resolve(false)));
-      s.resume();
-    });
-    if (drained) return undefined;
-  }
-  s.destroy();
-  return { connection: "close" };
-}
-
 function toReply(err: unknown): Reply | undefined {
   if (err instanceof ConsoleHttpError) return json(err.status, err.body(), err.headers);
   if (err instanceof StorageError) {
@@ -313,10 +288,8 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
         metrics.inc("http_requests_total", { route: name, status: reply.status });
         return reply;
       } catch (err) {
-        const extra = await finishBody(req);
-        const found = toReply(err);
+        const reply = toReply(err);
         if (err instanceof StorageError) logger.warn("file storage failed", { route: name, status: err.status, error: err.message });
-        const reply = found && extra ? { ...found, headers: { ...found.headers, ...extra } } : found;
         if (reply) {
           metrics.inc("http_requests_total", { route: name, status: reply.status });
           return reply;

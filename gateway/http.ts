@@ -85,8 +85,8 @@ const STATUS_TEXT: Record<number, string> = {
 };
 const statusLine = (s: number) => `${s} ${STATUS_TEXT[s] ?? "Unknown"}`;
 
-/** A body refused by its Content-Length is still read (and discarded) up to this many bytes, or until the client
- * has sent nothing for this many milliseconds. */
+/** A body answered before it was read (refused, or not needed) is still read and discarded up to this many bytes, or
+ * until the client has sent nothing for this many milliseconds. */
 const DRAIN_BYTES = 8 * 1024 * 1024;
 const DRAIN_IDLE_MS = 1_000;
 
@@ -183,42 +183,61 @@ export class HttpServer {
       });
       aborted = true;
     };
+    // Answering while the client is still sending the body: closing a socket with unread data makes the kernel send
+    // RST, and the client can lose the answer (ECONNRESET). So the rest of the body is read and discarded first —
+    // until it ends, past DRAIN_BYTES, or after DRAIN_IDLE_MS without data — and only a body not read to its end
+    // closes the connection (uWS's end(body, true): `Connection: close`, FIN). uWS forbids touching a response after
+    // end(), so the answer waits for the drain.
+    let bodyStream: Readable | undefined;
+    let bodyEnded = false;
+    let paused = false;
+    let discarding: { bytes: number; timer: NodeJS.Timeout; finish: (complete: boolean) => void } | undefined;
+    const discardThen = (answer: (complete: boolean) => void) => {
+      let settled = false;
+      const finish = (complete: boolean) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        answer(complete);
+      };
+      const timer = setTimeout(() => finish(false), DRAIN_IDLE_MS).unref();
+      discarding = { bytes: 0, timer, finish };
+      bodyStream?.destroy();
+      if (paused && !aborted) {
+        paused = false;
+        res.resume();
+      }
+    };
+    /** Takes the chunk when the body is being discarded. */
+    const discarded = (chunk: ArrayBuffer, isLast: boolean): boolean => {
+      if (!discarding) return false;
+      discarding.bytes += chunk.byteLength;
+      discarding.timer.refresh();
+      if (isLast) discarding.finish(true);
+      else if (discarding.bytes > DRAIN_BYTES) discarding.finish(false);
+      return true;
+    };
+    const reply = (r: Reply) => (bodyStream && !bodyEnded ? discardThen((complete) => respond(r, !complete)) : respond(r));
     const run = (request: Request) => {
       Promise.resolve()
         .then(() => handler(request))
-        .then(respond, (err) => {
-          if (err instanceof HttpError) return respond(errorReply(err.status, err.message, err.extra, err.headers));
+        .then(reply, (err) => {
+          if (err instanceof HttpError) return reply(errorReply(err.status, err.message, err.extra, err.headers));
           this.opts.onError?.(err, request);
-          respond(errorReply(500, "internal error"));
+          reply(errorReply(500, "internal error"));
         });
     };
 
     const declared = Number(headers["content-length"] ?? "0");
     if (Number.isFinite(declared) && declared > limit) {
-      // Refused by its Content-Length, but the client may still be sending the body. Closing a socket with unread
-      // data makes the kernel send RST, and the client can lose the 413 (ECONNRESET). So read and discard the body
-      // until it ends, past DRAIN_BYTES, or after DRAIN_IDLE_MS without data, then answer with uWS's end(body, true):
-      // it adds `Connection: close`, sends FIN and closes. (uWS forbids touching a response after end(), so the
-      // connection cannot be closed later: the answer waits for the drain; uWS has already sent `100 Continue` to
-      // a client that asked for it.) Only a client past the bound can still see a reset.
-      let drained = 0;
-      const refuse = () => {
-        clearTimeout(timer);
-        respond(errorReply(413, `body exceeds the limit of ${limit} bytes`, { limit }), true);
-      };
-      const timer = setTimeout(refuse, DRAIN_IDLE_MS).unref();
-      res.onData((chunk, isLast) => {
-        if (aborted) return;
-        timer.refresh();
-        drained += chunk.byteLength;
-        if (isLast || drained > DRAIN_BYTES) refuse();
-      });
+      // Refused by its Content-Length while the client may still be sending it (uWS has already sent `100 Continue`
+      // to a client that asked for it): discard the body, then answer, always closing the connection.
+      res.onData((chunk, isLast) => void discarded(chunk, isLast));
+      discardThen(() => respond(errorReply(413, `body exceeds the limit of ${limit} bytes`, { limit }), true));
       return;
     }
-    let bodyStream: Readable | undefined;
     if (ro.bodyMode === "stream") {
       let received = 0;
-      let paused = false;
       // Resume only a response we paused and that is still open: an unmatched resume() makes uWS reset the
       // keep-alive connection (every second streamed upload on a connection failed with ECONNRESET).
       bodyStream = new Readable({
@@ -230,6 +249,8 @@ export class HttpServer {
         },
       });
       res.onData((chunk, isLast) => {
+        if (isLast) bodyEnded = true;
+        if (discarded(chunk, isLast)) return;
         received += chunk.byteLength;
         if (received > limit) {
           bodyStream!.destroy(new HttpError(413, `body exceeds the limit of ${limit} bytes`, { limit }));

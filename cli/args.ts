@@ -1,0 +1,19 @@
+// What the operator commands share: option parsing and where their output goes (tests pass their own sink).
+
+export interface CommandIo {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+export const processIo: CommandIo = {
+  out: (l) => process.stdout.write(l + "\n"),
+  err: (l) => process.stderr.write(l + "\n"),
+};
+
+/** The value of `--name value` or `--name=value`. */
+export function flag(args: readonly string[], name: string): string | undefined {
+  const i = args.indexOf(name);
+  if (i >= 0) return args[i + 1];
+  const eq = args.find((a) => a.startsWith(name + "="));
+  return eq?.slice(name.length + 1);
+}
