@@ -13,7 +13,7 @@ import { createPool, type Db } from "../db/pool.ts";
 import { createLogger, type Logger } from "../config/logger.ts";
 import { intVar, loadConfig } from "../config/env.ts";
 import { HttpError, HttpServer, errorReply, json, parseJsonObject, type Handler, type Reply, type Request, type RouteOptions } from "../gateway/http.ts";
-import { Metrics } from "../gateway/metrics.ts";
+import { Metrics, measured } from "../gateway/metrics.ts";
 import { isUnavailable } from "../gateway/unavailable.ts";
 import { ProjectionRunner, migrateCheckpoints, readCheckpoint, resetProjection } from "../projections/runtime.ts";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -336,25 +336,8 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
 
   // ---------------------------------------------------------------- route table (also the OpenAPI document)
   const docs: RouteDoc[] = [];
-  const wrap = (name: string, h: Handler): Handler => async (req) => {
-    const t0 = performance.now();
-    try {
-      const reply = await h(req);
-      metrics.inc("http_requests_total", { route: name, status: reply.status });
-      return reply;
-    } catch (err) {
-      const reply = toReply(err);
-      if (reply) {
-        metrics.inc("http_requests_total", { route: name, status: reply.status });
-        return reply;
-      }
-      metrics.inc("http_requests_total", { route: name, status: 500 });
-      if (req.aborted()) return errorReply(499, "client closed the request");
-      throw err;
-    } finally {
-      metrics.observe("http_request_duration_seconds", (performance.now() - t0) / 1000, { route: name });
-    }
-  };
+  const wrap = (name: string, h: Handler): Handler =>
+    measured(metrics, name, h, (err, req) => toReply(err) ?? (req.aborted() ? errorReply(499, "client closed the request") : undefined));
   const METHOD = { get: "get", post: "post", put: "put", patch: "patch", delete: "del" } as const;
   const route = (doc: RouteDoc, pattern: string, h: Handler, ro?: RouteOptions) => {
     docs.push(doc);

@@ -18,7 +18,7 @@ import type { EventLog } from "../eventlog/connection.ts";
 import type { Db } from "../db/pool.ts";
 import { createLogger, type Logger } from "../config/logger.ts";
 import { HttpError, HttpServer, json, type Handler, type Reply, type Request } from "../gateway/http.ts";
-import { Metrics } from "../gateway/metrics.ts";
+import { Metrics, measured } from "../gateway/metrics.ts";
 import type { CommandEnvelope, EventEnvelope } from "../schemas/envelope.ts";
 import { ProjectionRunner, migrateCheckpoints, readCheckpoint } from "../projections/runtime.ts";
 import type { LocalChain } from "../adapters/chain/local-chain.ts";
@@ -281,26 +281,14 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
       onError: (err, req) => logger.error("request failed", { method: req.method, path: req.path, error: err instanceof Error ? err.message : String(err) }),
     });
 
-    const wrap = (name: string, h: Handler): Handler => async (req) => {
-      const t0 = performance.now();
-      try {
-        const reply = await h(req);
-        metrics.inc("http_requests_total", { route: name, status: reply.status });
-        return reply;
-      } catch (err) {
-        const reply = toReply(err);
+    const wrap = (name: string, h: Handler): Handler =>
+      measured(metrics, name, h, (err) => {
         if (err instanceof StorageError) logger.warn("file storage failed", { route: name, status: err.status, error: err.message });
-        if (reply) {
-          metrics.inc("http_requests_total", { route: name, status: reply.status });
-          return reply;
-        }
-        metrics.inc("http_requests_total", { route: name, status: 500 });
+        const reply = toReply(err);
+        if (reply) return reply;
         logger.error("request failed", { route: name, error: err instanceof Error ? err.message : String(err) });
         return json(500, { error: "internal error" });
-      } finally {
-        metrics.observe("http_request_duration_seconds", (performance.now() - t0) / 1000, { route: name });
-      }
-    };
+      });
     const authed = (name: string, h: (req: Request, p: Principal) => Promise<Reply>): Handler => wrap(name, async (req) => h(req, await auth.authenticate(req)));
     const qs = (req: Request) => new URLSearchParams(req.query);
     const P = "/api/v1";

@@ -1,4 +1,5 @@
 // Prometheus text exposition for a handful of counters and latency histograms, under one prefix.
+import type { Handler, Reply, Request } from "./http.ts";
 export class Metrics {
   private readonly counters = new Map<string, number>();
   private readonly hist = new Map<string, { buckets: number[]; counts: number[]; sum: number; n: number }>();
@@ -42,4 +43,27 @@ export class Metrics {
 function splitKey(k: string): [string, string] {
   const i = k.indexOf("{");
   return i < 0 ? [k, ""] : [k.slice(0, i), k.slice(i + 1, -1)];
+}
+
+/**
+ * A route handler with request metrics: a count by route and status, and a duration histogram. `toReply` turns the
+ * errors a service knows into replies; anything else is counted as a 500 and rethrown (the HTTP layer answers 500
+ * and logs it).
+ */
+export function measured(metrics: Metrics, name: string, h: Handler, toReply: (err: unknown, req: Request) => Reply | undefined): Handler {
+  return async (req) => {
+    const t0 = performance.now();
+    try {
+      const reply = await h(req);
+      metrics.inc("http_requests_total", { route: name, status: reply.status });
+      return reply;
+    } catch (err) {
+      const reply = toReply(err, req);
+      metrics.inc("http_requests_total", { route: name, status: reply?.status ?? 500 });
+      if (reply) return reply;
+      throw err;
+    } finally {
+      metrics.observe("http_request_duration_seconds", (performance.now() - t0) / 1000, { route: name });
+    }
+  };
 }

@@ -11,7 +11,7 @@ import { isUnavailable } from "./unavailable.ts";
 import { HttpError, HttpServer, errorReply, json, parseJsonObject, type Handler, type Reply, type Request } from "./http.ts";
 import { SignedAuth, type Authenticated } from "./signed-auth.ts";
 import { JobLookup } from "./job-lookup.ts";
-import { Metrics } from "./metrics.ts";
+import { Metrics, measured } from "./metrics.ts";
 import { embedQuery, openHits, rankMemories } from "./recall.ts";
 import { rankHybrid, type HybridSettings } from "./hybrid-rank.ts";
 import type { LexicalKeyring } from "../adapters/lexical/keys.ts";
@@ -54,24 +54,7 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
   });
 
   /** Wraps a handler: metrics, validation errors as 400, infrastructure outages as 503. */
-  const wrap = (name: string, h: Handler): Handler => async (req) => {
-    const t0 = performance.now();
-    try {
-      const reply = await h(req);
-      metrics.inc("http_requests_total", { route: name, status: reply.status });
-      return reply;
-    } catch (err) {
-      const reply = toReply(err);
-      if (reply) {
-        metrics.inc("http_requests_total", { route: name, status: reply.status });
-        return reply;
-      }
-      metrics.inc("http_requests_total", { route: name, status: 500 });
-      throw err;
-    } finally {
-      metrics.observe("http_request_duration_seconds", (performance.now() - t0) / 1000, { route: name });
-    }
-  };
+  const wrap = (name: string, h: Handler): Handler => measured(metrics, name, h, toReply);
   const signed = (name: string, h: (req: Request, who: Authenticated) => Promise<Reply>): Handler =>
     wrap(name, async (req) => h(req, await auth.authenticate(req)));
 

@@ -2,43 +2,29 @@
 // blobstore_keys, blobstore_accounts, blobstore_buckets, blobstore_blobs): lag reports them, replay rebuilds them
 // from the event log, equal to what the running service had built.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import pg from "pg";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.ts";
-import { createTestDatabase, type TestDatabase } from "./support/postgres.ts";
-import { startBlobstore, type BlobstoreHandle } from "../blobstore/service.ts";
+import type { TestDatabase } from "./support/postgres.ts";
+import type { BlobstoreHandle } from "../blobstore/service.ts";
 import { blobstoreCommand } from "../cli/blobstore.ts";
 import { runProjectionsCommand } from "./support/projections-cli.ts";
 import { blobstoreReadModels } from "./support/blobstore-read-models.ts";
-import { httpClient, type HttpClient } from "../blobstore/testkit.ts";
+import type { HttpClient } from "../blobstore/testkit.ts";
+import { startTestBlobstore, type TestBlobstore } from "./support/blobstore.ts";
 
 const NAMES = ["blobstore_apps", "blobstore_keys", "blobstore_accounts", "blobstore_buckets", "blobstore_blobs"];
 
-let nats: NatsServerHandle;
 let tdb: TestDatabase;
-let dataDir: string;
 let svc: BlobstoreHandle | undefined;
 let http: HttpClient;
 let env: Record<string, string>;
 
+let bs: TestBlobstore | undefined;
 beforeAll(async () => {
-  nats = await startNatsServer();
-  tdb = await createTestDatabase("memrelay_blobstore_cli");
-  dataDir = mkdtempSync(join(tmpdir(), "memrelay-bs-cli-"));
-  svc = await startBlobstore({ natsUrl: nats.url, databaseUrl: tdb.url, port: 0, dataDir, gc: { intervalMs: 0 } });
-  http = httpClient(svc.url);
-  env = { NATS_URL: nats.url, DATABASE_URL: tdb.url };
+  bs = await startTestBlobstore("memrelay_blobstore_cli");
+  ({ db: tdb, svc, http } = bs);
+  env = bs.env;
 }, 60_000);
-
-afterAll(async () => {
-  http?.close();
-  await svc?.stop();
-  await tdb?.drop();
-  await nats?.cleanup();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => bs?.stop());
 
 const run = (cmd: "replay" | "lag", args: string[]) => runProjectionsCommand(cmd, args, env);
 

@@ -2,36 +2,20 @@
 // relayer's and the console's blob ports talk to when no Walrus network is configured. Black-box over HTTP.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.ts";
-import { createTestDatabase, type TestDatabase } from "./support/postgres.ts";
-import { startBlobstore, type BlobstoreHandle } from "../blobstore/service.ts";
-import { httpClient, type HttpClient } from "../blobstore/testkit.ts";
+import type { BlobstoreHandle } from "../blobstore/service.ts";
+import type { HttpClient } from "../blobstore/testkit.ts";
 import { WalrusHttpBlobs } from "../adapters/blobs/walrus-http.ts";
+import { startTestBlobstore, type TestBlobstore } from "./support/blobstore.ts";
 
-let nats: NatsServerHandle;
-let tdb: TestDatabase;
-let dataDir: string;
 let svc: BlobstoreHandle;
 let http: HttpClient;
 
+let bs: TestBlobstore | undefined;
 beforeAll(async () => {
-  nats = await startNatsServer();
-  tdb = await createTestDatabase("bs_walrus");
-  dataDir = mkdtempSync(join(tmpdir(), "memrelay-bsw-"));
-  svc = await startBlobstore({ natsUrl: nats.url, databaseUrl: tdb.url, port: 0, dataDir, maxBlobBytes: 2 * 1024 * 1024, gc: { intervalMs: 0 }, walrusEpoch: 7 });
-  http = httpClient(svc.url);
-});
-
-afterAll(async () => {
-  http?.close();
-  await svc?.stop();
-  await tdb?.drop();
-  await nats?.cleanup();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-});
+  bs = await startTestBlobstore("bs_walrus", { maxBlobBytes: 2 * 1024 * 1024, walrusEpoch: 7 });
+  ({ svc, http } = bs);
+}, 60_000);
+afterAll(() => bs?.stop());
 
 const blobIdOf = (b: Buffer | string) => createHash("sha256").update(b).digest("base64url");
 const store = (query: string, body: Buffer | string) => http("PUT", `/v1/blobs${query}`, { body });

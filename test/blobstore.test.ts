@@ -2,17 +2,16 @@
 // service on a private nats-server and a fresh database; operator commands through their command function.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
-import { startNatsServer, type NatsServerHandle } from "./support/nats-server.ts";
-import { createTestDatabase, type TestDatabase } from "./support/postgres.ts";
+import type { NatsServerHandle } from "./support/nats-server.ts";
+import type { TestDatabase } from "./support/postgres.ts";
 import { startBlobstore, type BlobstoreHandle } from "../blobstore/service.ts";
 import { blobstoreCommand } from "../cli/blobstore.ts";
 import { httpClient, type HttpClient } from "../blobstore/testkit.ts";
 import type { FsBlobBackend } from "../blobstore/backend.ts";
 import { blobstoreReadModels } from "./support/blobstore-read-models.ts";
+import { startTestBlobstore, type TestBlobstore } from "./support/blobstore.ts";
 
 const MAX_BLOB = 4 * 1024 * 1024;
 
@@ -23,22 +22,13 @@ let svc: BlobstoreHandle;
 let http: HttpClient;
 let env: Record<string, string>;
 
+let bs: TestBlobstore | undefined;
 beforeAll(async () => {
-  nats = await startNatsServer();
-  tdb = await createTestDatabase("bs_test");
-  dataDir = mkdtempSync(join(tmpdir(), "memrelay-bs-"));
-  svc = await startBlobstore({ natsUrl: nats.url, databaseUrl: tdb.url, port: 0, dataDir, maxBlobBytes: MAX_BLOB, gc: { intervalMs: 0 } });
-  http = httpClient(svc.url);
-  env = { NATS_URL: nats.url, DATABASE_URL: tdb.url };
-});
-
-afterAll(async () => {
-  http?.close();
-  await svc?.stop();
-  await tdb?.drop();
-  await nats?.cleanup();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-});
+  bs = await startTestBlobstore("bs_test", { maxBlobBytes: MAX_BLOB });
+  ({ nats, db: tdb, dataDir, svc, http } = bs);
+  env = bs.env;
+}, 60_000);
+afterAll(() => bs?.stop());
 
 // ------------------------------------------------------------------ helpers
 
