@@ -17,3 +17,6 @@ export function flag(args: readonly string[], name: string): string | undefined 
   const eq = args.find((a) => a.startsWith(name + "="));
   return eq?.slice(name.length + 1);
 }
+
+/** What a command that needs the database says when DATABASE_URL is missing. */
+export const NO_DATABASE_URL = "DATABASE_URL is not set (memrelay start prints the one it uses)";

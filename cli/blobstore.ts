@@ -16,7 +16,7 @@ import { ensureApp, issueKey, revokeKey, type Core } from "../blobstore/commands
 import { Queries } from "../blobstore/queries.ts";
 import { isUuid, validateAppId } from "../blobstore/validation.ts";
 import { HttpError } from "../gateway/http.ts";
-import { flag, processIo, type CommandIo } from "./args.ts";
+import { NO_DATABASE_URL, flag, processIo, type CommandIo } from "./args.ts";
 
 export const BLOBSTORE_HELP = `memrelay blobstore admin-key <command>
 
@@ -87,7 +87,7 @@ export async function blobstoreCommand(args: string[], env: Record<string, strin
   }
   const config = loadConfig(env);
   if (!config.databaseUrl) {
-    io.err("DATABASE_URL is not set (memrelay start prints the one it uses)");
+    io.err(NO_DATABASE_URL);
     return 2;
   }
   const asJson = rest.includes("--json");

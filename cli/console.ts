@@ -16,7 +16,7 @@ import { storageBucketName } from "../console/storage.ts";
 import { AGG, CMD, EV, type BucketCreateCommandData, type SpaceRole } from "../schemas/console-events.ts";
 import { ConsoleHttpError, badRequest, isUuid, validateBucketName } from "../schemas/console-http.ts";
 import { randomUUID } from "node:crypto";
-import { flag, processIo, type CommandIo } from "./args.ts";
+import { NO_DATABASE_URL, flag, processIo, type CommandIo } from "./args.ts";
 
 export const CONSOLE_HELP = `memrelay console <command>
 
@@ -95,7 +95,7 @@ export async function consoleCommand(args: string[], env: Record<string, string 
   }
   const config = loadConfig(env);
   if (!config.databaseUrl) {
-    io.err("DATABASE_URL is not set (memrelay start prints the one it uses)");
+    io.err(NO_DATABASE_URL);
     return 2;
   }
   const asJson = rest.includes("--json");

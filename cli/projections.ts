@@ -10,6 +10,7 @@ import { relayerProjections } from "../runtime/relayer-stack.ts";
 import { consoleProjections } from "../console/projections.ts";
 import { blobstoreProjections } from "../blobstore/projections.ts";
 import { ProgressBar } from "./progress.ts";
+import { NO_DATABASE_URL } from "./args.ts";
 
 export const REPLAY_HELP = `memrelay replay [<projection>|all] [--dims N]
   Rebuilds read models from the event log, from sequence 1: empties the read model, rewinds its checkpoint and
@@ -30,7 +31,7 @@ export async function projectionsCommand(cmd: "replay" | "lag", args: string[], 
   }
   const config = loadConfig(env);
   if (!config.databaseUrl) {
-    console.error("DATABASE_URL is not set (memrelay start prints the one it uses)");
+    console.error(NO_DATABASE_URL);
     return 2;
   }
   const dimsArg = args.indexOf("--dims");

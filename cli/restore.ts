@@ -24,7 +24,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { LexicalKeyring } from "../adapters/lexical/keys.ts";
 import { LEXICAL_KEY_FILE, lexicalSecretFor } from "../runtime/lexical.ts";
-import { flag } from "./args.ts";
+import { NO_DATABASE_URL, flag } from "./args.ts";
 
 export const RESTORE_HELP = `memrelay restore --owner <address> --namespace <ns> [--include-forgotten] [--dry-run] [--credentials <file>]
   Rebuilds the owner's namespace in the memory index from the blob objects recorded on chain: every blob without an
@@ -62,7 +62,7 @@ export async function restoreCommand(args: string[], env: Record<string, string 
   const includeForgotten = args.includes("--include-forgotten");
   const config = loadConfig(env);
   if (!config.databaseUrl) {
-    console.error("DATABASE_URL is not set (memrelay start prints the one it uses)");
+    console.error(NO_DATABASE_URL);
     return 2;
   }
   const servers = parseServerConfigs(env);
