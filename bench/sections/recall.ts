@@ -27,6 +27,7 @@ import { BIG_NS } from "./pipeline.ts";
 
 export const SYNTHETIC_ROWS = 200_000;
 const CLIENTS = 32;
+const SWEEP_CLIENTS = [1, 4, 8, 16];
 const COMPOSITE: ScoringWeights = { semantic: 1, recency: 0.5, recency_half_life_days: 30, importance: 0.3 };
 
 /** Seeds the other owners' rows once per environment; returns the append timing when it seeded now. */
@@ -77,16 +78,16 @@ function exactTop(rows: readonly ExactRow[], q: Float64Array, k: number): { blob
   return scored.slice(0, k);
 }
 
-const latencyRun = async (ctx: Ctx, env: BenchEnv, reqFor: (q: string) => Prepared, label: string, nMax: number) => {
+const latencyRun = async (ctx: Ctx, env: BenchEnv, reqFor: (q: string) => Prepared, label: string, nMax: number, clients = CLIENTS) => {
   let n = nMax;
-  const pool = newPool(env.relayerUrl, CLIENTS);
+  const pool = newPool(env.relayerUrl, clients);
   try {
-    await closedLoop(pool, queries(200, 1_000).map(reqFor), CLIENTS, { expect: 200 });
+    await closedLoop(pool, queries(200, 1_000).map(reqFor), clients, { expect: 200 });
     await ctx.quiet();
     const e0 = await scrapeHistogram(env.relayerUrl, "memrelay_query_embedding_seconds");
     const h0 = await scrapeHistogram(env.relayerUrl, "memrelay_http_request_duration_seconds", 'route="recall"');
-    log(`recall: ${label}: ${n} requests from ${CLIENTS} concurrent clients ...`);
-    const { result: res, cpu, shares, perOp } = await ctx.cpuWindow(() => closedLoop(pool, queries(n, 0).map(reqFor), CLIENTS, { expect: 200, keepBodies: true, maxSeconds: 60 }));
+    log(`recall: ${label}: ${n} requests from ${clients} concurrent clients ...`);
+    const { result: res, cpu, shares, perOp } = await ctx.cpuWindow(() => closedLoop(pool, queries(n, 0).map(reqFor), clients, { expect: 200, keepBodies: true, maxSeconds: 60 }));
     n = res.latencies.length;
     log(`  CPU: ${cpu}`);
     const e1 = await scrapeHistogram(env.relayerUrl, "memrelay_query_embedding_seconds");
@@ -181,6 +182,14 @@ export async function recallSection(ctx: Ctx): Promise<SectionResult> {
   await env.stopRole("gateway");
   await env.startRole("gateway");
   const hybrid = await latencyRun(ctx, env, recallReq(BIG_NS), `hybrid (default), ${BIG_NS}`, nReq);
+  // Latency against offered concurrency: where on this machine the targets hold, for capacity planning.
+  const sweep: { clients: number; p50: number; p99: number; throughput: number; errors: number }[] = [];
+  for (const clients of SWEEP_CLIENTS) {
+    const r = await latencyRun(ctx, env, recallReq(BIG_NS), `hybrid (default), ${BIG_NS}, ${clients} clients`, ctx.n(1_000, 200), clients);
+    sweep.push({ clients, p50: r.summary.p50, p99: r.summary.p99, throughput: r.throughput, errors: r.errors });
+  }
+  sweep.push({ clients: CLIENTS, p50: hybrid.summary.p50, p99: hybrid.summary.p99, throughput: hybrid.throughput, errors: hybrid.errors });
+  const within = sweep.filter((x) => x.p50 <= 15 && x.p99 <= 50 && x.errors === 0).map((x) => x.clients);
 
   // ================= SQL ranking alone (no HTTP, no embedding, no blobs) on a pool of 16, as the gateway has
   const qtexts = queries(ctx.n(2_000, 300), 0);
@@ -261,6 +270,9 @@ export async function recallSection(ctx: Ctx): Promise<SectionResult> {
     { metric: "hybrid: whole request distribution / throughput", measured: `${latencyLine(hybrid.summary)} · ${rate(hybrid.throughput, " req/s")} · ${hybrid.errors} errors, ${hybrid.short} short or dropped` },
     { metric: "hybrid: SQL ranking alone (32 concurrent / one at a time)", target: "≤ 15 ms / ≤ 50 ms (32 concurrent)", measured: `p50 ${ms(sqlHybrid32.summary.p50)}, p99 ${ms(sqlHybrid32.summary.p99)} / p50 ${ms(sqlHybrid1.summary.p50)}, p99 ${ms(sqlHybrid1.summary.p99)}`, pass: sqlHybrid32.summary.p50 <= 15 && sqlHybrid32.summary.p99 <= 50 },
     { metric: "hybrid: CPU per process during the whole-request run", measured: hybrid.cpu },
+    { metric: "hybrid: CPU ms per recall", measured: hybrid.cpuPerReq },
+    { metric: "hybrid: latency by concurrent clients (p50 / p99 · throughput)", measured: sweep.map((x) => `${x.clients}: ${ms(x.p50)} / ${ms(x.p99)} · ${rate(x.throughput, " req/s")}`).join("; ") },
+    { metric: "hybrid: most concurrent clients within p50 ≤ 15 ms and p99 ≤ 50 ms on this machine", measured: within.length ? String(Math.max(...within)) : "none of those measured" },
     { metric: `composite scoring (cosine order), ${BIG_NS} (${CLIENTS} clients)`, measured: `${latencyLine(composite.summary)} · ${rate(composite.throughput, " req/s")} · ${composite.errors} errors` },
     { metric: "composite SQL alone (32 concurrent / one at a time)", measured: `p50 ${ms(sqlComposite32.summary.p50)}, p99 ${ms(sqlComposite32.summary.p99)} / p50 ${ms(sqlComposite1.summary.p50)}, p99 ${ms(sqlComposite1.summary.p99)}` },
     { metric: `cosine, 1,000-memory namespace (${CLIENTS} clients)`, measured: `${latencyLine(mid.summary)} · ${rate(mid.throughput, " req/s")} · ${mid.errors} errors` },
@@ -287,6 +299,6 @@ export async function recallSection(ctx: Ctx): Promise<SectionResult> {
       { title: `Plan of the cosine ranking on ${BIG_NS} (EXPLAIN ANALYZE, BUFFERS)`, text: planCosine },
       { title: `Plan of the composite ranking on ${BIG_NS}`, text: planComposite },
     ],
-    data: { index: sizes, seeded, quality, big, composite, mid, hybrid, sql: { concurrent32: sql32, sequential: sql1, composite32: sqlComposite32, composite1: sqlComposite1, hybrid32: sqlHybrid32, hybrid1: sqlHybrid1 }, embedding: emb },
+    data: { index: sizes, seeded, quality, big, composite, mid, hybrid, sweep, sql: { concurrent32: sql32, sequential: sql1, composite32: sqlComposite32, composite1: sqlComposite1, hybrid32: sqlHybrid32, hybrid1: sqlHybrid1 }, embedding: emb },
   };
 }
