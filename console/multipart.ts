@@ -1,8 +1,7 @@
 // A streaming multipart/form-data parser (RFC 7578) for uploads: small fields are collected (bounded), the file part
 // is handed on as a stream with backpressure, so memory stays flat whatever the file size. Only what uploads need:
 // one file part, fields as UTF-8 text, Content-Disposition name/filename (and filename*), Content-Type.
-import { PassThrough, type Readable } from "node:stream";
-import { once } from "node:events";
+import { ByteChannel } from "./channel.ts";
 import { CODE, ConsoleHttpError, badRequest } from "../schemas/console-http.ts";
 
 export interface FilePartInfo {
@@ -22,8 +21,8 @@ export interface MultipartLimits {
 
 export interface MultipartHandlers {
   onField(name: string, value: string): void;
-  /** Receives the file part's stream and must consume it; its promise settles when the consumer is done. */
-  onFile(info: FilePartInfo, stream: Readable): Promise<void>;
+  /** Receives the file part's bytes and must consume them; its promise settles when the consumer is done. */
+  onFile(info: FilePartInfo, data: AsyncIterable<Buffer>): Promise<void>;
 }
 
 export function boundaryOf(contentType: string | undefined): string {
@@ -99,7 +98,7 @@ export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: st
   let fieldName = "";
   let fieldChunks: Buffer[] = [];
   let fieldBytes = 0;
-  let fileStream: PassThrough | undefined;
+  let fileStream: ByteChannel | undefined;
   let fileDone: Promise<void> | undefined;
   let fileFailure: unknown;
   let fileBytes = 0;
@@ -111,10 +110,9 @@ export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: st
   let pendingData: Buffer[] = [];
   let pendingBytes = 0;
   const put = async (data: Buffer) => {
-    if (!fileStream!.write(data)) {
-      const ac = new AbortController();
-      await Promise.race([once(fileStream!, "drain", { signal: ac.signal }), fileDone!.then(() => undefined), once(fileStream!, "close", { signal: ac.signal })]).catch(() => undefined);
-      ac.abort();
+    const full = fileStream!.push(data);
+    if (full) {
+      await Promise.race([full, fileDone]);
       if (fileFailure) throw fileFailure;
     }
   };
@@ -179,7 +177,7 @@ export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: st
       if (disposition.name !== "file") throw badRequest(`unexpected file field ${disposition.name}: the file goes in the field named file`);
       if (sawFile) throw badRequest("only one file per upload");
       sawFile = true;
-      fileStream = new PassThrough({ highWaterMark: 1 << 20 });
+      fileStream = new ByteChannel(1 << 20);
       fileDone = h.onFile({ field: disposition.name, filename: disposition.filename ?? null, contentType }, fileStream).catch((err) => {
         fileFailure = err;
       });
@@ -266,7 +264,7 @@ export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: st
     }
     if (state !== State.Done) throw badRequest("the multipart body ended before its closing boundary");
   } catch (err) {
-    fileStream?.destroy(err instanceof Error ? err : new Error(String(err)));
+    fileStream?.fail(err instanceof Error ? err : new Error(String(err)));
     if (fileDone) await fileDone;
     throw err;
   }

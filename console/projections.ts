@@ -381,9 +381,18 @@ export const consoleProjection: Projection = {
 
 // ------------------------------------------------------------------ access index
 
+/** The event types the access index reads, as they appear in a commit's JSON. */
+const ACCESS_TYPES = [EV.bucketPolicyCreated, EV.sponsorExecuted].map((t) => Buffer.from(JSON.stringify(t)));
+
 export const accessIndexProjection: Projection = {
   name: ACCESS_PROJECTION,
   filter: CONSOLE_EVENTS_FILTER,
+  // It follows every console commit (one filter per consumer) but reads only two event types: the rest — uploads,
+  // name claims, most of the traffic — are not decoded.
+  wants: (raw) => {
+    const commit = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+    return ACCESS_TYPES.some((t) => commit.includes(t));
+  },
   migrate: async (db: Db) => {
     await db.query(`
       CREATE TABLE IF NOT EXISTS console_policy_objects (

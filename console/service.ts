@@ -13,7 +13,6 @@
 // queued; its actor does the rest. The access index is a separate projection: right after finalize or a grant it may
 // lag, and uploads then answer 403 mirror_missing_grant — the real lag, never an artificial delay.
 import { randomUUID } from "node:crypto";
-import type { Readable } from "node:stream";
 import type { EventLog } from "../eventlog/connection.ts";
 import type { Db } from "../db/pool.ts";
 import { createLogger, type Logger } from "../config/logger.ts";
@@ -341,6 +340,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
       if (b.state === "provisioning") throw new ConsoleHttpError(409, "the bucket is still being set up; retry shortly", CODE.bucketNotFinalized, {}, { "retry-after": "1" });
       if (b.state !== "active") throw notFound(`bucket ${b.bucket_id} not found`);
     };
+    const quotaError = (cap: number) => new ConsoleHttpError(422, `the space's storage quota of ${cap} bytes would be exceeded`, CODE.quotaExceeded);
     const tierOf = (name: string) => limits.tiers[name] ?? limits.tiers.free ?? PLAN_TIERS.free;
 
     // ---------------------------------------------------------------- spaces
@@ -564,70 +564,110 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
     }));
 
     server.route("post", `${P}/buckets/:id/files`, wrap("POST /buckets/{id}/files", async (req) => {
-      // The hot path: the key's state and the bucket with the caller's role and the space's quota, in parallel.
+      // The hot path. Once the key is known (a cached hash lookup), the bytes start flowing into storage while the
+      // admission checks (key state, bucket, role, rate, grant, quota) run: they take a round trip to NATS and one
+      // to Postgres, which would otherwise delay every upload. Admission errors answer first, whatever else fails;
+      // a refused upload's stored bytes are removed.
+      //
+      // A client may leave before the body is read (while an error answer waits for admission): the parser reports
+      // stream errors itself, this only keeps an unread body's error from going unhandled.
+      req.bodyStream?.on("error", () => undefined);
       const key = await auth.identify(req);
       const bucketId = pathUuid(req.params[0], "bucket");
-      const [p, target] = await Promise.all([auth.check(key), q.uploadTarget(bucketId, key.user_id, key.service_address)]);
-      requireWrite(p);
-      if (!target || target.state === "deleted") throw notFound(`bucket ${bucketId} not found`);
-      if (!target.role || (p.spaceId && p.spaceId !== target.space_id)) throw scopeError();
-      const b: BucketRow = target;
-      activeBucket(b);
       const declared = Number(req.headers["content-length"] ?? NaN);
-      if (Number.isFinite(declared) && declared > limits.maxUploadBytes + CONSOLE_LIMITS.multipartOverhead) {
-        throw new ConsoleHttpError(413, `the upload exceeds the limit of ${limits.maxUploadBytes} bytes`, CODE.payloadTooLarge, { limit: limits.maxUploadBytes });
+      const tooLarge = Number.isFinite(declared) && declared > limits.maxUploadBytes + CONSOLE_LIMITS.multipartOverhead;
+      const payloadTooLarge = () => new ConsoleHttpError(413, `the upload exceeds the limit of ${limits.maxUploadBytes} bytes`, CODE.payloadTooLarge, { limit: limits.maxUploadBytes });
+      const admit = async () => {
+        const [p, target] = await Promise.all([auth.check(key), q.uploadTarget(bucketId, key.user_id, key.service_address)]);
+        requireWrite(p);
+        if (!target || target.state === "deleted") throw notFound(`bucket ${bucketId} not found`);
+        if (!target.role || (p.spaceId && p.spaceId !== target.space_id)) throw scopeError();
+        const b: BucketRow = target;
+        activeBucket(b);
+        if (tooLarge) throw payloadTooLarge();
+        const retry = uploadLimiter.take(p.keyId);
+        if (retry) throw new ConsoleHttpError(429, "too many uploads; slow down", CODE.rateLimited, {}, { "retry-after": String(retry) });
+        // "readwrite" > "read": max(scope) is the strongest grant the index holds for the key's service address
+        await checkAccess(p, b, "readwrite", p.serviceAddress ? target.access : undefined);
+        const quota = { used: target.used, cap: target.cap, inFlight: target.inflight };
+        // With a declared length the quota is checked before the upload is accepted (the file is at most that long).
+        if (Number.isFinite(declared) && quota.used + quota.inFlight + Math.max(0, declared - CONSOLE_LIMITS.multipartOverhead) > quota.cap) throw quotaError(quota.cap);
+        return { p, b, quota };
+      };
+      const admitted = admit();
+      // A refused upload's bytes stop at the next chunk: the storage write ends there (cleanly: resetting the blob
+      // store's connection mid-request is harsher on it than a short object removed right after).
+      let refusal: unknown;
+      admitted.catch((err) => (refusal = err ?? new Error("upload refused")));
+      async function* unlessRefused(data: AsyncIterable<Buffer>) {
+        for await (const chunk of data) {
+          if (refusal) return;
+          yield chunk;
+        }
       }
-      const retry = uploadLimiter.take(p.keyId);
-      if (retry) throw new ConsoleHttpError(429, "too many uploads; slow down", CODE.rateLimited, {}, { "retry-after": String(retry) });
-      // "readwrite" > "read": max(scope) is the strongest grant the index holds for the key's service address
-      await checkAccess(p, b, "readwrite", p.serviceAddress ? target.access : undefined);
-      const quota = { used: target.used, cap: target.cap, inFlight: target.inflight };
-      const quotaError = () => new ConsoleHttpError(422, `the space's storage quota of ${quota.cap} bytes would be exceeded`, CODE.quotaExceeded);
-      // With a declared length the quota is checked before a byte is read (the file is at most that long).
-      if (Number.isFinite(declared) && quota.used + quota.inFlight + Math.max(0, declared - CONSOLE_LIMITS.multipartOverhead) > quota.cap) throw quotaError();
-      const boundary = boundaryOf(req.headers["content-type"]);
-      if (!req.bodyStream) throw badRequest("the upload has no body");
+      /** Runs `f`; if it fails, a failed admission answers instead. */
+      const afterAdmission = async <T>(f: () => T | Promise<T>): Promise<T> => {
+        try {
+          return await f();
+        } catch (err) {
+          await admitted;
+          throw err;
+        }
+      };
+      const boundary = await afterAdmission(() => {
+        if (tooLarge) throw payloadTooLarge();
+        const b = boundaryOf(req.headers["content-type"]);
+        if (!req.bodyStream) throw badRequest("the upload has no body");
+        return b;
+      });
 
+      // Every console bucket's objects live in the storage bucket named after it (checked against the row below).
+      const storageName = storageBucketName(bucketId);
       const fileId = randomUUID();
       let nameField: string | undefined;
       let metadataField: string | undefined;
       let filename: string | null = null;
       let mime = "application/octet-stream";
       let stored: { blob_id: string; size: number; md5: string } | undefined;
-      // The name is claimed while the bytes stream when it is known at the file part (a name field before it, or
-      // the part's filename); a name field after the file part is claimed afterwards.
+      // The name is claimed while the bytes stream (once admitted) when it is known at the file part (a name field
+      // before it, or the part's filename); a name field after the file part is claimed afterwards.
       let early: { name: string; claim: Promise<string> } | undefined;
       const discard = () => {
-        if (stored) storage.remove(b.storage_bucket_name, fileId).catch((err) => logger.warn("could not remove refused upload bytes", { file_id: fileId, error: (err as Error).message }));
+        if (stored) storage.remove(storageName, fileId).catch((err) => logger.warn("could not remove refused upload bytes", { file_id: fileId, error: (err as Error).message }));
         if (early) early.claim.then((c) => clog.release(c, fileId), () => undefined).catch(() => undefined);
       };
       try {
-        await parseMultipart(req.bodyStream, boundary, { fileBytes: limits.maxUploadBytes, fieldBytes: 16 * 1024, fields: 16, headerBytes: 16 * 1024 }, {
-          onField: (name, value) => {
-            if (name === "name") nameField = validateFileName(value);
-            else if (name === "metadata") {
-              parseFileMetadata(value);
-              metadataField = value;
-            }
-          },
-          onFile: async (info, stream: Readable) => {
-            filename = info.filename;
-            mime = validateMimeType(info.contentType);
-            const candidate = nameField ?? filename ?? undefined;
-            if (candidate !== undefined && candidate.length > 0 && [...candidate].length <= CONSOLE_LIMITS.fileName) {
-              const claim = clog.claim("file", b.bucket_id, candidate, fileId);
-              claim.catch(() => undefined);
-              early = { name: candidate, claim };
-            }
-            stored = await storage.put(b.storage_bucket_name, fileId, stream, mime);
-          },
-        });
+        await afterAdmission(() =>
+          parseMultipart(req.bodyStream!, boundary, { fileBytes: limits.maxUploadBytes, fieldBytes: 16 * 1024, fields: 16, headerBytes: 16 * 1024 }, {
+            onField: (name, value) => {
+              if (name === "name") nameField = validateFileName(value);
+              else if (name === "metadata") {
+                parseFileMetadata(value);
+                metadataField = value;
+              }
+            },
+            onFile: async (info, data) => {
+              filename = info.filename;
+              mime = validateMimeType(info.contentType);
+              const candidate = nameField ?? filename ?? undefined;
+              if (candidate !== undefined && candidate.length > 0 && [...candidate].length <= CONSOLE_LIMITS.fileName) {
+                const claim = admitted.then(() => clog.claim("file", bucketId, candidate, fileId));
+                claim.catch(() => undefined);
+                early = { name: candidate, claim };
+              }
+              stored = await storage.put(storageName, fileId, unlessRefused(data), mime);
+              if (refusal) throw refusal;
+            },
+          }),
+        );
+        const { p, b, quota } = await admitted;
+        if (b.storage_bucket_name !== storageName) throw new Error(`bucket ${bucketId} keeps its files in ${b.storage_bucket_name}`);
         if (!stored) throw badRequest("the multipart form needs a file field");
         const name = validateFileName(nameField ?? filename ?? "");
         const metadata = parseFileMetadata(metadataField);
         if (!Number.isFinite(declared) || quota.used + quota.inFlight + stored.size > quota.cap) {
           const now = (await q.quota(b.space_id))!;
-          if (now.used + now.inFlight + stored.size > now.cap) throw quotaError();
+          if (now.used + now.inFlight + stored.size > now.cap) throw quotaError(quota.cap);
         }
         let claim: string;
         if (early && early.name === name) claim = await early.claim;

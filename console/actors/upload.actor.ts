@@ -1,5 +1,6 @@
 // Wires the upload machine to its effects (see upload.machine.ts). A worker taking the command records the job as
-// queued and started in one decision; `commit` is a read-only check, so repeating it after a crash changes nothing.
+// queued and started together with the outcome of `commit`, a read-only check: repeating it after a crash changes
+// nothing.
 import { Effect } from "effect";
 import type { ActorDefinition } from "../../actors/host.ts";
 import { Transient } from "../../actors/host.ts";

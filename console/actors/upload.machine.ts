@@ -1,8 +1,10 @@
 // Upload job lifecycle (spec/console.md, States: upload — queued, active, completed, failed). The bytes were
 // streamed into storage while the request was read; the job is queued while its command waits on the work queue,
-// active once a worker took it (recorded before any work, so pollers see it), and then `commit` checks that the
-// bucket still exists, that the stored object is there with the expected size and blob id, and that the space's
-// quota still holds, and completes the file. A failure removes the stored bytes and releases the name (`cleanup`).
+// active once a worker took it, and then `commit` checks that the bucket still exists, that the stored object is
+// there with the expected size and blob id, and that the space's quota still holds, and completes the file. The
+// checks take milliseconds, so started and its outcome are appended in one commit with queued (one append and one
+// read-model write per upload instead of two; a crash before it repeats the checks). A failure removes the stored
+// bytes and releases the name (`cleanup`, recorded before it runs).
 import { assign, setup } from "xstate";
 import { EV, type UploadCompleted, type UploadFailed, type UploadQueued } from "../../schemas/console-events.ts";
 
@@ -30,7 +32,7 @@ export const uploadMachine = setup({
     none: { on: { [EV.uploadQueued]: { target: "queued", actions: assign(({ event }) => ({ upload: event.data })) } } },
     queued: { on: { [EV.uploadStarted]: "active" } },
     active: {
-      meta: { effect: "commit", durableBefore: true },
+      meta: { effect: "commit" },
       on: {
         [EV.uploadCompleted]: { target: "completed", actions: assign(({ event }) => ({ storage_object_id: event.data.storage_object_id })) },
         [EV.uploadFailed]: { target: "failing", actions: "recordFailure" },
