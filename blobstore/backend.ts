@@ -4,7 +4,8 @@
 //
 // `FsBlobBackend` is the default: `<root>/blobs/<h0h1>/<sha256 hex>` (256 directories; ext4's hashed directories
 // keep lookups flat well past millions of blobs). A put streams the body into a temp
-// file while hashing (SHA-256 for the id, MD5 for the S3-style ETag) and then renames it into place, so a reader
+// file while hashing (SHA-256 for the id, MD5 for the S3-style ETag; on worker threads, ./hasher.ts, so the event
+// loop only moves bytes) and then renames it into place, so a reader
 // never sees a partial blob, a crash leaves only a temp file, and memory stays flat whatever the size. Reads are
 // ranged file streams. Deletion renames the file aside first and checks its mtime, so a writer that re-created the
 // same content during the sweep keeps it (see `delete`).
@@ -20,6 +21,7 @@ import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { HttpError } from "../gateway/http.ts";
 import type { ByteRange } from "./validation.ts";
+import { sharedHasher, type Hasher } from "./hasher.ts";
 
 export interface PutResult {
   readonly blobId: string;
@@ -65,6 +67,8 @@ const BUFFER_PUT = 1024 * 1024;
 export interface FsBackendOptions {
   /** fsync each blob before it is renamed into place (off by default, like JetStream's own sync interval). */
   readonly fsync?: boolean;
+  /** Threads hashing bodies (BLOBSTORE_HASH_THREADS; default every core but one; 0 hashes on the calling thread). */
+  readonly hashThreads?: number;
 }
 
 export class FsBlobBackend implements BlobBackend {
@@ -74,8 +78,10 @@ export class FsBlobBackend implements BlobBackend {
   private readonly trashDir: string;
   private readonly madeDirs = new Set<string>();
   private ready?: Promise<void>;
+  private readonly hasher: Hasher;
 
   constructor(readonly root: string, private readonly opts: FsBackendOptions = {}) {
+    this.hasher = sharedHasher(opts.hashThreads);
     this.blobsDir = join(root, "blobs");
     this.tmpDir = join(root, "tmp");
     this.trashDir = join(root, "trash");
@@ -100,8 +106,7 @@ export class FsBlobBackend implements BlobBackend {
   async put(source: AsyncIterable<Uint8Array> | Uint8Array, opts: { maxBytes?: number } = {}): Promise<PutResult> {
     await this.init();
     const tmp = join(this.tmpDir, randomBytes(12).toString("hex"));
-    const sha = createHash("sha256");
-    const md5 = createHash("md5");
+    const hash = this.hasher.start();
     let size = 0;
     const max = opts.maxBytes ?? Number.POSITIVE_INFINITY;
     // Bodies up to BUFFER_PUT stay in memory and are written with one writeFile (fewer trips through the libuv
@@ -118,8 +123,7 @@ export class FsBlobBackend implements BlobBackend {
         if (failed) throw failed;
         size += chunk.byteLength;
         if (size > max) throw new HttpError(413, `body exceeds the limit of ${max} bytes`, { limit: max });
-        sha.update(chunk);
-        md5.update(chunk);
+        await hash.update(chunk);
         if (!ws) {
           if (bufferedBytes + chunk.byteLength <= BUFFER_PUT) {
             buffered.push(chunk);
@@ -139,7 +143,8 @@ export class FsBlobBackend implements BlobBackend {
         drained = undefined;
       }
       if (failed) throw failed;
-      const blobId = blobIdFromDigest(sha.digest());
+      const { sha256, md5 } = await hash.digest();
+      const blobId = blobIdFromDigest(sha256);
       const final = this.pathOf(blobId);
       const dir = final.slice(0, final.lastIndexOf("/"));
       if (!this.madeDirs.has(dir)) {
@@ -155,7 +160,7 @@ export class FsBlobBackend implements BlobBackend {
           // Identical bytes already stored: only refresh the mtime (a running sweep's grace period sees it).
           const now = new Date();
           const touched = await utimes(final, now, now).then(() => true, () => false);
-          if (touched) return { blobId, size, md5: md5.digest("hex"), deduplicated: true };
+          if (touched) return { blobId, size, md5, deduplicated: true };
         }
         const fh = await open(tmp, "wx");
         try {
@@ -176,8 +181,9 @@ export class FsBlobBackend implements BlobBackend {
       const existed = ws ? await stat(final).then(() => true, () => false) : false;
       // rename gives the content a fresh inode and mtime: a concurrent sweep sees it as recently written.
       await rename(tmp, final);
-      return { blobId, size, md5: md5.digest("hex"), deduplicated: existed };
+      return { blobId, size, md5, deduplicated: existed };
     } catch (err) {
+      hash.abort();
       ws?.destroy();
       await unlink(tmp).catch(() => undefined);
       throw err;

@@ -9,8 +9,9 @@
 // of every chunk (`memrelay.seqs`, as runs "a-b,c") so that a ranged read fetches exactly the chunks it needs by
 // sequence (direct get), and the MD5 (`memrelay.md5`).
 //
-// Writes: the body is hashed while it streams; bodies up to 1 MiB are buffered (their id is known before anything is
-// published, so identical bytes are never sent twice), larger ones are published chunk by chunk under a fresh
+// Writes: the body is hashed while it streams (on worker threads, ./hasher.ts); bodies up to 1 MiB are buffered
+// (their id is known before anything is published, so identical bytes are never sent twice), larger ones are
+// published chunk by chunk under a fresh
 // upload id (the nuid) with a bounded window of unacknowledged chunks (memory stays flat whatever the size), and
 // the size limit is enforced as bytes arrive (the chunks sent so far are purged). The object store has no rename
 // and needs none: chunks are addressed by the upload id, so "renaming into place" is publishing the metadata record
@@ -23,7 +24,6 @@
 // Deletion with a grace period (gc.ts): a record (re)written within `graceMs` — by the server's clock, the record
 // message's timestamp — is kept; otherwise a deletion marker is published expecting the sequence that was judged
 // old, so a writer that touched the record in between wins and the bytes stay. Only then are the chunks purged.
-import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
 import { headers, nuid, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, DeliverPolicy, JetStreamApiError, type JetStreamClient, type JetStreamManager, type PubAck, type StoredMsg } from "@nats-io/jetstream";
@@ -31,6 +31,7 @@ import { Objm, StorageType } from "@nats-io/obj";
 import { HttpError } from "../gateway/http.ts";
 import { blobIdFromDigest, type BlobBackend, type OpenedBlob, type PutResult } from "./backend.ts";
 import type { ByteRange } from "./validation.ts";
+import { sharedHasher } from "./hasher.ts";
 
 export interface JetStreamBackendOptions {
   /** Object store bucket (stream `OBJ_<bucket>`). Default `memrelay_blobs`. */
@@ -45,6 +46,8 @@ export interface JetStreamBackendOptions {
   readonly readAhead?: number;
   /** Per-request timeout in ms (default 10 s). */
   readonly timeoutMs?: number;
+  /** Threads hashing bodies (see ./hasher.ts; default BLOBSTORE_HASH_THREADS, else every core but one). */
+  readonly hashThreads?: number;
 }
 
 interface MetaRecord {
@@ -185,8 +188,7 @@ export class JetStreamBlobBackend implements BlobBackend {
   async put(source: AsyncIterable<Uint8Array> | Uint8Array, opts: { maxBytes?: number } = {}): Promise<PutResult> {
     await this.init();
     const max = opts.maxBytes ?? Number.POSITIVE_INFINITY;
-    const sha = createHash("sha256");
-    const md5 = createHash("md5");
+    const hash = sharedHasher(this.opts.hashThreads).start();
     const cs = this.chunkBytes;
     const upload = nuid.next();
     const subj = this.chunkSubject(upload);
@@ -226,15 +228,15 @@ export class JetStreamBlobBackend implements BlobBackend {
       for await (const c of chunks) {
         size += c.byteLength;
         if (size > max) throw new HttpError(413, `body exceeds the limit of ${max} bytes`, { limit: max });
-        sha.update(c);
-        md5.update(c);
+        await hash.update(c);
         pending.push(Buffer.isBuffer(c) ? c : Buffer.from(c.buffer, c.byteOffset, c.byteLength));
         pendingBytes += c.byteLength;
         if (!streaming && pendingBytes > BUFFER_PUT) streaming = true;
         if (streaming) while (pendingBytes >= cs) await send(take(cs));
       }
-      const blobId = blobIdFromDigest(sha.digest());
-      const md5hex = md5.digest("hex");
+      const digests = await hash.digest();
+      const blobId = blobIdFromDigest(digests.sha256);
+      const md5hex = digests.md5;
       const nChunks = Math.ceil(size / cs);
       let chunksSent = false;
       const ensureChunks = async () => {
@@ -277,6 +279,7 @@ export class JetStreamBlobBackend implements BlobBackend {
         }
       }
     } catch (err) {
+      hash.abort();
       // leave nothing behind: wait for what is in flight, then purge the upload's chunks
       if (sent) {
         await Promise.allSettled(inflight);

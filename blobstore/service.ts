@@ -18,6 +18,7 @@ import { isUnavailable } from "../gateway/unavailable.ts";
 import { ProjectionRunner, migrateCheckpoints, readCheckpoint, resetProjection } from "../projections/runtime.ts";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { FsBlobBackend, type BlobBackend, type OpenedBlob } from "./backend.ts";
+import { defaultHashThreads } from "./hasher.ts";
 import { JetStreamBlobBackend } from "./object-store-backend.ts";
 import { BlobstoreLog } from "./log.ts";
 import { BLOBSTORE_KINDS, PROJECTION_NAMES, blobstoreProjection } from "./projections.ts";
@@ -93,6 +94,8 @@ export interface BlobstoreOptions {
    * "fs" (`<dataDir>/blobstore/blobs`), or any other `BlobBackend`. Default: DEFAULT_BACKEND (BLOBSTORE_BACKEND).
    */
   readonly backend?: BlobBackend | BackendKind;
+  /** Threads hashing bodies (BLOBSTORE_HASH_THREADS; default every core but one; 0: on the event loop). */
+  readonly hashThreads?: number;
   /** Bytes of the in-memory LRU of small blob contents (≤ 64 KiB each) in front of the backend. Default 64 MiB; 0 disables. */
   readonly cacheBytes?: number;
   /** Garbage collection of unreferenced bytes: grace period and sweep interval (0 disables the timer). */
@@ -128,7 +131,8 @@ export interface BlobstoreHandle {
  * Options from the operator environment (the names of config/env.ts plus the blob store's own):
  * BLOBSTORE_PORT, HOST, NATS_URL, DATABASE_URL, MEMRELAY_DATA_DIR, CORS_ALLOWED_ORIGINS, BLOBSTORE_MASTER_KEY
  * (64 hex, shared by replicas), BLOBSTORE_MAX_BLOB_BYTES (default 1 GiB), BLOBSTORE_GC_GRACE_SECS (default 600),
- * BLOBSTORE_BACKEND (jetstream | fs), BLOBSTORE_CACHE_BYTES (default 64 MiB).
+ * BLOBSTORE_BACKEND (jetstream | fs), BLOBSTORE_CACHE_BYTES (default 64 MiB), BLOBSTORE_HASH_THREADS (default every
+ * core but one).
  */
 export function blobstoreOptionsFromEnv(env: Record<string, string | undefined>, logger?: Logger): BlobstoreOptions {
   const c = loadConfig(env);
@@ -144,6 +148,7 @@ export function blobstoreOptionsFromEnv(env: Record<string, string | undefined>,
     gc: { graceMs: intVar(env, "BLOBSTORE_GC_GRACE_SECS", 600, 0) * 1000 },
     backend: c.blobstoreBackend,
     cacheBytes: c.blobstoreCacheBytes,
+    hashThreads: defaultHashThreads(env),
     logger,
   };
 }
@@ -257,10 +262,10 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
     // Blob bytes travel on their own connection when we can open one: a 100 MiB upload does not queue the event
     // log's appends behind it.
     if (opts.natsUrl) blobConn = await connect({ servers: opts.natsUrl, name: "memrelay-blobstore-bytes", maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true });
-    const js = new JetStreamBlobBackend(blobConn ?? eventLog.nc);
+    const js = new JetStreamBlobBackend(blobConn ?? eventLog.nc, { hashThreads: opts.hashThreads });
     await js.init();
     backend = js;
-  } else if (kind === "fs") backend = new FsBlobBackend(root);
+  } else if (kind === "fs") backend = new FsBlobBackend(root, { hashThreads: opts.hashThreads });
   else backend = kind;
   /** Bytes live on the event log's NATS: while it is away, reads that miss the cache fail fast (503) too. */
   const bytesInNats = backend instanceof JetStreamBlobBackend;
