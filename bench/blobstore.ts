@@ -133,17 +133,23 @@ async function compare(
   let serviceCpu = 0;
   let backendCpu = 0;
   let floorCpu = 0;
+  // the load generator's own CPU (this process) on the HTTP sides: part of what the raw side does not pay
+  let serviceClientCpu = 0;
+  let floorClientCpu = 0;
   for (let i = 0; i < slices; i++) {
     const c0 = process.cpuUsage();
     b.push(await load(ctx.conns, slice, backend));
-    const c1 = process.cpuUsage(c0);
-    backendCpu += (c1.user + c1.system) / 1000;
+    backendCpu += cpuMs(process.cpuUsage(c0));
     let t0 = cpuMsOf(ctx.servicePid);
+    let l0 = process.cpuUsage();
     s.push(await load(ctx.conns, slice, service));
     serviceCpu += cpuMsOf(ctx.servicePid) - t0;
+    serviceClientCpu += cpuMs(process.cpuUsage(l0));
     t0 = cpuMsOf(ctx.servicePid);
+    l0 = process.cpuUsage();
     f.push(await load(ctx.conns, slice, floor));
     floorCpu += cpuMsOf(ctx.servicePid) - t0;
+    floorClientCpu += cpuMs(process.cpuUsage(l0));
   }
   const m1 = machineCpuMs();
   const own = cpuMsOf(process.pid) + cpuMsOf(ctx.servicePid) - own0;
@@ -153,9 +159,9 @@ async function compare(
   const fl = summarise(f, ctx.size);
   const perOp = (cpuMs: number, xs: Sample[]) => Math.round((cpuMs * 1000) / Math.max(1, xs.reduce((a, x) => a + x.all, 0)));
   return {
-    service: { ...sv, cpu_us_per_op: perOp(serviceCpu, s) },
+    service: { ...sv, cpu_us_per_op: perOp(serviceCpu, s), client_cpu_us_per_op: perOp(serviceClientCpu, s) },
     backend: { ...bk, cpu_us_per_op: perOp(backendCpu, b) },
-    http_floor: { ...fl, cpu_us_per_op: perOp(floorCpu, f) },
+    http_floor: { ...fl, cpu_us_per_op: perOp(floorCpu, f), client_cpu_us_per_op: perOp(floorClientCpu, f) },
     throughput_ratio: round(sv.ops_per_s / bk.ops_per_s),
     overhead_pct: round((bk.ops_per_s / sv.ops_per_s - 1) * 100),
     overhead_over_http_floor_pct: round((fl.ops_per_s / sv.ops_per_s - 1) * 100),
@@ -165,6 +171,8 @@ async function compare(
     other_processes_cpu_pct: Math.round(((m1.busy - m0.busy - own) / span) * 100),
   };
 }
+
+const cpuMs = (u: NodeJS.CpuUsage) => (u.user + u.system) / 1000;
 
 /** Machine-wide busy and total CPU time in ms (from /proc/stat). */
 function machineCpuMs(): { busy: number; total: number } {
