@@ -60,7 +60,8 @@ import {
   type PlanTier,
 } from "../schemas/console-http.ts";
 import { ConsoleLog, claimId, command } from "./log.ts";
-import { BlobStoreStorage, StorageError, storageBucketName, type StoragePort } from "./storage.ts";
+import { BlobStoreStorage, StorageError, storageBucketName, type StoragePort, type StoredObject } from "./storage.ts";
+import { Admission } from "./admission.ts";
 import { ConsoleAuth, requireWrite, type Principal } from "./auth.ts";
 import { Queries, type BucketRow, type FileListRow, type FileRow, type SpaceRow } from "./queries.ts";
 import { ACCESS_PROJECTION, CONSOLE_PROJECTION, accessIndexProjection, consoleProjection } from "./projections.ts";
@@ -565,9 +566,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
 
     server.route("post", `${P}/buckets/:id/files`, wrap("POST /buckets/{id}/files", async (req) => {
       // The hot path. Once the key is known (a cached hash lookup), the bytes start flowing into storage while the
-      // admission checks (key state, bucket, role, rate, grant, quota) run: they take a round trip to NATS and one
-      // to Postgres, which would otherwise delay every upload. Admission errors answer first, whatever else fails;
-      // a refused upload's stored bytes are removed.
+      // admission checks run (./admission.ts); a refused upload's stored bytes are removed.
       //
       // A client may leave before the body is read (while an error answer waits for admission): the parser reports
       // stream errors itself, this only keeps an unread body's error from going unhandled.
@@ -594,27 +593,8 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
         if (Number.isFinite(declared) && quota.used + quota.inFlight + Math.max(0, declared - CONSOLE_LIMITS.multipartOverhead) > quota.cap) throw quotaError(quota.cap);
         return { p, b, quota };
       };
-      const admitted = admit();
-      // A refused upload's bytes stop at the next chunk: the storage write ends there (cleanly: resetting the blob
-      // store's connection mid-request is harsher on it than a short object removed right after).
-      let refusal: unknown;
-      admitted.catch((err) => (refusal = err ?? new Error("upload refused")));
-      async function* unlessRefused(data: AsyncIterable<Buffer>) {
-        for await (const chunk of data) {
-          if (refusal) return;
-          yield chunk;
-        }
-      }
-      /** Runs `f`; if it fails, a failed admission answers instead. */
-      const afterAdmission = async <T>(f: () => T | Promise<T>): Promise<T> => {
-        try {
-          return await f();
-        } catch (err) {
-          await admitted;
-          throw err;
-        }
-      };
-      const boundary = await afterAdmission(() => {
+      const admission = new Admission(admit);
+      const boundary = await admission.first(() => {
         if (tooLarge) throw payloadTooLarge();
         const b = boundaryOf(req.headers["content-type"]);
         if (!req.bodyStream) throw badRequest("the upload has no body");
@@ -628,16 +608,19 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
       let metadataField: string | undefined;
       let filename: string | null = null;
       let mime = "application/octet-stream";
-      let stored: { blob_id: string; size: number; md5: string } | undefined;
+      let putting: Promise<StoredObject> | undefined;
+      let stored: StoredObject | undefined;
       // The name is claimed while the bytes stream (once admitted) when it is known at the file part (a name field
       // before it, or the part's filename); a name field after the file part is claimed afterwards.
       let early: { name: string; claim: Promise<string> } | undefined;
       const discard = () => {
-        if (stored) storage.remove(storageName, fileId).catch((err) => logger.warn("could not remove refused upload bytes", { file_id: fileId, error: (err as Error).message }));
+        putting
+          ?.then(() => storage.remove(storageName, fileId), () => undefined)
+          .catch((err) => logger.warn("could not remove refused upload bytes", { file_id: fileId, error: (err as Error).message }));
         if (early) early.claim.then((c) => clog.release(c, fileId), () => undefined).catch(() => undefined);
       };
       try {
-        await afterAdmission(() =>
+        const parsing = admission.first(() =>
           parseMultipart(req.bodyStream!, boundary, { fileBytes: limits.maxUploadBytes, fieldBytes: 16 * 1024, fields: 16, headerBytes: 16 * 1024 }, {
             onField: (name, value) => {
               if (name === "name") nameField = validateFileName(value);
@@ -647,20 +630,25 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
               }
             },
             onFile: async (info, data) => {
+              admission.throwIfRefused();
               filename = info.filename;
               mime = validateMimeType(info.contentType);
               const candidate = nameField ?? filename ?? undefined;
               if (candidate !== undefined && candidate.length > 0 && [...candidate].length <= CONSOLE_LIMITS.fileName) {
-                const claim = admitted.then(() => clog.claim("file", bucketId, candidate, fileId));
+                const claim = admission.result.then(() => clog.claim("file", bucketId, candidate, fileId));
                 claim.catch(() => undefined);
                 early = { name: candidate, claim };
               }
-              stored = await storage.put(storageName, fileId, unlessRefused(data), mime);
-              if (refusal) throw refusal;
+              putting = storage.put(storageName, fileId, admission.gate(data), mime);
+              stored = await putting;
+              admission.throwIfRefused();
             },
           }),
         );
-        const { p, b, quota } = await admitted;
+        // A refusal answers without waiting for the rest of the body (the parse then ends with the request).
+        parsing.catch(() => undefined);
+        await Promise.race([parsing, admission.refusedAfter(() => putting)]);
+        const { p, b, quota } = await admission.result;
         if (b.storage_bucket_name !== storageName) throw new Error(`bucket ${bucketId} keeps its files in ${b.storage_bucket_name}`);
         if (!stored) throw badRequest("the multipart form needs a file field");
         const name = validateFileName(nameField ?? filename ?? "");

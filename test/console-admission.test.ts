@@ -8,6 +8,8 @@ import { request } from "undici";
 import { startConsoleTestStack, type ConsoleTestStack } from "../console/testkit.ts";
 import { mintKey, signUp } from "../console/directory.ts";
 import { ConsoleApiError, ConsoleClient, multipartBody } from "../console/client.ts";
+import { Admission } from "../console/admission.ts";
+import { ByteChannel } from "../console/channel.ts";
 
 let s: ConsoleTestStack;
 const clients: ConsoleClient[] = [];
@@ -91,5 +93,53 @@ describe("admission while the bytes stream", () => {
     const kept = await storedKeys(u.storageBucket);
     await refused(u.c.upload(u.bucket, { bytes: randomBytes(4 * MiB), filename: "big.bin" }), 422, "quota_exceeded");
     await expectOnly(u.storageBucket, kept);
+  });
+});
+
+describe("Admission", () => {
+  const refusal = () => Object.assign(new Error("no"), { status: 403 });
+
+  it("a refusal wins over the request's own failure; an admitted request keeps its error", async () => {
+    let refuse!: (e: Error) => void;
+    const a = new Admission(() => new Promise<void>((_, reject) => (refuse = reject)));
+    const failing = a.first(() => Promise.reject(new Error("bad body")));
+    refuse(refusal());
+    await expect(failing).rejects.toThrow("no");
+    const ok = new Admission(async () => "fine");
+    await expect(ok.first(() => Promise.reject(new Error("bad body")))).rejects.toThrow("bad body");
+    expect(await ok.first(() => 7)).toBe(7);
+  });
+
+  it("gate ends the bytes at a refusal without waiting for another chunk, and frees the producer", async () => {
+    let refuse!: (e: Error) => void;
+    const a = new Admission(() => new Promise<void>((_, reject) => (refuse = reject)));
+    const ch = new ByteChannel(1 << 20);
+    ch.push(Buffer.from("first"));
+    const got: string[] = [];
+    const consumer = (async () => {
+      for await (const c of a.gate(ch)) got.push(String(c));
+    })();
+    await new Promise((r) => setTimeout(r, 5));
+    refuse(refusal());
+    await consumer; // no more chunks ever arrive: the refusal alone ends it
+    expect(got).toEqual(["first"]);
+    ch.push(Buffer.from("late"));
+    await new Promise((r) => setTimeout(r, 0));
+    expect(ch.push(Buffer.from("dropped"))).toBeUndefined();
+    expect(a.throwIfRefused.bind(a)).toThrow("no");
+  });
+
+  it("refusedAfter waits for the work the refusal stops, then rejects; it never settles once admitted", async () => {
+    let refuse!: (e: Error) => void;
+    const a = new Admission(() => new Promise<void>((_, reject) => (refuse = reject)));
+    let finished = false;
+    const work = new Promise<void>((r) => setTimeout(() => ((finished = true), r()), 20));
+    const r = a.refusedAfter(() => work);
+    refuse(refusal());
+    await expect(r).rejects.toThrow("no");
+    expect(finished).toBe(true);
+    const ok = new Admission(async () => undefined);
+    const never = await Promise.race([ok.refusedAfter(() => undefined).then(() => "settled", () => "settled"), new Promise((res) => setTimeout(() => res("pending"), 20))]);
+    expect(never).toBe("pending");
   });
 });
