@@ -388,7 +388,14 @@ async function serve(cfg: { natsUrl: string; databaseUrl: string; dataDir: strin
   const { HttpServer, json } = await import("../gateway/http.ts");
   const floorBackend = (await openBackend(cfg.backend, cfg.natsUrl, join(cfg.dataDir, "floor"), "bench_floor")).backend;
   const floor = new HttpServer({ corsOrigins: [] });
-  floor.route("put", "/floor/:id", async (req) => json(201, await floorBackend.put(req.bodyStream!)), { bodyMode: "stream", bodyLimit: cfg.maxBlobBytes });
+  // the same receive buffers as the service's body routes (part of the HTTP layer, not of the service logic)
+  const { BodyBuffers } = await import("../blobstore/body-buffers.ts");
+  const buffers = new BodyBuffers();
+  floor.route("put", "/floor/:id", async (req) => json(201, await floorBackend.put(req.bodyStream!, { release: buffers.release })), {
+    bodyMode: "stream",
+    bodyLimit: cfg.maxBlobBytes,
+    bodyChunk: buffers.copy,
+  });
   floor.route("get", "/floor/:id", async (req) => {
     const o = await floorBackend.open(req.params[0], undefined, { inlineBelow: MiB });
     if (!o) return json(404, { error: "not found" });

@@ -40,10 +40,16 @@ export interface OpenedBlob {
   readonly stream?: Readable;
 }
 
+export interface PutOptions {
+  readonly maxBytes?: number;
+  /** Called with a chunk of the source once the backend no longer reads it (a backend may never call it). */
+  readonly release?: (chunk: Uint8Array) => void;
+}
+
 export interface BlobBackend {
   readonly name: string;
   /** Stores a byte stream; rejects with HttpError(413) past `maxBytes` and leaves nothing behind on failure. */
-  put(source: AsyncIterable<Uint8Array> | Uint8Array, opts?: { maxBytes?: number }): Promise<PutResult>;
+  put(source: AsyncIterable<Uint8Array> | Uint8Array, opts?: PutOptions): Promise<PutResult>;
   /** Size of a stored blob, null when absent. */
   stat(blobId: string): Promise<{ size: number; mtimeMs: number } | null>;
   /** Opens a blob (or a range of it); small blobs come back as bytes, larger ones as a stream. null when absent. */
@@ -103,8 +109,9 @@ export class FsBlobBackend implements BlobBackend {
     return join(this.blobsDir, hex.slice(0, 2), hex);
   }
 
-  async put(source: AsyncIterable<Uint8Array> | Uint8Array, opts: { maxBytes?: number } = {}): Promise<PutResult> {
+  async put(source: AsyncIterable<Uint8Array> | Uint8Array, opts: PutOptions = {}): Promise<PutResult> {
     await this.init();
+    const release = opts.release ?? (() => undefined);
     const tmp = join(this.tmpDir, randomBytes(12).toString("hex"));
     const hash = this.hasher.start();
     let size = 0;
@@ -136,10 +143,10 @@ export class FsBlobBackend implements BlobBackend {
             drained?.();
           });
           ws.on("drain", () => drained?.());
-          for (const b of buffered) ws.write(b);
+          for (const b of buffered) ws.write(b, () => release(b));
           buffered = [];
         }
-        if (!ws.write(chunk)) await new Promise<void>((r) => (drained = r));
+        if (!ws.write(chunk, () => release(chunk))) await new Promise<void>((r) => (drained = r));
         drained = undefined;
       }
       if (failed) throw failed;
@@ -160,7 +167,10 @@ export class FsBlobBackend implements BlobBackend {
           // Identical bytes already stored: only refresh the mtime (a running sweep's grace period sees it).
           const now = new Date();
           const touched = await utimes(final, now, now).then(() => true, () => false);
-          if (touched) return { blobId, size, md5, deduplicated: true };
+          if (touched) {
+            buffered.forEach(release);
+            return { blobId, size, md5, deduplicated: true };
+          }
         }
         const fh = await open(tmp, "wx");
         try {
@@ -170,6 +180,7 @@ export class FsBlobBackend implements BlobBackend {
             const { bytesWritten } = await fh.writev(off === 0 ? buffered : [Buffer.concat(buffered).subarray(off)]);
             off += bytesWritten;
           }
+          buffered.forEach(release);
         } finally {
           await fh.close();
         }

@@ -29,7 +29,7 @@ import { headers, nuid, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, DeliverPolicy, JetStreamApiError, type JetStreamClient, type JetStreamManager, type PubAck, type StoredMsg } from "@nats-io/jetstream";
 import { Objm, StorageType } from "@nats-io/obj";
 import { HttpError } from "../gateway/http.ts";
-import { blobIdFromDigest, type BlobBackend, type OpenedBlob, type PutResult } from "./backend.ts";
+import { blobIdFromDigest, type BlobBackend, type OpenedBlob, type PutOptions, type PutResult } from "./backend.ts";
 import type { ByteRange } from "./validation.ts";
 import { sharedHasher } from "./hasher.ts";
 
@@ -185,7 +185,8 @@ export class JetStreamBlobBackend implements BlobBackend {
     await this.jsm!.streams.purge(this.stream, { filter: this.chunkSubject(id) });
   }
 
-  async put(source: AsyncIterable<Uint8Array> | Uint8Array, opts: { maxBytes?: number } = {}): Promise<PutResult> {
+  /** Chunks are kept (sliced and published as they are), so `release` is never called. */
+  async put(source: AsyncIterable<Uint8Array> | Uint8Array, opts: PutOptions = {}): Promise<PutResult> {
     await this.init();
     const max = opts.maxBytes ?? Number.POSITIVE_INFINITY;
     const hash = sharedHasher(this.opts.hashThreads).start();

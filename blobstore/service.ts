@@ -19,6 +19,7 @@ import { ProjectionRunner, migrateCheckpoints, readCheckpoint, resetProjection }
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { FsBlobBackend, type BlobBackend, type OpenedBlob } from "./backend.ts";
 import { defaultHashThreads } from "./hasher.ts";
+import { BodyBuffers } from "./body-buffers.ts";
 import { JetStreamBlobBackend } from "./object-store-backend.ts";
 import { BlobstoreLog } from "./log.ts";
 import { BLOBSTORE_KINDS, PROJECTION_NAMES, blobstoreProjection } from "./projections.ts";
@@ -276,6 +277,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
   const gcGraceMs = opts.gc?.graceMs ?? 10 * 60_000;
   const metrics = new Metrics("blobstore");
   const cache = new ContentCache(opts.cacheBytes ?? CACHE_BYTES);
+  const bodyBuffers = new BodyBuffers();
   const log = new BlobstoreLog(eventLog);
   const q = new Queries(db);
 
@@ -445,7 +447,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
 
   /** Stores a request body; bytes that end up unreferenced (a failed write) are queued for the sweeper. */
   async function storeBody(req: Request) {
-    const put = await backend.put(req.bodyStream!, { maxBytes: maxBlobBytes });
+    const put = await backend.put(req.bodyStream!, { maxBytes: maxBlobBytes, release: bodyBuffers.release });
     metrics.inc("bytes_written_total", {}, put.size);
     metrics.inc("blob_puts_total", { deduplicated: String(put.deduplicated) });
     const orphan = async () => {
@@ -560,7 +562,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
         throw err;
       }
     },
-    { bodyMode: "stream", bodyLimit: maxBlobBytes },
+    { bodyMode: "stream", bodyLimit: maxBlobBytes, bodyChunk: bodyBuffers.copy },
   );
 
   route(
@@ -802,7 +804,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
         throw err;
       }
     }),
-    { bodyMode: "stream", bodyLimit: maxBlobBytes },
+    { bodyMode: "stream", bodyLimit: maxBlobBytes, bodyChunk: bodyBuffers.copy },
   );
 
   route(

@@ -68,6 +68,8 @@ export interface RouteOptions {
   readonly bodyLimit?: number;
   /** "stream" hands the body to the handler as a Readable instead of buffering it. */
   readonly bodyMode?: "buffer" | "stream";
+  /** Stream mode: copies a chunk out of uWS's receive buffer (reused after each callback); default a fresh Buffer. */
+  readonly bodyChunk?: (chunk: ArrayBuffer) => Buffer;
 }
 
 export interface ServerOptions {
@@ -257,7 +259,7 @@ export class HttpServer {
           return;
         }
         // onData's buffer is reused by uWS after the callback: copy it.
-        if (!bodyStream!.push(Buffer.from(chunk.slice(0))) && !isLast && !aborted) {
+        if (!bodyStream!.push(ro.bodyChunk ? ro.bodyChunk(chunk) : Buffer.from(chunk.slice(0))) && !isLast && !aborted) {
           paused = true;
           res.pause();
         }
