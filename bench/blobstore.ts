@@ -25,6 +25,7 @@ import { createTestDatabase } from "../test/support/postgres.ts";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { FsBlobBackend, type BlobBackend } from "../blobstore/backend.ts";
 import { JetStreamBlobBackend } from "../blobstore/object-store-backend.ts";
+import { bodyBuffers, readBuffers } from "../blobstore/recycled-buffers.ts";
 import { DEFAULT_BACKEND, type BackendKind } from "../blobstore/service.ts";
 import { blobstoreCommand } from "../cli/blobstore.ts";
 
@@ -257,6 +258,7 @@ export async function benchBlobstore(opts: BlobBenchOptions = {}): Promise<Recor
     const opened = await openBackend(kind, nats.url, join(dir, "raw"), "bench_raw");
     rawClose = opened.close;
     const raw = opened.backend;
+    const rawReads = readBuffers();
     const results: Record<string, unknown> = {};
     const only = process.env.BENCH_ONLY; // e.g. "1KiB" to profile one size
     for (const [label, size] of ([["1KiB", KiB], ["1MiB", MiB]] as const).filter(([l]) => !only || l === only)) {
@@ -298,10 +300,11 @@ export async function benchBlobstore(opts: BlobBenchOptions = {}): Promise<Recor
           return r.statusCode === 200 && got === size;
         },
         async (_w, i) => {
-          // the same read strategy as the service: whole reads up to 1 MiB, streams beyond
-          const o = await raw.open(ids[i % n], undefined, { inlineBelow: MiB });
+          // the same read strategy as the service: whole reads up to 1 MiB into recycled buffers, streams beyond
+          const o = await raw.open(ids[i % n], undefined, { inlineBelow: MiB, alloc: rawReads.take });
           if (!o) return false;
           if (o.stream) for await (const _c of o.stream);
+          if (o.bytes) rawReads.release(o.bytes);
           return true;
         },
         async (_w, i) => {
@@ -389,17 +392,18 @@ async function serve(cfg: { natsUrl: string; databaseUrl: string; dataDir: strin
   const floorBackend = (await openBackend(cfg.backend, cfg.natsUrl, join(cfg.dataDir, "floor"), "bench_floor")).backend;
   const floor = new HttpServer({ corsOrigins: [] });
   // the same receive buffers as the service's body routes (part of the HTTP layer, not of the service logic)
-  const { BodyBuffers } = await import("../blobstore/body-buffers.ts");
-  const buffers = new BodyBuffers();
-  floor.route("put", "/floor/:id", async (req) => json(201, await floorBackend.put(req.bodyStream!, { release: buffers.release })), {
+  const received = bodyBuffers();
+  const reads = readBuffers();
+  floor.route("put", "/floor/:id", async (req) => json(201, await floorBackend.put(req.bodyStream!, { release: received.release })), {
     bodyMode: "stream",
     bodyLimit: cfg.maxBlobBytes,
-    bodyChunk: buffers.copy,
+    bodyChunk: received.copy,
   });
   floor.route("get", "/floor/:id", async (req) => {
-    const o = await floorBackend.open(req.params[0], undefined, { inlineBelow: MiB });
+    const o = await floorBackend.open(req.params[0], undefined, { inlineBelow: MiB, alloc: reads.take });
     if (!o) return json(404, { error: "not found" });
-    return o.bytes ? { status: 200, body: o.bytes } : { status: 200, stream: o.stream, length: o.size };
+    const bytes = o.bytes;
+    return bytes ? { status: 200, body: bytes, sent: () => reads.release(bytes) } : { status: 200, stream: o.stream, length: o.size };
   });
   const floorPort = await floor.listen("127.0.0.1", 0);
   process.stdout.write(`READY ${svc.url} http://127.0.0.1:${floorPort}\n`);

@@ -46,6 +46,13 @@ export interface PutOptions {
   readonly release?: (chunk: Uint8Array) => void;
 }
 
+export interface OpenOptions {
+  /** Reads up to this many bytes come back whole (`bytes`), larger ones as a stream. */
+  readonly inlineBelow?: number;
+  /** Where a whole read goes (default a fresh buffer); a backend may return other memory. */
+  readonly alloc?: (size: number) => Buffer;
+}
+
 export interface BlobBackend {
   readonly name: string;
   /** Stores a byte stream; rejects with HttpError(413) past `maxBytes` and leaves nothing behind on failure. */
@@ -53,7 +60,7 @@ export interface BlobBackend {
   /** Size of a stored blob, null when absent. */
   stat(blobId: string): Promise<{ size: number; mtimeMs: number } | null>;
   /** Opens a blob (or a range of it); small blobs come back as bytes, larger ones as a stream. null when absent. */
-  open(blobId: string, range?: ByteRange, opts?: { inlineBelow?: number }): Promise<OpenedBlob | null>;
+  open(blobId: string, range?: ByteRange, opts?: OpenOptions): Promise<OpenedBlob | null>;
   /** Removes a blob unless it was (re)written within `graceMs`; true when removed. */
   delete(blobId: string, opts?: { graceMs?: number }): Promise<boolean>;
   /** Every stored blob id (for garbage-collection scans). */
@@ -210,7 +217,7 @@ export class FsBlobBackend implements BlobBackend {
     }
   }
 
-  async open(blobId: string, range?: ByteRange, opts: { inlineBelow?: number } = {}): Promise<OpenedBlob | null> {
+  async open(blobId: string, range?: ByteRange, opts: OpenOptions = {}): Promise<OpenedBlob | null> {
     let fh;
     try {
       fh = await open(this.pathOf(blobId), "r");
@@ -224,7 +231,7 @@ export class FsBlobBackend implements BlobBackend {
       const end = range ? Math.min(range.end, total - 1) : total - 1;
       const size = Math.max(0, end - start + 1);
       if (size <= (opts.inlineBelow ?? 0)) {
-        const bytes = Buffer.allocUnsafe(size);
+        const bytes = opts.alloc?.(size) ?? Buffer.allocUnsafe(size);
         let off = 0;
         while (off < size) {
           const { bytesRead } = await fh.read(bytes, off, size - off, start + off);

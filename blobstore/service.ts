@@ -19,7 +19,7 @@ import { ProjectionRunner, migrateCheckpoints, readCheckpoint, resetProjection }
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { FsBlobBackend, type BlobBackend, type OpenedBlob } from "./backend.ts";
 import { defaultHashThreads } from "./hasher.ts";
-import { BodyBuffers } from "./body-buffers.ts";
+import { bodyBuffers, readBuffers } from "./recycled-buffers.ts";
 import { JetStreamBlobBackend } from "./object-store-backend.ts";
 import { BlobstoreLog } from "./log.ts";
 import { BLOBSTORE_KINDS, PROJECTION_NAMES, blobstoreProjection } from "./projections.ts";
@@ -277,7 +277,8 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
   const gcGraceMs = opts.gc?.graceMs ?? 10 * 60_000;
   const metrics = new Metrics("blobstore");
   const cache = new ContentCache(opts.cacheBytes ?? CACHE_BYTES);
-  const bodyBuffers = new BodyBuffers();
+  const received = bodyBuffers();
+  const reads = readBuffers();
   const log = new BlobstoreLog(eventLog);
   const q = new Queries(db);
 
@@ -427,14 +428,15 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
       opened = null;
     } else {
       if (bytesInNats) needLog();
-      opened = await backend.open(b.blobId, range, { inlineBelow: READ_INLINE });
+      opened = await backend.open(b.blobId, range, { inlineBelow: READ_INLINE, alloc: reads.take });
     }
     if (!opened) {
       logger.error("referenced blob bytes are missing from the backend", { blob_id: b.blobId });
       throw new HttpError(500, "the blob's bytes are missing from storage");
     }
     metrics.inc("bytes_read_total", {}, opened.size);
-    if (opened.bytes) return { status, headers, body: opened.bytes };
+    const bytes = opened.bytes;
+    if (bytes) return { status, headers, body: bytes, sent: () => reads.release(bytes) };
     return { status, headers, stream: opened.stream, length: opened.size };
   }
 
@@ -447,7 +449,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
 
   /** Stores a request body; bytes that end up unreferenced (a failed write) are queued for the sweeper. */
   async function storeBody(req: Request) {
-    const put = await backend.put(req.bodyStream!, { maxBytes: maxBlobBytes, release: bodyBuffers.release });
+    const put = await backend.put(req.bodyStream!, { maxBytes: maxBlobBytes, release: received.release });
     metrics.inc("bytes_written_total", {}, put.size);
     metrics.inc("blob_puts_total", { deduplicated: String(put.deduplicated) });
     const orphan = async () => {
@@ -562,7 +564,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
         throw err;
       }
     },
-    { bodyMode: "stream", bodyLimit: maxBlobBytes, bodyChunk: bodyBuffers.copy },
+    { bodyMode: "stream", bodyLimit: maxBlobBytes, bodyChunk: received.copy },
   );
 
   route(
@@ -804,7 +806,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
         throw err;
       }
     }),
-    { bodyMode: "stream", bodyLimit: maxBlobBytes, bodyChunk: bodyBuffers.copy },
+    { bodyMode: "stream", bodyLimit: maxBlobBytes, bodyChunk: received.copy },
   );
 
   route(

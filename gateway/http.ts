@@ -44,6 +44,8 @@ export interface Reply {
   readonly length?: number;
   /** A HEAD reply: no body, this Content-Length (the size a GET would send). */
   readonly headLength?: number;
+  /** Called once uWS has taken `body` (it copies) or the reply was dropped: the body's memory may be reused. */
+  readonly sent?: () => void;
 }
 
 export type Handler = (req: Request) => Promise<Reply> | Reply;
@@ -170,7 +172,7 @@ export class HttpServer {
     const base = { method, path, query, target: query ? `${path}?${query}` : path, headers, params, remoteAddress, aborted: () => aborted };
 
     const respond = (reply: Reply, closeConnection = false) => {
-      if (aborted) return;
+      if (aborted) return reply.sent?.();
       const allowed = this.allowedOrigin(origin ?? "");
       if (reply.stream) return this.streamReply(res, reply, allowed, () => aborted, (a) => (aborted = a));
       res.cork(() => {
@@ -180,10 +182,13 @@ export class HttpServer {
           res.writeHeader("vary", "origin");
         }
         for (const [k, v] of Object.entries(reply.headers ?? {})) res.writeHeader(k, v);
-        if (reply.headLength !== undefined) res.endWithoutBody(reply.headLength);
+        // HEAD: the Content-Length header written here, not passed to endWithoutBody — given a length, this uWS
+        // waits for that many body bytes and breaks the keep-alive connection's next request ("socket hang up").
+        if (reply.headLength !== undefined) res.writeHeader("content-length", String(reply.headLength)).endWithoutBody();
         else res.end(reply.body ?? "", closeConnection);
       });
       aborted = true;
+      reply.sent?.();
     };
     // Answering while the client is still sending the body: closing a socket with unread data makes the kernel send
     // RST, and the client can lose the answer (ECONNRESET). So the rest of the body is read and discarded first —

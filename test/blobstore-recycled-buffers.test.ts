@@ -1,21 +1,21 @@
-// Recycled receive buffers (blobstore/body-buffers.ts) and the fs backend's `release`: a released chunk is reused
-// for the next copy, only lent slabs come back (once), and the backend releases a chunk only after its bytes are
-// written — a chunk overwritten the moment it is released leaves the stored blob intact, for buffered, streamed and
-// deduplicated puts.
+// Recycled buffers (blobstore/recycled-buffers.ts): a released slab is reused for the next copy or read, only lent
+// slabs come back (once); the fs backend releases a body chunk only after its bytes are written — a chunk overwritten
+// the moment it is released leaves the stored blob intact, for buffered, streamed and deduplicated puts — and reads
+// whole blobs into the buffer it is given.
 import { afterAll, describe, expect, it } from "vitest";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BodyBuffers } from "../blobstore/body-buffers.ts";
+import { RecycledBuffers, bodyBuffers, readBuffers } from "../blobstore/recycled-buffers.ts";
 import { FsBlobBackend } from "../blobstore/backend.ts";
 
 const KiB = 1024;
 const arrayBufferOf = (b: Buffer) => b.buffer.slice(b.byteOffset, b.byteOffset + b.length) as ArrayBuffer;
 
-describe("BodyBuffers", () => {
+describe("RecycledBuffers", () => {
   it("copies chunks, recycles released slabs and ignores foreign or repeated releases", () => {
-    const bb = new BodyBuffers();
+    const bb = bodyBuffers();
     const small = randomBytes(10 * KiB);
     const a = bb.copy(arrayBufferOf(small));
     expect(a.equals(small)).toBe(true);
@@ -33,6 +33,14 @@ describe("BodyBuffers", () => {
     expect(c.equals(next)).toBe(true);
     const d = bb.copy(arrayBufferOf(next));
     expect(d.buffer).not.toBe(c.buffer); // lent once only
+  });
+
+  it("keeps at most maxFree idle slabs", () => {
+    const rb = new RecycledBuffers(1024, 16, 2);
+    const lent = [rb.take(100), rb.take(100), rb.take(100)];
+    lent.forEach(rb.release);
+    const again = [rb.take(100), rb.take(100), rb.take(100)].map((b) => b.buffer);
+    expect(lent.filter((b) => again.includes(b.buffer))).toHaveLength(2);
   });
 });
 
@@ -67,5 +75,19 @@ describe("FsBlobBackend release", () => {
         }
       }
     }
+  });
+
+  it("reads whole blobs into the given buffers, a range too", async () => {
+    const be = new FsBlobBackend(join(root, "reads"));
+    const reads = readBuffers();
+    const bytes = randomBytes(700 * KiB);
+    const { blobId } = await be.put(bytes);
+    const first = await be.open(blobId, undefined, { inlineBelow: 1024 * KiB, alloc: reads.take });
+    expect(first!.bytes!.equals(bytes)).toBe(true);
+    const slab = first!.bytes!.buffer;
+    reads.release(first!.bytes!);
+    const part = await be.open(blobId, { start: 100 * KiB, end: 400 * KiB - 1 }, { inlineBelow: 1024 * KiB, alloc: reads.take });
+    expect(part!.bytes!.buffer).toBe(slab);
+    expect(part!.bytes!.equals(bytes.subarray(100 * KiB, 400 * KiB))).toBe(true);
   });
 });
