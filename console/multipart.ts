@@ -2,6 +2,7 @@
 // is handed on as a stream with backpressure, so memory stays flat whatever the file size. Only what uploads need:
 // one file part, fields as UTF-8 text, Content-Disposition name/filename (and filename*), Content-Type.
 import { ByteChannel } from "./channel.ts";
+import type { ChunkHolds } from "./slabs.ts";
 import { CODE, ConsoleHttpError, badRequest } from "../schemas/console-http.ts";
 
 export interface FilePartInfo {
@@ -84,8 +85,12 @@ export function partialDelimiterAt(buf: Buffer, delimiter: Buffer): number {
   return buf.length;
 }
 
-/** Parses `source` and resolves once every part was handled (the file consumer included). */
-export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: string, limits: MultipartLimits, h: MultipartHandlers): Promise<void> {
+/**
+ * Parses `source` and resolves once every part was handled (the file consumer included). With `holds`, the source's
+ * chunks are recycled buffers (./slabs.ts): the parser holds each chunk while it parses it and copies what it keeps
+ * longer; file data handed to the consumer carries a hold of its own, which the consumer releases once written.
+ */
+export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: string, limits: MultipartLimits, h: MultipartHandlers, holds?: ChunkHolds): Promise<void> {
   // The body's first delimiter has no leading CRLF: parse as if one were there.
   const delimiter = Buffer.from(`\r\n--${boundary}`);
   const keep = delimiter.length + 1;
@@ -118,7 +123,9 @@ export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: st
   };
   const flushFile = async () => {
     if (!pendingBytes) return;
+    // a single piece goes on with its hold; joined pieces are a copy, so theirs end here
     const data = pendingData.length === 1 ? pendingData[0] : Buffer.concat(pendingData, pendingBytes);
+    if (pendingData.length > 1) for (const piece of pendingData) holds?.release(piece);
     pendingData = [];
     pendingBytes = 0;
     await put(data);
@@ -130,6 +137,7 @@ export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: st
       throw new ConsoleHttpError(413, `the file exceeds the upload limit of ${limits.fileBytes} bytes`, CODE.payloadTooLarge, { limit: limits.fileBytes });
     }
     if (fileFailure) throw fileFailure;
+    holds?.retain(data);
     if (data.length >= PASS_ON) {
       await flushFile();
       await put(data);
@@ -143,7 +151,7 @@ export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: st
     if (!data.length) return;
     fieldBytes += data.length;
     if (fieldBytes > limits.fieldBytes) throw badRequest(`form field ${fieldName} is larger than ${limits.fieldBytes} bytes`);
-    fieldChunks.push(data);
+    fieldChunks.push(Buffer.from(data)); // kept past this chunk
   };
   const emit = (data: Buffer) => (isFile ? writeFile(data) : writeField(data));
   const endPart = async () => {
@@ -190,75 +198,81 @@ export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: st
 
   try {
     for await (const chunk of source) {
-      if (state === State.Body && buf.length && buf.length <= keep && chunk.length > 4 * keep) {
-        // Large chunk after a short tail: only a delimiter starting in the tail needs the two joined. Otherwise the
-        // tail is part data and the chunk is parsed in place (no copy of the chunk).
-        const window = Buffer.concat([buf, chunk.subarray(0, delimiter.length)]);
-        const i = window.indexOf(delimiter);
-        if (i < 0 || i >= buf.length) {
-          await emit(buf);
-          buf = chunk;
+      try {
+        if (state === State.Body && buf.length && buf.length <= keep && chunk.length > 4 * keep) {
+          // Large chunk after a short tail: only a delimiter starting in the tail needs the two joined. Otherwise the
+          // tail is part data and the chunk is parsed in place (no copy of the chunk).
+          const window = Buffer.concat([buf, chunk.subarray(0, delimiter.length)]);
+          const i = window.indexOf(delimiter);
+          if (i < 0 || i >= buf.length) {
+            await emit(buf);
+            buf = chunk;
+          } else {
+            buf = Buffer.concat([buf, chunk]);
+          }
         } else {
-          buf = Buffer.concat([buf, chunk]);
+          buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
         }
-      } else {
-        buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
-      }
-      for (;;) {
-        if (state === State.Preamble) {
-          const i = buf.indexOf(delimiter);
-          if (i < 0) {
-            if (buf.length > 4096) throw badRequest("multipart body does not start with its boundary");
-            break;
-          }
-          buf = buf.subarray(i + delimiter.length);
-          state = State.AfterDelimiter;
-        } else if (state === State.AfterDelimiter) {
-          if (buf.length < 2) break;
-          if (buf[0] === 0x2d && buf[1] === 0x2d) {
-            state = State.Done;
-            buf = Buffer.alloc(0);
-            break;
-          }
-          // transport padding then CRLF
-          const i = buf.indexOf(CRLF);
-          if (i < 0) {
-            if (buf.length > 256) throw badRequest("malformed multipart boundary line");
-            break;
-          }
-          buf = buf.subarray(i + 2);
-          state = State.Headers;
-        } else if (state === State.Headers) {
-          const i = buf.indexOf(HEADER_END);
-          if (i < 0) {
-            if (buf.length > limits.headerBytes) throw badRequest("multipart part headers are too large");
-            if (buf.length >= 2 && buf[0] === 0x0d && buf[1] === 0x0a) {
-              // a part without headers
-              throw badRequest("a multipart part has no headers");
+        for (;;) {
+          if (state === State.Preamble) {
+            const i = buf.indexOf(delimiter);
+            if (i < 0) {
+              if (buf.length > 4096) throw badRequest("multipart body does not start with its boundary");
+              break;
             }
-            break;
-          }
-          startPart(buf.subarray(0, i).toString("utf8"));
-          buf = buf.subarray(i + 4);
-          state = State.Body;
-        } else if (state === State.Body) {
-          const i = buf.indexOf(delimiter);
-          if (i < 0) {
-            // Everything but a possible partial delimiter at the end is part data.
-            const safe = partialDelimiterAt(buf, delimiter);
-            if (safe > 0) {
-              await emit(buf.subarray(0, safe));
-              buf = buf.subarray(safe);
+            buf = buf.subarray(i + delimiter.length);
+            state = State.AfterDelimiter;
+          } else if (state === State.AfterDelimiter) {
+            if (buf.length < 2) break;
+            if (buf[0] === 0x2d && buf[1] === 0x2d) {
+              state = State.Done;
+              buf = Buffer.alloc(0);
+              break;
             }
+            // transport padding then CRLF
+            const i = buf.indexOf(CRLF);
+            if (i < 0) {
+              if (buf.length > 256) throw badRequest("malformed multipart boundary line");
+              break;
+            }
+            buf = buf.subarray(i + 2);
+            state = State.Headers;
+          } else if (state === State.Headers) {
+            const i = buf.indexOf(HEADER_END);
+            if (i < 0) {
+              if (buf.length > limits.headerBytes) throw badRequest("multipart part headers are too large");
+              if (buf.length >= 2 && buf[0] === 0x0d && buf[1] === 0x0a) {
+                // a part without headers
+                throw badRequest("a multipart part has no headers");
+              }
+              break;
+            }
+            startPart(buf.subarray(0, i).toString("utf8"));
+            buf = buf.subarray(i + 4);
+            state = State.Body;
+          } else if (state === State.Body) {
+            const i = buf.indexOf(delimiter);
+            if (i < 0) {
+              // Everything but a possible partial delimiter at the end is part data.
+              const safe = partialDelimiterAt(buf, delimiter);
+              if (safe > 0) {
+                await emit(buf.subarray(0, safe));
+                buf = buf.subarray(safe);
+              }
+              break;
+            }
+            await emit(buf.subarray(0, i));
+            buf = buf.subarray(i + delimiter.length);
+            await endPart();
+            state = State.AfterDelimiter;
+          } else {
             break;
           }
-          await emit(buf.subarray(0, i));
-          buf = buf.subarray(i + delimiter.length);
-          await endPart();
-          state = State.AfterDelimiter;
-        } else {
-          break;
         }
+      } finally {
+        // what is left of this chunk for the next one is copied: the chunk itself is given back
+        if (buf.buffer === chunk.buffer) buf = Buffer.from(buf);
+        holds?.release(chunk);
       }
       if (state === State.Done) break;
     }

@@ -62,6 +62,7 @@ import {
 import { ConsoleLog, claimId, command } from "./log.ts";
 import { BlobStoreStorage, StorageError, storageBucketName, type StoragePort, type StoredObject } from "./storage.ts";
 import { Admission } from "./admission.ts";
+import { RecycledChunks } from "./slabs.ts";
 import { ConsoleAuth, requireWrite, type Principal } from "./auth.ts";
 import { Queries, type BucketRow, type FileListRow, type FileRow, type SpaceRow } from "./queries.ts";
 import { ACCESS_PROJECTION, CONSOLE_PROJECTION, accessIndexProjection, consoleProjection } from "./projections.ts";
@@ -275,6 +276,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
     const auth = new ConsoleAuth(q, clog);
     const metrics = new Metrics("console");
     const uploadLimiter = new RateLimiter(limits.uploadsPerMinute);
+    const slabs = new RecycledChunks();
     const server = new HttpServer({
       corsOrigins: opts.corsOrigins ?? [],
       corsHeaders: "content-type, authorization",
@@ -639,11 +641,11 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
                 claim.catch(() => undefined);
                 early = { name: candidate, claim };
               }
-              putting = storage.put(storageName, fileId, admission.gate(data), mime);
+              putting = storage.put(storageName, fileId, admission.gate(data), mime, (chunk) => slabs.release(chunk));
               stored = await putting;
               admission.throwIfRefused();
             },
-          }),
+          }, slabs),
         );
         // A refusal answers without waiting for the rest of the body (the parse then ends with the request).
         parsing.catch(() => undefined);
@@ -709,7 +711,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
         discard();
         throw err;
       }
-    }), { bodyMode: "stream", bodyLimit: Number.MAX_SAFE_INTEGER });
+    }), { bodyMode: "stream", bodyLimit: Number.MAX_SAFE_INTEGER, bodyChunk: slabs.copy });
 
     server.route("get", `${P}/buckets/:id/files/:fileId`, authed("GET /buckets/{id}/files/{fileId}", async (req, p) => {
       const { file } = await scopeFile(p, req.params[0], req.params[1]);

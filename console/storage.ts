@@ -28,8 +28,11 @@ export class StorageError extends Error {
 export interface StoragePort {
   ensureBucket(name: string): Promise<void>;
   deleteBucket(name: string): Promise<void>;
-  /** Streams `body` into an object; a body that fails aborts the write (the blob store then keeps nothing). */
-  put(bucket: string, key: string, body: AsyncIterable<Uint8Array>, contentType: string): Promise<StoredObject>;
+  /**
+   * Streams `body` into an object; a body that fails aborts the write (the blob store then keeps nothing).
+   * `written` is told of each chunk once it is no longer needed (sent on, or dropped by a failed write).
+   */
+  put(bucket: string, key: string, body: AsyncIterable<Uint8Array>, contentType: string, written?: (chunk: Uint8Array) => void): Promise<StoredObject>;
   stat(bucket: string, key: string): Promise<StoredObject | null>;
   open(bucket: string, key: string): Promise<OpenedObject | null>;
   /** true when removed, false when it was already absent */
@@ -96,7 +99,7 @@ export class BlobStoreStorage implements StoragePort {
    * chunked encoding), where undici wraps a streamed body in its own stream machinery — measurably more CPU and
    * garbage per MiB on the console's hottest path.
    */
-  put(bucket: string, key: string, body: AsyncIterable<Uint8Array>, contentType: string): Promise<StoredObject> {
+  put(bucket: string, key: string, body: AsyncIterable<Uint8Array>, contentType: string, written?: (chunk: Uint8Array) => void): Promise<StoredObject> {
     const what = `store ${bucket}/${key}`;
     return new Promise<StoredObject>((resolve, reject) => {
       let settled = false;
@@ -134,7 +137,8 @@ export class BlobStoreStorage implements StoragePort {
       void (async () => {
         for await (const chunk of body) {
           if (settled) return;
-          if (!req.write(chunk)) await drained(req);
+          // the callback runs once the socket has taken the bytes (or with an error when it never will)
+          if (!req.write(chunk, written && (() => written(chunk)))) await drained(req);
         }
         if (!settled) req.end();
       })().catch((err: Error) => settle(err));
