@@ -100,8 +100,9 @@ describe("bytes through the listener", () => {
     await s?.teardown();
   });
 
-  it("concurrent uploads of several MiB arrive byte for byte", async () => {
+  it("concurrent uploads of several MiB arrive byte for byte and are accounted for", async () => {
     const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
+    let bytes = 4; // the warm-up file
     for (let round = 0; round < 3; round++) {
       const files = Array.from({ length: 4 }, (_, i) => randomBytes(2 * MiB + round * 333_333 + i * 77_777));
       const accepted = await Promise.all(files.map((bytes, i) => c.upload(bucket, { bytes, filename: `r${round}-${i}.bin`, metadata: { i } })));
@@ -111,7 +112,11 @@ describe("bytes through the listener", () => {
         const got = (await c.download(bucket, a.id)).raw as Buffer;
         expect(got.length).toBe(files[i].length);
         expect(sha(got)).toBe(sha(files[i]));
+        bytes += files[i].length;
       }
     }
+    // the read model's storage accounting (folded into the file statements of each batch) adds up
+    expect(await c.bucket(bucket)).toMatchObject({ file_count: 13, storage_used: bytes });
+    expect((await c.spaces())[0].storage_used).toBe(bytes);
   }, 120_000);
 });
