@@ -255,6 +255,10 @@ export class HttpServer {
           }
         },
       });
+      // A disconnect or an oversized body destroys the stream with an error, possibly before the handler reads it
+      // (a route checking credentials first): without a listener that error would be uncaught and end the process.
+      // A handler that reads the stream still gets it from its iteration or pipeline.
+      bodyStream.on("error", () => undefined);
       res.onData((chunk, isLast) => {
         if (isLast) bodyEnded = true;
         if (discarded(chunk, isLast)) return;

@@ -1,6 +1,7 @@
 // Black-box tests of the HTTP layer's body limit (gateway/http.ts) over raw TCP: a body refused by its declared
 // Content-Length is answered with a complete 413 and `Connection: close` once the client has sent it, never with a
-// reset that would destroy the answer (ECONNRESET), and the server keeps serving fresh connections.
+// reset that would destroy the answer (ECONNRESET), and the server keeps serving fresh connections; a client leaving
+// in the middle of a streamed body its handler has not started reading does not take the process down.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import net from "node:net";
 import { HttpServer, json } from "../gateway/http.ts";
@@ -8,10 +9,26 @@ import { HttpServer, json } from "../gateway/http.ts";
 const LIMIT = 1024;
 let server: HttpServer;
 let port: number;
+/** What the late-reading stream route saw when it finally read its body. */
+const lateReads: string[] = [];
 
 beforeAll(async () => {
   server = new HttpServer({ corsOrigins: [] });
-  server.route("post", "/echo", (req) => json(200, { received: req.body.length }), { bodyLimit: LIMIT }).fallback();
+  server
+    .route("post", "/echo", (req) => json(200, { received: req.body.length }), { bodyLimit: LIMIT })
+    // A streamed route that does other work (say, a credential check) before it reads the body.
+    .route("post", "/late", async (req) => {
+      await new Promise((r) => setTimeout(r, 300));
+      let n = 0;
+      try {
+        for await (const c of req.bodyStream!) n += (c as Buffer).length;
+        lateReads.push(`read ${n}`);
+      } catch (err) {
+        lateReads.push(`error: ${(err as Error).message}`);
+      }
+      return json(200, { received: n });
+    }, { bodyMode: "stream", bodyLimit: 8 * 1024 * 1024 })
+    .fallback();
   port = await server.listen("127.0.0.1", 0);
 });
 
@@ -86,5 +103,27 @@ describe("a body over the route's limit", () => {
     expect(r.error?.code).toBeUndefined();
     expect(r.status).toBe(200);
     expect(JSON.parse(r.body)).toEqual({ received: LIMIT });
+  });
+});
+
+describe("a streamed body the handler has not started reading", () => {
+  it("survives the client disconnecting mid-body: the handler sees the error when it reads, the process keeps serving", async () => {
+    await new Promise<void>((resolve) => {
+      const sock = net.connect(port, "127.0.0.1", () => {
+        sock.write(`POST /late HTTP/1.1\r\nHost: test\r\nContent-Length: ${1024 * 1024}\r\n\r\n`);
+        // Less than the stream's high-water mark: the socket is not paused, so uWS sees the disconnect at once.
+        sock.write(Buffer.alloc(4 * 1024, 0x61), () => setTimeout(() => {
+          sock.destroy();
+          resolve();
+        }, 50));
+      });
+      sock.on("error", () => undefined);
+    });
+    await new Promise((r) => setTimeout(r, 600));
+    expect(lateReads).toEqual(["error: client disconnected"]);
+    const body = Buffer.from("y".repeat(100));
+    const r = await exchange(`POST /late HTTP/1.1\r\nHost: test\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n`, body);
+    expect(r.status).toBe(200);
+    expect(JSON.parse(r.body)).toEqual({ received: 100 });
   });
 });
