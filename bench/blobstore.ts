@@ -25,7 +25,7 @@ import { createTestDatabase } from "../test/support/postgres.ts";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { FsBlobBackend, type BlobBackend } from "../blobstore/backend.ts";
 import { JetStreamBlobBackend } from "../blobstore/object-store-backend.ts";
-import { bodyBuffers, readBuffers } from "../blobstore/recycled-buffers.ts";
+import { bodyBuffers, readBuffers } from "../gateway/recycled-buffers.ts";
 import { DEFAULT_BACKEND, type BackendKind } from "../blobstore/service.ts";
 import { blobstoreCommand } from "../cli/blobstore.ts";
 

@@ -19,7 +19,7 @@ import { ProjectionRunner, migrateCheckpoints, readCheckpoint, resetProjection }
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { FsBlobBackend, type BlobBackend, type OpenedBlob } from "./backend.ts";
 import { defaultHashThreads } from "./hasher.ts";
-import { bodyBuffers, readBuffers } from "./recycled-buffers.ts";
+import { bodyBuffers, readBuffers } from "../gateway/recycled-buffers.ts";
 import { JetStreamBlobBackend } from "./object-store-backend.ts";
 import { BlobstoreLog } from "./log.ts";
 import { BLOBSTORE_KINDS, PROJECTION_NAMES, blobstoreProjection } from "./projections.ts";

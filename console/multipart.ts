@@ -2,7 +2,7 @@
 // is handed on as a stream with backpressure, so memory stays flat whatever the file size. Only what uploads need:
 // one file part, fields as UTF-8 text, Content-Disposition name/filename (and filename*), Content-Type.
 import { ByteChannel } from "./channel.ts";
-import type { ChunkHolds } from "./slabs.ts";
+import type { ChunkHolds } from "../gateway/recycled-buffers.ts";
 import { CODE, ConsoleHttpError, badRequest } from "../schemas/console-http.ts";
 
 export interface FilePartInfo {
@@ -87,7 +87,7 @@ export function partialDelimiterAt(buf: Buffer, delimiter: Buffer): number {
 
 /**
  * Parses `source` and resolves once every part was handled (the file consumer included). With `holds`, the source's
- * chunks are recycled buffers (./slabs.ts): the parser holds each chunk while it parses it and copies what it keeps
+ * chunks are recycled buffers (gateway/recycled-buffers.ts): the parser holds each chunk while it parses it and copies what it keeps
  * longer; file data handed to the consumer carries a hold of its own, which the consumer releases once written.
  */
 export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: string, limits: MultipartLimits, h: MultipartHandlers, holds?: ChunkHolds): Promise<void> {

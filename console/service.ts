@@ -62,7 +62,7 @@ import {
 import { ConsoleLog, claimId, command } from "./log.ts";
 import { BlobStoreStorage, StorageError, storageBucketName, type StoragePort, type StoredObject } from "./storage.ts";
 import { Admission } from "./admission.ts";
-import { RecycledChunks } from "./slabs.ts";
+import { bodyBuffers } from "../gateway/recycled-buffers.ts";
 import { ConsoleAuth, requireWrite, type Principal } from "./auth.ts";
 import { Queries, type BucketRow, type FileListRow, type FileRow, type SpaceRow } from "./queries.ts";
 import { ACCESS_PROJECTION, CONSOLE_PROJECTION, accessIndexProjection, consoleProjection } from "./projections.ts";
@@ -276,7 +276,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
     const auth = new ConsoleAuth(q, clog);
     const metrics = new Metrics("console");
     const uploadLimiter = new RateLimiter(limits.uploadsPerMinute);
-    const slabs = new RecycledChunks();
+    const slabs = bodyBuffers();
     const server = new HttpServer({
       corsOrigins: opts.corsOrigins ?? [],
       corsHeaders: "content-type, authorization",

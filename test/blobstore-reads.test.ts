@@ -1,5 +1,5 @@
 // Public reads: the service recycles the buffers of whole-blob reads and of write bodies
-// (blobstore/recycled-buffers.ts), and under concurrent reads, ranged reads, HEADs and writes of distinct blobs every
+// (gateway/recycled-buffers.ts), and under concurrent reads, ranged reads, HEADs and writes of distinct blobs every
 // answer carries exactly its own bytes; a HEAD leaves its keep-alive connection usable for the next request.
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createHash, randomBytes } from "node:crypto";

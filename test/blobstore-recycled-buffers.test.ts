@@ -1,4 +1,4 @@
-// Recycled buffers (blobstore/recycled-buffers.ts): a released slab is reused for the next copy or read, only lent
+// Recycled buffers (gateway/recycled-buffers.ts): a released slab is reused for the next copy or read, only lent
 // slabs come back (once); the fs backend releases a body chunk only after its bytes are written — a chunk overwritten
 // the moment it is released leaves the stored blob intact, for buffered, streamed and deduplicated puts — and reads
 // whole blobs into the buffer it is given.
@@ -7,7 +7,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { RecycledBuffers, bodyBuffers, readBuffers } from "../blobstore/recycled-buffers.ts";
+import { RecycledBuffers, bodyBuffers, readBuffers } from "../gateway/recycled-buffers.ts";
 import { FsBlobBackend } from "../blobstore/backend.ts";
 
 const KiB = 1024;

@@ -5,17 +5,17 @@ import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { startConsoleTestStack, type ConsoleTestStack } from "../console/testkit.ts";
 import { mintKey, signUp } from "../console/directory.ts";
 import { ConsoleClient } from "../console/client.ts";
-import { RecycledChunks } from "../console/slabs.ts";
+import { bodyBuffers } from "../gateway/recycled-buffers.ts";
 import { parseMultipart } from "../console/multipart.ts";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
 
-describe("RecycledChunks", () => {
+describe("recycled body buffers (holders counted)", () => {
   const chunk = (n: number, fill: number) => new Uint8Array(n).fill(fill).buffer;
 
   it("reuses a slab only after its last holder released it", () => {
-    const slabs = new RecycledChunks();
+    const slabs = bodyBuffers();
     const a = slabs.copy(chunk(100 * KiB, 1));
     expect(a.length).toBe(100 * KiB);
     const view = a.subarray(10, 20);
@@ -33,7 +33,7 @@ describe("RecycledChunks", () => {
   });
 
   it("small and oversized chunks are plain copies, never pooled", () => {
-    const slabs = new RecycledChunks();
+    const slabs = bodyBuffers();
     const small = slabs.copy(chunk(1000, 7));
     slabs.release(small);
     const next = slabs.copy(chunk(100 * KiB, 8));
@@ -44,7 +44,7 @@ describe("RecycledChunks", () => {
 
 describe("the multipart parser on recycled chunks", () => {
   it("holds each chunk while parsing it, copies what it keeps longer, and every slab comes back once the file data is released", async () => {
-    const slabs = new RecycledChunks();
+    const slabs = bodyBuffers();
     const boundary = "relay-boundary";
     const delimiter = Buffer.from(`\r\n--${boundary}`);
     const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="name"\r\n\r\nthe name\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="f.bin"\r\n\r\n`);
