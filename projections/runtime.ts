@@ -207,6 +207,16 @@ export class ProjectionRunner {
 
   private async applyBatch(batch: StoredEvent[], toSeq: number): Promise<void> {
     const expected = this.position;
+    // Nothing to apply (every commit skipped by `wants`): one compare-and-set statement moves the checkpoint, not a
+    // transaction of four round trips. When it does not match, the transaction below says why (moved, or no row).
+    if (!batch.length) {
+      const r = await this.db.query("UPDATE projection_checkpoints SET seq = $2, updated_at = now() WHERE name = $1 AND seq = $3", [this.projection.name, toSeq, expected]);
+      if (r.rowCount === 1) {
+        this.position = toSeq;
+        this.notify();
+        return;
+      }
+    }
     await inTransaction(this.db, async (tx) => {
       const r = await tx.query<{ seq: string }>("SELECT seq FROM projection_checkpoints WHERE name = $1 FOR UPDATE", [this.projection.name]);
       const stored = r.rows.length ? Number(r.rows[0].seq) : 0;

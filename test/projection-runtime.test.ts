@@ -1,0 +1,78 @@
+// The projection runtime against a real nats-server and Postgres: commits a projection skips (`wants` false) still
+// move its checkpoint (the one-statement path), the events it wants are applied, and a reset made by another process
+// is noticed by that path too — the runner rebuilds from sequence 1 instead of writing past the reset.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import { openEventLog, type EventLog } from "../eventlog/connection.ts";
+import { EventStore } from "../eventlog/event-store.ts";
+import { createPool, type Db } from "../db/pool.ts";
+import { silentLogger } from "../config/logger.ts";
+import { ProjectionRunner, readCheckpoint, resetProjection, type Projection } from "../projections/runtime.ts";
+import { startNatsServer, type NatsServerHandle } from "./support/nats-server.ts";
+import { createTestDatabase, type TestDatabase } from "./support/postgres.ts";
+
+let nats: NatsServerHandle;
+let database: TestDatabase;
+let log: EventLog;
+let db: Db;
+let store: EventStore;
+let runner: ProjectionRunner;
+
+const KEPT = "probe.kept";
+const kept: Projection = {
+  name: "probe_kept",
+  filter: "evt.probe.>",
+  migrate: async (d) => void (await d.query("CREATE TABLE IF NOT EXISTS probe_kept (id text PRIMARY KEY, seq bigint NOT NULL)")),
+  reset: async (tx) => void (await tx.query("DELETE FROM probe_kept")),
+  apply: async (tx, events) => {
+    for (const e of events) if (e.event.type === KEPT) await tx.query("INSERT INTO probe_kept (id, seq) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING", [(e.event.data as { id: string }).id, e.seq]);
+  },
+  wants: (raw) => Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).includes(KEPT),
+};
+
+const append = async (type: string, id = randomUUID()) => (await store.append(`probe.${id}`, [{ type, version: 1, data: { id } }], "any", { causationId: id, correlationId: id })).seq;
+const rows = async () => (await db.query<{ id: string }>("SELECT id FROM probe_kept ORDER BY seq")).rows.map((r) => r.id);
+
+beforeAll(async () => {
+  [nats, database] = await Promise.all([startNatsServer(), createTestDatabase()]);
+  log = await openEventLog({ servers: nats.url, name: "projection-runtime-test" });
+  db = createPool(database.url, 4);
+  store = new EventStore(log.js, log.jsm);
+  runner = new ProjectionRunner(log, db, kept, silentLogger);
+  await runner.start();
+}, 30_000);
+
+afterAll(async () => {
+  await runner?.stop();
+  await db?.end();
+  await log?.close();
+  await nats?.cleanup();
+  await database?.drop();
+});
+
+describe("projection runtime", () => {
+  it("moves the checkpoint past skipped commits and applies the wanted ones", async () => {
+    let last = 0;
+    for (let i = 0; i < 5; i++) last = await append("probe.skipped");
+    expect(await runner.waitFor(last, 10_000)).toBe(true);
+    expect(await readCheckpoint(db, kept.name)).toBe(last);
+    const id = randomUUID();
+    last = await append(KEPT, id);
+    for (let i = 0; i < 3; i++) last = await append("probe.skipped");
+    expect(await runner.waitFor(last, 10_000)).toBe(true);
+    expect(await readCheckpoint(db, kept.name)).toBe(last);
+    expect(await rows()).toEqual([id]);
+  });
+
+  it("notices a reset by another process on a skipped commit and rebuilds from sequence 1", async () => {
+    const before = await rows();
+    await resetProjection(db, kept);
+    expect(await rows()).toEqual([]);
+    // The next batch holds only a skipped commit: its compare-and-set fails on the rewound checkpoint.
+    const last = await append("probe.skipped");
+    const deadline = Date.now() + 15_000;
+    while (Date.now() < deadline && ((await readCheckpoint(db, kept.name)) < last || (await rows()).length < before.length)) await new Promise((r) => setTimeout(r, 100));
+    expect(await rows()).toEqual(before);
+    expect(await readCheckpoint(db, kept.name)).toBe(last);
+  }, 30_000);
+});
