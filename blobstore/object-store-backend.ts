@@ -31,7 +31,7 @@ import { Objm, StorageType } from "@nats-io/obj";
 import { HttpError } from "../gateway/http.ts";
 import { blobIdFromDigest, type BlobBackend, type OpenedBlob, type PutOptions, type PutResult } from "./backend.ts";
 import type { ByteRange } from "./validation.ts";
-import { sharedHasher } from "./hasher.ts";
+import { sharedHasher, type Hasher } from "./hasher.ts";
 
 export interface JetStreamBackendOptions {
   /** Object store bucket (stream `OBJ_<bucket>`). Default `memrelay_blobs`. */
@@ -113,6 +113,7 @@ export class JetStreamBlobBackend implements BlobBackend {
   private readonly window: number;
   private readonly readAhead: number;
   private readonly timeout: number;
+  private readonly hasher: Hasher;
   private ready?: Promise<void>;
   /** blob id -> where its chunks are (immutable for one upload; checked on every chunk read) */
   private readonly metaCache = new Map<string, LoadedMeta>();
@@ -125,6 +126,7 @@ export class JetStreamBlobBackend implements BlobBackend {
     this.chunkBytes = opts.chunkBytes ?? 256 * 1024;
     this.window = Math.max(1, opts.window ?? 8);
     this.readAhead = Math.max(1, opts.readAhead ?? 4);
+    this.hasher = sharedHasher(opts.hashThreads);
   }
 
   /** Creates the bucket (if missing) with the event log's replicas. */
@@ -189,7 +191,7 @@ export class JetStreamBlobBackend implements BlobBackend {
   async put(source: AsyncIterable<Uint8Array> | Uint8Array, opts: PutOptions = {}): Promise<PutResult> {
     await this.init();
     const max = opts.maxBytes ?? Number.POSITIVE_INFINITY;
-    const hash = sharedHasher(this.opts.hashThreads).start();
+    const hash = this.hasher.start();
     const cs = this.chunkBytes;
     const upload = nuid.next();
     const subj = this.chunkSubject(upload);

@@ -569,10 +569,6 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
     server.route("post", `${P}/buckets/:id/files`, wrap("POST /buckets/{id}/files", async (req) => {
       // The hot path. Once the key is known (a cached hash lookup), the bytes start flowing into storage while the
       // admission checks run (./admission.ts); a refused upload's stored bytes are removed.
-      //
-      // A client may leave before the body is read (while an error answer waits for admission): the parser reports
-      // stream errors itself, this only keeps an unread body's error from going unhandled.
-      req.bodyStream?.on("error", () => undefined);
       const key = await auth.identify(req);
       const bucketId = pathUuid(req.params[0], "bucket");
       const declared = Number(req.headers["content-length"] ?? NaN);

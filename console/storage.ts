@@ -128,7 +128,7 @@ export class BlobStoreStorage implements StoragePort {
           if (status !== 201) return settle(new StorageError(`${what}: blob store answered ${status} ${text.slice(0, 200)}`, status, status >= 500 || status === 429));
           try {
             const o = JSON.parse(text) as StoredObject;
-            settle(null, { key: o.key, blob_id: o.blob_id, size: o.size, md5: o.md5 });
+            settle(null, storedObject(o));
           } catch {
             settle(new StorageError(`${what}: unreadable answer`, 502, true));
           }
@@ -151,7 +151,7 @@ export class BlobStoreStorage implements StoragePort {
     if (res.statusCode !== 200) return this.fail(res, `stat ${bucket}/${key}`);
     const page = (await res.body.json()) as { data: StoredObject[] };
     const o = page.data.find((x) => x.key === key);
-    return o ? { key: o.key, blob_id: o.blob_id, size: o.size, md5: o.md5 } : null;
+    return o ? storedObject(o) : null;
   }
 
   async open(bucket: string, key: string): Promise<OpenedObject | null> {
@@ -178,6 +178,9 @@ export class BlobStoreStorage implements StoragePort {
     await this.agent.close().catch(() => undefined);
   }
 }
+
+/** The fields of the blob store's object answer that the console keeps. */
+const storedObject = (o: StoredObject): StoredObject => ({ key: o.key, blob_id: o.blob_id, size: o.size, md5: o.md5 });
 
 /** Resolves when a request can take more body (or is gone). */
 function drained(req: ClientRequest): Promise<void> {

@@ -209,26 +209,21 @@ export class ProjectionRunner {
     const expected = this.position;
     // Nothing to apply (every commit skipped by `wants`): one compare-and-set statement moves the checkpoint, not a
     // transaction of four round trips. When it does not match, the transaction below says why (moved, or no row).
-    if (!batch.length) {
-      const r = await this.db.query("UPDATE projection_checkpoints SET seq = $2, updated_at = now() WHERE name = $1 AND seq = $3", [this.projection.name, toSeq, expected]);
-      if (r.rowCount === 1) {
-        this.position = toSeq;
-        this.notify();
-        return;
-      }
+    const moved = !batch.length && (await this.db.query("UPDATE projection_checkpoints SET seq = $2, updated_at = now() WHERE name = $1 AND seq = $3", [this.projection.name, toSeq, expected])).rowCount === 1;
+    if (!moved) {
+      await inTransaction(this.db, async (tx) => {
+        const r = await tx.query<{ seq: string }>("SELECT seq FROM projection_checkpoints WHERE name = $1 FOR UPDATE", [this.projection.name]);
+        const stored = r.rows.length ? Number(r.rows[0].seq) : 0;
+        if (stored !== expected) throw new CheckpointMoved(`checkpoint of ${this.projection.name} moved from ${expected} to ${stored}`);
+        const fresh = batch.filter((e) => e.seq > stored);
+        if (fresh.length) await this.projection.apply(tx, fresh);
+        await tx.query(
+          `INSERT INTO projection_checkpoints (name, seq, updated_at) VALUES ($1, $2, now())
+           ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq, updated_at = now()`,
+          [this.projection.name, toSeq],
+        );
+      });
     }
-    await inTransaction(this.db, async (tx) => {
-      const r = await tx.query<{ seq: string }>("SELECT seq FROM projection_checkpoints WHERE name = $1 FOR UPDATE", [this.projection.name]);
-      const stored = r.rows.length ? Number(r.rows[0].seq) : 0;
-      if (stored !== expected) throw new CheckpointMoved(`checkpoint of ${this.projection.name} moved from ${expected} to ${stored}`);
-      const fresh = batch.filter((e) => e.seq > stored);
-      if (fresh.length) await this.projection.apply(tx, fresh);
-      await tx.query(
-        `INSERT INTO projection_checkpoints (name, seq, updated_at) VALUES ($1, $2, now())
-         ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq, updated_at = now()`,
-        [this.projection.name, toSeq],
-      );
-    });
     this.position = toSeq;
     this.notify();
   }
