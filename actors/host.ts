@@ -31,6 +31,11 @@ export interface ActorDefinition<Cmd extends CommandEnvelope = CommandEnvelope> 
   readonly freshOnFirstDelivery?: boolean;
   /** Version of the persisted snapshot shape; a mismatch rebuilds from events. */
   readonly snapshotVersion: number;
+  /**
+   * No snapshot once the machine is final, for aggregates whose lookups read the event log: a final machine takes
+   * no more events, so a later command rehydrates it from a short history, and the write is saved on every one.
+   */
+  readonly noFinalSnapshot?: boolean;
 }
 
 export interface ActorHostOptions {
@@ -205,6 +210,7 @@ export class ActorHost<Cmd extends CommandEnvelope> {
       applyLocal(exit.value);
     }
     if (pending.length) seq = (await this.store.append(aggregate, pending, seq, ctxFor(seq))).seq;
+    if (this.def.noFinalSnapshot && snapshot.status === "done") return;
     const persisted: PersistedSnapshot = { v: this.def.snapshotVersion, seq, value: snapshot.value, context: snapshot.context };
     // A snapshot is a cache (losing one only costs a longer rehydrate), but it is stored before the command is
     // acknowledged: a status lookup falls back to it while the read model lags, and an acknowledged command has left

@@ -23,7 +23,15 @@ export function registerVectorType(db: Db): void {
   });
 }
 
-export async function inTransaction<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
+export interface TransactionOptions {
+  /**
+   * Commit without waiting for the WAL flush (synchronous_commit off, this transaction only): for writes that can be
+   * derived again, such as a projection and its checkpoint, which a crash loses together and the runner re-applies.
+   */
+  readonly asyncCommit?: boolean;
+}
+
+export async function inTransaction<T>(db: Db, fn: (tx: Tx) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
   const client = await db.connect();
   // A checked-out client has no pool listener: if the server goes away mid-transaction, pg emits 'error' on it
   // (besides failing the query), which would crash the process. Keep it, and discard the broken client.
@@ -31,7 +39,8 @@ export async function inTransaction<T>(db: Db, fn: (tx: Tx) => Promise<T>): Prom
   const onError = (err: Error) => (broken = err);
   client.on("error", onError);
   try {
-    await client.query("BEGIN");
+    // (one round trip either way: a simple query may hold several statements)
+    await client.query(opts.asyncCommit ? "BEGIN; SET LOCAL synchronous_commit = off" : "BEGIN");
     const out = await fn(client);
     await client.query("COMMIT");
     return out;

@@ -207,22 +207,28 @@ export class ProjectionRunner {
 
   private async applyBatch(batch: StoredEvent[], toSeq: number): Promise<void> {
     const expected = this.position;
-    // Nothing to apply (every commit skipped by `wants`): one compare-and-set statement moves the checkpoint, not a
-    // transaction of four round trips. When it does not match, the transaction below says why (moved, or no row).
-    const moved = !batch.length && (await this.db.query("UPDATE projection_checkpoints SET seq = $2, updated_at = now() WHERE name = $1 AND seq = $3", [this.projection.name, toSeq, expected])).rowCount === 1;
+    const name = this.projection.name;
+    // The checkpoint moves by compare-and-set, which also locks its row for the transaction: a runner of another
+    // process (or an operator's reset) cannot interleave. Nothing to apply (every commit skipped by `wants`): the
+    // statement alone, no transaction.
+    const cas = "UPDATE projection_checkpoints SET seq = $2, updated_at = now() WHERE name = $1 AND seq = $3";
+    const moved = !batch.length && (await this.db.query(cas, [name, toSeq, expected])).rowCount === 1;
     if (!moved) {
-      await inTransaction(this.db, async (tx) => {
-        const r = await tx.query<{ seq: string }>("SELECT seq FROM projection_checkpoints WHERE name = $1 FOR UPDATE", [this.projection.name]);
-        const stored = r.rows.length ? Number(r.rows[0].seq) : 0;
-        if (stored !== expected) throw new CheckpointMoved(`checkpoint of ${this.projection.name} moved from ${expected} to ${stored}`);
-        const fresh = batch.filter((e) => e.seq > stored);
-        if (fresh.length) await this.projection.apply(tx, fresh);
-        await tx.query(
-          `INSERT INTO projection_checkpoints (name, seq, updated_at) VALUES ($1, $2, now())
-           ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq, updated_at = now()`,
-          [this.projection.name, toSeq],
-        );
-      });
+      await inTransaction(
+        this.db,
+        async (tx) => {
+          if ((await tx.query(cas, [name, toSeq, expected])).rowCount !== 1) {
+            // Why not: moved by someone else, or no row yet (a first batch at 0 creates it).
+            const r = await tx.query<{ seq: string }>("SELECT seq FROM projection_checkpoints WHERE name = $1 FOR UPDATE", [name]);
+            const stored = r.rows.length ? Number(r.rows[0].seq) : 0;
+            if (stored !== expected) throw new CheckpointMoved(`checkpoint of ${name} moved from ${expected} to ${stored}`);
+            await tx.query("INSERT INTO projection_checkpoints (name, seq, updated_at) VALUES ($1, $2, now()) ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq, updated_at = now()", [name, toSeq]);
+          }
+          if (batch.length) await this.projection.apply(tx, batch);
+        },
+        // a read model and its checkpoint are lost together by a crash, and the events are applied again
+        { asyncCommit: true },
+      );
     }
     this.position = toSeq;
     this.notify();

@@ -300,6 +300,9 @@ describe("files (spec: Endpoints, States: upload and file, Limits)", () => {
     expect(done.status).toBe("completed");
     const st = await u.c.status(b, accepted.id);
     expect(st.body.data).toEqual({ state: "completed", progress: 1 });
+    // a finished job keeps no actor snapshot (its status is read from the log and the read model)
+    const snap = await s.log.snapshots.get(`${AGG.upload}.${accepted.id}`);
+    expect(snap?.value?.length ?? 0).toBe(0);
     expect(done.storage_object_id).toBe(`${(await u.c.bucket(b)).storage_bucket_name}/${accepted.id}`);
     await new Promise((r) => setTimeout(r, 1_600)); // the status retention window of this stack
     const left = await u.c.status(b, accepted.id);

@@ -1,6 +1,7 @@
 // The projection runtime against a real nats-server and Postgres: commits a projection skips (`wants` false) still
 // move its checkpoint (the one-statement path), the events it wants are applied, and a reset made by another process
-// is noticed by that path too — the runner rebuilds from sequence 1 instead of writing past the reset.
+// is noticed by that path too — the runner rebuilds from sequence 1 instead of writing past the reset. A batch it
+// applies moves the checkpoint by compare-and-set in the same transaction, committed without waiting for the WAL flush.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
 import { openEventLog, type EventLog } from "../eventlog/connection.ts";
@@ -19,13 +20,19 @@ let store: EventStore;
 let runner: ProjectionRunner;
 
 const KEPT = "probe.kept";
+/** A wanted event whose apply records the transaction's synchronous_commit setting. */
+const MODE = "probe.kept.mode";
 const kept: Projection = {
   name: "probe_kept",
   filter: "evt.probe.>",
-  migrate: async (d) => void (await d.query("CREATE TABLE IF NOT EXISTS probe_kept (id text PRIMARY KEY, seq bigint NOT NULL)")),
+  migrate: async (d) => void (await d.query("CREATE TABLE IF NOT EXISTS probe_kept (id text PRIMARY KEY, seq bigint NOT NULL); CREATE TABLE IF NOT EXISTS probe_modes (id text PRIMARY KEY, mode text NOT NULL)")),
   reset: async (tx) => void (await tx.query("DELETE FROM probe_kept")),
   apply: async (tx, events) => {
-    for (const e of events) if (e.event.type === KEPT) await tx.query("INSERT INTO probe_kept (id, seq) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING", [(e.event.data as { id: string }).id, e.seq]);
+    for (const e of events) {
+      const id = (e.event.data as { id: string }).id;
+      if (e.event.type === KEPT) await tx.query("INSERT INTO probe_kept (id, seq) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING", [id, e.seq]);
+      if (e.event.type === MODE) await tx.query("INSERT INTO probe_modes (id, mode) VALUES ($1, current_setting('synchronous_commit')) ON CONFLICT (id) DO NOTHING", [id]);
+    }
   },
   wants: (raw) => Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).includes(KEPT),
 };
@@ -73,6 +80,28 @@ describe("projection runtime", () => {
     const deadline = Date.now() + 15_000;
     while (Date.now() < deadline && ((await readCheckpoint(db, kept.name)) < last || (await rows()).length < before.length)) await new Promise((r) => setTimeout(r, 100));
     expect(await rows()).toEqual(before);
+    expect(await readCheckpoint(db, kept.name)).toBe(last);
+  }, 30_000);
+
+  it("applies a batch in a transaction committed without waiting for the WAL flush, the checkpoint moved in it", async () => {
+    const id = randomUUID();
+    const last = await append(MODE, id);
+    expect(await runner.waitFor(last, 10_000)).toBe(true);
+    expect((await db.query<{ mode: string }>("SELECT mode FROM probe_modes WHERE id = $1", [id])).rows[0]?.mode).toBe("off");
+    expect(await readCheckpoint(db, kept.name)).toBe(last);
+    // outside those transactions the server's setting holds
+    expect((await db.query<{ m: string }>("SELECT current_setting('synchronous_commit') AS m")).rows[0].m).toBe("on");
+  });
+
+  it("notices a reset by another process on a wanted commit and rebuilds from sequence 1", async () => {
+    const before = await rows();
+    await resetProjection(db, kept);
+    // The next batch holds a wanted commit: the compare-and-set inside its transaction fails, nothing is applied.
+    const id = randomUUID();
+    const last = await append(KEPT, id);
+    const deadline = Date.now() + 15_000;
+    while (Date.now() < deadline && ((await readCheckpoint(db, kept.name)) < last || (await rows()).length < before.length + 1)) await new Promise((r) => setTimeout(r, 100));
+    expect(await rows()).toEqual([...before, id]);
     expect(await readCheckpoint(db, kept.name)).toBe(last);
   }, 30_000);
 });

@@ -23,6 +23,8 @@ export function uploadActor(ports: ConsoleActorPorts): ActorDefinition<CommandEn
     machine: uploadMachine,
     snapshotVersion: 2,
     freshOnFirstDelivery: true,
+    // the status route reads the job's last commit from the log (console/service.ts uploadView)
+    noFinalSnapshot: true,
     decide: (snapshot, command) =>
       command.type === CMD.uploadStart && snapshot.value === "none"
         ? [newEvent(EV.uploadQueued, command.data as UploadQueued), newEvent(EV.uploadStarted, { started_at: new Date().toISOString() })]
