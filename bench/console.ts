@@ -2,14 +2,17 @@
 //   1. upload throughput for 1 MiB and 10 MiB files through the console (multipart, streamed into the blob store),
 //      as a ratio to writing the same bytes to the blob store directly (its data API, same account, same
 //      concurrency) — goal ≥ 0.8. Reported twice: at the 202 (bytes stored, job queued) and at completion (job
-//      verified the object, recorded the blob on chain, file listed as completed).
+//      verified the object, recorded the blob on chain, file listed as completed). Beside them, the relay floor: the
+//      same bytes through a bare HTTP relay into the blob store (the same uWS layer and storage client as the console,
+//      nothing else), the best any console that moves the bytes over HTTP could do on the machine. The three sides
+//      take turns in slices (each in every position once), so the machine's drift over a run favours none of them.
 //   2. list p99 with 100,000 files in one space (spread over 10 buckets): space and bucket listings, every sort,
 //      deep cursors and substring search, sequential requests over HTTP — goal ≤ 30 ms.
 //
 // The services run in child processes on a private nats-server and a fresh database — by default the blob store
 // (with the ledger), the console's listener and the console's actors + projections each in its own process, as the
-// services scale; `--layout single` runs everything in one process as `memrelay start` does. The load generator runs
-// in this process.
+// services scale; `--layout single` runs everything in one process as `memrelay start` does. The relay floor is a
+// process of its own. The load generator runs in this process.
 //   node --import tsx bench/console.ts [--seconds 6] [--concurrency 1,4] [--sizes 1,10] [--files 100000] [--layout split|single] [--out file.json]
 // --files 0 skips the list measurement, --sizes none the uploads. Diagnosis: BENCH_CPU_PROF=<dir> (CPU profiles of the services processes, and
 // phase marks on stderr on the same clock), BENCH_CHILD_NODE_ARGS="--trace-gc" (extra node flags for them).
@@ -63,12 +66,15 @@ export interface UploadScenario {
   readonly completed_mib_s: number;
   readonly ratio_accepted: number;
   readonly ratio_completed: number;
+  /** a bare HTTP relay into the blob store (the console's transport alone): what any console could reach at best */
+  readonly floor_mib_s: number;
+  readonly ratio_floor: number;
   readonly direct_p50_ms: number;
   readonly accepted_p50_ms: number;
   readonly completed_p50_ms: number;
   readonly uploads: number;
   /** CPU milliseconds per MiB uploaded, per process (in `processes` order: the services, then the load generator) */
-  readonly cpu_ms_per_mib: { readonly processes: readonly string[]; readonly direct: readonly number[]; readonly console: readonly number[] };
+  readonly cpu_ms_per_mib: { readonly processes: readonly string[]; readonly direct: readonly number[]; readonly floor: readonly number[]; readonly console: readonly number[] };
   /** share of the whole machine's CPU in use during each side (1 = every core busy) */
   readonly machine_busy: { readonly direct: number; readonly console: number };
 }
@@ -101,6 +107,7 @@ const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
 
 interface ServiceInfo {
   consoleUrl?: string;
+  relayUrl?: string;
   blobstoreUrl?: string;
   storageApiKey?: string;
   operatorKeyHex?: string;
@@ -122,6 +129,7 @@ async function serve(): Promise<void> {
   const logger = createLogger({ sink: (l) => void (/ (WARN|ERROR) /.test(l) && process.stderr.write(l + "\n")) });
   const env = process.env;
   const role = env.BENCH_ROLE ?? "all";
+  if (role === "relay-floor") return serveRelayFloor(env.BENCH_BLOBSTORE_URL!, env.BENCH_STORAGE_KEY!);
   const log = await openEventLog({ servers: env.NATS_URL!, name: `console-bench-${role}` });
   const db = createPool(env.DATABASE_URL!, 24);
   const operator = env.BENCH_OPERATOR_KEY ? Uint8Array.from(Buffer.from(env.BENCH_OPERATOR_KEY, "hex")) : generateKeypair().secretKey;
@@ -143,17 +151,48 @@ async function serve(): Promise<void> {
     info.consoleUrl = console_.url;
   }
   process.stdout.write(JSON.stringify(info) + "\n");
-  await new Promise<void>((resolve) => {
-    process.stdin.on("end", resolve);
-    process.stdin.on("close", resolve);
-    process.once("SIGTERM", resolve);
-    process.stdin.resume();
-  });
+  await stopRequested();
   for (const stop of stops) await stop().catch(() => undefined);
   await chain.close();
   await log.close();
   await db.end();
   process.exit(0);
+}
+
+/**
+ * The relay floor: what any console must do with an upload's bytes and nothing else — the same uWS listener layer
+ * (gateway/http.ts, recycled receive buffers) streaming a raw body into the blob store through the console's storage
+ * client (console/storage.ts), answering with the stored object. No multipart, keys, checks, log or read models.
+ */
+async function serveRelayFloor(blobstoreUrl: string, apiKey: string): Promise<void> {
+  const { HttpServer, json } = await import("../gateway/http.ts");
+  const { bodyBuffers } = await import("../gateway/recycled-buffers.ts");
+  const { BlobStoreStorage } = await import("../console/storage.ts");
+  const storage = new BlobStoreStorage({ url: blobstoreUrl, apiKey });
+  const slabs = bodyBuffers();
+  const server = new HttpServer({ corsOrigins: [] });
+  server.route(
+    "put",
+    "/relay/:bucket/:key",
+    async (req) => json(202, await storage.put(req.params[0], req.params[1], req.bodyStream!, "application/octet-stream", (c) => slabs.release(c))),
+    { bodyMode: "stream", bodyLimit: Number.MAX_SAFE_INTEGER, bodyChunk: slabs.copy },
+  );
+  const port = await server.listen("127.0.0.1", 0);
+  process.stdout.write(JSON.stringify({ relayUrl: `http://127.0.0.1:${port}` } satisfies ServiceInfo) + "\n");
+  await stopRequested();
+  server.close();
+  await storage.close();
+  process.exit(0);
+}
+
+/** Resolves when the bench asks a services process to stop (stdin closed, or SIGTERM). */
+function stopRequested(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    process.stdin.on("end", resolve);
+    process.stdin.on("close", resolve);
+    process.once("SIGTERM", resolve);
+    process.stdin.resume();
+  });
 }
 
 function startServices(env: Record<string, string>): Promise<{ child: ChildProcess; info: ServiceInfo }> {
@@ -220,6 +259,21 @@ function machineCpu(): { busy: number; total: number } {
 
 // ------------------------------------------------------------------ load
 
+const SIDES = ["direct", "floor", "console"] as const;
+type Side = (typeof SIDES)[number];
+/** Slices per side in an upload scenario. */
+const ROUNDS = 3;
+interface SideTotals {
+  lat: number[];
+  seconds: number;
+  /** time after the slices until their uploads were completed (console) */
+  settleSeconds: number;
+  /** CPU seconds per metered process */
+  cpu: number[];
+  busy: number;
+  total: number;
+}
+
 /** Runs `op` on `concurrency` workers for `seconds` after a warm-up; returns latencies (ms) and elapsed seconds. */
 async function load(concurrency: number, seconds: number, op: () => Promise<void>, warmupOps = 2): Promise<{ lat: number[]; seconds: number }> {
   for (let i = 0; i < warmupOps; i++) await op();
@@ -273,6 +327,10 @@ export async function runConsoleBench(opts: ConsoleBenchOptions = {}): Promise<C
       if (process.env.BENCH_CPU_PROF) say(`pids: ${children.map((ch, i) => `${childNames[i]}=${ch.pid}`).join(" ")}`);
       info = { ...store.info, consoleUrl: gateway.info.consoleUrl };
     }
+    const relay = await startServices({ BENCH_ROLE: "relay-floor", BENCH_BLOBSTORE_URL: info.blobstoreUrl!, BENCH_STORAGE_KEY: info.storageApiKey! });
+    children.push(relay.child);
+    childNames.push("relay floor");
+    const relayUrl = relay.info.relayUrl!;
     const meterNames = [...childNames, "bench client", "nats-server", "postgres"];
     const natsPids = pidsByCmdline(join(dirname(nats.storeDir), "nats.conf"));
     const dbName = new URL(database.url).pathname.slice(1);
@@ -309,18 +367,6 @@ export async function runConsoleBench(opts: ConsoleBenchOptions = {}): Promise<C
       await request(`${info.blobstoreUrl}/api/v1/buckets`, { method: "POST", dispatcher: agent, headers: { authorization: `Bearer ${info.storageApiKey}`, "content-type": "application/json" }, body: JSON.stringify({ name: directBucket }) }).then((r) => r.body.dump());
       let n = 0;
       const mark = (what: string) => process.env.BENCH_CPU_PROF && say(`  mark ${what} ${process.hrtime.bigint() / 1000n}`);
-      mark(`direct ${sizeMiB}x${concurrency} start`);
-      const cpu0 = meter();
-      const direct = await load(concurrency, seconds, async () => {
-        // distinct bytes per write (content addressing would otherwise deduplicate): vary the first 8 bytes
-        const body = Buffer.from(payload);
-        body.writeDoubleLE(Math.random(), 0);
-        const r = await request(`${info.blobstoreUrl}/api/v1/buckets/${directBucket}/blobs/o-${n++}`, { method: "PUT", dispatcher: agent, headers: { authorization: `Bearer ${info.storageApiKey}`, "content-type": "application/octet-stream" }, body });
-        await r.body.dump();
-        if (r.statusCode !== 201) throw new Error(`direct write answered ${r.statusCode}`);
-      });
-      const cpu1 = meter();
-      mark("direct end");
       const bucket = await c.createPrivateBucket(spaceId, `bench-${sizeMiB}mib-${concurrency}`, key.service_key!.secret_key);
       // let the access index mirror the grant
       for (;;) {
@@ -331,42 +377,84 @@ export async function runConsoleBench(opts: ConsoleBenchOptions = {}): Promise<C
           await new Promise((r) => setTimeout(r, 50));
         }
       }
-      let m = 0;
-      const cpu2 = meter();
-      mark(`console ${sizeMiB}x${concurrency} start`);
-      const ids: string[] = [];
-      const accepted = await load(concurrency, seconds, async () => {
+      // distinct bytes per write (content addressing would otherwise deduplicate): vary the first 8 bytes
+      const distinct = () => {
         const body = Buffer.from(payload);
         body.writeDoubleLE(Math.random(), 0);
-        ids.push((await c.upload(bucket.bucket_id, { bytes: body, filename: `f-${m++}.bin` })).id);
-      });
-      // Completion is observed in the read model from this process (no polling load on the console): the time
-      // until every accepted upload is completed, and each file's time from acceptance to completion.
-      const tDone = performance.now();
-      for (;;) {
-        const r = await db.query<{ done: string; other: string }>(
-          "SELECT count(*) FILTER (WHERE status = 'completed')::text AS done, count(*) FILTER (WHERE status NOT IN ('uploading', 'completed'))::text AS other FROM console_files WHERE file_id = ANY($1::uuid[])",
-          [ids],
-        );
-        if (Number(r.rows[0].other) > 0) throw new Error("an upload did not complete");
-        if (Number(r.rows[0].done) === ids.length) break;
-        if (performance.now() - tDone > 120_000) throw new Error("uploads did not complete within 120 s");
-        await new Promise((res) => setTimeout(res, 10));
+        return body;
+      };
+      const ids: string[] = [];
+      const sides: Record<Side, { op: () => Promise<void>; settle?: (from: number) => Promise<void> }> = {
+        direct: {
+          op: async () => {
+            const r = await request(`${info.blobstoreUrl}/api/v1/buckets/${directBucket}/blobs/o-${n++}`, { method: "PUT", dispatcher: agent, headers: { authorization: `Bearer ${info.storageApiKey}`, "content-type": "application/octet-stream" }, body: distinct() });
+            await r.body.dump();
+            if (r.statusCode !== 201) throw new Error(`direct write answered ${r.statusCode}`);
+          },
+        },
+        // the relay floor: the same bytes through a bare HTTP relay into the same bucket
+        floor: {
+          op: async () => {
+            const r = await request(`${relayUrl}/relay/${directBucket}/r-${n++}`, { method: "PUT", dispatcher: agent, headers: { "content-type": "application/octet-stream" }, body: distinct() });
+            await r.body.dump();
+            if (r.statusCode !== 202) throw new Error(`relay floor answered ${r.statusCode}`);
+          },
+        },
+        console: {
+          op: async () => void ids.push((await c.upload(bucket.bucket_id, { bytes: distinct(), filename: `f-${n++}.bin` })).id),
+          // Completion is observed in the read model from this process (no polling load on the console); a slice
+          // ends once its uploads are completed, so no job of it runs during another side's slice.
+          settle: async (from) => {
+            const t0 = performance.now();
+            for (;;) {
+              const r = await db.query<{ done: string; other: string }>(
+                "SELECT count(*) FILTER (WHERE status = 'completed')::text AS done, count(*) FILTER (WHERE status NOT IN ('uploading', 'completed'))::text AS other FROM console_files WHERE file_id = ANY($1::uuid[])",
+                [ids.slice(from)],
+              );
+              if (Number(r.rows[0].other) > 0) throw new Error("an upload did not complete");
+              if (Number(r.rows[0].done) === ids.length - from) return;
+              if (performance.now() - t0 > 120_000) throw new Error("uploads did not complete within 120 s");
+              await new Promise((res) => setTimeout(res, 10));
+            }
+          },
+        },
+      };
+      // The sides take turns in short slices, each side in every position once: the machine's state drifts over a
+      // run (the page cache fills with the written blobs and writing into it gets dearer), which would otherwise
+      // favour whichever side runs first.
+      const acc = Object.fromEntries(SIDES.map((k) => [k, { lat: [] as number[], seconds: 0, settleSeconds: 0, cpu: meterNames.map(() => 0), busy: 0, total: 0 }])) as Record<Side, SideTotals>;
+      for (let round = 0; round < ROUNDS; round++) {
+        for (let i = 0; i < SIDES.length; i++) {
+          const side = SIDES[(round + i) % SIDES.length];
+          const from = ids.length;
+          mark(`${side} ${sizeMiB}x${concurrency} start`);
+          const a = meter();
+          const r = await load(concurrency, seconds / ROUNDS, sides[side].op);
+          const t = performance.now();
+          await sides[side].settle?.(from);
+          const b = meter();
+          mark(`${side} end`);
+          const t2 = acc[side];
+          t2.lat.push(...r.lat);
+          t2.seconds += r.seconds;
+          t2.settleSeconds += (performance.now() - t) / 1000;
+          b.procs.forEach((x, j) => (t2.cpu[j] += x - a.procs[j]));
+          t2.busy += b.busy - a.busy;
+          t2.total += b.total - a.total;
+        }
       }
-      const completedSeconds = accepted.seconds + (performance.now() - tDone) / 1000;
+      const { direct, floor, console: accepted } = acc;
       const completedLat = (
         await db.query<{ ms: number }>("SELECT extract(epoch FROM upload_finished_at - created_at) * 1000 AS ms FROM console_files WHERE file_id = ANY($1::uuid[])", [ids])
       ).rows.map((r) => Number(r.ms));
       const count = accepted.lat.length;
-      const cpu3 = meter();
-      mark("console end");
-      const perMiB = (a: Meter, b: Meter, mib: number) => a.procs.map((x, i) => round(((b.procs[i] - x) * 1000) / Math.max(1, mib), 1));
-      const cpuDirect = perMiB(cpu0, cpu1, direct.lat.length * sizeMiB);
-      const cpuConsole = perMiB(cpu2, cpu3, count * sizeMiB);
-      const busy = (a: Meter, b: Meter) => round((b.busy - a.busy) / Math.max(1e-9, b.total - a.total), 2);
+      const perMiB = (t: SideTotals) => t.cpu.map((x) => round((x * 1000) / Math.max(1, t.lat.length * sizeMiB), 1));
+      const [cpuDirect, cpuFloor, cpuConsole] = [perMiB(direct), perMiB(floor), perMiB(accepted)];
+      const busy = (t: SideTotals) => round(t.busy / Math.max(1e-9, t.total), 2);
       const directMiBs = (direct.lat.length * sizeMiB) / direct.seconds;
+      const floorMiBs = (floor.lat.length * sizeMiB) / floor.seconds;
       const acceptedMiBs = (count * sizeMiB) / accepted.seconds;
-      const completedMiBs = (count * sizeMiB) / completedSeconds;
+      const completedMiBs = (count * sizeMiB) / (accepted.seconds + accepted.settleSeconds);
       const s: UploadScenario = {
         size_mib: sizeMiB,
         concurrency,
@@ -375,15 +463,17 @@ export async function runConsoleBench(opts: ConsoleBenchOptions = {}): Promise<C
         accepted_mib_s: round(acceptedMiBs, 1),
         completed_mib_s: round(completedMiBs, 1),
         ratio_accepted: round(acceptedMiBs / directMiBs),
+        floor_mib_s: round(floorMiBs, 1),
+        ratio_floor: round(floorMiBs / directMiBs),
         ratio_completed: round(completedMiBs / directMiBs),
         direct_p50_ms: round(pct(direct.lat, 50), 1),
         accepted_p50_ms: round(pct(accepted.lat, 50), 1),
         completed_p50_ms: round(pct(completedLat, 50), 1),
-        cpu_ms_per_mib: { processes: meterNames, direct: cpuDirect, console: cpuConsole },
-        machine_busy: { direct: busy(cpu0, cpu1), console: busy(cpu2, cpu3) },
+        cpu_ms_per_mib: { processes: meterNames, direct: cpuDirect, floor: cpuFloor, console: cpuConsole },
+        machine_busy: { direct: busy(direct), console: busy(accepted) },
       };
-      say(`  CPU ms per MiB (${meterNames.join(", ")}): direct ${cpuDirect.join(" / ")}, console ${cpuConsole.join(" / ")}; machine busy ${s.machine_busy.direct} / ${s.machine_busy.console}`);
-      say(`upload ${sizeMiB} MiB ×${concurrency}: direct ${s.direct_mib_s} MiB/s, console ${s.accepted_mib_s} MiB/s at 202 (×${s.ratio_accepted}), ${s.completed_mib_s} MiB/s completed (×${s.ratio_completed})`);
+      say(`  CPU ms per MiB (${meterNames.join(", ")}): direct ${cpuDirect.join(" / ")}, relay floor ${cpuFloor.join(" / ")}, console ${cpuConsole.join(" / ")}; machine busy ${s.machine_busy.direct} / ${s.machine_busy.console}`);
+      say(`upload ${sizeMiB} MiB ×${concurrency}: direct ${s.direct_mib_s} MiB/s, relay floor ${s.floor_mib_s} MiB/s (×${s.ratio_floor}), console ${s.accepted_mib_s} MiB/s at 202 (×${s.ratio_accepted}), ${s.completed_mib_s} MiB/s completed (×${s.ratio_completed})`);
       uploads.push(s);
     }
 
@@ -522,11 +612,11 @@ export function consoleBenchMarkdown(r: ConsoleBenchResult): string {
     "",
     `Layout: ${r.layout === "split" ? "blob store, console listener and console workers in three processes" : "one services process (as memrelay start)"}.`,
     "",
-    "| upload | concurrent | direct to blob store | console, at 202 | ratio | console, completed | ratio | p50 direct / 202, job after 202 | CPU ms per MiB, direct → console |",
-    "|---|---|---|---|---|---|---|---|---|",
+    "| upload | concurrent | direct to blob store | bare relay (floor) | ratio | console, at 202 | ratio | console, completed | ratio | p50 direct / 202, job after 202 | CPU ms per MiB, direct → console |",
+    "|---|---|---|---|---|---|---|---|---|---|---|",
     ...r.uploads.map(
       (u) =>
-        `| ${u.size_mib} MiB | ${u.concurrency} | ${u.direct_mib_s} MiB/s | ${u.accepted_mib_s} MiB/s | **${u.ratio_accepted}** | ${u.completed_mib_s} MiB/s | ${u.ratio_completed} | ${u.direct_p50_ms} / ${u.accepted_p50_ms} / ${u.completed_p50_ms} ms | ${u.cpu_ms_per_mib.processes.map((p, i) => `${p} ${u.cpu_ms_per_mib.direct[i]} → ${u.cpu_ms_per_mib.console[i]}`).join("; ")} |`,
+        `| ${u.size_mib} MiB | ${u.concurrency} | ${u.direct_mib_s} MiB/s | ${u.floor_mib_s} MiB/s | ${u.ratio_floor} | ${u.accepted_mib_s} MiB/s | **${u.ratio_accepted}** | ${u.completed_mib_s} MiB/s | ${u.ratio_completed} | ${u.direct_p50_ms} / ${u.accepted_p50_ms} / ${u.completed_p50_ms} ms | ${u.cpu_ms_per_mib.processes.map((p, i) => `${p} ${u.cpu_ms_per_mib.direct[i]} → ${u.cpu_ms_per_mib.console[i]}`).join("; ")} |`,
     ),
     "",
     `Goal: ratio ≥ ${r.goals.upload_ratio} (${r.pass.upload ? "met" : "not met"} at the 202).`,
