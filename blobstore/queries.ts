@@ -1,6 +1,6 @@
 // Read-model queries of the blob storage service (Postgres tables built by ./projections.ts). Hot queries are
 // named (prepared once per connection).
-import type { Db } from "../db/pool.ts";
+import { prepared, type Db } from "../db/pool.ts";
 import type { KeyKind } from "./events.ts";
 
 const iso = (v: unknown): string | null => (v === null || v === undefined ? null : v instanceof Date ? v.toISOString() : String(v));
@@ -142,6 +142,12 @@ export class Queries {
       [name],
     );
     return r.rows[0] ? this.bucketRow(r.rows[0]) : null;
+  }
+
+  /** A bucket's id and owner by name, without the counts of `bucket` (which read every object of the bucket). */
+  async bucketOwner(name: string): Promise<{ bucket_id: string; account_id: string } | null> {
+    const r = await this.db.query<{ bucket_id: string; account_id: string }>(prepared("SELECT bucket_id, account_id FROM bs_buckets WHERE name = $1", [name]));
+    return r.rows[0] ?? null;
   }
 
   async countObjects(bucketId: string): Promise<number> {

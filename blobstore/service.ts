@@ -658,11 +658,12 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
     return b;
   };
 
-  const ownBucket = async (who: AccountPrincipal, name: string): Promise<BucketRow> => {
-    const b = await q.bucket(name);
+  /** A bucket the caller's account owns, else 404 (someone else's bucket is not found either). */
+  const owned = <B extends { account_id: string }>(who: AccountPrincipal, name: string, b: B | null): B => {
     if (!b || b.account_id !== who.accountId) throw new HttpError(404, `bucket ${name} not found`);
     return b;
   };
+  const ownBucket = async (who: AccountPrincipal, name: string): Promise<BucketRow> => owned(who, name, await q.bucket(name));
 
   route(
     { method: "post", path: "/api/v1/buckets", summary: "Create a bucket", tag: "Buckets", auth: "api_key", body: { description: "bucket", schema: "BucketCreate" }, responses: { 201: { description: "created", schema: "Bucket" }, 400: E400, 401: E401, 409: { description: "name taken" } } },
@@ -747,7 +748,8 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
     },
     "/api/v1/buckets/:bucket/blobs",
     data(async (req, who) => {
-      const b = await ownBucket(who, validateBucketName(req.params[0]));
+      const name = validateBucketName(req.params[0]);
+      const b = owned(who, name, await q.bucketOwner(name));
       const qs = query(req);
       const limit = parseLimit(qs.get("limit"));
       const prefix = qs.get("prefix") ?? "";

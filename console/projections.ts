@@ -8,7 +8,7 @@
 // Files are folded per batch (one insert for new files and one update for the rest), so a burst of uploads costs
 // two statements per batch, not several per event.
 import type { Projection } from "../projections/runtime.ts";
-import type { Db, Tx } from "../db/pool.ts";
+import { prepared, type Db, type Tx } from "../db/pool.ts";
 import type { StoredEvent } from "../schemas/envelope.ts";
 import type { StoredObject } from "../adapters/chain/model.ts";
 import type { AccessGroupFields, BucketPolicyFields } from "../adapters/chain/console-model.ts";
@@ -311,7 +311,7 @@ export const consoleProjection: Projection = {
       if (fresh.length) {
         const col = <T>(f: (u: UploadQueued, p: FilePatch) => T) => fresh.map(([, p]) => f(p.insert!, p));
         const acc = accounting(22);
-        const r = await tx.query<{ id: string }>(
+        const r = await tx.query<{ id: string }>(prepared(
           `WITH ins AS (INSERT INTO console_files (file_id, bucket_id, space_id, name, blob_id, storage_bucket_name, storage_key, size, mime_type,
              status, is_private, metadata, name_claim, upload_state, upload_progress, upload_error, storage_object_id, upload_finished_at,
              deleted_at, created_at, updated_at)
@@ -345,13 +345,13 @@ export const consoleProjection: Projection = {
             col((_u, p) => p.updated_at),
             ...acc.params,
           ],
-        );
+        ));
         for (const row of r.rows) inserted.add(row.id);
       }
       const list = [...files.entries()].filter(([id]) => !inserted.has(id));
       if (list.length) {
         const acc = accounting(10);
-        await tx.query(
+        await tx.query(prepared(
           `${acc.sql ? `WITH ${acc.sql.slice(2)} ` : ""}UPDATE console_files AS f SET
              status = CASE WHEN x.status IS NULL THEN f.status
                            WHEN (CASE f.status WHEN 'deleted' THEN 3 WHEN 'deleting' THEN 2 WHEN 'uploading' THEN 0 ELSE 1 END) >
@@ -379,7 +379,7 @@ export const consoleProjection: Projection = {
             list.map(([, p]) => p.updated_at),
             ...acc.params,
           ],
-        );
+        ));
       }
     }
     if (bucketDelta.size || spaceDelta.size) {

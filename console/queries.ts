@@ -1,6 +1,6 @@
 // Reads of the console's read models: keyset-paginated lists with the spec's filters and sorts, and the small
 // lookups the gateway's checks need. Every list is served by an index on (scope, sort key, id).
-import { inTransaction, type Db, type Tx } from "../db/pool.ts";
+import { inTransaction, prepared, type Db, type Tx } from "../db/pool.ts";
 import type { BucketListQuery, BucketSort, FileListQuery, FileSort, SortOrder } from "../schemas/console-http.ts";
 import { encodeCursor } from "../schemas/console-http.ts";
 import type { AccessScope, KeyRole, SpaceRole, SpaceType } from "../schemas/console-events.ts";
@@ -225,7 +225,7 @@ export class Queries {
     userId: string,
     address: string | null,
   ): Promise<(BucketRow & { role: SpaceRole | null; used: number; cap: number; inflight: number; access: AccessScope | null }) | null> {
-    const r = await this.db.query<BucketRow & { role: SpaceRole | null; used: string; cap: string; inflight: string; access: AccessScope | null }>(
+    const r = await this.db.query<BucketRow & { role: SpaceRole | null; used: string; cap: string; inflight: string; access: AccessScope | null }>(prepared(
       `SELECT ${BUCKET_COLS_B}, m.role, s.storage_used::text AS used, s.storage_cap::text AS cap,
          (SELECT coalesce(sum(f.size), 0)::text FROM console_files f WHERE f.space_id = b.space_id AND f.status = 'uploading') AS inflight,
          (SELECT max(a.scope) FROM console_access a WHERE a.policy_id = b.encryption_policy_id AND a.address = $3) AS access
@@ -233,7 +233,7 @@ export class Queries {
        LEFT JOIN console_members m ON m.space_id = b.space_id AND m.user_id = $2
        WHERE b.bucket_id = $1`,
       [bucketId, userId, address],
-    );
+    ));
     const row = r.rows[0];
     return row ? { ...row, used: Number(row.used), cap: Number(row.cap), inflight: Number(row.inflight) } : null;
   }

@@ -1,4 +1,5 @@
 // PostgreSQL access: one pool per process, pgvector types registered on every connection.
+import { createHash } from "node:crypto";
 import pg from "pg";
 import pgvector from "pgvector/pg";
 
@@ -51,6 +52,15 @@ export async function inTransaction<T>(db: Db, fn: (tx: Tx) => Promise<T>, opts:
     client.off("error", onError);
     client.release(broken);
   }
+}
+
+/**
+ * A hot statement, prepared once per connection and named after its text (hashing it costs microseconds): Postgres
+ * then skips parsing and planning it on every execution, keeping a generic plan only when that costs no more than a
+ * custom one. For statements whose best plan does not depend on the values (lookups and writes by key), not searches.
+ */
+export function prepared(text: string, values: readonly unknown[]): pg.QueryConfig {
+  return { name: "p_" + createHash("sha1").update(text).digest("hex").slice(0, 20), text, values: values as unknown[] };
 }
 
 /** Text form of a vector for a `$n::vector` parameter. */

@@ -6,7 +6,7 @@ import type { EventLog } from "../eventlog/connection.ts";
 import { decodeCommit } from "../eventlog/event-store.ts";
 import { STREAMS } from "../eventlog/subjects.ts";
 import type { StoredEvent } from "../schemas/envelope.ts";
-import { inTransaction, type Db, type Tx } from "../db/pool.ts";
+import { inTransaction, prepared, type Db, type Tx } from "../db/pool.ts";
 import type { Logger } from "../config/logger.ts";
 
 export interface Projection {
@@ -212,12 +212,12 @@ export class ProjectionRunner {
     // process (or an operator's reset) cannot interleave. Nothing to apply (every commit skipped by `wants`): the
     // statement alone, no transaction.
     const cas = "UPDATE projection_checkpoints SET seq = $2, updated_at = now() WHERE name = $1 AND seq = $3";
-    const moved = !batch.length && (await this.db.query(cas, [name, toSeq, expected])).rowCount === 1;
+    const moved = !batch.length && (await this.db.query(prepared(cas, [name, toSeq, expected]))).rowCount === 1;
     if (!moved) {
       await inTransaction(
         this.db,
         async (tx) => {
-          if ((await tx.query(cas, [name, toSeq, expected])).rowCount !== 1) {
+          if ((await tx.query(prepared(cas, [name, toSeq, expected]))).rowCount !== 1) {
             // Why not: moved by someone else, or no row yet (a first batch at 0 creates it).
             const r = await tx.query<{ seq: string }>("SELECT seq FROM projection_checkpoints WHERE name = $1 FOR UPDATE", [name]);
             const stored = r.rows.length ? Number(r.rows[0].seq) : 0;

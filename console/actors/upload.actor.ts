@@ -2,6 +2,7 @@
 // queued and started together with the outcome of `commit`, a read-only check: repeating it after a crash changes
 // nothing.
 import { Effect } from "effect";
+import { prepared } from "../../db/pool.ts";
 import type { ActorDefinition } from "../../actors/host.ts";
 import { Transient } from "../../actors/host.ts";
 import type { CommandEnvelope } from "../../schemas/envelope.ts";
@@ -38,7 +39,7 @@ export function uploadActor(ports: ConsoleActorPorts): ActorDefinition<CommandEn
               Promise.all([
                 ports.clog.last(AGG.bucket, u.bucket_id),
                 ports.storage.stat(u.storage_bucket_name, u.storage_key),
-                ports.db.query<{ storage_used: string; storage_cap: string }>("SELECT storage_used, storage_cap FROM console_spaces WHERE space_id = $1", [u.space_id]),
+                ports.db.query<{ storage_used: string; storage_cap: string }>(prepared("SELECT storage_used, storage_cap FROM console_spaces WHERE space_id = $1", [u.space_id])),
               ]),
             catch: transientOf("commit checks"),
           });
