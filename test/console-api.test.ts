@@ -594,7 +594,8 @@ describe("search over many files (the query layer on the read model)", () => {
   it("a substring search returns exactly the matching files in order, common or rare, across the window", async () => {
     const space = randomUUID();
     const bucket = randomUUID();
-    // 2,600 files straight into the read model: more than the search window of 1,000 rows
+    // 2,600 files straight into the read model (the search's steps past its 4,000-row window are covered by
+    // test/console-queries.test.ts with small sizes)
     await s.db.query(
       `INSERT INTO console_files (file_id, bucket_id, space_id, name, blob_id, storage_bucket_name, storage_key, size, mime_type, status, is_private, metadata, name_claim, upload_state, created_at, updated_at)
        SELECT gen_random_uuid(), $2::uuid, $1::uuid, (CASE WHEN i % 2 = 0 THEN 'Common-' ELSE 'other-' END) || lpad(i::text, 5, '0') || '.txt',
