@@ -8,6 +8,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { freePort, waitForPort } from "../test/support/nats-server.ts";
+import { withoutPreparedStatements } from "../db/pool.ts";
 
 const repoRoot = resolve(fileURLToPath(new URL("..", import.meta.url)));
 
@@ -101,7 +102,8 @@ export async function startPostgres(dataDir: string): Promise<Service> {
   const server = new PGLiteSocketServer({ db, port, host: "127.0.0.1", maxConnections: 32 } as never);
   await server.start();
   return {
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    // one PGlite session behind every socket connection: no named prepared statements (see db/pool.ts)
+    url: withoutPreparedStatements(`postgres://postgres@127.0.0.1:${port}/postgres`),
     description: `embedded PGlite with pgvector (${dir}) on 127.0.0.1:${port}`,
     stop: async () => {
       await server.stop();

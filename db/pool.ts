@@ -6,8 +6,38 @@ import pgvector from "pgvector/pg";
 export type Db = pg.Pool;
 export type Tx = pg.PoolClient;
 
+/** URL parameter that turns named prepared statements off for a server whose connections share one session. */
+const PREPARED_PARAM = "prepared_statements";
+
+/** A database URL whose pools run every statement unnamed (see createPool). */
+export function withoutPreparedStatements(url: string): string {
+  const u = new URL(url);
+  u.searchParams.set(PREPARED_PARAM, "off");
+  return u.toString();
+}
+
+/**
+ * A client that runs named statements unnamed: embedded PGlite serves every socket connection from one session, where
+ * a statement one pool connection prepared already exists for the next one (42P05) and the pool breaks.
+ */
+class UnnamedStatementsClient extends pg.Client {
+  override query(config: unknown, ...rest: unknown[]): never {
+    const unnamed = config && typeof config === "object" && "name" in config ? { ...(config as pg.QueryConfig), name: undefined } : config;
+    return (super.query as (...a: unknown[]) => never)(unnamed, ...rest);
+  }
+}
+
 export function createPool(url: string, max = 10): Db {
-  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 3_000, idleTimeoutMillis: 30_000 });
+  const u = new URL(url);
+  const unnamed = u.searchParams.get(PREPARED_PARAM) === "off";
+  u.searchParams.delete(PREPARED_PARAM);
+  const pool = new pg.Pool({
+    connectionString: u.toString(),
+    max,
+    connectionTimeoutMillis: 3_000,
+    idleTimeoutMillis: 30_000,
+    ...(unnamed ? { Client: UnnamedStatementsClient } : {}),
+  });
   // Without a listener, an idle client's error (e.g. Postgres restarted) would crash the process.
   pool.on("error", () => undefined);
   return pool;
