@@ -94,13 +94,12 @@ export async function startPostgres(dataDir: string): Promise<Service> {
   if (native) return { url: native, description: "native Postgres with pgvector on 127.0.0.1:5432 (database memrelay)", stop: async () => undefined };
   const { PGlite } = await import("@electric-sql/pglite");
   const { vector } = await import("@electric-sql/pglite-pgvector");
-  const { PGLiteSocketServer } = await import("@electric-sql/pglite-socket");
+  const { servePglite } = await import("../db/pglite-server.ts");
   const dir = join(dataDir, "pglite");
   mkdirSync(dir, { recursive: true });
   const db = await PGlite.create(dir, { extensions: { vector } });
-  const port = await freePort();
-  const server = new PGLiteSocketServer({ db, port, host: "127.0.0.1", maxConnections: 32 } as never);
-  await server.start();
+  const server = await servePglite(db, "127.0.0.1", 0);
+  const port = server.port;
   return {
     // one PGlite session behind every socket connection: no named prepared statements (see db/pool.ts)
     url: withoutPreparedStatements(`postgres://postgres@127.0.0.1:${port}/postgres`),
