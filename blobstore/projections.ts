@@ -10,30 +10,28 @@
 //
 // Operational tables that a replay does not rebuild (and does not clear): bs_key_usage (last-used time per key,
 // written by the gateway) and bs_gc_queue (blob ids whose last reference went away, drained by the sweeper).
-import { inTransaction, type Db, type Tx } from "../db/pool.ts";
+import { inTransaction, prepared, type Db, type Tx } from "../db/pool.ts";
 import type { Projection } from "../projections/runtime.ts";
 import type { StoredEvent } from "../schemas/envelope.ts";
 import { EVT, KIND, filterOf, upcastEvent, type Kind } from "./events.ts";
 
-type Q = { name: string; text: string };
-const q = (name: string, text: string): Q => ({ name: `bs_${name}`, text });
-const run = (tx: Tx, stmt: Q, values: unknown[]) => tx.query({ name: stmt.name, text: stmt.text, values });
+const run = (tx: Tx, text: string, values: unknown[]) => tx.query(prepared(text, values));
 
 const SQL = {
-  upsertApp: q("p_app", `INSERT INTO bs_apps (app_id, created_at, seq) VALUES ($1, $2, $3)
-    ON CONFLICT (app_id) DO UPDATE SET created_at = EXCLUDED.created_at, seq = EXCLUDED.seq`),
-  upsertKey: q("p_key", `INSERT INTO bs_keys (key_id, kind, app_id, account_id, hash, prefix, label, created_at, revoked_at, sealed_secret, seq)
+  upsertApp: `INSERT INTO bs_apps (app_id, created_at, seq) VALUES ($1, $2, $3)
+    ON CONFLICT (app_id) DO UPDATE SET created_at = EXCLUDED.created_at, seq = EXCLUDED.seq`,
+  upsertKey: `INSERT INTO bs_keys (key_id, kind, app_id, account_id, hash, prefix, label, created_at, revoked_at, sealed_secret, seq)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
     ON CONFLICT (key_id) DO UPDATE SET kind = EXCLUDED.kind, app_id = EXCLUDED.app_id, account_id = EXCLUDED.account_id,
       hash = EXCLUDED.hash, prefix = EXCLUDED.prefix, label = EXCLUDED.label, created_at = EXCLUDED.created_at,
-      revoked_at = EXCLUDED.revoked_at, sealed_secret = EXCLUDED.sealed_secret, seq = EXCLUDED.seq`),
-  upsertAccount: q("p_account", `INSERT INTO bs_accounts (account_id, app_id, name, created_at, seq) VALUES ($1, $2, $3, $4, $5)
-    ON CONFLICT (account_id) DO UPDATE SET app_id = EXCLUDED.app_id, name = EXCLUDED.name, created_at = EXCLUDED.created_at, seq = EXCLUDED.seq`),
-  upsertBucket: q("p_bucket", `INSERT INTO bs_buckets (name, bucket_id, account_id, description, metadata, created_at, updated_at, seq)
+      revoked_at = EXCLUDED.revoked_at, sealed_secret = EXCLUDED.sealed_secret, seq = EXCLUDED.seq`,
+  upsertAccount: `INSERT INTO bs_accounts (account_id, app_id, name, created_at, seq) VALUES ($1, $2, $3, $4, $5)
+    ON CONFLICT (account_id) DO UPDATE SET app_id = EXCLUDED.app_id, name = EXCLUDED.name, created_at = EXCLUDED.created_at, seq = EXCLUDED.seq`,
+  upsertBucket: `INSERT INTO bs_buckets (name, bucket_id, account_id, description, metadata, created_at, updated_at, seq)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
     ON CONFLICT (name) DO UPDATE SET bucket_id = EXCLUDED.bucket_id, account_id = EXCLUDED.account_id, description = EXCLUDED.description,
-      metadata = EXCLUDED.metadata, created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, seq = EXCLUDED.seq`),
-  deleteBucket: q("p_bucket_del", `DELETE FROM bs_buckets WHERE name = $1 AND bucket_id = $2`),
+      metadata = EXCLUDED.metadata, created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at, seq = EXCLUDED.seq`,
+  deleteBucket: `DELETE FROM bs_buckets WHERE name = $1 AND bucket_id = $2`,
 };
 
 const MIGRATIONS: Record<Kind, string[]> = {
@@ -88,7 +86,6 @@ const MIGRATIONS: Record<Kind, string[]> = {
     `CREATE OR REPLACE FUNCTION bs_apply_blob_events(evs jsonb) RETURNS integer LANGUAGE plpgsql AS $$
      DECLARE e jsonb; d jsonb; prev text; n integer := 0;
      BEGIN
-       PERFORM set_config('synchronous_commit', 'off', true);
        FOR e IN SELECT value FROM jsonb_array_elements(evs) LOOP
          d := e->'data';
          IF e->>'type' = '${EVT.blobWritten}' THEN
@@ -185,18 +182,15 @@ export function blobstoreProjection(kind: Kind): Projection {
       await tx.query(`TRUNCATE ${READ_MODEL_TABLES[kind].join(", ")}`);
     },
     async apply(tx: Tx, events: readonly StoredEvent[]) {
-      // A read model is rebuildable from the log and its checkpoint commits with it: waiting for the WAL flush
-      // buys nothing (a crash rolls both back together and the runner re-applies), and costs every write a flush.
+      // (the runner commits without waiting for the WAL flush, as for every projection)
       if (kind === KIND.blob) {
-        // (the function also turns synchronous_commit off for this transaction: one round trip less)
         const batch = events.map((se) => {
           const e = upcastEvent(se.event);
           return { type: e.type, seq: se.seq, data: e.data };
         });
-        await tx.query({ name: "bs_p_blob_batch", text: "SELECT bs_apply_blob_events($1::jsonb)", values: [JSON.stringify(batch)] });
+        await tx.query(prepared("SELECT bs_apply_blob_events($1::jsonb)", [JSON.stringify(batch)]));
         return;
       }
-      await tx.query("SET LOCAL synchronous_commit = off");
       for (const se of events) await applyOne(tx, se);
     },
   };

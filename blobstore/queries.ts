@@ -1,5 +1,5 @@
 // Read-model queries of the blob storage service (Postgres tables built by ./projections.ts). Hot queries are
-// named (prepared once per connection).
+// prepared once per connection (db/pool.ts `prepared`).
 import { prepared, type Db } from "../db/pool.ts";
 import type { KeyKind } from "./events.ts";
 
@@ -67,17 +67,13 @@ export class Queries {
   constructor(private readonly db: Db) {}
 
   async keyByHash(hash: string, kind: KeyKind): Promise<{ key_id: string; app_id: string; account_id: string | null } | null> {
-    const r = await this.db.query({ name: "bs_q_key_hash", text: "SELECT key_id, app_id, account_id FROM bs_keys WHERE hash = $1 AND kind = $2", values: [hash, kind] });
+    const r = await this.db.query(prepared("SELECT key_id, app_id, account_id FROM bs_keys WHERE hash = $1 AND kind = $2", [hash, kind]));
     return r.rows[0] ?? null;
   }
 
   async touchKey(keyId: string): Promise<void> {
-    await this.db.query({
-      name: "bs_q_touch",
-      text: `INSERT INTO bs_key_usage (key_id, last_used_at) VALUES ($1, now())
-             ON CONFLICT (key_id) DO UPDATE SET last_used_at = GREATEST(bs_key_usage.last_used_at, EXCLUDED.last_used_at)`,
-      values: [keyId],
-    });
+    await this.db.query(prepared(`INSERT INTO bs_key_usage (key_id, last_used_at) VALUES ($1, now())
+             ON CONFLICT (key_id) DO UPDATE SET last_used_at = GREATEST(bs_key_usage.last_used_at, EXCLUDED.last_used_at)`, [keyId]));
   }
 
   async listKeys(by: { appId?: string; accountId?: string }, kind: KeyKind): Promise<KeyRow[]> {
@@ -97,7 +93,7 @@ export class Queries {
   }
 
   async account(accountId: string): Promise<AccountRow | null> {
-    const r = await this.db.query({ name: "bs_q_account", text: "SELECT account_id, app_id, name, created_at FROM bs_accounts WHERE account_id = $1", values: [accountId] });
+    const r = await this.db.query(prepared("SELECT account_id, app_id, name, created_at FROM bs_accounts WHERE account_id = $1", [accountId]));
     return r.rows[0] ? { ...r.rows[0], created_at: iso(r.rows[0].created_at)! } : null;
   }
 
@@ -168,40 +164,27 @@ export class Queries {
   /** The live object at bucket name + key, for public reads. */
   async publicObject(bucket: string, key: string): Promise<{ blob_id: string; size: number; md5: string; content_type: string; updated_ms: number } | null> {
     // rowMode array and epoch milliseconds: the hottest query, kept cheap to decode
-    const r = await this.db.query({
-      name: "bs_q_public_obj",
-      text: `SELECT o.blob_id, o.size::float8, o.md5, o.content_type, (extract(epoch from o.updated_at) * 1000)::float8 FROM bs_buckets b
-             JOIN bs_objects o ON o.bucket_id = b.bucket_id AND o.key = $2 WHERE b.name = $1`,
-      values: [bucket, key],
-      rowMode: "array",
-    });
+    const r = await this.db.query({ ...prepared(`SELECT o.blob_id, o.size::float8, o.md5, o.content_type, (extract(epoch from o.updated_at) * 1000)::float8 FROM bs_buckets b
+             JOIN bs_objects o ON o.bucket_id = b.bucket_id AND o.key = $2 WHERE b.name = $1`, [bucket, key]), rowMode: "array" });
     const x = r.rows[0] as [string, number, string, string, number] | undefined;
     return x ? { blob_id: x[0], size: x[1], md5: x[2], content_type: x[3], updated_ms: x[4] } : null;
   }
 
   /** Size of referenced content (null when nothing references the blob id). */
   async content(blobId: string): Promise<number | null> {
-    const r = await this.db.query({ name: "bs_q_content", text: "SELECT size FROM bs_contents WHERE blob_id = $1", values: [blobId] });
+    const r = await this.db.query(prepared("SELECT size FROM bs_contents WHERE blob_id = $1", [blobId]));
     return r.rows[0] ? Number(r.rows[0].size) : null;
   }
 
   /** A permanent Walrus object for this blob lasting at least until `minEndEpoch`. */
   async certified(blobId: string, minEndEpoch: number): Promise<WalrusRow | null> {
-    const r = await this.db.query({
-      name: "bs_q_certified",
-      text: `SELECT object_id, blob_id, size, end_epoch, deletable FROM bs_walrus_objects
-             WHERE blob_id = $1 AND NOT deletable AND end_epoch >= $2 ORDER BY end_epoch DESC, object_id LIMIT 1`,
-      values: [blobId, minEndEpoch],
-    });
+    const r = await this.db.query(prepared(`SELECT object_id, blob_id, size, end_epoch, deletable FROM bs_walrus_objects
+             WHERE blob_id = $1 AND NOT deletable AND end_epoch >= $2 ORDER BY end_epoch DESC, object_id LIMIT 1`, [blobId, minEndEpoch]));
     return r.rows[0] ? { ...r.rows[0], size: Number(r.rows[0].size) } : null;
   }
 
   async walrusObject(objectId: string): Promise<WalrusRow | null> {
-    const r = await this.db.query({
-      name: "bs_q_walrus_obj",
-      text: "SELECT object_id, blob_id, size, end_epoch, deletable FROM bs_walrus_objects WHERE object_id = $1",
-      values: [objectId],
-    });
+    const r = await this.db.query(prepared("SELECT object_id, blob_id, size, end_epoch, deletable FROM bs_walrus_objects WHERE object_id = $1", [objectId]));
     return r.rows[0] ? { ...r.rows[0], size: Number(r.rows[0].size) } : null;
   }
 }

@@ -31,6 +31,20 @@ const onEveryConnection = async (db: Db, n: number) => {
   }
 };
 
+/** Embedded PGlite behind db/pglite-server.ts for `fn`, torn down after. */
+async function withPglite(fn: (url: string) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), "memrelay-pglite-"));
+  const pglite = await PGlite.create(dir);
+  const server = await servePglite(pglite, "127.0.0.1", 0);
+  try {
+    await fn(`postgres://postgres@127.0.0.1:${server.port}/postgres`);
+  } finally {
+    await server.stop();
+    await pglite.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 let database: TestDatabase;
 beforeAll(async () => {
   database = await createTestDatabase();
@@ -62,12 +76,8 @@ describe("prepared statements", () => {
     }
   });
 
-  it("keep embedded PGlite (one session behind every connection) working when turned off", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "memrelay-pglite-"));
-    const pglite = await PGlite.create(dir);
-    const server = await servePglite(pglite, "127.0.0.1", 0);
-    const url = `postgres://postgres@127.0.0.1:${server.port}/postgres`;
-    try {
+  it("keep embedded PGlite (one session behind every connection) working when turned off", () =>
+    withPglite(async (url) => {
       // named: the second connection's prepare collides with the first one's
       const named = createPool(url, 2);
       await expect(named.query(prepared(SQL, [1])).then(() => onEveryConnection(named, 2))).rejects.toThrow(/already exists/);
@@ -75,58 +85,48 @@ describe("prepared statements", () => {
       const unnamed = createPool(withoutPreparedStatements(url), 2);
       for (let i = 0; i < 3; i++) expect(await onEveryConnection(unnamed, 2)).toEqual([1, 2]);
       await unnamed.end();
-    } finally {
-      await server.stop();
-      await pglite.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }, 60_000);
+    }), 60_000);
 });
 
 describe("embedded PGlite server (db/pglite-server.ts)", () => {
-  it("keeps each connection's exchanges and transactions whole while many connections run at once", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "memrelay-pglite-"));
-    const pglite = await PGlite.create(dir);
-    const server = await servePglite(pglite, "127.0.0.1", 0);
-    const db = createPool(withoutPreparedStatements(`postgres://postgres@127.0.0.1:${server.port}/postgres`), 8);
-    try {
-      await db.query("CREATE TABLE t (k int PRIMARY KEY, v text NOT NULL)");
-      // extended-protocol statements with parameters (Parse, Bind, Describe, Execute, Sync each) from 8 connections,
-      // and transactions whose rows must land together or not at all
-      const big = "x".repeat(100_000);
-      const work = Array.from({ length: 200 }, async (_, i) => {
-        if (i % 10 === 0) {
-          const c = await db.connect();
-          try {
-            await c.query("BEGIN");
-            await c.query("INSERT INTO t (k, v) VALUES ($1, $2)", [i, big]);
-            await c.query("INSERT INTO t (k, v) VALUES ($1, $2)", [10_000 + i, "pair"]);
-            if (i % 20 === 0) await c.query("ROLLBACK");
-            else await c.query("COMMIT");
-          } finally {
-            c.release();
+  it("keeps each connection's exchanges and transactions whole while many connections run at once", () =>
+    withPglite(async (url) => {
+      const db = createPool(withoutPreparedStatements(url), 8);
+      try {
+        await db.query("CREATE TABLE t (k int PRIMARY KEY, v text NOT NULL)");
+        // extended-protocol statements with parameters (Parse, Bind, Describe, Execute, Sync each) from 8 connections,
+        // and transactions whose rows must land together or not at all
+        const big = "x".repeat(100_000);
+        const work = Array.from({ length: 200 }, async (_, i) => {
+          if (i % 10 === 0) {
+            const c = await db.connect();
+            try {
+              await c.query("BEGIN");
+              await c.query("INSERT INTO t (k, v) VALUES ($1, $2)", [i, big]);
+              await c.query("INSERT INTO t (k, v) VALUES ($1, $2)", [10_000 + i, "pair"]);
+              if (i % 20 === 0) await c.query("ROLLBACK");
+              else await c.query("COMMIT");
+            } finally {
+              c.release();
+            }
+            return;
           }
-          return;
-        }
-        await db.query("INSERT INTO t (k, v) VALUES ($1, $2)", [i, String(i)]);
-        expect((await db.query<{ v: string }>("SELECT v FROM t WHERE k = $1", [i])).rows[0].v).toBe(String(i));
-      });
-      await Promise.all(work);
-      const n = (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM t")).rows[0].n;
-      // 180 single rows, 10 committed pairs (i % 20 = 10), 10 rolled back
-      expect(n).toBe(180 + 20);
-      expect((await db.query<{ n: number }>("SELECT count(*)::int AS n FROM t WHERE v = $1", [big])).rows[0].n).toBe(10);
-      // a connection that goes away inside a transaction does not leave it open for the others
-      const c = await db.connect();
-      await c.query("BEGIN");
-      await c.query("INSERT INTO t (k, v) VALUES (-1, 'orphan')");
-      c.release(new Error("drop this connection"));
-      expect((await db.query<{ n: number }>("SELECT count(*)::int AS n FROM t WHERE k = -1")).rows[0].n).toBe(0);
-    } finally {
-      await db.end();
-      await server.stop();
-      await pglite.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }, 60_000);
+          await db.query("INSERT INTO t (k, v) VALUES ($1, $2)", [i, String(i)]);
+          expect((await db.query<{ v: string }>("SELECT v FROM t WHERE k = $1", [i])).rows[0].v).toBe(String(i));
+        });
+        await Promise.all(work);
+        const n = (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM t")).rows[0].n;
+        // 180 single rows, 10 committed pairs (i % 20 = 10), 10 rolled back
+        expect(n).toBe(180 + 20);
+        expect((await db.query<{ n: number }>("SELECT count(*)::int AS n FROM t WHERE v = $1", [big])).rows[0].n).toBe(10);
+        // a connection that goes away inside a transaction does not leave it open for the others
+        const c = await db.connect();
+        await c.query("BEGIN");
+        await c.query("INSERT INTO t (k, v) VALUES (-1, 'orphan')");
+        c.release(new Error("drop this connection"));
+        expect((await db.query<{ n: number }>("SELECT count(*)::int AS n FROM t WHERE k = -1")).rows[0].n).toBe(0);
+      } finally {
+        await db.end();
+      }
+    }), 60_000);
 });
