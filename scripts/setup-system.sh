@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs and starts the system pieces memrelay's tests need on Debian: nats-server, PostgreSQL 15 with
+# Installs and starts the system pieces memrelay's tests need on Debian: nats-server, Chromium, PostgreSQL 15 with
 # pgvector (built from Debian's source package), and the npm dependencies. Safe to run repeatedly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +15,12 @@ apt_install() {
 if ! command -v nats-server >/dev/null 2>&1; then
   echo "setup: installing nats-server"
   apt_install nats-server
+fi
+
+# Headless Chromium for the browser tests (sign-in and consent pages), driven by playwright-core.
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "setup: installing chromium"
+  apt_install chromium
 fi
 
 if ! command -v pg_config >/dev/null 2>&1 || ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
