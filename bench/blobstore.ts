@@ -23,10 +23,10 @@ import { Pool } from "undici";
 import { startNatsServer } from "../test/support/nats-server.ts";
 import { createTestDatabase } from "../test/support/postgres.ts";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { FsBlobBackend, type BlobBackend } from "../blobstore/backend.ts";
-import { JetStreamBlobBackend } from "../blobstore/object-store-backend.ts";
+import { FsBlobBackend, type BlobBackend } from "../adapters/blob-bytes/backend.ts";
+import { JetStreamBlobBackend } from "../adapters/blob-bytes/object-store-backend.ts";
 import { bodyBuffers, readBuffers } from "../gateway/recycled-buffers.ts";
-import { DEFAULT_BACKEND, type BackendKind } from "../blobstore/service.ts";
+import { DEFAULT_BACKEND, type BackendKind } from "../gateway/blobstore/service.ts";
 import { blobstoreCommand } from "../cli/blobstore.ts";
 
 export interface BlobBenchOptions {
@@ -383,7 +383,7 @@ const round = (n: number) => Math.round(n * 1000) / 1000;
 
 /** Child mode: start the service and report its address. */
 async function serve(cfg: { natsUrl: string; databaseUrl: string; dataDir: string; maxBlobBytes: number; backend: BackendKind }): Promise<void> {
-  const { startBlobstore } = await import("../blobstore/service.ts");
+  const { startBlobstore } = await import("../gateway/blobstore/service.ts");
   const { createLogger } = await import("../config/logger.ts");
   const warnings = createLogger({ sink: (l) => void (/ (WARN|ERROR) /.test(l) && process.stderr.write(l + "\n")) });
   const svc = await startBlobstore({ ...cfg, port: 0, logger: warnings, gc: { intervalMs: 0 } });

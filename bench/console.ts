@@ -29,11 +29,11 @@ import { openEventLog, type EventLog } from "../eventlog/connection.ts";
 import { createPool } from "../db/pool.ts";
 import { encodeCommit, envelope } from "../eventlog/event-store.ts";
 import { readCheckpoint } from "../projections/runtime.ts";
-import { ConsoleLog } from "../console/log.ts";
-import { mintKey, signUp } from "../console/directory.ts";
-import { ConsoleClient, multipartBody } from "../console/client.ts";
-import { AGG, EV, type UploadQueued } from "../schemas/console-events.ts";
-import { CONSOLE_PROJECTION } from "../console/projections.ts";
+import { ConsoleLog } from "../actors/console/log.ts";
+import { mintKey, signUp } from "../actors/console/directory.ts";
+import { ConsoleClient, multipartBody } from "../client/console-client.ts";
+import { AGG, EV, type UploadQueued } from "../schemas/console/events.ts";
+import { CONSOLE_PROJECTION } from "../projections/console/read-models.ts";
 import { pidsByCmdline, postgresSharedPids } from "./lib/processes.ts";
 
 const MiB = 1024 * 1024;
@@ -119,11 +119,11 @@ interface ServiceInfo {
  * actors and projections, against BENCH_BLOBSTORE_URL.
  */
 async function serve(): Promise<void> {
-  const { LocalChain } = await import("../adapters/chain/local-chain.ts");
-  const { generateKeypair } = await import("../adapters/chain/accounts.ts");
-  const { startBlobstore } = await import("../blobstore/service.ts");
-  const { startConsole } = await import("../console/service.ts");
-  const { provisionSponsor, provisionStorage } = await import("../console/provision.ts");
+  const { LocalChain } = await import("../adapters/chain/local/local-chain.ts");
+  const { generateKeypair } = await import("../adapters/chain/local/accounts.ts");
+  const { startBlobstore } = await import("../gateway/blobstore/service.ts");
+  const { startConsole } = await import("../gateway/console/service.ts");
+  const { provisionSponsor, provisionStorage } = await import("../runtime/console-provision.ts");
   const { createLogger } = await import("../config/logger.ts");
   // warnings and errors of the services on stderr (a failed upload says why), nothing else
   const logger = createLogger({ sink: (l) => void (/ (WARN|ERROR) /.test(l) && process.stderr.write(l + "\n")) });
@@ -162,12 +162,12 @@ async function serve(): Promise<void> {
 /**
  * The relay floor: what any console must do with an upload's bytes and nothing else — the same uWS listener layer
  * (gateway/http.ts, recycled receive buffers) streaming a raw body into the blob store through the console's storage
- * client (console/storage.ts), answering with the stored object. No multipart, keys, checks, log or read models.
+ * client (adapters/file-storage/blobstore-http.ts), answering with the stored object. No multipart, keys, checks, log or read models.
  */
 async function serveRelayFloor(blobstoreUrl: string, apiKey: string): Promise<void> {
   const { HttpServer, json } = await import("../gateway/http.ts");
   const { bodyBuffers } = await import("../gateway/recycled-buffers.ts");
-  const { BlobStoreStorage } = await import("../console/storage.ts");
+  const { BlobStoreStorage } = await import("../adapters/file-storage/blobstore-http.ts");
   const storage = new BlobStoreStorage({ url: blobstoreUrl, apiKey });
   const slabs = bodyBuffers();
   const server = new HttpServer({ corsOrigins: [] });

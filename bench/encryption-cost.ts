@@ -13,7 +13,7 @@ import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
 import { Transaction } from "@mysten/sui/transactions";
 import { EnvelopeEncryption } from "../adapters/encryption/envelope.ts";
 import { createDelegateSession } from "../adapters/encryption/session.ts";
-import { startLocalEncryptionStack } from "../keyservers/local-stack.ts";
+import { startLocalEncryptionStack } from "../adapters/encryption/local-keyservers/local-stack.ts";
 
 export interface CostRow {
   readonly name: string;

@@ -1,11 +1,11 @@
-// How the hybrid ranking's defaults were chosen (gateway/hybrid-rank.ts), offline on LoCoMo with exact search in
+// How the hybrid ranking's defaults were chosen (projections/relayer/hybrid-rank.ts), offline on LoCoMo with exact search in
 // memory — the plaintext here is the public data set's, never a user's. BM25 over the same tokens the keyed index
 // hashes (a keyed hash is a renaming of the token, so BM25 over hashes equals BM25 over tokens), the context spread,
 // fusion with the hashing embedder, a cross-validated parameter grid, and the other lever: reranking a wider dense
 // candidate set after decryption.
 //   node --import tsx bench/locomo-tuning.ts [--grid] [--use]
 import { contentTokens, HashingEmbedder } from "../adapters/embeddings/hashing.ts";
-import { DEFAULT_HYBRID, spreadScores } from "../gateway/hybrid-rank.ts";
+import { DEFAULT_HYBRID, spreadScores } from "../projections/relayer/hybrid-rank.ts";
 import { loadLocomo, type Conversation } from "./locomo-offline.ts";
 
 const convs = loadLocomo();

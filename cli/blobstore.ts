@@ -9,12 +9,12 @@ import { createLogger } from "../config/logger.ts";
 import { openEventLog } from "../eventlog/connection.ts";
 import { createPool } from "../db/pool.ts";
 import { ProjectionRunner, migrateCheckpoints } from "../projections/runtime.ts";
-import { BlobstoreLog } from "../blobstore/log.ts";
-import { blobstoreProjection } from "../blobstore/projections.ts";
-import { KIND, filterOf, type Kind } from "../blobstore/events.ts";
-import { ensureApp, issueKey, revokeKey, type Core } from "../blobstore/commands.ts";
-import { Queries } from "../blobstore/queries.ts";
-import { isUuid, validateAppId } from "../blobstore/validation.ts";
+import { BlobstoreLog } from "../actors/blobstore/log.ts";
+import { blobstoreProjection } from "../projections/blobstore/read-models.ts";
+import { KIND, filterOf, type Kind } from "../schemas/blobstore/events.ts";
+import { ensureApp, issueKey, revokeKey, type Core } from "../actors/blobstore/commands.ts";
+import { Queries } from "../projections/blobstore/queries.ts";
+import { isUuid, validateAppId } from "../schemas/blobstore/validation.ts";
 import { HttpError } from "../gateway/http.ts";
 import { NO_DATABASE_URL, flag, processIo, type CommandIo } from "./args.ts";
 

@@ -7,8 +7,8 @@ import { loadConfig } from "../config/env.ts";
 import { createLogger } from "../config/logger.ts";
 import { ProjectionRunner, migrateCheckpoints, readCheckpoint, resetProjection, type Projection } from "../projections/runtime.ts";
 import { relayerProjections } from "../runtime/relayer-stack.ts";
-import { consoleProjections } from "../console/projections.ts";
-import { blobstoreProjections } from "../blobstore/projections.ts";
+import { consoleProjections } from "../projections/console/read-models.ts";
+import { blobstoreProjections } from "../projections/blobstore/read-models.ts";
 import { ProgressBar } from "./progress.ts";
 import { NO_DATABASE_URL } from "./args.ts";
 

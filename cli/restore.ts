@@ -1,23 +1,23 @@
 // `memrelay restore --owner <addr> --namespace <ns>`: rebuilds an owner's namespace in the memory index from the blob
-// objects recorded on chain (gateway/restore.ts), with a progress bar. For when the event log that `memrelay replay`
+// objects recorded on chain (gateway/relayer/restore.ts), with a progress bar. For when the event log that `memrelay replay`
 // rebuilds from is gone (or never had those memories).
 import { openEventLog } from "../eventlog/connection.ts";
 import { createPool } from "../db/pool.ts";
 import { loadConfig } from "../config/env.ts";
 import { createLogger } from "../config/logger.ts";
-import { LocalChain } from "../adapters/chain/local-chain.ts";
+import { LocalChain } from "../adapters/chain/local/local-chain.ts";
 import { createEnvelopeEncryption } from "../adapters/encryption/envelope.ts";
 import { parseServerConfigs, thresholdFromEnv } from "../adapters/encryption/config.ts";
 import { createDelegateSession } from "../adapters/encryption/session.ts";
 import { createEmbedder } from "../adapters/embeddings/select.ts";
 import { WalrusHttpBlobs } from "../adapters/blobs/walrus-http.ts";
 import type { DecryptCredential } from "../adapters/ports.ts";
-import { IndexLog } from "../gateway/index-log.ts";
-import { DEFAULT_CANDIDATE_CAP, planRestore, restoreNamespace, type RestorePorts } from "../gateway/restore.ts";
+import { IndexLog } from "../gateway/relayer/index-log.ts";
+import { DEFAULT_CANDIDATE_CAP, planRestore, restoreNamespace, type RestorePorts } from "../gateway/relayer/restore.ts";
 import { HttpError } from "../gateway/http.ts";
 import { ProjectionRunner } from "../projections/runtime.ts";
-import { memoryIndexProjection } from "../projections/memory-index.ts";
-import { ValidationError, namespaceOf, ownerAddressOf } from "../schemas/relayer-http.ts";
+import { memoryIndexProjection } from "../projections/relayer/memory-index.ts";
+import { ValidationError, namespaceOf, ownerAddressOf } from "../schemas/relayer/http.ts";
 import { credentialsPath, readCredentials } from "./credentials.ts";
 import { ProgressBar } from "./progress.ts";
 import { existsSync } from "node:fs";

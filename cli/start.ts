@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { loadConfig } from "../config/env.ts";
 import { createLogger } from "../config/logger.ts";
 import { startLocalStack } from "../runtime/local-stack.ts";
-import { generateKeypair } from "../adapters/chain/accounts.ts";
+import { generateKeypair } from "../adapters/chain/local/accounts.ts";
 import { startNats, startPostgres, type Service } from "./services.ts";
 import { credentialsPath, readCredentials, writeCredentials } from "./credentials.ts";
 

@@ -53,7 +53,7 @@ export interface RelayerConfig {
   readonly lexicalKey: string | undefined;
   /** MEMRELAY_RECALL_RANKING: `hybrid` (default: keyed BM25 with context, fused with the vector) or `cosine` (spec order). */
   readonly recallRanking: "hybrid" | "cosine";
-  /** MEMRELAY_HYBRID_DENSE_WEIGHT: weight of cosine similarity in hybrid relevance, 0..1; unset: by embedder (gateway/hybrid-rank.ts). */
+  /** MEMRELAY_HYBRID_DENSE_WEIGHT: weight of cosine similarity in hybrid relevance, 0..1; unset: by embedder (projections/relayer/hybrid-rank.ts). */
   readonly hybridDenseWeight: number | undefined;
   /** MEMRELAY_HYBRID_CONTEXT: weights of neighbours 1, 2, … places away in submission order ("0.5,0.3,0.15"; "none" disables); unset: default. */
   readonly hybridContext: readonly number[] | undefined;

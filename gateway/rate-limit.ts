@@ -9,7 +9,7 @@
 // Atomicity: one transaction locks the rows of every key a request touches (upsert in key order, so concurrent
 // requests never deadlock), decides against all its limits together and records the request in all of them or in
 // none. There is no check-then-record race across replicas, and a refused request consumes nothing. When Postgres is
-// unavailable the request fails closed with 503 (gateway/relayer.ts toReply).
+// unavailable the request fails closed with 503 (gateway/relayer/routes.ts toReply).
 import { isIP } from "node:net";
 import type { Db } from "../db/pool.ts";
 import { inTransaction } from "../db/pool.ts";

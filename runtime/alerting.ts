@@ -6,8 +6,8 @@ import { KV_BUCKETS } from "../eventlog/subjects.ts";
 import type { RelayerConfig } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
 import type { ChainPort } from "../adapters/ports.ts";
-import { AlertWebhook } from "../adapters/alert-webhook.ts";
-import { BalanceMonitor, monitoredWallets } from "../actors/balance-monitor.ts";
+import { AlertWebhook } from "../adapters/alerts/webhook.ts";
+import { BalanceMonitor, monitoredWallets } from "../actors/relayer/balance-monitor.ts";
 
 export interface Alerting {
   readonly webhook?: AlertWebhook;

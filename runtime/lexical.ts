@@ -4,7 +4,7 @@ import type { RelayerConfig } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
 import type { EmbeddingPort } from "../adapters/ports.ts";
 import { resolveLexicalSecret } from "../adapters/lexical/keys.ts";
-import { DEFAULT_HYBRID, defaultDenseWeight, type HybridSettings } from "../gateway/hybrid-rank.ts";
+import { DEFAULT_HYBRID, defaultDenseWeight, type HybridSettings } from "../projections/relayer/hybrid-rank.ts";
 
 export const LEXICAL_KEY_FILE = "lexical.key";
 

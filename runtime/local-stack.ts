@@ -7,19 +7,19 @@ import { openEventLog, type EventLog } from "../eventlog/connection.ts";
 import { createPool, type Db } from "../db/pool.ts";
 import type { RelayerConfig } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
-import { LocalChain } from "../adapters/chain/local-chain.ts";
-import { createAccount, addDelegateKey, generateKeypair, keypairFromSecret, mint } from "../adapters/chain/accounts.ts";
-import { startLocalEncryptionStack, type LocalEncryptionStack } from "../keyservers/local-stack.ts";
-import { ownerOrDelegate } from "../keyservers/policy.ts";
+import { LocalChain } from "../adapters/chain/local/local-chain.ts";
+import { createAccount, addDelegateKey, generateKeypair, keypairFromSecret, mint } from "../adapters/chain/local/accounts.ts";
+import { startLocalEncryptionStack, type LocalEncryptionStack } from "../adapters/encryption/local-keyservers/local-stack.ts";
+import { ownerOrDelegate } from "../adapters/encryption/local-keyservers/policy.ts";
 import { createEnvelopeEncryption } from "../adapters/encryption/envelope.ts";
 import { createEmbedder } from "../adapters/embeddings/select.ts";
 import { WalrusHttpBlobs } from "../adapters/blobs/walrus-http.ts";
-import { startBlobstore } from "../blobstore/service.ts";
+import { startBlobstore } from "../gateway/blobstore/service.ts";
 import { startRelayer, type RelayerRoles, type RelayerStack } from "./relayer-stack.ts";
 import type { EmbeddingPort } from "../adapters/ports.ts";
 import { lexicalSecretFor } from "./lexical.ts";
-import { startConsole, type ConsoleHandle } from "../console/service.ts";
-import { provisionSponsor, provisionStorage } from "../console/provision.ts";
+import { startConsole, type ConsoleHandle } from "../gateway/console/service.ts";
+import { provisionSponsor, provisionStorage } from "./console-provision.ts";
 
 export interface DevIdentity {
   readonly ownerSecretKey: Uint8Array;

@@ -6,7 +6,7 @@ import { openEventLog } from "../eventlog/connection.ts";
 import { createPool } from "../db/pool.ts";
 import type { RelayerConfig } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
-import { LocalChain } from "../adapters/chain/local-chain.ts";
+import { LocalChain } from "../adapters/chain/local/local-chain.ts";
 import { createEnvelopeEncryption } from "../adapters/encryption/envelope.ts";
 import { parseServerConfigs, thresholdFromEnv } from "../adapters/encryption/config.ts";
 import { createEmbedder } from "../adapters/embeddings/select.ts";

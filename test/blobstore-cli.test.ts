@@ -4,11 +4,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import type { TestDatabase } from "./support/postgres.ts";
-import type { BlobstoreHandle } from "../blobstore/service.ts";
+import type { BlobstoreHandle } from "../gateway/blobstore/service.ts";
 import { blobstoreCommand } from "../cli/blobstore.ts";
 import { runProjectionsCommand } from "./support/projections-cli.ts";
 import { blobstoreReadModels } from "./support/blobstore-read-models.ts";
-import type { HttpClient } from "../blobstore/testkit.ts";
+import type { HttpClient } from "./support/blobstore-testkit.ts";
 import { startTestBlobstore, type TestBlobstore } from "./support/blobstore.ts";
 
 const NAMES = ["blobstore_apps", "blobstore_keys", "blobstore_accounts", "blobstore_buckets", "blobstore_blobs"];

@@ -1,4 +1,4 @@
-// Off-thread body hashing (blobstore/hasher.ts): the digests equal node:crypto's for every size and chunking, also
+// Off-thread body hashing (adapters/blob-bytes/hasher.ts): the digests equal node:crypto's for every size and chunking, also
 // with many bodies sharing one worker's slots; an aborted body gives its slots back; the fs backend stores the same
 // ids and MD5s whether it hashes in place or on workers.
 import { afterAll, describe, expect, it } from "vitest";
@@ -6,8 +6,8 @@ import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Hasher, defaultHashThreads } from "../blobstore/hasher.ts";
-import { FsBlobBackend, blobIdOf } from "../blobstore/backend.ts";
+import { Hasher, defaultHashThreads } from "../adapters/blob-bytes/hasher.ts";
+import { FsBlobBackend, blobIdOf } from "../adapters/blob-bytes/backend.ts";
 import { HttpError } from "../gateway/http.ts";
 
 const MiB = 1024 * 1024;

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createHash, randomBytes } from "node:crypto";
 import { blobstoreCommand } from "../cli/blobstore.ts";
-import { httpClient } from "../blobstore/testkit.ts";
+import { httpClient } from "./support/blobstore-testkit.ts";
 import { startTestBlobstore, type TestBlobstore } from "./support/blobstore.ts";
 
 const KiB = 1024;

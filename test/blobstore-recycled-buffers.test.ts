@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { RecycledBuffers, bodyBuffers, readBuffers } from "../gateway/recycled-buffers.ts";
-import { FsBlobBackend } from "../blobstore/backend.ts";
+import { FsBlobBackend } from "../adapters/blob-bytes/backend.ts";
 
 const KiB = 1024;
 const arrayBufferOf = (b: Buffer) => b.buffer.slice(b.byteOffset, b.byteOffset + b.length) as ArrayBuffer;

@@ -6,10 +6,10 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import type { NatsServerHandle } from "./support/nats-server.ts";
 import type { TestDatabase } from "./support/postgres.ts";
-import { startBlobstore, type BlobstoreHandle } from "../blobstore/service.ts";
+import { startBlobstore, type BlobstoreHandle } from "../gateway/blobstore/service.ts";
 import { blobstoreCommand } from "../cli/blobstore.ts";
-import { httpClient, type HttpClient } from "../blobstore/testkit.ts";
-import type { FsBlobBackend } from "../blobstore/backend.ts";
+import { httpClient, type HttpClient } from "./support/blobstore-testkit.ts";
+import type { FsBlobBackend } from "../adapters/blob-bytes/backend.ts";
 import { blobstoreReadModels } from "./support/blobstore-read-models.ts";
 import { startTestBlobstore, type TestBlobstore } from "./support/blobstore.ts";
 
@@ -575,9 +575,9 @@ describe("content-addressed storage", () => {
 
 describe("recovery", () => {
   it("a full sweep purges objects a crashed writer left in a deleted bucket", async () => {
-    const { BlobstoreLog } = await import("../blobstore/log.ts");
+    const { BlobstoreLog } = await import("../actors/blobstore/log.ts");
     const { openEventLog } = await import("../eventlog/connection.ts");
-    const { KIND, EVT, newEvent, objectAggregateId } = await import("../blobstore/events.ts");
+    const { KIND, EVT, newEvent, objectAggregateId } = await import("../schemas/blobstore/events.ts");
     const admin = (await issueAdminKey("orphan-app")).secret;
     const acct = await newAccount(admin);
     const created = (await http("POST", "/api/v1/buckets", { bearer: acct.apiKey, body: { name: "orphanage" } })).json();

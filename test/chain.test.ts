@@ -10,12 +10,12 @@ import { startNatsServer, type NatsServerHandle } from "./support/nats-server.ts
 import { openEventLog, type EventLog } from "../eventlog/connection.ts";
 import { STREAMS } from "../eventlog/subjects.ts";
 import { PortError } from "../adapters/ports.ts";
-import { LocalChain } from "../adapters/chain/local-chain.ts";
-import { addDelegateKey, createAccount, deactivate, generateKeypair, mint, reactivate, removeDelegateKey, transfer } from "../adapters/chain/accounts.ts";
-import { buildSignedTx } from "../adapters/chain/tx.ts";
-import { GAS_FEE_MIST, type ChainBlock, type TxBody } from "../adapters/chain/model.ts";
-import type { SubmitResult } from "../adapters/chain/ledger.ts";
-import { CHAIN_STATE_BUCKET, CHAIN_TX_SUBJECT } from "../adapters/chain/state-keys.ts";
+import { LocalChain } from "../adapters/chain/local/local-chain.ts";
+import { addDelegateKey, createAccount, deactivate, generateKeypair, mint, reactivate, removeDelegateKey, transfer } from "../adapters/chain/local/accounts.ts";
+import { buildSignedTx } from "../adapters/chain/local/tx.ts";
+import { GAS_FEE_MIST, type ChainBlock, type TxBody } from "../adapters/chain/local/model.ts";
+import type { SubmitResult } from "../adapters/chain/local/ledger.ts";
+import { CHAIN_STATE_BUCKET, CHAIN_TX_SUBJECT } from "../adapters/chain/local/state-keys.ts";
 
 const PACKAGE_ID = "0x" + "ab".repeat(32);
 const NETWORK = "localnet";

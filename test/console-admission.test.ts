@@ -5,11 +5,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomBytes, randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
 import { request } from "undici";
-import { startConsoleTestStack, type ConsoleTestStack } from "../console/testkit.ts";
-import { mintKey, signUp } from "../console/directory.ts";
-import { ConsoleApiError, ConsoleClient, multipartBody } from "../console/client.ts";
-import { Admission } from "../console/admission.ts";
-import { ByteChannel } from "../console/channel.ts";
+import { startConsoleTestStack, type ConsoleTestStack } from "./support/console-testkit.ts";
+import { mintKey, signUp } from "../actors/console/directory.ts";
+import { ConsoleApiError, ConsoleClient, multipartBody } from "../client/console-client.ts";
+import { Admission } from "../gateway/console/admission.ts";
+import { ByteChannel } from "../gateway/console/channel.ts";
 
 let s: ConsoleTestStack;
 const clients: ConsoleClient[] = [];

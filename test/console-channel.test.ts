@@ -1,7 +1,7 @@
 // The byte channel between the multipart parser and the storage upload: order, backpressure, a consumer that
 // leaves early, a producer that fails.
 import { describe, expect, it } from "vitest";
-import { ByteChannel } from "../console/channel.ts";
+import { ByteChannel } from "../gateway/console/channel.ts";
 
 const drain = async (ch: AsyncIterable<Buffer>) => {
   const got: string[] = [];

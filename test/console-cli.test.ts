@@ -8,7 +8,7 @@ import { openEventLog, type EventLog } from "../eventlog/connection.ts";
 import { encodeCommit, envelope } from "../eventlog/event-store.ts";
 import { createPool, type Db } from "../db/pool.ts";
 import { runProjectionsCommand } from "./support/projections-cli.ts";
-import { AGG, EV, type UploadQueued } from "../schemas/console-events.ts";
+import { AGG, EV, type UploadQueued } from "../schemas/console/events.ts";
 
 let nats: NatsServerHandle;
 let database: TestDatabase;

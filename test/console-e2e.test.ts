@@ -9,9 +9,9 @@ import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
 import { startTestStack, type TestStack } from "./support/stack.ts";
 import { consoleCommand } from "../cli/console.ts";
-import { ConsoleApiError, ConsoleClient } from "../console/client.ts";
+import { ConsoleApiError, ConsoleClient } from "../client/console-client.ts";
 import { ProjectionRunner } from "../projections/runtime.ts";
-import { accessIndexProjection } from "../console/projections.ts";
+import { accessIndexProjection } from "../projections/console/read-models.ts";
 import { silentLogger } from "../config/logger.ts";
 
 let t: TestStack;

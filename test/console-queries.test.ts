@@ -1,13 +1,13 @@
-// The console's file listing with a substring search (console/queries.ts): whichever of its three steps answers
+// The console's file listing with a substring search (projections/console/queries.ts): whichever of its three steps answers
 // (a window of the sort order, the trigram index, a walk of the whole order), every page and the pages that follow
 // through cursors are exactly what a plain filter-and-sort gives. Small step sizes reach every step with few rows;
 // which step answers follows from the trigram index's count of candidates.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPool, inTransaction, type Db } from "../db/pool.ts";
 import { createTestDatabase, type TestDatabase } from "./support/postgres.ts";
-import { consoleProjection } from "../console/projections.ts";
-import { hasTrigrams, Queries } from "../console/queries.ts";
-import { decodeCursor, type FileListQuery, type FileSort, type SortOrder } from "../schemas/console-http.ts";
+import { consoleProjection } from "../projections/console/read-models.ts";
+import { hasTrigrams, Queries } from "../projections/console/queries.ts";
+import { decodeCursor, type FileListQuery, type FileSort, type SortOrder } from "../schemas/console/http.ts";
 
 const SPACE = "11111111-1111-1111-1111-111111111111";
 const BUCKET = (i: number) => `00000000-0000-0000-0000-00000000000${i % 4}`;

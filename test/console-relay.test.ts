@@ -2,11 +2,11 @@
 // through the listener arrive intact while slabs cycle between concurrent uploads.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHash, randomBytes, randomUUID } from "node:crypto";
-import { startConsoleTestStack, type ConsoleTestStack } from "../console/testkit.ts";
-import { mintKey, signUp } from "../console/directory.ts";
-import { ConsoleClient } from "../console/client.ts";
+import { startConsoleTestStack, type ConsoleTestStack } from "./support/console-testkit.ts";
+import { mintKey, signUp } from "../actors/console/directory.ts";
+import { ConsoleClient } from "../client/console-client.ts";
 import { bodyBuffers } from "../gateway/recycled-buffers.ts";
-import { parseMultipart } from "../console/multipart.ts";
+import { parseMultipart } from "../gateway/console/multipart.ts";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;

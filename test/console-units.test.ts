@@ -7,16 +7,16 @@ import { initialTransition, type AnyMachineSnapshot, type AnyStateMachine } from
 import { evolve, effectOf, type ActorDefinition } from "../actors/host.ts";
 import type { CommandEnvelope, EventEnvelope } from "../schemas/envelope.ts";
 import type { NewEvent } from "../eventlog/event-store.ts";
-import { AGG, CMD, EV } from "../schemas/console-events.ts";
-import { bucketActor } from "../console/actors/bucket.actor.ts";
-import { uploadActor } from "../console/actors/upload.actor.ts";
-import { fileActor } from "../console/actors/file.actor.ts";
-import { keyActor } from "../console/actors/key.actor.ts";
-import { sponsorActor } from "../console/actors/sponsor.actor.ts";
-import type { ConsoleActorPorts } from "../console/actors/ports.ts";
-import { boundaryOf, parseMultipart, partialDelimiterAt } from "../console/multipart.ts";
-import { ConsoleHttpError, decodeCursor, encodeCursor, parseBucketListQuery, parseFileMetadata, parseSponsor, parseUpdateBucket, validateBucketName, validateFileName } from "../schemas/console-http.ts";
-import { multipartBody } from "../console/client.ts";
+import { AGG, CMD, EV } from "../schemas/console/events.ts";
+import { bucketActor } from "../actors/console/bucket.actor.ts";
+import { uploadActor } from "../actors/console/upload.actor.ts";
+import { fileActor } from "../actors/console/file.actor.ts";
+import { keyActor } from "../actors/console/key.actor.ts";
+import { sponsorActor } from "../actors/console/sponsor.actor.ts";
+import type { ConsoleActorPorts } from "../actors/console/ports.ts";
+import { boundaryOf, parseMultipart, partialDelimiterAt } from "../gateway/console/multipart.ts";
+import { ConsoleHttpError, decodeCursor, encodeCursor, parseBucketListQuery, parseFileMetadata, parseSponsor, parseUpdateBucket, validateBucketName, validateFileName } from "../schemas/console/http.ts";
+import { multipartBody } from "../client/console-client.ts";
 import { ConfigError, consoleLimitsFromEnv, loadConfig } from "../config/env.ts";
 
 const ports = {} as ConsoleActorPorts;

@@ -9,12 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.ts";
 import { openEventLog, type EventLog } from "../eventlog/connection.ts";
 import { PortError } from "../adapters/ports.ts";
-import { LocalChain } from "../adapters/chain/local-chain.ts";
-import { addDelegateKey, createAccount, generateKeypair, mint, removeDelegateKey } from "../adapters/chain/accounts.ts";
+import { LocalChain } from "../adapters/chain/local/local-chain.ts";
+import { addDelegateKey, createAccount, generateKeypair, mint, removeDelegateKey } from "../adapters/chain/local/accounts.ts";
 import { EnvelopeEncryption } from "../adapters/encryption/envelope.ts";
 import { createDelegateSession } from "../adapters/encryption/session.ts";
-import { startLocalEncryptionStack, type LocalEncryptionStack } from "../keyservers/local-stack.ts";
-import { ownerOrDelegate } from "../keyservers/policy.ts";
+import { startLocalEncryptionStack, type LocalEncryptionStack } from "../adapters/encryption/local-keyservers/local-stack.ts";
+import { ownerOrDelegate } from "../adapters/encryption/local-keyservers/policy.ts";
 
 const PKG = "0x" + "c4".repeat(32);
 const enc = new TextEncoder();

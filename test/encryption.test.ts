@@ -15,9 +15,9 @@ import { EnvelopeEncryption, parseEnvelope } from "../adapters/encryption/envelo
 import { createDelegateSession, decodeSessionHeader } from "../adapters/encryption/session.ts";
 import { parseServerConfigs, thresholdFromEnv } from "../adapters/encryption/config.ts";
 import { bcs } from "@mysten/sui/bcs";
-import { moveObject } from "../chain/rpc/objects.ts";
-import { startLocalEncryptionStack, type LocalEncryptionStack } from "../keyservers/local-stack.ts";
-import { ownerOrDelegate } from "../keyservers/policy.ts";
+import { moveObject } from "../adapters/chain/local/rpc/objects.ts";
+import { startLocalEncryptionStack, type LocalEncryptionStack } from "../adapters/encryption/local-keyservers/local-stack.ts";
+import { ownerOrDelegate } from "../adapters/encryption/local-keyservers/policy.ts";
 
 const PKG = "0x" + "e1".repeat(32);
 const enc = new TextEncoder();

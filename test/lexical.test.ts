@@ -10,12 +10,12 @@ import { STREAMS } from "../eventlog/subjects.ts";
 import { LexicalKeyring, parseLexicalSecret } from "../adapters/lexical/keys.ts";
 import { MAX_TERMS, documentTerms, queryTerms } from "../adapters/lexical/terms.ts";
 import { contentTokens } from "../adapters/embeddings/hashing.ts";
-import { DEFAULT_HYBRID, rankHybrid, spreadContext, spreadScores, topPositions } from "../gateway/hybrid-rank.ts";
-import { LEXICAL_INDEX, lexicalIndexProjection } from "../projections/lexical-index.ts";
+import { DEFAULT_HYBRID, rankHybrid, spreadContext, spreadScores, topPositions } from "../projections/relayer/hybrid-rank.ts";
+import { LEXICAL_INDEX, lexicalIndexProjection } from "../projections/relayer/lexical-index.ts";
 import { readCheckpoint, resetProjection } from "../projections/runtime.ts";
 import { inTransaction } from "../db/pool.ts";
 import { HashingEmbedder } from "../adapters/embeddings/hashing.ts";
-import { DEFAULT_WEIGHTS } from "../schemas/relayer-http.ts";
+import { DEFAULT_WEIGHTS } from "../schemas/relayer/http.ts";
 import type { StoredEvent } from "../schemas/envelope.ts";
 import { randomUUID } from "node:crypto";
 

@@ -7,7 +7,7 @@ import { request } from "undici";
 import { startTestStack, type TestStack } from "./support/stack.ts";
 import type { MemrelayClient } from "../client/memrelay-client.ts";
 import { resetProjection } from "../projections/runtime.ts";
-import { MEMORY_INDEX } from "../projections/memory-index.ts";
+import { MEMORY_INDEX } from "../projections/relayer/memory-index.ts";
 
 const bin = fileURLToPath(new URL("../bin/memrelay.mjs", import.meta.url));
 

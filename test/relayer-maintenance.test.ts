@@ -11,14 +11,14 @@ import { startTestStack, type TestStack } from "./support/stack.ts";
 import type { MemrelayClient } from "../client/memrelay-client.ts";
 import type { DevIdentity } from "../runtime/local-stack.ts";
 import { createDelegateSession } from "../adapters/encryption/session.ts";
-import { deactivate } from "../adapters/chain/accounts.ts";
-import { MEMORY_INDEX } from "../projections/memory-index.ts";
+import { deactivate } from "../adapters/chain/local/accounts.ts";
+import { MEMORY_INDEX } from "../projections/relayer/memory-index.ts";
 import { readCheckpoint, resetProjection } from "../projections/runtime.ts";
 import { PgRateLimiter, canonicalIp, clientIp, ipBucket } from "../gateway/rate-limit.ts";
 import type { Request } from "../gateway/http.ts";
 import { writeCredentials } from "../cli/credentials.ts";
 import { restoreCommand } from "../cli/restore.ts";
-import { IndexLog } from "../gateway/index-log.ts";
+import { IndexLog } from "../gateway/relayer/index-log.ts";
 
 let t: TestStack;
 const ENV = { MEMRELAY_RESTORE_CANDIDATE_CAP: "6", ACCOUNT_EXISTS_GLOBAL_PER_MINUTE: "60" };

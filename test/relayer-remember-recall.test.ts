@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { startTestStack, type TestStack } from "./support/stack.ts";
 import { RelayerError, type MemrelayClient } from "../client/memrelay-client.ts";
 import { RequestSigner } from "../client/signer.ts";
-import { removeDelegateKey } from "../adapters/chain/accounts.ts";
+import { removeDelegateKey } from "../adapters/chain/local/accounts.ts";
 import { createConnection } from "node:net";
 
 let t: TestStack;

@@ -2,10 +2,10 @@
 // a snapshot plus newer events gives the same state as replaying every event.
 import { describe, expect, it } from "vitest";
 import { initialTransition, type AnyMachineSnapshot } from "xstate";
-import { rememberJobMachine } from "../actors/remember-job.machine.ts";
+import { rememberJobMachine } from "../actors/relayer/remember-job.machine.ts";
 import { effectOf, evolve } from "../actors/host.ts";
-import { rememberJobActor } from "../actors/remember-job.actor.ts";
-import { JOB_EVENTS, type RememberCommand } from "../schemas/remember-job.ts";
+import { rememberJobActor } from "../actors/relayer/remember-job.actor.ts";
+import { JOB_EVENTS, type RememberCommand } from "../schemas/relayer/remember-job.ts";
 import type { EventEnvelope } from "../schemas/envelope.ts";
 
 const ev = (type: string, data: unknown, i = 0): EventEnvelope => ({

@@ -2,7 +2,7 @@
 // normalised, light stemming, stopwords dropped): adapters/embeddings/hashing.ts `forEachToken`. The plaintext
 // tokens live only inside these functions.
 import { forEachToken } from "../embeddings/hashing.ts";
-import { MAX_TF, type LexicalTerms } from "../../schemas/lexical.ts";
+import { MAX_TF, type LexicalTerms } from "../../schemas/relayer/lexical.ts";
 import { LEXICAL_SCHEME, type OwnerLexicalKey } from "./keys.ts";
 
 /** Distinct terms one memory contributes at most (≈ 70 KB of JSON in its event). */

@@ -4,7 +4,7 @@
 //   node --import tsx bench/experiments/file-search-seed.ts [files]
 import { createPool } from "../../db/pool.ts";
 import { createTestDatabase } from "../../test/support/postgres.ts";
-import { consoleProjection } from "../../console/projections.ts";
+import { consoleProjection } from "../../projections/console/read-models.ts";
 
 const files = Number(process.argv[2] ?? 100_000);
 const database = await createTestDatabase("memrelay_exp_files");

@@ -3,8 +3,8 @@
 // statement of one request with its time (which steps the search took). ONLY=<text> runs the matching cases only.
 //   node --import tsx bench/experiments/file-search-time.ts <database url> [requests]
 import { createPool } from "../../db/pool.ts";
-import { Queries } from "../../console/queries.ts";
-import type { FileListQuery } from "../../schemas/console-http.ts";
+import { Queries } from "../../projections/console/queries.ts";
+import type { FileListQuery } from "../../schemas/console/http.ts";
 
 const url = process.argv[2];
 const n = Number(process.argv[3] ?? 100);

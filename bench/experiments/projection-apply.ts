@@ -2,7 +2,7 @@
 //   node --import tsx bench/experiments/projection-apply.ts
 import { createTestDatabase } from "../../test/support/postgres.ts";
 import { createPool, toVectorLiteral } from "../../db/pool.ts";
-import { memoryIndexProjection } from "../../projections/memory-index.ts";
+import { memoryIndexProjection } from "../../projections/relayer/memory-index.ts";
 import { HashingEmbedder } from "../../adapters/embeddings/hashing.ts";
 import { encodeCommit, decodeCommit, envelope } from "../../eventlog/event-store.ts";
 import { randomUUID } from "node:crypto";

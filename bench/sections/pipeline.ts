@@ -5,7 +5,7 @@ import { RequestSigner } from "../../client/signer.ts";
 import type { Ctx } from "../lib/context.ts";
 import type { BenchEnv } from "../lib/env.ts";
 import { EventStore } from "../../eventlog/event-store.ts";
-import { JOB_EVENTS } from "../../schemas/remember-job.ts";
+import { JOB_EVENTS } from "../../schemas/relayer/remember-job.ts";
 import { appendsPerOp, log, natsPerOp, submitBulkAndWait } from "../lib/context.ts";
 import { newPool, openLoop, signedPost } from "../lib/load.ts";
 import { memoryTexts } from "../lib/texts.ts";

@@ -6,16 +6,16 @@ import { createDelegateSession } from "../../adapters/encryption/session.ts";
 import { HashingEmbedder } from "../../adapters/embeddings/hashing.ts";
 import { RequestSigner } from "../../client/signer.ts";
 import { createPool, toVectorLiteral } from "../../db/pool.ts";
-import { rankMemories } from "../../gateway/recall.ts";
-import { DEFAULT_WEIGHTS, type ScoringWeights } from "../../schemas/relayer-http.ts";
-import { DEFAULT_HYBRID, defaultDenseWeight, rankHybrid } from "../../gateway/hybrid-rank.ts";
+import { rankMemories } from "../../projections/relayer/recall.ts";
+import { DEFAULT_WEIGHTS, type ScoringWeights } from "../../schemas/relayer/http.ts";
+import { DEFAULT_HYBRID, defaultDenseWeight, rankHybrid } from "../../projections/relayer/hybrid-rank.ts";
 import { LexicalKeyring, parseLexicalSecret } from "../../adapters/lexical/keys.ts";
 import { queryTerms } from "../../adapters/lexical/terms.ts";
 import type { Ctx } from "../lib/context.ts";
 import { readCheckpoint } from "../../projections/runtime.ts";
-import { MEMORY_INDEX } from "../../projections/memory-index.ts";
-import { LEXICAL_INDEX } from "../../projections/lexical-index.ts";
-import { JOB_STATUS } from "../../projections/job-status.ts";
+import { MEMORY_INDEX } from "../../projections/relayer/memory-index.ts";
+import { LEXICAL_INDEX } from "../../projections/relayer/lexical-index.ts";
+import { JOB_STATUS } from "../../projections/relayer/job-status.ts";
 import { appendSynthetic, ensureReal, lastEventSeq, log, waitProjections } from "../lib/context.ts";
 import type { BenchEnv } from "../lib/env.ts";
 import { closedLoop, newPool, signedPost, type Prepared } from "../lib/load.ts";
@@ -289,7 +289,7 @@ export async function recallSection(ctx: Ctx): Promise<SectionResult> {
     rows,
     notes: [
       `Index: ${int(Number(sizes.total))} rows of ${sizes.owners} owners, ${(Number(sizes.bytes) / 2 ** 20).toFixed(0)} MiB with indexes (keyed lexical index ${(Number(sizes.lex) / 2 ** 20).toFixed(0)} MiB). The queried owner's ${int(nBig)} + 1,000 + 10 memories are real (remembered through the API: encrypted blobs in the blob store, recall decrypts them with an exported session key); the other ${int(ctx.synthetic.rows)} rows come from synthetic \`job.indexed\` commits of 200 owners (hashing vectors of random corpus words, keyed lexical terms, submission order) appended to EVT with EventStore.append${seeded ? ` (${rate(seeded.rows / seeded.seconds, " commits/s")} appended; index built ${seeded.projectSeconds.toFixed(1)} s after the first append, i.e. ${rate(seeded.rows / seeded.projectSeconds, " rows/s")} while live)` : ""}. \`VACUUM (ANALYZE)\` ran after seeding (the state autovacuum keeps a live index in); the actor host is stopped during the measurements.`,
-      `Two rankings: **cosine** (the spec's order, gateway started with MEMRELAY_RECALL_RANKING=cosine) — where exactness is checked against a brute-force search — and **hybrid**, the relayer's default (keyed BM25 with conversational context fused with the vector, gateway/hybrid-rank.ts; for the hashing embedder the dense weight is 0).`,
+      `Two rankings: **cosine** (the spec's order, gateway started with MEMRELAY_RECALL_RANKING=cosine) — where exactness is checked against a brute-force search — and **hybrid**, the relayer's default (keyed BM25 with conversational context fused with the vector, projections/relayer/hybrid-rank.ts; for the hashing embedder the dense weight is 0).`,
       `Clients: ${CLIENTS} closed-loop workers over 32 keep-alive connections, requests signed beforehand (x-encryption-session header, limit 10), LoCoMo questions as queries, after 200 warm-up requests per run. The gateway, projections and actor host each run in their own process; the blob store (aggregator reads on cache misses) in the services process.`,
       "Whole request = signature check, nonce claim, owner lookup, query embedding, exact ranking in Postgres, ciphertext reads (cache or blob store), envelope decryption. Hashing query embedding costs microseconds, so 'excluding embedding' and the whole request coincide here.",
       "recall@10: the API's top 10 (cosine order) against a brute-force cosine ranking in JS over the stored half-precision vectors (query cast to halfvec by Postgres, ties by id as the SQL orders). 'tie-aware' also accepts a result whose exact distance equals the 10th (float32 vs float64 accumulation may order exact ties differently).",

@@ -3,7 +3,7 @@
 // from the reset to the checkpoint passing that commit; the rebuilt rows are checked against the originals.
 import { randomUUID } from "node:crypto";
 import { resetProjection, readCheckpoint } from "../../projections/runtime.ts";
-import { memoryIndexProjection, MEMORY_INDEX } from "../../projections/memory-index.ts";
+import { memoryIndexProjection, MEMORY_INDEX } from "../../projections/relayer/memory-index.ts";
 import { STREAMS } from "../../eventlog/subjects.ts";
 import type { Ctx } from "../lib/context.ts";
 import { appendSynthetic, lastEventSeq, log, waitProjections } from "../lib/context.ts";

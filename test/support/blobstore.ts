@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startNatsServer, type NatsServerHandle } from "./nats-server.ts";
 import { createTestDatabase, type TestDatabase } from "./postgres.ts";
-import { startBlobstore, type BlobstoreHandle, type BlobstoreOptions } from "../../blobstore/service.ts";
-import { httpClient, type HttpClient } from "../../blobstore/testkit.ts";
+import { startBlobstore, type BlobstoreHandle, type BlobstoreOptions } from "../../gateway/blobstore/service.ts";
+import { httpClient, type HttpClient } from "./blobstore-testkit.ts";
 
 export interface TestBlobstore {
   readonly nats: NatsServerHandle;

@@ -1,0 +1,89 @@
+// Wires the bucket machine to its effects. `execute_policy`: co-sign the reserved bytes (the client signed them
+// with its service key; the console's sponsor pays the gas) and execute them on chain — idempotent, since the
+// ledger answers a repeated transaction from its receipt. `provision`: create the blob-store bucket holding the
+// files. `deprovision`: remove it (with any bytes left) and release the bucket's name.
+import { Effect } from "effect";
+import type { ActorDefinition } from "../host.ts";
+import { Transient } from "../host.ts";
+import type { CommandEnvelope } from "../../schemas/envelope.ts";
+import { PortError } from "../../adapters/ports.ts";
+import {
+  AGG,
+  CMD,
+  EV,
+  type BucketCreateCommandData,
+  type BucketFinalizeCommandData,
+  type BucketReserveCommandData,
+  type BucketUpdateCommandData,
+} from "../../schemas/console/events.ts";
+import { CODE } from "../../schemas/console/http.ts";
+import { newEvent } from "./log.ts";
+import { cosign } from "./chain.ts";
+import { StorageError } from "../../adapters/file-storage/blobstore-http.ts";
+import { bucketMachine, type BucketContext } from "./bucket.machine.ts";
+import type { ConsoleActorPorts } from "./ports.ts";
+
+export const transientOf = (what: string) => (e: unknown) => new Transient(`${what}: ${e instanceof Error ? e.message : String(e)}`);
+
+export function bucketActor(ports: ConsoleActorPorts): ActorDefinition<CommandEnvelope> {
+  return {
+    aggregateType: AGG.bucket,
+    machine: bucketMachine,
+    snapshotVersion: 1,
+    decide: (snapshot, command) => {
+      const state = snapshot.value as string;
+      switch (command.type) {
+        case CMD.bucketCreate:
+          return state === "none" ? [newEvent(EV.bucketCreated, command.data as BucketCreateCommandData)] : [];
+        case CMD.bucketReserve:
+          return state === "none" ? [newEvent(EV.bucketReserved, command.data as BucketReserveCommandData)] : [];
+        case CMD.bucketFinalize:
+          return state === "pending_policy" ? [newEvent(EV.bucketFinalizeRequested, { requested_by: (command.data as BucketFinalizeCommandData).requested_by })] : [];
+        case CMD.bucketUpdate:
+          return state === "active" ? [newEvent(EV.bucketUpdated, command.data as BucketUpdateCommandData)] : [];
+        case CMD.bucketDelete:
+          return state === "active" || state === "pending_policy" ? [newEvent(EV.bucketDeleteRequested, command.data)] : [];
+        default:
+          return [];
+      }
+    },
+    effects: {
+      execute_policy: ({ context, command }) =>
+        Effect.gen(function* () {
+          const ctx = context as BucketContext;
+          if (command.type !== CMD.bucketFinalize) return yield* Effect.fail(new Transient("finalize effect without its command"));
+          const signed = cosign(ctx.tx_bytes!, (command.data as BucketFinalizeCommandData).signature, ports.sponsorKey);
+          const outcome = yield* Effect.tryPromise({ try: () => ports.chain.submit(signed), catch: (e) => e }).pipe(Effect.result);
+          if (outcome._tag === "Failure") {
+            const e = outcome.failure;
+            if (e instanceof PortError && e.kind !== "unavailable") {
+              return [newEvent(EV.bucketFinalizeFailed, { code: e.kind === "forbidden" ? CODE.invalidSignature : CODE.chainRejected, error: e.message })];
+            }
+            return yield* Effect.fail(transientOf("chain")(e));
+          }
+          const object = outcome.success.outcome.object;
+          if (!object) return [newEvent(EV.bucketFinalizeFailed, { code: CODE.chainRejected, error: "the transaction created no bucket policy" })];
+          return [newEvent(EV.bucketPolicyCreated, { policy_id: object.object_id, chain_digest: outcome.success.digest, policy: object })];
+        }),
+      provision: ({ context }) =>
+        Effect.tryPromise({ try: () => ports.storage.ensureBucket((context as BucketContext).bucket!.storage_bucket_name), catch: transientOf("storage") }).pipe(
+          Effect.map(() => [newEvent(EV.bucketActivated, { activated_at: new Date().toISOString() })]),
+        ),
+      deprovision: ({ context, aggregateId }) =>
+        Effect.gen(function* () {
+          const ctx = context as BucketContext;
+          yield* Effect.tryPromise({
+            try: async () => {
+              await ports.storage.deleteBucket(ctx.bucket!.storage_bucket_name).catch((err) => {
+                if (err instanceof StorageError && !err.transient) return; // not ours any more: nothing to release
+                throw err;
+              });
+              if (ctx.name_claim) await ports.clog.release(ctx.name_claim, aggregateId);
+            },
+            catch: transientOf("deprovision"),
+          });
+          return [newEvent(EV.bucketDeleted, { deleted_at: new Date().toISOString(), space_id: ctx.bucket!.space_id })];
+        }),
+    },
+  };
+}

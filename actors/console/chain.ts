@@ -1,0 +1,91 @@
+// The console's use of the chain port: sponsored transactions the client signs with its service key (the console
+// builds the bytes naming the caller as sender and its sponsor as gas owner, then co-signs at execution), and
+// reading bucket policies and access groups back for the access checks. Signatures follow Sui, so the client can
+// sign the bytes with `Ed25519Keypair.signTransaction` from @mysten/sui.
+import { randomBytes } from "node:crypto";
+import type { LocalChain } from "../../adapters/chain/local/local-chain.ts";
+import type { SignedTx, TxArgs, TxBody, TxKind } from "../../adapters/chain/local/model.ts";
+import { keypairFromSecret, parseSerializedSignature, suiAddressOf, toSerializedSignature, verifyEd25519, type SecretKeyInput } from "../../adapters/chain/local/keys.ts";
+import { signingDigest, txDigest } from "../../adapters/chain/local/tx.ts";
+import { accessGroupType, bucketPolicyType, type AccessGroupFields, type AccessScope, type BucketPolicyFields } from "../../adapters/chain/local/console-model.ts";
+
+export interface UnsignedTx {
+  /** base64 of the transaction bytes */
+  readonly bytes: string;
+  readonly digest: string;
+}
+
+/** Builds a transaction for `sender`, with the sponsor paying the gas. Nothing is signed yet. */
+export function buildSponsoredTx<K extends TxKind>(input: { network: string; kind: K; args: TxArgs[K]; sender: string; sponsorAddress: string; timestampMs?: number }): UnsignedTx {
+  const body: TxBody<K> = {
+    v: 1,
+    chain: input.network,
+    kind: input.kind,
+    sender: input.sender,
+    ...(input.sponsorAddress !== input.sender ? { gas_owner: input.sponsorAddress } : {}),
+    nonce: randomBytes(16).toString("hex"),
+    timestamp_ms: input.timestampMs ?? Date.now(),
+    args: input.args,
+  };
+  const txBytes = Buffer.from(JSON.stringify(body));
+  return { bytes: txBytes.toString("base64"), digest: txDigest(txBytes) };
+}
+
+/** true when `signature` is a Sui Ed25519 signature of exactly `bytes` by `address`. */
+export function verifySenderSignature(bytes: string, signature: string, address: string): boolean {
+  const parsed = parseSerializedSignature(signature);
+  if (!parsed) return false;
+  if (suiAddressOf(parsed.publicKey) !== address) return false;
+  return verifyEd25519(parsed.publicKey, signingDigest(Buffer.from(bytes, "base64")), parsed.signature);
+}
+
+/** The sender's signature plus the sponsor's, ready to submit. */
+export function cosign(bytes: string, senderSignature: string, sponsorKey: SecretKeyInput): SignedTx {
+  const sponsor = keypairFromSecret(sponsorKey);
+  const sig = toSerializedSignature(sponsor.sign(signingDigest(Buffer.from(bytes, "base64"))), sponsor.publicKey);
+  return { tx_bytes: bytes, signatures: [senderSignature, sig] };
+}
+
+export function txTimestamp(bytes: string): number {
+  try {
+    return (JSON.parse(Buffer.from(bytes, "base64").toString("utf8")) as TxBody).timestamp_ms;
+  } catch {
+    return 0;
+  }
+}
+
+const satisfies = (have: AccessScope, need: AccessScope) => have === "readwrite" || need === "read";
+
+export class PolicyReader {
+  constructor(private readonly chain: LocalChain) {}
+
+  private get pkg() {
+    return this.chain.packageId;
+  }
+
+  async policy(policyId: string): Promise<BucketPolicyFields | null> {
+    const o = await this.chain.getObject(policyId);
+    if (!o || o.type !== bucketPolicyType(this.pkg)) return null;
+    return o.fields as BucketPolicyFields;
+  }
+
+  async group(groupId: string): Promise<AccessGroupFields | null> {
+    const o = await this.chain.getObject(groupId);
+    if (!o || o.type !== accessGroupType(this.pkg)) return null;
+    return o.fields as AccessGroupFields;
+  }
+
+  /** Whether the chain (the source of truth) grants `address` at least `need` through the policy. */
+  async grants(policyId: string, addresses: readonly string[], need: AccessScope): Promise<boolean> {
+    const p = await this.policy(policyId);
+    if (!p) return false;
+    if (p.admins.some((a) => addresses.includes(a))) return true;
+    const groups = await Promise.all(p.groups.map((g) => this.group(g)));
+    for (const g of groups) {
+      if (!g) continue;
+      if (g.admins.some((a) => addresses.includes(a))) return true;
+      if (g.members.some((m) => addresses.includes(m.address) && satisfies(m.scope, need))) return true;
+    }
+    return false;
+  }
+}

@@ -1,0 +1,175 @@
+// Operator actions on the console's directory (issue 5: keys are minted by an operator command for now): sign up a
+// user with a personal space, create team spaces, add and remove members, mint and revoke API keys. Shared by the
+// `memrelay console` command and the tests. Users and spaces are state-carrying aggregates decided against the
+// event log; keys go through their actor (registering → active), whose host may run here or in the console.
+import { randomUUID } from "node:crypto";
+import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
+import { AGG, CMD, EV, type KeyMinted, type KeyRole, type SpaceMember, type SpaceRole, type SpaceState, type UserState } from "../../schemas/console/events.ts";
+import { CODE, ConsoleHttpError, PLAN_TIERS, badRequest, isUuid, type PlanTier } from "../../schemas/console/http.ts";
+import { ConsoleLog, command, newEvent } from "./log.ts";
+import { newApiKey } from "../../gateway/console/auth.ts";
+
+export interface DirectoryContext {
+  readonly clog: ConsoleLog;
+  /** Resolves once the console read model reflects stream sequence `seq`. */
+  settle(seq: number): Promise<void>;
+  readonly tiers?: Readonly<Record<string, PlanTier>>;
+}
+
+export interface SignedUp {
+  readonly user: UserState;
+  readonly space: SpaceState;
+}
+
+const EMAIL_RE = /^[^\s@]{1,64}@[^\s@]{1,190}$/;
+const now = () => new Date().toISOString();
+
+function tierOf(ctx: DirectoryContext, tier: string): PlanTier {
+  const t = (ctx.tiers ?? PLAN_TIERS)[tier];
+  if (!t) throw badRequest(`unknown plan tier ${tier} (known: ${Object.keys(ctx.tiers ?? PLAN_TIERS).join(", ")})`);
+  return t;
+}
+
+export async function signUp(ctx: DirectoryContext, input: { email: string; name?: string; tier?: string; storageCap?: number }): Promise<SignedUp> {
+  const email = input.email.trim();
+  if (!EMAIL_RE.test(email)) throw badRequest("email must look like name@domain");
+  const tierName = input.tier ?? "free";
+  const tier = tierOf(ctx, tierName);
+  const userId = randomUUID();
+  const spaceId = randomUUID();
+  await ctx.clog.claim("email", "users", email, userId);
+  const at = now();
+  const space: SpaceState = {
+    space_id: spaceId,
+    type: "personal",
+    name: `${input.name ?? email}'s space`,
+    tier: tierName,
+    storage_cap: input.storageCap ?? tier.storage,
+    members: [{ user_id: userId, role: "owner", added_at: at }],
+    created_at: at,
+  };
+  const user: UserState = { user_id: userId, email, name: input.name ?? email, personal_space_id: spaceId, created_at: at };
+  await ctx.clog.decide(AGG.space, spaceId, (last) => (last ? [] : [newEvent(EV.spaceCreated, space)]));
+  const r = await ctx.clog.decide(AGG.user, userId, (last) => (last ? [] : [newEvent(EV.userSignedUp, user)]));
+  if (r) await ctx.settle(r.seq);
+  return { user, space };
+}
+
+async function requireUser(ctx: DirectoryContext, userId: string): Promise<UserState> {
+  if (!isUuid(userId)) throw badRequest("user id must be a UUID");
+  const e = await ctx.clog.lastEvent(AGG.user, userId);
+  if (!e) throw new ConsoleHttpError(404, `user ${userId} not found`, CODE.notFound);
+  return e.data as UserState;
+}
+
+export async function createTeamSpace(ctx: DirectoryContext, input: { ownerUserId: string; name: string; tier?: string; storageCap?: number }): Promise<SpaceState> {
+  await requireUser(ctx, input.ownerUserId);
+  const name = input.name.trim();
+  if (!name || name.length > 100) throw badRequest("space name must be 1 to 100 characters");
+  const tierName = input.tier ?? "free";
+  const tier = tierOf(ctx, tierName);
+  const at = now();
+  const space: SpaceState = {
+    space_id: randomUUID(),
+    type: "team",
+    name,
+    tier: tierName,
+    storage_cap: input.storageCap ?? tier.storage,
+    members: [{ user_id: input.ownerUserId, role: "owner", added_at: at }],
+    created_at: at,
+  };
+  const r = await ctx.clog.decide(AGG.space, space.space_id, (last) => (last ? [] : [newEvent(EV.spaceCreated, space)]));
+  if (r) await ctx.settle(r.seq);
+  return space;
+}
+
+export async function addMember(ctx: DirectoryContext, input: { spaceId: string; userId: string; role?: SpaceRole }): Promise<SpaceState> {
+  await requireUser(ctx, input.userId);
+  const role = input.role ?? "member";
+  if (!["owner", "admin", "member"].includes(role)) throw badRequest("role must be owner, admin or member");
+  let after: SpaceState | undefined;
+  const r = await ctx.clog.decide(AGG.space, input.spaceId, (last) => {
+    const s = last?.events[last.events.length - 1]?.data as SpaceState | undefined;
+    if (!s) throw new ConsoleHttpError(404, `space ${input.spaceId} not found`, CODE.notFound);
+    if (s.type !== "team") throw badRequest("members are added to team spaces only");
+    const existing = s.members.find((m) => m.user_id === input.userId);
+    if (existing && existing.role === role) return ((after = s), []);
+    if (!existing && s.members.length >= tierOf(ctx, s.tier).users) {
+      throw new ConsoleHttpError(422, `the ${s.tier} plan allows ${tierOf(ctx, s.tier).users} users per space`, CODE.planLimitExceeded, { limit: "users", currentTier: s.tier });
+    }
+    const member: SpaceMember = { user_id: input.userId, role, added_at: existing?.added_at ?? now() };
+    after = { ...s, members: [...s.members.filter((m) => m.user_id !== input.userId), member] };
+    return [newEvent(EV.spaceMemberAdded, after)];
+  });
+  if (r) await ctx.settle(r.seq);
+  return after!;
+}
+
+export async function removeMember(ctx: DirectoryContext, input: { spaceId: string; userId: string }): Promise<SpaceState> {
+  let after: SpaceState | undefined;
+  const r = await ctx.clog.decide(AGG.space, input.spaceId, (last) => {
+    const s = last?.events[last.events.length - 1]?.data as SpaceState | undefined;
+    if (!s) throw new ConsoleHttpError(404, `space ${input.spaceId} not found`, CODE.notFound);
+    if (!s.members.some((m) => m.user_id === input.userId)) return ((after = s), []);
+    const rest = s.members.filter((m) => m.user_id !== input.userId);
+    if (!rest.some((m) => m.role === "owner")) throw badRequest("a space keeps at least one owner");
+    after = { ...s, members: rest };
+    return [newEvent(EV.spaceMemberRemoved, after)];
+  });
+  if (r) await ctx.settle(r.seq);
+  return after!;
+}
+
+export interface MintedKey {
+  readonly key_id: string;
+  readonly role: KeyRole;
+  readonly prefix: string;
+  /** the API key, shown once */
+  readonly secret: string;
+  readonly space_id: string | null;
+  /** read_write keys: the service key (Ed25519, Sui format), shown once; only its address is stored */
+  readonly service_key?: { readonly address: string; readonly secret_key: string };
+}
+
+export async function mintKey(ctx: DirectoryContext, input: { userId: string; role: KeyRole; spaceId?: string | null; label?: string | null }): Promise<MintedKey> {
+  await requireUser(ctx, input.userId);
+  if (input.role !== "read_write" && input.role !== "read_only") throw badRequest("role must be read_write or read_only");
+  if (input.spaceId && !isUuid(input.spaceId)) throw badRequest("space id must be a UUID");
+  const key = newApiKey();
+  const service = input.role === "read_write" ? Ed25519Keypair.generate() : null;
+  const keyId = randomUUID();
+  const data: KeyMinted = {
+    key_id: keyId,
+    user_id: input.userId,
+    role: input.role,
+    hash: key.hash,
+    prefix: key.prefix,
+    label: input.label ?? null,
+    space_id: input.spaceId ?? null,
+    service_address: service ? service.getPublicKey().toSuiAddress() : null,
+    created_at: now(),
+  };
+  const r = await ctx.clog.dispatch(AGG.key, keyId, command(CMD.keyMint, AGG.key, keyId, data), (e) =>
+    e.type === EV.keyActivated ? { ok: true as const } : e.type === EV.keyRejected ? { ok: false as const, reason: (e.data as { reason: string }).reason } : undefined,
+  30_000);
+  if (!r.value.ok) throw badRequest(`the key was not activated: ${r.value.reason}`);
+  await ctx.settle(r.seq);
+  return {
+    key_id: keyId,
+    role: input.role,
+    prefix: key.prefix,
+    secret: key.secret,
+    space_id: data.space_id,
+    ...(service ? { service_key: { address: data.service_address!, secret_key: service.getSecretKey() } } : {}),
+  };
+}
+
+export async function revokeKey(ctx: DirectoryContext, keyId: string): Promise<"revoked" | "already_revoked"> {
+  if (!isUuid(keyId)) throw badRequest("key id must be a UUID");
+  const last = await ctx.clog.lastEvent(AGG.key, keyId);
+  if (!last) throw new ConsoleHttpError(404, `API key ${keyId} not found`, CODE.notFound);
+  if (last.type === EV.keyRevoked || last.type === EV.keyRejected) return "already_revoked";
+  const r = await ctx.clog.dispatch(AGG.key, keyId, command(CMD.keyRevoke, AGG.key, keyId, { requested_at: now() }), (e) => (e.type === EV.keyRevoked ? true : undefined), 30_000);
+  await ctx.settle(r.seq);
+  return "revoked";
+}

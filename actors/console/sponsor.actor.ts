@@ -1,0 +1,57 @@
+// Wires the sponsorship machine to its effect: `execute` co-signs the reserved bytes with the console's sponsor
+// (which pays the gas; the client's service key needs no balance), submits them, and records every object the
+// transaction wrote — the access index projection mirrors those into the grants uploads and downloads check.
+import { Effect } from "effect";
+import type { ActorDefinition } from "../host.ts";
+import { Transient } from "../host.ts";
+import type { CommandEnvelope } from "../../schemas/envelope.ts";
+import { PortError } from "../../adapters/ports.ts";
+import type { StoredObject } from "../../adapters/chain/local/model.ts";
+import { AGG, CMD, EV, type SponsorExecuteCommandData, type SponsorReserved } from "../../schemas/console/events.ts";
+import { CODE } from "../../schemas/console/http.ts";
+import { newEvent } from "./log.ts";
+import { cosign } from "./chain.ts";
+import { transientOf } from "./bucket.actor.ts";
+import { sponsorMachine, type SponsorContext } from "./sponsor.machine.ts";
+import type { ConsoleActorPorts } from "./ports.ts";
+
+export function sponsorActor(ports: ConsoleActorPorts, clock: () => number = Date.now): ActorDefinition<CommandEnvelope> {
+  return {
+    aggregateType: AGG.sponsor,
+    machine: sponsorMachine,
+    snapshotVersion: 1,
+    decide: (snapshot, command) => {
+      const state = snapshot.value as string;
+      if (command.type === CMD.sponsorReserve && state === "none") return [newEvent(EV.sponsorReserved, command.data as SponsorReserved)];
+      if (command.type === CMD.sponsorExecute && state === "reserved") {
+        const ctx = snapshot.context as SponsorContext;
+        if (Date.parse(ctx.reservation!.expires_at) < clock()) return [newEvent(EV.sponsorExpired, { expired_at: new Date(clock()).toISOString() })];
+        return [newEvent(EV.sponsorExecuteRequested, { requested_at: (command.data as SponsorExecuteCommandData).requested_at })];
+      }
+      return [];
+    },
+    effects: {
+      execute: ({ context, command }) =>
+        Effect.gen(function* () {
+          const r = (context as SponsorContext).reservation!;
+          if (command.type !== CMD.sponsorExecute) return yield* Effect.fail(new Transient("execute effect without its command"));
+          const signed = cosign(r.tx_bytes, (command.data as SponsorExecuteCommandData).signature, ports.sponsorKey);
+          const outcome = yield* Effect.tryPromise({ try: () => ports.chain.submit(signed), catch: (e) => e }).pipe(Effect.result);
+          if (outcome._tag === "Failure") {
+            const e = outcome.failure;
+            if (e instanceof PortError && e.kind !== "unavailable") {
+              return [newEvent(EV.sponsorFailed, { code: e.kind === "forbidden" && /signature/.test(e.message) ? CODE.invalidSignature : CODE.chainRejected, error: e.message, kind: e.kind })];
+            }
+            return yield* Effect.fail(transientOf("chain")(e));
+          }
+          const receipt = yield* Effect.tryPromise({ try: () => ports.chain.getTransaction(outcome.success.digest), catch: transientOf("chain") });
+          const objects: StoredObject[] = [];
+          for (const e of receipt?.events ?? []) if (e.type === "ObjectPut") objects.push(e.object);
+          if (!objects.length && outcome.success.outcome.object) objects.push(outcome.success.outcome.object);
+          return [
+            newEvent(EV.sponsorExecuted, { chain_digest: outcome.success.digest, kind: r.kind, bucket_ids: r.bucket_ids, objects, executed_at: new Date().toISOString() }),
+          ];
+        }),
+    },
+  };
+}

@@ -1,0 +1,111 @@
+// Wires the remember-job machine to its effects. `store`: embed, encrypt, upload the ciphertext. `record`: record
+// the blob object on chain for the owner with namespace and package attributes, then index. Both try up to
+// MAX_WALLET_ATTEMPTS wallets of the pool (round-robin) before the job fails. The blob id is committed between
+// the two, and the chain record is idempotent per (owner, blob id), so redelivery never duplicates a memory;
+// the index row id is the job id.
+import { Effect } from "effect";
+import type { ActorDefinition } from "../host.ts";
+import { Transient } from "../host.ts";
+import { rememberJobMachine, type JobContext } from "./remember-job.machine.ts";
+import { JOB, JOB_EVENTS, MAX_WALLET_ATTEMPTS, type RememberCommand } from "../../schemas/relayer/remember-job.ts";
+import type { NewEvent } from "../../eventlog/event-store.ts";
+import type { BlobPort, ChainPort, EncryptionPort } from "../../adapters/ports.ts";
+import type { EmbedBatcher } from "../../adapters/embeddings/batcher.ts";
+import type { Wallet, WalletPool } from "../../adapters/chain/wallet-pool.ts";
+import type { LexicalKeyring } from "../../adapters/lexical/keys.ts";
+import { documentTerms } from "../../adapters/lexical/terms.ts";
+
+export interface RememberJobPorts {
+  readonly embedder: EmbedBatcher;
+  readonly encryption: EncryptionPort;
+  readonly blobs: BlobPort;
+  readonly chain: ChainPort;
+  readonly wallets: WalletPool;
+  /** Keys of the lexical index: `job.indexed` then carries the text's keyed term hashes (never the tokens). */
+  readonly lexical?: LexicalKeyring;
+  /** Pause between wallet attempts, growing linearly (the host's schedule, not a machine timer). */
+  readonly attemptDelayMs?: number;
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * Runs `attempt` with successive wallets until it succeeds or the job has used all its attempts. Returns the
+ * attempt-failure events plus either the success events or `job.failed`.
+ */
+function withWallets<A>(ctx: JobContext, ports: RememberJobPorts, attempt: (w: Wallet) => Promise<A>, onSuccess: (a: A, w: Wallet) => NewEvent) {
+  return Effect.gen(function* () {
+    const events: NewEvent[] = [];
+    let attempts = ctx.attempts;
+    let lastError = ctx.error ?? "unknown error";
+    while (attempts < MAX_WALLET_ATTEMPTS) {
+      const wallet = ports.wallets.next();
+      const outcome = yield* Effect.tryPromise({ try: () => attempt(wallet), catch: (e) => e }).pipe(Effect.result);
+      if (outcome._tag === "Success") {
+        events.push(onSuccess(outcome.success, wallet));
+        return events;
+      }
+      attempts++;
+      lastError = outcome.failure instanceof Error ? outcome.failure.message : String(outcome.failure);
+      events.push({ type: JOB_EVENTS.uploadAttemptFailed, version: 1, data: { attempt: attempts, wallet: wallet.address, error: lastError } });
+      if (attempts < MAX_WALLET_ATTEMPTS && ports.attemptDelayMs) yield* Effect.sleep(ports.attemptDelayMs * attempts);
+    }
+    events.push({ type: JOB_EVENTS.failed, version: 1, data: { error: `upload failed after ${MAX_WALLET_ATTEMPTS} wallet attempts: ${lastError}`, attempts } });
+    return events;
+  });
+}
+
+export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<RememberCommand> {
+  return {
+    aggregateType: JOB,
+    machine: rememberJobMachine,
+    snapshotVersion: 1,
+    freshOnFirstDelivery: true,
+    decide: (snapshot, command) => {
+      if (command.type !== "remember.start" || snapshot.value !== "pending") return [];
+      const d = command.data;
+      return [{ type: JOB_EVENTS.accepted, version: 1, data: { owner: d.owner, namespace: d.namespace, accepted_at: d.accepted_at, text_bytes: Buffer.byteLength(d.text) } }];
+    },
+    effects: {
+      store: ({ context, command }) =>
+        Effect.gen(function* () {
+          const ctx = context as JobContext;
+          const vector = yield* Effect.tryPromise({ try: () => ports.embedder.embed(command.data.text), catch: (e) => new Transient(`embedding failed: ${(e as Error).message}`) });
+          const ciphertext = yield* Effect.tryPromise({
+            try: () => ports.encryption.encrypt(ctx.owner, ctx.namespace, encoder.encode(command.data.text)),
+            catch: (e) => new Transient(`encryption failed: ${(e as Error).message}`),
+          });
+          return yield* withWallets(ctx, ports, () => ports.blobs.store(ciphertext, { sendObjectTo: ctx.owner }), (stored) => ({
+            type: JOB_EVENTS.uploaded,
+            version: 1,
+            data: { blob_id: stored.blobId, size: stored.size, vector: Array.from(vector), embedder: ports.embedder.name },
+          }));
+        }),
+      record: ({ context, command }) => {
+        const ctx = context as JobContext;
+        const lexical = ports.lexical ? documentTerms(ports.lexical.forOwner(ctx.owner), command.data.text) : undefined;
+        return withWallets(
+          ctx,
+          ports,
+          (w) => ports.chain.recordBlob({ owner: ctx.owner, namespace: ctx.namespace, blobId: ctx.blob_id!, size: ctx.size ?? 0, walletSecretKey: w.secretKey }),
+          (object, w) => ({
+            type: JOB_EVENTS.indexed,
+            version: 1,
+            data: {
+              object_id: object.objectId,
+              wallet: w.address,
+              owner: ctx.owner,
+              namespace: ctx.namespace,
+              blob_id: ctx.blob_id!,
+              vector: ctx.vector!,
+              importance: command.data.importance,
+              size: ctx.size ?? 0,
+              created_at: new Date().toISOString(),
+              ...(lexical ? { lexical, submitted_at: command.data.accepted_at, position: command.data.position ?? 0 } : {}),
+            },
+          }),
+        );
+      },
+    },
+  };
+}

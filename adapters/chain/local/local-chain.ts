@@ -1,0 +1,348 @@
+// The local chain port: a persistent ledger event-sourced on the JetStream CHAIN stream (`chain.tx`), materialised into
+// the `chain_state` KV bucket. Writes go through Ledger.submit (signed transactions, optimistic concurrency); reads are
+// single KV gets, current as soon as the writing call returns, from any process.
+import { Effect } from "effect";
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { Kvm } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { ensureStreams, isNotFound, type EventLog } from "../../../eventlog/connection.ts";
+import { STREAMS } from "../../../eventlog/subjects.ts";
+import { PortError, type BlobObject, type ChainPort, type ResolvedAccount, type WalletBalance } from "../../ports.ts";
+import { PORT, toPortError } from "./errors.ts";
+import { keypairFromSecret, normalizeAddress, PUBLIC_KEY_HEX_RE, type ChainKeypair, type SecretKeyInput } from "./keys.ts";
+import { Ledger, type SubmitOptions, type SubmitResult } from "./ledger.ts";
+import {
+  DEFAULT_TOKENS,
+  type Account,
+  type BlobRecord,
+  type DynamicFieldInput,
+  type GenesisState,
+  type ObjectOwner,
+  type SignedTx,
+  type StoredDynamicField,
+  type StoredObject,
+  type TxArgs,
+  type TxKind,
+  type TxReceipt,
+} from "./model.ts";
+import { ALL_SCOPE, KEYS, dynamicFieldBcsKey, dynamicFieldNameKey, namespaceScope, pageOf } from "./state-keys.ts";
+import { ChainStateStore } from "./state-store.ts";
+import { buildSignedTx } from "./tx.ts";
+import type { DelegateEntry } from "./writes.ts";
+
+export interface LocalChainOptions {
+  /** Package id carried by recorded blob objects (and, with Seal, the id of the published package object). */
+  readonly packageId: string;
+  readonly network?: string;
+  /** The ledger operator's secret key: signs the genesis of an empty ledger, mint and put_object. */
+  readonly operatorKey?: SecretKeyInput;
+  /** Replicas of the chain_state bucket (and of the streams when created from a bare connection). */
+  readonly replicas?: number;
+  /** How often to check for, and repair, a state left behind by a crashed writer. 0 disables. Default 2000 ms. */
+  readonly healIntervalMs?: number;
+  readonly submitTimeoutMs?: number;
+  /** Most transactions this process commits in one appended block (group commit). Default 128. */
+  readonly maxBlockTxs?: number;
+}
+
+export interface PutObjectInput {
+  readonly type: string;
+  readonly version: string | number;
+  readonly fields: unknown;
+  readonly owner?: ObjectOwner;
+  readonly bcs?: string;
+  readonly dynamicFields?: readonly DynamicFieldInput[];
+}
+
+/** A dynamic field name by JSON value, or by BCS bytes (base64) as the Sui core client asks for it. */
+export type DynamicFieldLookup = { readonly type: string; readonly value: unknown } | { readonly type: string; readonly bcs: string };
+
+const BLOB_LIST_MAX = 10_000;
+
+function isEventLog(x: EventLog | NatsConnection): x is EventLog {
+  return typeof (x as EventLog).jsm === "object" && typeof (x as EventLog).kvm === "object";
+}
+
+function toBlobObject(b: BlobRecord): BlobObject {
+  return { objectId: b.object_id, blobId: b.blob_id, owner: b.owner, namespace: b.namespace, packageId: b.package_id, createdAtMs: b.created_at, size: b.size };
+}
+
+function strip<T>(v: T | null): T | null {
+  if (!v || typeof v !== "object") return v;
+  const { _seq, ...rest } = v as T & { _seq?: unknown };
+  return rest as T;
+}
+
+async function run<A>(effect: Effect.Effect<A, unknown>): Promise<A> {
+  try {
+    return await Effect.runPromise(effect);
+  } catch (err) {
+    throw toPortError(err);
+  }
+}
+
+export class LocalChain implements ChainPort {
+  readonly packageId: string;
+  readonly network: string;
+  private readonly operator: ChainKeypair | null;
+  private healTimer: NodeJS.Timeout | null = null;
+  private healing = false;
+
+  private constructor(
+    readonly ledger: Ledger,
+    private readonly store: ChainStateStore,
+    private readonly operatorSecret: SecretKeyInput | undefined,
+    opts: LocalChainOptions,
+  ) {
+    const pkg = normalizeAddress(opts.packageId);
+    if (!pkg) throw new PortError(PORT, "invalid", "packageId must be 0x followed by 64 hex characters");
+    this.packageId = pkg;
+    this.network = opts.network ?? "localnet";
+    this.operator = opts.operatorKey === undefined ? null : keypairFromSecret(opts.operatorKey);
+  }
+
+  /**
+   * Opens the ledger on an event log (or a bare NATS connection, creating the streams if CHAIN is missing), catches
+   * the state up with the stream and, on an empty ledger with an operator key, writes the genesis.
+   */
+  static async open(conn: EventLog | NatsConnection, opts: LocalChainOptions): Promise<LocalChain> {
+    const replicas = opts.replicas ?? 1;
+    let js: JetStreamClient;
+    let jsm: JetStreamManager;
+    let kvm: Kvm;
+    if (isEventLog(conn)) {
+      ({ js, jsm, kvm } = conn);
+    } else {
+      js = jetstream(conn);
+      jsm = await jetstreamManager(conn);
+      kvm = new Kvm(conn);
+      try {
+        await jsm.streams.info(STREAMS.chain);
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        await ensureStreams(jsm, replicas);
+      }
+    }
+    const store = await ChainStateStore.open(kvm, replicas);
+    const network = opts.network ?? "localnet";
+    const ledger = new Ledger(js, jsm, store, { network, submitTimeoutMs: opts.submitTimeoutMs, maxBlockTxs: opts.maxBlockTxs });
+    const chain = new LocalChain(ledger, store, opts.operatorKey, opts);
+    await chain.catchUp();
+    await chain.ensureGenesis();
+    chain.startHealing(opts.healIntervalMs ?? 2_000);
+    return chain;
+  }
+
+  get operatorAddress(): string | null {
+    return this.operator?.address ?? null;
+  }
+
+  // ------------------------------------------------------------------ ChainPort
+
+  async resolveDelegate(publicKeyHex: string, accountIdHint?: string): Promise<ResolvedAccount | null> {
+    const pk = publicKeyHex.toLowerCase();
+    if (!PUBLIC_KEY_HEX_RE.test(pk)) return null;
+    const entry = await this.read<DelegateEntry>(KEYS.delegateKey(pk));
+    if (!entry || !entry.active) return null;
+    if (accountIdHint && entry.account_id !== accountIdHint.toLowerCase()) return null;
+    return { owner: entry.owner, accountId: entry.account_id };
+  }
+
+  async recordBlob(input: { owner: string; namespace: string; blobId: string; size: number; walletSecretKey: Uint8Array }): Promise<BlobObject> {
+    const result = await this.signAndSubmit("record_blob", input.walletSecretKey, {
+      owner: input.owner.toLowerCase(),
+      blob_id: input.blobId,
+      namespace: input.namespace,
+      package_id: this.packageId,
+      size: input.size,
+    });
+    if (!result.outcome.blob) throw new PortError(PORT, "unavailable", "record_blob produced no blob object");
+    return toBlobObject(result.outcome.blob);
+  }
+
+  async listBlobs(owner: string, opts: { namespace?: string; limit: number }): Promise<BlobObject[]> {
+    const addr = normalizeAddress(owner);
+    const limit = Math.min(Math.max(0, Math.floor(opts.limit)), BLOB_LIST_MAX);
+    if (!addr || limit === 0) return [];
+    const scope = opts.namespace === undefined ? ALL_SCOPE : namespaceScope(opts.namespace);
+    const head = await this.read<{ count: number }>(KEYS.blobHead(addr, scope));
+    const count = head?.count ?? 0;
+    if (count === 0) return [];
+    const first = Math.max(0, count - limit);
+    const pages: number[] = [];
+    for (let p = pageOf(count - 1); p >= pageOf(first); p--) pages.push(p);
+    const contents = await Promise.all(pages.map((p) => this.read<{ items: (BlobRecord | null)[] }>(KEYS.blobPage(addr, scope, p))));
+    const out: BlobObject[] = [];
+    for (const page of contents) {
+      const items = page?.items ?? [];
+      for (let i = items.length - 1; i >= 0 && out.length < limit; i--) {
+        const item = items[i];
+        if (item) out.push(toBlobObject(item));
+      }
+    }
+    return out;
+  }
+
+  async accountExists(owner: string): Promise<boolean> {
+    const addr = normalizeAddress(owner);
+    return addr !== null && (await this.read(KEYS.owner(addr))) !== null;
+  }
+
+  async balance(address: string): Promise<WalletBalance> {
+    const addr = normalizeAddress(address);
+    if (!addr) throw new PortError(PORT, "invalid", "address must be 0x followed by 64 hex characters");
+    const stored = (await this.read<Record<string, string>>(KEYS.balance(addr))) ?? {};
+    const balances: Record<string, bigint> = {};
+    for (const t of DEFAULT_TOKENS) balances[t] = 0n;
+    for (const [token, amount] of Object.entries(stored)) if (typeof amount === "string") balances[token] = BigInt(amount);
+    return { address: addr, balances };
+  }
+
+  // ------------------------------------------------------------------ other reads
+
+  /** Owner and account of an active delegate key, by the key's Sui address (Seal key-server policy). */
+  async ownerOfDelegateAddress(suiAddress: string): Promise<ResolvedAccount | null> {
+    const addr = normalizeAddress(suiAddress);
+    if (!addr) return null;
+    const entry = await this.read<DelegateEntry>(KEYS.delegateAddress(addr));
+    return entry && entry.active ? { owner: entry.owner, accountId: entry.account_id } : null;
+  }
+
+  async getAccount(accountId: string): Promise<Account | null> {
+    const id = normalizeAddress(accountId);
+    return id ? this.read<Account>(KEYS.account(id)) : null;
+  }
+
+  async getAccountByOwner(owner: string): Promise<Account | null> {
+    const addr = normalizeAddress(owner);
+    if (!addr) return null;
+    const ref = await this.read<{ account_id: string }>(KEYS.owner(addr));
+    return ref ? this.read<Account>(KEYS.account(ref.account_id)) : null;
+  }
+
+  async getBlob(owner: string, blobId: string): Promise<BlobObject | null> {
+    const addr = normalizeAddress(owner);
+    if (!addr || !/^[A-Za-z0-9_=-]{1,128}$/.test(blobId)) return null;
+    const b = await this.read<BlobRecord>(KEYS.blob(addr, blobId));
+    return b ? toBlobObject(b) : null;
+  }
+
+  /** An object by id: operator-published objects, their dynamic-field objects, and recorded blob objects. */
+  async getObject(objectId: string): Promise<StoredObject | null> {
+    const id = normalizeAddress(objectId);
+    return id ? this.read<StoredObject>(KEYS.object(id)) : null;
+  }
+
+  async getDynamicField(parentId: string, name: DynamicFieldLookup): Promise<StoredDynamicField | null> {
+    const id = normalizeAddress(parentId);
+    if (!id) return null;
+    const nameKey = "bcs" in name && typeof name.bcs === "string" ? dynamicFieldBcsKey({ type: name.type, bcs: name.bcs }) : dynamicFieldNameKey(name as { type: string; value: unknown });
+    return this.read<StoredDynamicField>(KEYS.dynamicField(id, nameKey));
+  }
+
+  async getTransaction(digest: string): Promise<TxReceipt | null> {
+    if (!/^[1-9A-HJ-NP-Za-km-z]{32,64}$/.test(digest)) return null;
+    return this.read<TxReceipt>(KEYS.tx(digest));
+  }
+
+  async genesis(): Promise<GenesisState | null> {
+    return this.read<GenesisState>(KEYS.genesis);
+  }
+
+  // ------------------------------------------------------------------ writes
+
+  /** Executes a signed transaction (built with buildSignedTx or any Sui Ed25519 signer). Throws PortError. */
+  submit(tx: SignedTx, options?: SubmitOptions): Promise<SubmitResult> {
+    return run(this.ledger.submit(tx, options));
+  }
+
+  /** Builds, signs (sender, and sponsor paying the gas) and submits one transaction. */
+  signAndSubmit<K extends TxKind>(kind: K, sender: SecretKeyInput, args: TxArgs[K], opts: { gasOwner?: SecretKeyInput; submit?: SubmitOptions } = {}): Promise<SubmitResult> {
+    let tx: SignedTx;
+    try {
+      tx = buildSignedTx({ chain: this.network, kind, args, sender, gasOwner: opts.gasOwner });
+    } catch (err) {
+      return Promise.reject(new PortError(PORT, "invalid", err instanceof Error ? err.message : String(err)));
+    }
+    return this.submit(tx, opts.submit);
+  }
+
+  /** Publishes (or replaces) an object, signed by the operator key. */
+  async putObject(objectId: string, input: PutObjectInput): Promise<StoredObject> {
+    const result = await this.signAndSubmit("put_object", this.requireOperator(), {
+      object: {
+        object_id: objectId,
+        type: input.type,
+        version: String(input.version),
+        fields: input.fields,
+        ...(input.owner !== undefined ? { owner: input.owner } : {}),
+        ...(input.bcs !== undefined ? { bcs: input.bcs } : {}),
+        ...(input.dynamicFields !== undefined ? { dynamic_fields: input.dynamicFields } : {}),
+      },
+    });
+    if (!result.outcome.object) throw new PortError(PORT, "unavailable", "put_object produced no object");
+    return result.outcome.object;
+  }
+
+  /** Dev faucet: mints `amount` of `token` to `to`, signed by the operator key. Returns the new balance. */
+  async mint(to: string, amount: bigint | string, token = "SUI"): Promise<bigint> {
+    const result = await this.signAndSubmit("mint", this.requireOperator(), { to: to.toLowerCase(), token, amount: String(amount) });
+    return BigInt(result.outcome.balance?.amount ?? "0");
+  }
+
+  /** Re-applies chain.tx messages the state has not materialised yet; returns the applied sequence. */
+  catchUp(): Promise<number> {
+    return run(this.ledger.catchUp());
+  }
+
+  /** Stops background healing and waits for queued transactions. The connection belongs to the caller. */
+  async close(): Promise<void> {
+    if (this.healTimer) clearInterval(this.healTimer);
+    this.healTimer = null;
+    await this.ledger.idle();
+  }
+
+  // ------------------------------------------------------------------ internals
+
+  private async read<T>(key: string): Promise<T | null> {
+    try {
+      return strip(await this.store.get<T>(key));
+    } catch (err) {
+      throw toPortError(err);
+    }
+  }
+
+  private requireOperator(): SecretKeyInput {
+    if (this.operatorSecret === undefined) throw new PortError(PORT, "forbidden", "this chain handle has no operator key");
+    return this.operatorSecret;
+  }
+
+  private async ensureGenesis(): Promise<void> {
+    const existing = await this.genesis();
+    if (existing && existing.network !== this.network) {
+      throw new PortError(PORT, "invalid", `this ledger's network is ${existing.network}, not ${this.network}`);
+    }
+    if (!this.operator) return;
+    if (existing) {
+      if (existing.operator_address !== this.operator.address) {
+        throw new PortError(PORT, "forbidden", `operator key ${this.operator.address} is not the ledger's operator ${existing.operator_address}`);
+      }
+      return;
+    }
+    await this.signAndSubmit("genesis", this.requireOperator(), { operator_public_key: this.operator.publicKeyHex, package_id: this.packageId });
+  }
+
+  private startHealing(intervalMs: number): void {
+    if (intervalMs <= 0) return;
+    this.healTimer = setInterval(() => {
+      if (this.healing) return;
+      this.healing = true;
+      Effect.runPromise(this.ledger.catchUp())
+        .catch(() => undefined)
+        .finally(() => {
+          this.healing = false;
+        });
+    }, intervalMs);
+    this.healTimer.unref();
+  }
+}

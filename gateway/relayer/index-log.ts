@@ -1,0 +1,47 @@
+// Appends memory-index maintenance events (schemas/relayer/memory-maintenance.ts) and waits for the memory_index projection to
+// apply them, so a gateway can answer from the read model what its own write did (read-your-writes): forget's deleted
+// count, a manual memory that is recallable on the next request, a restore whose rows are there when it returns.
+import type { EventLog } from "../../eventlog/connection.ts";
+import { EventStore, type AppendContext, type NewEvent } from "../../eventlog/event-store.ts";
+import { STREAMS } from "../../eventlog/subjects.ts";
+import type { EventEnvelope } from "../../schemas/envelope.ts";
+import type { Db } from "../../db/pool.ts";
+import { MEMORY_INDEX, MEMORY_INDEX_FILTER } from "../../projections/relayer/memory-index.ts";
+import { readCheckpoint } from "../../projections/runtime.ts";
+
+export class IndexLog {
+  private readonly store: EventStore;
+
+  constructor(
+    private readonly log: EventLog,
+    private readonly db: Db,
+  ) {
+    this.store = new EventStore(log.js, log.jsm);
+  }
+
+  /** Appends one commit to `evt.<aggregate>`; maintenance aggregates need no optimistic concurrency. */
+  append(aggregate: string, events: readonly NewEvent[], ctx: AppendContext): Promise<{ seq: number; events: EventEnvelope[] }> {
+    return this.store.append(aggregate, events, "any", ctx);
+  }
+
+  /** Stream sequence of the last event the memory index follows (0 when none): a barrier to wait for. */
+  async lastIndexSeq(): Promise<number> {
+    const msg = await this.log.jsm.streams.getMessage(STREAMS.events, { last_by_subj: MEMORY_INDEX_FILTER }).catch((err) => {
+      if (/no message found|10037|not found/i.test(String(err?.message ?? err))) return null;
+      throw err;
+    });
+    return msg?.seq ?? 0;
+  }
+
+  /** Resolves true once the memory_index projection has applied `seq`, false after `timeoutMs`. */
+  async waitApplied(seq: number, timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    let delay = 5;
+    for (;;) {
+      if ((await readCheckpoint(this.db, MEMORY_INDEX)) >= seq) return true;
+      if (Date.now() >= deadline) return false;
+      await new Promise((r) => setTimeout(r, Math.min(delay, Math.max(1, deadline - Date.now()))));
+      delay = Math.min(50, delay * 2);
+    }
+  }
+}

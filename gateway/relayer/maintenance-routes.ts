@@ -1,0 +1,247 @@
+// The relayer's index-maintenance and account routes (spec/relayer.md): manual remember and recall, forget, stats,
+// restore, and the public account-existence check. Writes append events that the memory_index projection applies
+// (schemas/relayer/memory-maintenance.ts); the route then waits for its own event to be applied and answers from the read
+// model. Rate limits are shared across gateway replicas (gateway/rate-limit.ts).
+import { randomUUID } from "node:crypto";
+import type { EventLog } from "../../eventlog/connection.ts";
+import type { Db } from "../../db/pool.ts";
+import { intVar, type RelayerConfig } from "../../config/env.ts";
+import type { Logger } from "../../config/logger.ts";
+import type { BlobObject, BlobPort, ChainPort, DecryptCredential, EmbeddingPort, EncryptionPort } from "../../adapters/ports.ts";
+import { WalletPool } from "../../adapters/chain/wallet-pool.ts";
+import type { LexicalKeyring } from "../../adapters/lexical/keys.ts";
+import { HttpError, errorReply, json, parseJsonObject, type Handler, type HttpServer, type Reply, type Request } from "../http.ts";
+import type { Authenticated } from "./signed-auth.ts";
+import { rankMemories } from "../../projections/relayer/recall.ts";
+import { IndexLog } from "./index-log.ts";
+import { DEFAULT_CANDIDATE_CAP, restoreNamespace } from "./restore.ts";
+import { PgRateLimiter, clientIp, ipBucket, type WindowLimit } from "../rate-limit.ts";
+import { LIMITS, ValidationError, ownerAddressOf, parseManualRecall, parseManualRemember, parseNamespaceBody, parseRestore } from "../../schemas/relayer/http.ts";
+import { MAX_WALLET_ATTEMPTS } from "../../schemas/relayer/remember-job.ts";
+import {
+  MEMORY_EVENTS,
+  MEMORY_EVENT_VERSION,
+  memoryAggregate,
+  memoryIdOf,
+  namespaceAggregate,
+  type MemoryForgotten,
+  type MemoryRegistered,
+} from "../../schemas/relayer/memory-maintenance.ts";
+
+/**
+ * Settings of these routes. The spec's variables (RESTORE_REQUESTS_PER_OWNER_PER_MINUTE, RATE_LIMIT_DISABLED,
+ * TRUSTED_PROXY_HOPS) keep their documented meaning; the others are this project's.
+ */
+export interface MaintenanceSettings {
+  /** RESTORE_REQUESTS_PER_OWNER_PER_MINUTE: sliding window per owner, default 10, 0 disables. */
+  readonly restorePerOwnerPerMinute: number;
+  /**
+   * MEMRELAY_RESTORE_CANDIDATE_CAP: the per-owner candidate fetch of a restore (the owner's newest blob objects
+   * across all namespaces), default and maximum 10,000 (what the chain port lists in one call).
+   */
+  readonly restoreCandidateCap: number;
+  /** Spec: 20 per minute and 120 per hour per client IP on the exists route. */
+  readonly existsPerIpPerMinute: number;
+  readonly existsPerIpPerHour: number;
+  /** ACCOUNT_EXISTS_GLOBAL_PER_MINUTE: the deployment-wide cap of the exists route, default 3,000, 0 disables. */
+  readonly existsGlobalPerMinute: number;
+  /** RATE_LIMIT_DISABLED (benchmarks only): every limit of these routes is off. */
+  readonly rateLimitDisabled: boolean;
+}
+
+export function maintenanceSettings(config: RelayerConfig, env: Record<string, string | undefined> = process.env): MaintenanceSettings {
+  return {
+    restorePerOwnerPerMinute: intVar(env, "RESTORE_REQUESTS_PER_OWNER_PER_MINUTE", 10, 0),
+    restoreCandidateCap: intVar(env, "MEMRELAY_RESTORE_CANDIDATE_CAP", DEFAULT_CANDIDATE_CAP, 1, DEFAULT_CANDIDATE_CAP),
+    existsPerIpPerMinute: 20,
+    existsPerIpPerHour: 120,
+    existsGlobalPerMinute: intVar(env, "ACCOUNT_EXISTS_GLOBAL_PER_MINUTE", 3_000, 0),
+    rateLimitDisabled: config.rateLimitDisabled,
+  };
+}
+
+export interface MaintenanceDeps {
+  readonly config: RelayerConfig;
+  readonly log: EventLog;
+  readonly db: Db;
+  readonly chain: ChainPort;
+  readonly blobs: BlobPort;
+  readonly encryption: EncryptionPort;
+  readonly embedder: EmbeddingPort;
+  readonly logger: Logger;
+  /** The lexical index's keys, when hybrid recall is on: restored rows get keyed terms too. */
+  readonly lexical?: LexicalKeyring;
+  readonly settings?: MaintenanceSettings;
+}
+
+/** The relayer's handler wrappers (gateway/relayer/routes.ts): metrics and error mapping, plus signed-header auth. */
+export interface RouteWrappers {
+  wrap(name: string, h: Handler): Handler;
+  signed(name: string, h: (req: Request, who: Authenticated) => Promise<Reply>): Handler;
+}
+
+/** Importance of manual memories (REFERENCE.md: plain remembers use 0.5). */
+const MANUAL_IMPORTANCE = 0.5;
+const MINUTE = 60_000;
+const HOUR = 3_600_000;
+
+export function registerMaintenanceRoutes(server: HttpServer, deps: MaintenanceDeps, { wrap, signed }: RouteWrappers): void {
+  const { config, db, chain, embedder, logger } = deps;
+  const settings = deps.settings ?? maintenanceSettings(config);
+  const index = new IndexLog(deps.log, db);
+  const limiter = new PgRateLimiter(db);
+  let wallets: WalletPool | undefined;
+  const limit = (limits: WindowLimit[]) => (settings.rateLimitDisabled ? Promise.resolve() : limiter.enforce(limits));
+
+  /** Forget, stats and restore take only optional fields: an empty body is `{}`. */
+  const bodyOf = (req: Request) => (req.body.length ? parseJsonObject(req.body) : {});
+
+  /** Records the blob object on chain, trying successive upload wallets like the remember job does. */
+  const recordBlob = async (input: { owner: string; namespace: string; blobId: string; size: number }): Promise<BlobObject> => {
+    if (!config.serverChainPrivateKeys.length) throw new HttpError(503, "no upload wallet is configured (SERVER_CHAIN_PRIVATE_KEYS)");
+    wallets ??= new WalletPool(config.serverChainPrivateKeys);
+    let lastError = "";
+    for (let attempt = 1; attempt <= MAX_WALLET_ATTEMPTS; attempt++) {
+      try {
+        return await chain.recordBlob({ ...input, walletSecretKey: wallets.next().secretKey });
+      } catch (err) {
+        lastError = err instanceof Error ? err.message : String(err);
+        if (attempt < MAX_WALLET_ATTEMPTS) await new Promise((r) => setTimeout(r, 50 * attempt));
+      }
+    }
+    logger.warn("manual memory not recorded on chain", { attempts: MAX_WALLET_ATTEMPTS, error: lastError });
+    throw new HttpError(503, `the blob could not be recorded on chain after ${MAX_WALLET_ATTEMPTS} wallet attempts; retry shortly`, {}, { "retry-after": "5" });
+  };
+
+  server
+    // ------------------------------------------------------------------ manual mode
+    .route("post", "/api/remember/manual", signed("remember_manual", async (req, who) => {
+      const body = parseManualRemember(parseJsonObject(req.body), embedder.dims);
+      const stored = await deps.blobs.store(body.bytes, { sendObjectTo: who.owner }).catch((err) => {
+        logger.warn("manual memory upload failed", { error: err instanceof Error ? err.message : String(err) });
+        throw new HttpError(503, "the blob store is unavailable; retry shortly", {}, { "retry-after": "2" });
+      });
+      const object = await recordBlob({ owner: who.owner, namespace: body.namespace, blobId: stored.blobId, size: stored.size });
+      // Recording is idempotent per (owner, blob id): the same ciphertext sent again names the same memory, but the
+      // chain keeps the namespace it was first recorded in.
+      if (object.namespace !== body.namespace) throw new HttpError(409, "this ciphertext is already stored in another namespace of this owner");
+      const id = memoryIdOf(who.owner, stored.blobId);
+      const data: MemoryRegistered = {
+        id,
+        owner: who.owner,
+        namespace: body.namespace,
+        blob_id: stored.blobId,
+        object_id: object.objectId,
+        vector: body.vector,
+        importance: MANUAL_IMPORTANCE,
+        size: stored.size,
+        created_at: new Date().toISOString(),
+      };
+      const correlation = randomUUID();
+      const r = await index.append(memoryAggregate(id), [{ type: MEMORY_EVENTS.registered, version: MEMORY_EVENT_VERSION, data }], { causationId: correlation, correlationId: correlation });
+      // Read-your-writes: recallable on the next request (the event is durable either way).
+      await index.waitApplied(r.seq, 5_000);
+      return json(200, { id, blob_id: stored.blobId, owner: who.owner, namespace: body.namespace });
+    }), { bodyLimit: LIMITS.manualBodyBytes })
+    .route("post", "/api/recall/manual", signed("recall_manual", async (req, who) => {
+      const body = parseManualRecall(parseJsonObject(req.body), embedder.dims);
+      const hits = await rankMemories(db, { owner: who.owner, namespace: body.namespace, vector: body.vector, limit: body.limit, weights: body.weights, composite: body.composite });
+      return json(200, {
+        results: hits.map((h) => ({
+          blob_id: h.blob_id,
+          distance: h.distance,
+          created_at: new Date(h.created_at).toISOString(),
+          importance: h.importance,
+          ...(body.composite ? { score: h.score } : {}),
+        })),
+        total: hits.length,
+      });
+    }), { bodyLimit: LIMITS.bodyBytes })
+    // ------------------------------------------------------------------ forget and stats
+    .route("post", "/api/forget", signed("forget", async (req, who) => {
+      const { namespace } = parseNamespaceBody(bodyOf(req));
+      const before = await countRows(db, who.owner, namespace);
+      const data: MemoryForgotten = { owner: who.owner, namespace, forgotten_at: new Date().toISOString() };
+      const correlation = randomUUID();
+      const r = await index.append(namespaceAggregate(who.owner, namespace), [{ type: MEMORY_EVENTS.forgotten, version: MEMORY_EVENT_VERSION, data }], { causationId: correlation, correlationId: correlation });
+      let deleted = before.count;
+      if (await index.waitApplied(r.seq, 10_000)) {
+        const row = await db.query<{ deleted: number }>("SELECT deleted FROM memory_forgets WHERE event_id = $1", [r.events[0].id]);
+        if (row.rows.length) deleted = row.rows[0].deleted;
+      } else {
+        // The forget is durable and will be applied; the count is the one seen just before it.
+        logger.warn("forget recorded but not yet applied to the index", { seq: r.seq });
+      }
+      return json(200, { deleted, namespace, owner: who.owner });
+    }))
+    .route("post", "/api/stats", signed("stats", async (req, who) => {
+      const { namespace } = parseNamespaceBody(bodyOf(req));
+      const s = await countRows(db, who.owner, namespace);
+      return json(200, { memory_count: s.count, storage_bytes: s.bytes, namespace, owner: who.owner });
+    }))
+    // ------------------------------------------------------------------ restore
+    .route("post", "/api/restore", signed("restore", async (req, who) => {
+      const body = parseRestore(bodyOf(req));
+      await limit([{ layer: "restore_owner", key: `restore:owner:${who.owner}`, limit: settings.restorePerOwnerPerMinute, windowMs: MINUTE }]);
+      const r = await restoreNamespace(
+        { chain, blobs: deps.blobs, encryption: deps.encryption, embedder, db, index, lexical: deps.lexical },
+        {
+          owner: who.owner,
+          namespace: body.namespace,
+          limit: body.limit,
+          includeForgotten: body.include_forgotten,
+          credential: () => restoreCredential(req),
+          candidateCap: settings.restoreCandidateCap,
+          scope: "owner",
+        },
+      );
+      return json(200, {
+        restored: r.restored,
+        skipped: r.skipped,
+        total: r.total,
+        namespace: body.namespace,
+        owner: who.owner,
+        truncated: r.truncated,
+        forgotten: r.forgotten,
+        failed: r.failed,
+      });
+    }))
+    // ------------------------------------------------------------------ public account check
+    .route("get", "/api/accounts/:owner/exists", wrap("account_exists", async (req) => {
+      const origin = req.headers["origin"];
+      if (origin && !config.corsAllowedOrigins.includes(origin) && !config.corsAllowedOrigins.includes("*")) {
+        return errorReply(403, "this origin is not allowed");
+      }
+      // Every request counts, malformed ones too: probing with garbage is throttled like any other.
+      const ip = ipBucket(clientIp(req, config.trustedProxyHops));
+      await limit([
+        { layer: "exists_ip_minute", key: `exists:ip:${ip}`, limit: settings.existsPerIpPerMinute, windowMs: MINUTE },
+        { layer: "exists_ip_hour", key: `exists:ip:${ip}`, limit: settings.existsPerIpPerHour, windowMs: HOUR },
+        { layer: "exists_global", key: "exists:global", limit: settings.existsGlobalPerMinute, windowMs: MINUTE },
+      ]);
+      let owner: string;
+      try {
+        owner = ownerAddressOf(decodeURIComponent(req.params[0] ?? ""));
+      } catch (err) {
+        if (err instanceof ValidationError) throw err;
+        throw new ValidationError("owner must be 0x followed by 64 hexadecimal characters");
+      }
+      return json(200, { exists: await chain.accountExists(owner) }, { "cache-control": "no-store" });
+    }));
+}
+
+async function countRows(db: Db, owner: string, namespace: string): Promise<{ count: number; bytes: number }> {
+  const r = await db.query<{ n: string; bytes: string }>(
+    "SELECT count(*) AS n, coalesce(sum(size), 0) AS bytes FROM memories WHERE owner = $1 AND namespace = $2",
+    [owner, namespace],
+  );
+  return { count: Number(r.rows[0].n), bytes: Number(r.rows[0].bytes) };
+}
+
+function restoreCredential(req: Request): DecryptCredential {
+  const session = req.headers["x-encryption-session"];
+  if (session) return { kind: "session", exported: session };
+  const legacy = req.headers["x-delegate-key"];
+  if (legacy) return { kind: "delegate-key", privateKeyHex: legacy };
+  throw new HttpError(400, "restore needs a decrypt credential to re-embed missing memories: send x-encryption-session (or the legacy x-delegate-key)");
+}

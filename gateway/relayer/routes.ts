@@ -1,0 +1,160 @@
+// The relayer's HTTP listener (spec/relayer.md): signed routes publish commands (writes) or read read models
+// (queries); public routes report health, version, config and metrics. No business state lives here.
+import { randomUUID } from "node:crypto";
+import type { EventLog } from "../../eventlog/connection.ts";
+import { commandSubject } from "../../eventlog/subjects.ts";
+import type { Db } from "../../db/pool.ts";
+import type { RelayerConfig } from "../../config/env.ts";
+import type { Logger } from "../../config/logger.ts";
+import { PortError, type BlobPort, type ChainPort, type DecryptCredential, type EmbeddingPort, type EncryptionPort } from "../../adapters/ports.ts";
+import { isUnavailable } from "../unavailable.ts";
+import { HttpError, HttpServer, errorReply, json, parseJsonObject, type Handler, type Reply, type Request } from "../http.ts";
+import { SignedAuth, type Authenticated } from "./signed-auth.ts";
+import { JobLookup } from "../../projections/relayer/job-lookup.ts";
+import { Metrics, measured } from "../metrics.ts";
+import { embedQuery, openHits, rankMemories } from "../../projections/relayer/recall.ts";
+import { rankHybrid, type HybridSettings } from "../../projections/relayer/hybrid-rank.ts";
+import type { LexicalKeyring } from "../../adapters/lexical/keys.ts";
+import { queryTerms } from "../../adapters/lexical/terms.ts";
+import { LIMITS, ValidationError, isUuid, parseBulk, parseBulkStatus, parseRecall, parseRemember, type RememberBody } from "../../schemas/relayer/http.ts";
+import { JOB, type RememberCommand } from "../../schemas/relayer/remember-job.ts";
+import { RELAYER_VERSION, healthBody, versionBody } from "./versioning.ts";
+import { registerMaintenanceRoutes } from "./maintenance-routes.ts";
+
+export interface RelayerDeps {
+  readonly config: RelayerConfig;
+  readonly log: EventLog;
+  readonly db: Db;
+  readonly auth: SignedAuth;
+  /** The chain port: manual memories, restore and the account-existence check (gateway/relayer/maintenance-routes.ts). */
+  readonly chain: ChainPort;
+  readonly embedder: EmbeddingPort;
+  readonly blobs: BlobPort;
+  readonly encryption: EncryptionPort;
+  readonly logger: Logger;
+  readonly embedderMode: string;
+  /**
+   * The keyed lexical index's keys (restore hashes restored memories' terms with them) and, when recall ranks hybrid
+   * (projections/relayer/hybrid-rank.ts: keyed BM25 with context fused with the vector), its settings; no settings: cosine order.
+   */
+  readonly lexical?: { readonly keyring: LexicalKeyring; readonly settings?: HybridSettings };
+}
+
+/** Importance given to plain remembers (REFERENCE.md: remember and restore use 0.5). */
+const DEFAULT_IMPORTANCE = 0.5;
+
+export function createRelayerServer(deps: RelayerDeps): HttpServer {
+  const { config, log, db, auth, logger } = deps;
+  const metrics = new Metrics("memrelay");
+  const jobs = new JobLookup(db, log);
+  const server = new HttpServer({
+    corsOrigins: config.corsAllowedOrigins,
+    corsHeaders: "content-type, x-public-key, x-signature, x-timestamp, x-nonce, x-account-id, x-encryption-session, x-delegate-key",
+    onError: (err, req) => logger.error("request failed", { method: req.method, path: req.path, error: err instanceof Error ? err.message : String(err) }),
+  });
+
+  /** Wraps a handler: metrics, validation errors as 400, infrastructure outages as 503. */
+  const wrap = (name: string, h: Handler): Handler => measured(metrics, name, h, toReply);
+  const signed = (name: string, h: (req: Request, who: Authenticated) => Promise<Reply>): Handler =>
+    wrap(name, async (req) => h(req, await auth.authenticate(req)));
+
+  /** `position`: the item's index in a bulk request (its place in the submission order, see schemas/relayer/lexical.ts). */
+  const publishRemember = async (who: Authenticated, item: RememberBody, correlationId: string, position?: number): Promise<string> => {
+    const jobId = randomUUID();
+    const command: RememberCommand = {
+      type: "remember.start",
+      version: 1,
+      id: jobId,
+      aggregate: `${JOB}.${jobId}`,
+      issued_at: new Date().toISOString(),
+      correlation_id: correlationId,
+      data: { owner: who.owner, namespace: item.namespace, text: item.text, importance: DEFAULT_IMPORTANCE, accepted_at: new Date().toISOString(), ...(position !== undefined ? { position } : {}) },
+    };
+    await log.js.publish(commandSubject(JOB, jobId), JSON.stringify(command), { msgID: jobId, timeout: 5_000 });
+    return jobId;
+  };
+
+  server
+    .route("post", "/api/remember", signed("remember", async (req, who) => {
+      const body = parseRemember(parseJsonObject(req.body));
+      const jobId = await publishRemember(who, body, randomUUID());
+      return json(202, { job_id: jobId, status: "running" });
+    }), { bodyLimit: LIMITS.bodyBytes })
+    .route("post", "/api/remember/bulk", signed("remember_bulk", async (req, who) => {
+      const body = parseBulk(parseJsonObject(req.body));
+      const correlation = randomUUID();
+      const jobIds = await Promise.all(body.items.map((it, i) => publishRemember(who, it, correlation, i)));
+      return json(202, { job_ids: jobIds, total: jobIds.length, status: "running" });
+    }), { bodyLimit: LIMITS.bulkBodyBytes })
+    .route("post", "/api/remember/bulk/status", signed("remember_bulk_status", async (req, who) => {
+      const { job_ids } = parseBulkStatus(parseJsonObject(req.body));
+      const found = await jobs.many([...new Set(job_ids.filter(isUuid).map((s) => s.toLowerCase()))], who.owner);
+      return json(200, {
+        results: job_ids.map((id) => {
+          const j = found.get(id.toLowerCase());
+          if (!j) return { job_id: id, status: "not_found" };
+          return { job_id: id, status: j.status, ...(j.blob_id ? { blob_id: j.blob_id } : {}), ...(j.error ? { error: j.error } : {}) };
+        }),
+      });
+    }))
+    .route("get", "/api/remember/:job_id", signed("remember_status", async (req, who) => {
+      const id = decodeURIComponent(req.params[0] ?? "").toLowerCase();
+      const j = isUuid(id) ? await jobs.one(id, who.owner) : undefined;
+      if (!j) return errorReply(404, "job not found");
+      return json(200, j);
+    }))
+    .route("post", "/api/recall", signed("recall", async (req, who) => {
+      const body = parseRecall(parseJsonObject(req.body));
+      const credential = decryptCredential(req);
+      const t0 = performance.now();
+      const vector = await embedQuery(deps.embedder, body.query);
+      metrics.observe("query_embedding_seconds", (performance.now() - t0) / 1000);
+      const q = { owner: who.owner, namespace: body.namespace, vector, limit: body.limit, weights: body.weights, composite: body.composite };
+      const lex = deps.lexical;
+      const hits = lex?.settings ? await rankHybrid(db, { ...q, terms: queryTerms(lex.keyring.forOwner(who.owner), body.query) }, lex.settings) : await rankMemories(db, q);
+      const result = await openHits(hits, who.owner, credential, deps.blobs, deps.encryption, body.composite);
+      return json(200, result);
+    }))
+    .route("get", "/health", wrap("health", async () => {
+      const [nats, pg] = [!log.nc.isClosed() && log.nc.info !== undefined, await db.query("SELECT 1").then(() => true, () => false)];
+      const status = nats && pg ? "ok" : "degraded";
+      return json(nats && pg ? 200 : 503, healthBody(status, deps.embedderMode, { nats, postgres: pg }));
+    }))
+    .route("get", "/version", wrap("version", async () => json(200, versionBody())))
+    .route("get", "/config", wrap("config", async () =>
+      json(200, {
+        packageId: config.packageId,
+        network: config.network,
+        chainRpcUrl: config.chainRpcUrl,
+        chainGrpcUrl: config.chainGrpcUrl,
+        chainTransport: config.chainGrpcUrl ? "grpc" : "jsonrpc",
+        rateLimitDisabled: config.rateLimitDisabled,
+        registryId: config.registryId,
+        relayerVersion: RELAYER_VERSION,
+        embedder: { name: deps.embedder.name, dims: deps.embedder.dims },
+      })))
+    .route("get", "/metrics", async () => ({ status: 200, headers: { "content-type": "text/plain; version=0.0.4" }, body: metrics.render() }));
+  registerMaintenanceRoutes(server, { config, log, db, chain: deps.chain, blobs: deps.blobs, encryption: deps.encryption, embedder: deps.embedder, logger, lexical: deps.lexical?.keyring }, { wrap, signed });
+  server.fallback();
+  return server;
+}
+
+export function decryptCredential(req: Request): DecryptCredential {
+  const session = req.headers["x-encryption-session"];
+  if (session) return { kind: "session", exported: session };
+  const legacy = req.headers["x-delegate-key"];
+  if (legacy) return { kind: "delegate-key", privateKeyHex: legacy };
+  throw new HttpError(400, "recall needs a decrypt credential: send x-encryption-session (or the legacy x-delegate-key)");
+}
+
+/** Maps known failures to replies; unknown ones propagate as 500. */
+export function toReply(err: unknown): Reply | undefined {
+  if (err instanceof HttpError) return errorReply(err.status, err.message, err.extra, err.headers);
+  if (err instanceof ValidationError) return errorReply(400, err.message);
+  if (isUnavailable(err)) return errorReply(503, "a backing service is unavailable; retry shortly", {}, { "retry-after": "1" });
+  if (err instanceof PortError) {
+    if (err.kind === "forbidden") return errorReply(403, "the decrypt credential was refused by the key servers");
+    if (err.kind === "invalid") return errorReply(400, err.message);
+  }
+  return undefined;
+}

@@ -1,0 +1,83 @@
+// Finds a remember job for its owner: the status read model first, then the actor's snapshot, then the command
+// still waiting on the work queue — so a poll right after the 202 never answers 404 to the job's owner.
+import type { EventLog } from "../../eventlog/connection.ts";
+import { STREAMS } from "../../eventlog/subjects.ts";
+import type { Db } from "../../db/pool.ts";
+import type { JobStatus } from "../../schemas/relayer/remember-job.ts";
+import { MEMORY_INDEX } from "./memory-index.ts";
+import { LEXICAL_INDEX } from "./lexical-index.ts";
+
+/** The read models recall reads: a job is done (recallable) once all of them have applied its indexing commit. */
+const RECALL_INDEXES = [MEMORY_INDEX, LEXICAL_INDEX];
+
+export interface JobView {
+  readonly job_id: string;
+  readonly status: JobStatus;
+  readonly owner: string;
+  readonly namespace: string;
+  readonly blob_id?: string;
+  readonly error?: string;
+}
+
+interface SnapshotShape { seq: number; value: JobStatus; context: { owner: string; namespace: string; blob_id?: string; error?: string } }
+
+export class JobLookup {
+  constructor(private readonly db: Db, private readonly log: EventLog) {}
+
+  async many(ids: readonly string[], owner: string): Promise<Map<string, JobView>> {
+    const found = new Map<string, JobView>();
+    if (!ids.length) return found;
+    const r = await this.db.query<{ job_id: string; status: JobStatus; owner: string; namespace: string; blob_id: string | null; error: string | null }>(
+      // Done means recallable: until the memory and lexical indexes have applied the indexing commit, the job still
+      // reads uploaded.
+      `SELECT job_id::text, owner, namespace, blob_id, error,
+              CASE WHEN status = 'done' AND done_seq > coalesce((SELECT min(seq) FROM projection_checkpoints WHERE name = ANY($3::text[])), 0)
+                   THEN 'uploaded' ELSE status END AS status
+       FROM remember_jobs WHERE job_id = ANY($1::uuid[]) AND owner = $2`,
+      [ids, owner, RECALL_INDEXES],
+    );
+    for (const row of r.rows) found.set(row.job_id, clean({ ...row, blob_id: row.blob_id ?? undefined, error: row.error ?? undefined }));
+    await Promise.all(ids.filter((id) => !found.has(id)).map(async (id) => {
+      const v = await this.fromLog(id);
+      if (v && v.owner === owner) found.set(id, v);
+    }));
+    return found;
+  }
+
+  async one(id: string, owner: string): Promise<JobView | undefined> {
+    return (await this.many([id], owner)).get(id);
+  }
+
+  private async fromLog(id: string): Promise<JobView | undefined> {
+    const snap = await this.snapshot(id);
+    if (snap) return snap;
+    const cmd = await this.log.jsm.streams.getMessage(STREAMS.commands, { last_by_subj: `cmd.job.${id}` }).catch(() => null);
+    if (cmd) {
+      const data = (cmd.json() as { data: { owner: string; namespace: string } }).data;
+      return { job_id: id, status: "running", owner: data.owner, namespace: data.namespace };
+    }
+    // The command may have been acknowledged between the two reads: its snapshot is then stored.
+    return this.snapshot(id);
+  }
+
+  private async indexCheckpoint(): Promise<number> {
+    return this.db
+      .query<{ seq: string | null }>("SELECT min(seq) AS seq FROM projection_checkpoints WHERE name = ANY($1::text[])", [RECALL_INDEXES])
+      .then((r) => Number(r.rows[0]?.seq ?? 0), () => 0);
+  }
+
+  private async snapshot(id: string): Promise<JobView | undefined> {
+    const e = await this.log.snapshots.get(`job.${id}`).catch(() => null);
+    if (!e?.value?.length) return undefined;
+    const s = e.json() as SnapshotShape;
+    const status = s.value === "done" && s.seq > (await this.indexCheckpoint()) ? "uploaded" : s.value;
+    return clean({ job_id: id, status, owner: s.context.owner, namespace: s.context.namespace, blob_id: s.context.blob_id, error: s.context.error });
+  }
+}
+
+function clean(v: JobView): JobView {
+  const out: Record<string, unknown> = { job_id: v.job_id, status: v.status, owner: v.owner, namespace: v.namespace };
+  if (v.blob_id) out.blob_id = v.blob_id;
+  if (v.status === "failed" && v.error) out.error = v.error;
+  return out as unknown as JobView;
+}

@@ -1,0 +1,63 @@
+// The remember-job status read model: latest status per job, for polling. Owner-scoped reads only.
+import type { Projection } from "../runtime.ts";
+import type { Db, Tx } from "../../db/pool.ts";
+import { JOB_EVENTS, type JobAccepted, type JobFailed, type JobStatus, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
+
+export const JOB_STATUS = "job_status";
+
+interface Row { job_id: string; owner?: string; namespace?: string; status: JobStatus; blob_id?: string; error?: string; done_seq?: number }
+
+export const jobStatusProjection: Projection = {
+  name: JOB_STATUS,
+  filter: "evt.job.>",
+  migrate: async (db: Db) => {
+    await db.query(`CREATE TABLE IF NOT EXISTS remember_jobs (
+      job_id uuid PRIMARY KEY, owner text NOT NULL, namespace text NOT NULL, status text NOT NULL,
+      blob_id text, error text, updated_at timestamptz NOT NULL DEFAULT now())`);
+    // Sequence of the commit that indexed the job: "done" is reported only once the memory index applied it.
+    await db.query("ALTER TABLE remember_jobs ADD COLUMN IF NOT EXISTS done_seq bigint");
+  },
+  reset: async (tx: Tx) => {
+    await tx.query("TRUNCATE remember_jobs");
+  },
+  apply: async (tx: Tx, events) => {
+    // Fold the batch per job first: one upsert per job, whatever the number of its events in the batch.
+    const rows = new Map<string, Row>();
+    for (const { event, seq } of events) {
+      const id = event.aggregate.slice("job.".length);
+      const row = rows.get(id) ?? { job_id: id, status: "running" as JobStatus };
+      switch (event.type) {
+        case JOB_EVENTS.accepted: {
+          const d = event.data as JobAccepted;
+          Object.assign(row, { owner: d.owner, namespace: d.namespace, status: "running" });
+          break;
+        }
+        case JOB_EVENTS.uploaded:
+          Object.assign(row, { status: "uploaded", blob_id: (event.data as JobUploaded).blob_id });
+          break;
+        case JOB_EVENTS.indexed:
+          Object.assign(row, { status: "done", done_seq: seq });
+          break;
+        case JOB_EVENTS.failed:
+          Object.assign(row, { status: "failed", error: (event.data as JobFailed).error });
+          break;
+        default:
+          continue;
+      }
+      rows.set(id, row);
+    }
+    if (!rows.size) return;
+    const list = [...rows.values()];
+    await tx.query(
+      `INSERT INTO remember_jobs AS j (job_id, owner, namespace, status, blob_id, error, done_seq, updated_at)
+       SELECT id, coalesce(o, ''), coalesce(ns, 'default'), st, b, e, ds, now()
+       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[]) AS u(id, o, ns, st, b, e, ds)
+       ON CONFLICT (job_id) DO UPDATE SET
+         owner = CASE WHEN EXCLUDED.owner <> '' THEN EXCLUDED.owner ELSE j.owner END,
+         namespace = CASE WHEN EXCLUDED.owner <> '' THEN EXCLUDED.namespace ELSE j.namespace END,
+         status = EXCLUDED.status, blob_id = coalesce(EXCLUDED.blob_id, j.blob_id), error = EXCLUDED.error,
+         done_seq = coalesce(EXCLUDED.done_seq, j.done_seq), updated_at = now()`,
+      [list.map((r) => r.job_id), list.map((r) => r.owner ?? null), list.map((r) => r.namespace ?? null), list.map((r) => r.status), list.map((r) => r.blob_id ?? null), list.map((r) => r.error ?? null), list.map((r) => r.done_seq ?? null)],
+    );
+  },
+};

@@ -1,0 +1,218 @@
+// The keyed lexical index read model (DESIGN.md section 6): BM25 postings over keyed term hashes, rebuilt by replay
+// like every read model. It follows the memory index's subject family (`evt.job.>`) in log order:
+//   job.indexed        a remembered memory: its keyed terms (schemas/relayer/lexical.ts) and its submission order
+//   memory.restored    re-indexed rows, when they carry keyed terms (restore re-reads the plaintext)
+//   memory.forgotten   every document of (owner, namespace) indexed before it is removed
+// Memories without keyed terms (manual memories: the relayer never sees their text) have no row here; recall
+// ranks them by the dense vector alone.
+//
+// Tables (never a token, never text):
+//   lexical_namespaces  (owner, namespace) → ns_id, document count and total length (BM25's N and avgdl)
+//   lexical_docs        one row per memory: its ns_id, doc number, length, submission order and `pos`, its rank in
+//                       that order within the namespace (0 = first submitted), kept gapless so that a memory's
+//                       neighbours — its conversational context — are pos ± 1, 2, 3
+//   lexical_postings    (ns_id, term hash) → the document's pos, term frequency and length, read by index-only
+//                       scans of one range per query term
+// Document frequencies are counted from the postings a query reads (the same index range), so they are exact per
+// namespace and cost no write.
+import type { Projection } from "../runtime.ts";
+import type { Db, Tx } from "../../db/pool.ts";
+import type { EventEnvelope } from "../../schemas/envelope.ts";
+import { JOB_EVENTS, type JobIndexed } from "../../schemas/relayer/remember-job.ts";
+import { MEMORY_EVENTS, type MemoryForgotten, type MemoryRestored } from "../../schemas/relayer/memory-maintenance.ts";
+import { isLexicalTerms, type LexicalTerms } from "../../schemas/relayer/lexical.ts";
+import { LEXICAL_SCHEME } from "../../adapters/lexical/keys.ts";
+
+export const LEXICAL_INDEX = "lexical_index";
+
+export async function migrateLexical(db: Db): Promise<void> {
+  await db.query(`CREATE TABLE IF NOT EXISTS lexical_namespaces (
+    ns_id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    owner text NOT NULL,
+    namespace text NOT NULL,
+    docs integer NOT NULL DEFAULT 0,
+    total_len bigint NOT NULL DEFAULT 0,
+    UNIQUE (owner, namespace))`);
+  await db.query(`CREATE TABLE IF NOT EXISTS lexical_docs (
+    doc bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    ns_id integer NOT NULL,
+    memory_id uuid NOT NULL UNIQUE,
+    submitted_at timestamptz NOT NULL,
+    position integer NOT NULL,
+    len smallint NOT NULL,
+    pos integer NOT NULL)`);
+  await db.query("CREATE INDEX IF NOT EXISTS lexical_docs_order ON lexical_docs (ns_id, submitted_at, position, memory_id)");
+  await db.query("CREATE INDEX IF NOT EXISTS lexical_docs_pos ON lexical_docs (ns_id, pos) INCLUDE (memory_id)");
+  // New documents wait here (pos -1) for the batch's renumbering.
+  await db.query("CREATE INDEX IF NOT EXISTS lexical_docs_unplaced ON lexical_docs (ns_id) WHERE pos < 0");
+  // Postings carry the document's `pos` so that a query reads one index range per term and joins nothing; a
+  // renumbering rewrites the postings of the documents it moves (found by `doc`).
+  await db.query(`CREATE TABLE IF NOT EXISTS lexical_postings (
+    ns_id integer NOT NULL,
+    term bigint NOT NULL,
+    doc bigint NOT NULL,
+    pos integer NOT NULL,
+    tf smallint NOT NULL,
+    len smallint NOT NULL)`);
+  await db.query("CREATE INDEX IF NOT EXISTS lexical_postings_term ON lexical_postings (ns_id, term) INCLUDE (pos, tf, len)");
+  await db.query("CREATE INDEX IF NOT EXISTS lexical_postings_doc ON lexical_postings (doc)");
+}
+
+/** One memory to add. */
+interface DocIn {
+  readonly memoryId: string;
+  readonly owner: string;
+  readonly namespace: string;
+  readonly submittedAt: string;
+  readonly position: number;
+  readonly terms: LexicalTerms;
+}
+
+/** Documents collected in log order, inserted together. */
+class DocBatch {
+  private docs: DocIn[] = [];
+
+  add(d: DocIn): void {
+    if (d.terms.scheme !== LEXICAL_SCHEME) return;
+    this.docs.push(d);
+  }
+
+  /** Three statements per batch: namespaces, documents (with the namespace counts), places and postings. */
+  async flush(tx: Tx): Promise<void> {
+    if (!this.docs.length) return;
+    const docs = this.docs;
+    this.docs = [];
+    const key = (d: DocIn) => `${d.owner}\u0000${d.namespace}`;
+    const pairs = [...new Map(docs.map((d) => [key(d), d] as const)).values()];
+    const owners = pairs.map((d) => d.owner);
+    const names = pairs.map((d) => d.namespace);
+    const ns = await tx.query<{ ns_id: number; owner: string; namespace: string }>(
+      `WITH x AS (SELECT * FROM unnest($1::text[], $2::text[]) AS x(owner, namespace)),
+            ins AS (INSERT INTO lexical_namespaces (owner, namespace) SELECT owner, namespace FROM x
+                    ON CONFLICT (owner, namespace) DO NOTHING RETURNING ns_id, owner, namespace)
+       SELECT ns_id, owner, namespace FROM ins
+       UNION ALL SELECT n.ns_id, n.owner, n.namespace FROM lexical_namespaces n JOIN x ON n.owner = x.owner AND n.namespace = x.namespace`,
+      [owners, names],
+    );
+    const nsId = new Map<string, number>(ns.rows.map((r) => [`${r.owner}\u0000${r.namespace}`, r.ns_id]));
+    // Documents: a memory already indexed (redelivery, a restore of an indexed blob) keeps its row.
+    const inserted = await tx.query<{ doc: string; memory_id: string; ns_id: number; len: number }>(
+      `WITH ins AS (
+         INSERT INTO lexical_docs (ns_id, memory_id, submitted_at, position, len, pos)
+         SELECT ns_id, memory_id, submitted_at, position, len, -1
+         FROM unnest($1::int[], $2::uuid[], $3::timestamptz[], $4::int[], $5::smallint[]) AS x(ns_id, memory_id, submitted_at, position, len)
+         ON CONFLICT (memory_id) DO NOTHING
+         RETURNING doc, memory_id, ns_id, len),
+       counts AS (
+         UPDATE lexical_namespaces n SET docs = n.docs + c.c, total_len = n.total_len + c.l
+         FROM (SELECT ns_id, count(*)::int AS c, sum(len)::bigint AS l FROM ins GROUP BY ns_id) c WHERE n.ns_id = c.ns_id)
+       SELECT doc, memory_id, ns_id, len FROM ins`,
+      [docs.map((d) => nsId.get(key(d))), docs.map((d) => d.memoryId), docs.map((d) => d.submittedAt), docs.map((d) => d.position), docs.map((d) => d.terms.len)],
+    );
+    if (!inserted.rows.length) return;
+    const byMemory = new Map(docs.map((d) => [d.memoryId.toLowerCase(), d] as const));
+    const pNs: number[] = [], pTerm: string[] = [], pDoc: string[] = [], pTf: number[] = [], pLen: number[] = [];
+    for (const r of inserted.rows) {
+      const d = byMemory.get(r.memory_id)!;
+      d.terms.terms.forEach((t, i) => {
+        pNs.push(r.ns_id);
+        pTerm.push(String(t));
+        pDoc.push(r.doc);
+        pTf.push(d.terms.tf[i]);
+        pLen.push(r.len);
+      });
+    }
+    await placeAndPost(tx, [...new Set(inserted.rows.map((r) => r.ns_id))], { ns: pNs, term: pTerm, doc: pDoc, tf: pTf, len: pLen });
+  }
+}
+
+/**
+ * Gives the new documents (pos -1) of these namespaces their place in submission order — every document from the
+ * first new one onwards is renumbered, and the postings of older documents that moved follow — then inserts the new
+ * documents' postings at their places. Submissions arrive nearly in order, so this touches the tail of a namespace;
+ * a restore of old memories renumbers more.
+ */
+async function placeAndPost(tx: Tx, nsIds: number[], p: { ns: number[]; term: string[]; doc: string[]; tf: number[]; len: number[] }): Promise<void> {
+  await tx.query(
+    `WITH first AS (
+       SELECT DISTINCT ON (ns_id) ns_id, submitted_at, position, memory_id FROM lexical_docs
+       WHERE pos < 0 AND ns_id = ANY($1::int[]) ORDER BY ns_id, submitted_at, position, memory_id),
+     base AS (
+       SELECT f.*, coalesce((SELECT d.pos FROM lexical_docs d
+                             WHERE d.ns_id = f.ns_id AND (d.submitted_at, d.position, d.memory_id) < (f.submitted_at, f.position, f.memory_id)
+                             ORDER BY d.submitted_at DESC, d.position DESC, d.memory_id DESC LIMIT 1), -1) + 1 AS base
+       FROM first f),
+     ranked AS (
+       SELECT d.doc, d.pos AS old, (b.base + row_number() OVER (PARTITION BY d.ns_id ORDER BY d.submitted_at, d.position, d.memory_id) - 1)::int AS pos
+       FROM base b JOIN lexical_docs d ON d.ns_id = b.ns_id AND (d.submitted_at, d.position, d.memory_id) >= (b.submitted_at, b.position, b.memory_id)),
+     moved AS (
+       UPDATE lexical_docs d SET pos = r.pos FROM ranked r WHERE d.doc = r.doc AND d.pos <> r.pos RETURNING d.doc, r.pos, r.old),
+     shifted AS (
+       UPDATE lexical_postings p SET pos = m.pos FROM moved m WHERE m.old >= 0 AND p.doc = m.doc),
+     posted AS (
+       INSERT INTO lexical_postings (ns_id, term, doc, pos, tf, len)
+       SELECT x.ns_id, x.term, x.doc, m.pos, x.tf, x.len
+       FROM unnest($2::int[], $3::bigint[], $4::bigint[], $5::smallint[], $6::smallint[]) AS x(ns_id, term, doc, tf, len)
+       JOIN moved m ON m.doc = x.doc AND m.old < 0)
+     SELECT count(*) FROM moved`,
+    [nsIds, p.ns, p.term, p.doc, p.tf, p.len],
+  );
+}
+
+async function forget(tx: Tx, d: MemoryForgotten): Promise<void> {
+  const r = await tx.query<{ ns_id: number }>("SELECT ns_id FROM lexical_namespaces WHERE owner = $1 AND namespace = $2", [d.owner, d.namespace]);
+  if (!r.rows.length) return;
+  const id = r.rows[0].ns_id;
+  await tx.query("DELETE FROM lexical_postings WHERE ns_id = $1", [id]);
+  await tx.query("DELETE FROM lexical_docs WHERE ns_id = $1", [id]);
+  await tx.query("UPDATE lexical_namespaces SET docs = 0, total_len = 0 WHERE ns_id = $1", [id]);
+}
+
+/** The lexical fields of an index event (optional: events of older versions and manual memories have none). */
+interface LexicalFields {
+  readonly lexical?: unknown;
+  readonly submitted_at?: string;
+  readonly position?: number;
+}
+
+export const lexicalIndexProjection: Projection = {
+  name: LEXICAL_INDEX,
+  filter: "evt.job.>",
+  migrate: migrateLexical,
+  reset: async (tx: Tx) => {
+    await tx.query("TRUNCATE lexical_postings, lexical_docs, lexical_namespaces RESTART IDENTITY");
+  },
+  apply: async (tx: Tx, events) => {
+    const batch = new DocBatch();
+    for (const { event } of events) {
+      switch (event.type) {
+        case JOB_EVENTS.indexed: {
+          const d = event.data as JobIndexed & LexicalFields;
+          if (!isLexicalTerms(d.lexical)) break;
+          batch.add({
+            memoryId: event.aggregate.slice("job.".length),
+            owner: d.owner,
+            namespace: d.namespace,
+            submittedAt: d.submitted_at ?? d.created_at,
+            position: Number.isInteger(d.position) ? d.position! : 0,
+            terms: d.lexical,
+          });
+          break;
+        }
+        case MEMORY_EVENTS.restored: {
+          const d = event.data as MemoryRestored;
+          for (const row of d.rows as readonly (MemoryRestored["rows"][number] & LexicalFields)[]) {
+            if (!isLexicalTerms(row.lexical)) continue;
+            batch.add({ memoryId: row.id, owner: d.owner, namespace: d.namespace, submittedAt: row.created_at, position: 0, terms: row.lexical });
+          }
+          break;
+        }
+        case MEMORY_EVENTS.forgotten:
+          await batch.flush(tx);
+          await forget(tx, (event as EventEnvelope<string, MemoryForgotten>).data);
+          break;
+      }
+    }
+    await batch.flush(tx);
+  },
+};

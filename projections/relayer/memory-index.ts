@@ -1,0 +1,77 @@
+// The memory index read model: one row per indexed memory (row id = job id; for manual and restored memories a UUID
+// derived from owner and blob id), vectors as halfvec. Forget, restore and manual events: memory-maintenance.ts.
+// Recall scans the (owner, namespace) slice exactly: results always equal an exact search, whatever the size
+// of the namespace or the index (a global ANN index with a post-filter returns short lists; see README).
+import type { Projection } from "../runtime.ts";
+import type { Db, Tx } from "../../db/pool.ts";
+import { JOB_EVENTS, type JobIndexed } from "../../schemas/relayer/remember-job.ts";
+import { MEMORY_EVENTS } from "../../schemas/relayer/memory-maintenance.ts";
+import { RowBatch, addRegistered, addRestored, applyForgotten, migrateMaintenance, resetMaintenance } from "./memory-maintenance.ts";
+
+export const MEMORY_INDEX = "memory_index";
+/** The one subject filter the memory index follows (maintenance events share it: schemas/relayer/memory-maintenance.ts). */
+export const MEMORY_INDEX_FILTER = "evt.job.>";
+
+export function memoryIndexProjection(dims: number): Projection {
+  return {
+    name: MEMORY_INDEX,
+    filter: MEMORY_INDEX_FILTER,
+    migrate: async (db: Db) => {
+      await db.query("CREATE EXTENSION IF NOT EXISTS vector");
+      await db.query(`CREATE TABLE IF NOT EXISTS memories (
+        id uuid PRIMARY KEY,
+        blob_id text NOT NULL,
+        owner text NOT NULL,
+        namespace text NOT NULL,
+        vector halfvec(${dims}) NOT NULL,
+        created_at timestamptz NOT NULL,
+        importance real NOT NULL,
+        size integer NOT NULL)`);
+      // Vectors in line: a 1024-d halfvec row passes the TOAST threshold, and fetching every vector of a namespace
+      // out of line doubled the cost of an exact scan. (Rows written before this keep their storage until rewritten.)
+      // Checked first: the ALTER takes an exclusive lock, which replicas starting under load should not queue behind.
+      const storage = await db.query<{ s: string }>("SELECT attstorage AS s FROM pg_attribute WHERE attrelid = 'memories'::regclass AND attname = 'vector'");
+      if (storage.rows[0]?.s !== "p") await db.query("ALTER TABLE memories ALTER COLUMN vector SET STORAGE PLAIN");
+      await db.query("CREATE INDEX IF NOT EXISTS memories_owner_ns ON memories (owner, namespace)");
+      // One row per blob of an owner: restore inserts only where missing, and a replay keeps that true.
+      await db.query("CREATE UNIQUE INDEX IF NOT EXISTS memories_owner_blob_key ON memories (owner, blob_id)");
+      await db.query("DROP INDEX IF EXISTS memories_owner_blob");
+      const r = await db.query<{ t: string }>(
+        "SELECT format_type(atttypid, atttypmod) AS t FROM pg_attribute WHERE attrelid = 'memories'::regclass AND attname = 'vector'",
+      );
+      if (r.rows[0]?.t !== `halfvec(${dims})`) {
+        throw new Error(`memories.vector is ${r.rows[0]?.t}, the embedder gives ${dims} dimensions: replay the memory_index projection after changing embedders`);
+      }
+      await migrateMaintenance(db);
+    },
+    reset: async (tx: Tx) => {
+      await tx.query("TRUNCATE memories");
+      await resetMaintenance(tx);
+    },
+    apply: async (tx: Tx, events) => {
+      // In log order: inserts are batched, and a forget flushes what precedes it, so it deletes exactly the rows
+      // indexed before it (maintenance events: projections/relayer/memory-maintenance.ts).
+      const batch = new RowBatch();
+      for (const { event } of events) {
+        switch (event.type) {
+          case JOB_EVENTS.indexed: {
+            const d = event.data as JobIndexed;
+            batch.add(event.aggregate.slice("job.".length), d.owner, d.namespace, d);
+            break;
+          }
+          case MEMORY_EVENTS.registered:
+            addRegistered(batch, event);
+            break;
+          case MEMORY_EVENTS.restored:
+            addRestored(batch, event);
+            break;
+          case MEMORY_EVENTS.forgotten:
+            await batch.flush(tx);
+            await applyForgotten(tx, event);
+            break;
+        }
+      }
+      await batch.flush(tx);
+    },
+  };
+}

@@ -1,0 +1,100 @@
+// The memory index's maintenance events (schemas/relayer/memory-maintenance.ts), applied by the memory_index projection in log
+// order inside its transaction, so a replay from sequence 1 rebuilds exactly the same rows:
+//   memory.registered  inserts one row (a manual memory), like job.indexed
+//   memory.forgotten   deletes every row of (owner, namespace) indexed before it, records how many it deleted (the
+//                      gateway answers POST /api/forget from that record) and moves the namespace's forget horizon
+//   memory.restored    inserts re-indexed rows where the blob has no row yet
+// Read models besides `memories`:
+//   memory_forgets          (event id → deleted count)              answers of forget calls
+//   memory_forget_horizons  ((owner, namespace) → last forget time) what a default restore leaves out; grow-only,
+//                           kept across rebuilds (see resetMaintenance)
+import type { Db, Tx } from "../../db/pool.ts";
+import { halfvecArrayBinary, halfvecBinary } from "../../db/halfvec.ts";
+import type { EventEnvelope } from "../../schemas/envelope.ts";
+import type { IndexRow, MemoryForgotten, MemoryRegistered, MemoryRestored } from "../../schemas/relayer/memory-maintenance.ts";
+
+export async function migrateMaintenance(db: Db): Promise<void> {
+  await db.query(`CREATE TABLE IF NOT EXISTS memory_forgets (
+    event_id uuid PRIMARY KEY, owner text NOT NULL, namespace text NOT NULL, deleted integer NOT NULL, forgotten_at timestamptz NOT NULL)`);
+  await db.query(`CREATE TABLE IF NOT EXISTS memory_forget_horizons (
+    owner text NOT NULL, namespace text NOT NULL, horizon timestamptz NOT NULL, PRIMARY KEY (owner, namespace))`);
+}
+
+/**
+ * Empties the forget answers. Forget horizons are kept on purpose: a horizon only ever moves forward (greatest of all
+ * forgets), so replaying the same log sets the same values again, and a rebuild from a different log (the runtime
+ * rebuilds when the event stream was replaced) keeps what the user forgot — a restore after losing the log does not
+ * resurrect it. They are lost only with the database.
+ */
+export async function resetMaintenance(tx: Tx): Promise<void> {
+  await tx.query("TRUNCATE memory_forgets");
+}
+
+/** Column arrays of a multi-row insert into `memories`. */
+export class RowBatch {
+  readonly ids: string[] = [];
+  readonly blobs: string[] = [];
+  readonly owners: string[] = [];
+  readonly namespaces: string[] = [];
+  readonly vectors: Buffer[] = [];
+  readonly created: string[] = [];
+  readonly importance: number[] = [];
+  readonly sizes: number[] = [];
+
+  get length(): number {
+    return this.ids.length;
+  }
+
+  add(id: string, owner: string, namespace: string, r: Omit<IndexRow, "id" | "object_id">): void {
+    this.ids.push(id);
+    this.blobs.push(r.blob_id);
+    this.owners.push(owner);
+    this.namespaces.push(namespace);
+    this.vectors.push(halfvecBinary(r.vector));
+    this.created.push(r.created_at);
+    this.importance.push(r.importance);
+    this.sizes.push(r.size);
+  }
+
+  /**
+   * Inserts the batch and empties it. A row whose id or (owner, blob id) already exists is skipped: redelivery changes
+   * nothing, and a blob never gets two rows (a restore racing the job that indexes the same blob, on every replay).
+   */
+  async flush(tx: Tx): Promise<void> {
+    if (!this.length) return;
+    // Vectors travel as one binary halfvec[] (db/halfvec.ts), which names its element type by oid.
+    const oid = (await tx.query<{ oid: number }>("SELECT 'halfvec'::regtype::oid::int AS oid")).rows[0].oid;
+    await tx.query(
+      `INSERT INTO memories (id, blob_id, owner, namespace, vector, created_at, importance, size)
+       SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::halfvec[], $6::timestamptz[], $7::real[], $8::int[])
+       ON CONFLICT DO NOTHING`,
+      [this.ids, this.blobs, this.owners, this.namespaces, halfvecArrayBinary(oid, this.vectors), this.created, this.importance, this.sizes],
+    );
+    for (const a of [this.ids, this.blobs, this.owners, this.namespaces, this.vectors, this.created, this.importance, this.sizes]) a.length = 0;
+  }
+}
+
+export function addRegistered(batch: RowBatch, event: EventEnvelope): void {
+  const d = event.data as MemoryRegistered;
+  batch.add(d.id, d.owner, d.namespace, d);
+}
+
+export function addRestored(batch: RowBatch, event: EventEnvelope): void {
+  const d = event.data as MemoryRestored;
+  for (const r of d.rows) batch.add(r.id, d.owner, d.namespace, r);
+}
+
+export async function applyForgotten(tx: Tx, event: EventEnvelope): Promise<void> {
+  const d = event.data as MemoryForgotten;
+  const r = await tx.query("DELETE FROM memories WHERE owner = $1 AND namespace = $2", [d.owner, d.namespace]);
+  await tx.query(
+    `INSERT INTO memory_forgets (event_id, owner, namespace, deleted, forgotten_at) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (event_id) DO NOTHING`,
+    [event.id, d.owner, d.namespace, r.rowCount ?? 0, d.forgotten_at],
+  );
+  await tx.query(
+    `INSERT INTO memory_forget_horizons (owner, namespace, horizon) VALUES ($1, $2, $3)
+     ON CONFLICT (owner, namespace) DO UPDATE SET horizon = greatest(memory_forget_horizons.horizon, EXCLUDED.horizon)`,
+    [d.owner, d.namespace, d.forgotten_at],
+  );
+}

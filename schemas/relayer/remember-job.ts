@@ -1,0 +1,64 @@
+// Commands and events of the remember-job aggregate (`job.<job_id>`). Events carry ids, vectors, keyed term hashes,
+// sizes and states — never the memory text. The start command carries the text and lives only on the CMD work queue.
+import type { LexicalTerms } from "./lexical.ts";
+
+export const JOB = "job";
+
+export type JobStatus = "pending" | "running" | "uploaded" | "done" | "failed";
+
+export interface RememberCommandData {
+  readonly owner: string;
+  readonly namespace: string;
+  readonly text: string;
+  readonly importance: number;
+  readonly accepted_at: string;
+  /** Index of the item in its bulk request (absent for a single remember): the submission order within one call. */
+  readonly position?: number;
+}
+
+export type RememberCommand = {
+  readonly type: "remember.start";
+  readonly version: 1;
+  readonly id: string;
+  readonly aggregate: string;
+  readonly issued_at: string;
+  readonly correlation_id: string;
+  readonly data: RememberCommandData;
+};
+
+export interface JobAccepted { readonly owner: string; readonly namespace: string; readonly accepted_at: string; readonly text_bytes: number }
+export interface JobUploadAttemptFailed { readonly attempt: number; readonly wallet: string; readonly error: string }
+export interface JobUploaded {
+  readonly blob_id: string;
+  readonly size: number;
+  readonly vector: readonly number[];
+  readonly embedder: string;
+}
+export interface JobIndexed {
+  readonly object_id: string;
+  readonly wallet: string;
+  readonly owner: string;
+  readonly namespace: string;
+  readonly blob_id: string;
+  readonly vector: readonly number[];
+  readonly importance: number;
+  readonly size: number;
+  readonly created_at: string;
+  /** Keyed term hashes of the text for the lexical index (absent when the relayer runs without a lexical key). */
+  readonly lexical?: LexicalTerms;
+  /** Submission order (schemas/relayer/lexical.ts SubmissionOrder): when the remember was accepted, and its bulk position. */
+  readonly submitted_at?: string;
+  readonly position?: number;
+}
+export interface JobFailed { readonly error: string; readonly attempts: number }
+
+export const JOB_EVENTS = {
+  accepted: "job.accepted",
+  uploadAttemptFailed: "job.upload_attempt_failed",
+  uploaded: "job.uploaded",
+  indexed: "job.indexed",
+  failed: "job.failed",
+} as const;
+
+/** Wallet attempts before a job fails (spec: Events; REFERENCE: 5 wallets round-robin). */
+export const MAX_WALLET_ATTEMPTS = 5;
