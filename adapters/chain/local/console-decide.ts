@@ -6,7 +6,7 @@ import { reject, type StoreUnavailable, type TxRejected } from "./errors.ts";
 import { normalizeAddress } from "./keys.ts";
 import type { ChainEvent, GenesisState, StoredObject } from "./model.ts";
 import { KEYS } from "./state-keys.ts";
-import type { StateView, TxOutcome, Decision } from "./decide.ts";
+import type { StateView, TxOutcome, Decision } from "./state-view.ts";
 import { deriveObjectId, type VerifiedTx } from "./tx.ts";
 import {
   MAX_GRANT_GROUPS,
