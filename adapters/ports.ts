@@ -1,5 +1,6 @@
 // Ports to the outside world (DESIGN.md section 5). Each has a real and a local implementation chosen by
 // configuration; machines and gateways depend only on these interfaces.
+import type { SignedTx, StoredObject } from "../schemas/chain.ts";
 
 /** Failure classes every port reports, so hosts can decide: retry later, try another wallet, or give up. */
 export type PortErrorKind = "unavailable" | "rejected" | "not_found" | "forbidden" | "insufficient_funds" | "invalid";
@@ -72,6 +73,22 @@ export interface ChainPort {
   listBlobs(owner: string, opts: { namespace?: string; limit: number }): Promise<BlobObject[]>;
   accountExists(owner: string): Promise<boolean>;
   balance(address: string): Promise<WalletBalance>;
+}
+
+// ---------------------------------------------------------------- sponsored transactions (the console)
+export interface ExecutedTx {
+  readonly digest: string;
+  /** Objects the transaction created or changed, as the chain shows them after it. */
+  readonly objects: readonly StoredObject[];
+}
+
+/** The chain as the console uses it: transactions its clients sign and its sponsor co-signs, and the objects they leave. */
+export interface SponsoredChainPort {
+  readonly packageId: string;
+  readonly network: string;
+  /** Executes a transaction carrying the sender's and the gas sponsor's signatures. PortError kinds: forbidden, rejected, unavailable. */
+  execute(tx: SignedTx): Promise<ExecutedTx>;
+  getObject(objectId: string): Promise<StoredObject | null>;
 }
 
 // ---------------------------------------------------------------- encryption

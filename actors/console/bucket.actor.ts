@@ -19,6 +19,7 @@ import {
 import { CODE } from "../../schemas/console/http.ts";
 import { newEvent } from "./log.ts";
 import { cosign } from "./chain.ts";
+import { bucketPolicyType } from "../../schemas/chain.ts";
 import { StorageError } from "../../adapters/file-storage/blobstore-http.ts";
 import { bucketMachine, type BucketContext } from "./bucket.machine.ts";
 import type { ConsoleActorPorts } from "./ports.ts";
@@ -53,7 +54,7 @@ export function bucketActor(ports: ConsoleActorPorts): ActorDefinition<CommandEn
           const ctx = context as BucketContext;
           if (command.type !== CMD.bucketFinalize) return yield* Effect.fail(new Transient("finalize effect without its command"));
           const signed = cosign(ctx.tx_bytes!, (command.data as BucketFinalizeCommandData).signature, ports.sponsorKey);
-          const outcome = yield* Effect.tryPromise({ try: () => ports.chain.submit(signed), catch: (e) => e }).pipe(Effect.result);
+          const outcome = yield* Effect.tryPromise({ try: () => ports.chain.execute(signed), catch: (e) => e }).pipe(Effect.result);
           if (outcome._tag === "Failure") {
             const e = outcome.failure;
             if (e instanceof PortError && e.kind !== "unavailable") {
@@ -61,7 +62,7 @@ export function bucketActor(ports: ConsoleActorPorts): ActorDefinition<CommandEn
             }
             return yield* Effect.fail(transientOf("chain")(e));
           }
-          const object = outcome.success.outcome.object;
+          const object = outcome.success.objects.find((o) => o.type === bucketPolicyType(ports.chain.packageId));
           if (!object) return [newEvent(EV.bucketFinalizeFailed, { code: CODE.chainRejected, error: "the transaction created no bucket policy" })];
           return [newEvent(EV.bucketPolicyCreated, { policy_id: object.object_id, chain_digest: outcome.success.digest, policy: object })];
         }),

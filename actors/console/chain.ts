@@ -3,11 +3,12 @@
 // reading bucket policies and access groups back for the access checks. Signatures follow Sui, so the client can
 // sign the bytes with `Ed25519Keypair.signTransaction` from @mysten/sui.
 import { randomBytes } from "node:crypto";
-import type { LocalChain } from "../../adapters/chain/local/local-chain.ts";
-import type { SignedTx, TxArgs, TxBody, TxKind } from "../../adapters/chain/local/model.ts";
+import type { SponsoredChainPort } from "../../adapters/ports.ts";
+import type { TxArgs, TxBody, TxKind } from "../../adapters/chain/local/model.ts";
+import type { SignedTx } from "../../schemas/chain.ts";
 import { keypairFromSecret, parseSerializedSignature, suiAddressOf, toSerializedSignature, verifyEd25519, type SecretKeyInput } from "../../adapters/chain/local/keys.ts";
 import { signingDigest, txDigest } from "../../adapters/chain/local/tx.ts";
-import { accessGroupType, bucketPolicyType, type AccessGroupFields, type AccessScope, type BucketPolicyFields } from "../../adapters/chain/local/console-model.ts";
+import { accessGroupType, bucketPolicyType, type AccessGroupFields, type AccessScope, type BucketPolicyFields } from "../../schemas/chain.ts";
 
 export interface UnsignedTx {
   /** base64 of the transaction bytes */
@@ -57,7 +58,7 @@ export function txTimestamp(bytes: string): number {
 const satisfies = (have: AccessScope, need: AccessScope) => have === "readwrite" || need === "read";
 
 export class PolicyReader {
-  constructor(private readonly chain: LocalChain) {}
+  constructor(private readonly chain: SponsoredChainPort) {}
 
   private get pkg() {
     return this.chain.packageId;

@@ -6,7 +6,6 @@ import type { ActorDefinition } from "../host.ts";
 import { Transient } from "../host.ts";
 import type { CommandEnvelope } from "../../schemas/envelope.ts";
 import { PortError } from "../../adapters/ports.ts";
-import type { StoredObject } from "../../adapters/chain/local/model.ts";
 import { AGG, CMD, EV, type SponsorExecuteCommandData, type SponsorReserved } from "../../schemas/console/events.ts";
 import { CODE } from "../../schemas/console/http.ts";
 import { newEvent } from "./log.ts";
@@ -36,7 +35,7 @@ export function sponsorActor(ports: ConsoleActorPorts, clock: () => number = Dat
           const r = (context as SponsorContext).reservation!;
           if (command.type !== CMD.sponsorExecute) return yield* Effect.fail(new Transient("execute effect without its command"));
           const signed = cosign(r.tx_bytes, (command.data as SponsorExecuteCommandData).signature, ports.sponsorKey);
-          const outcome = yield* Effect.tryPromise({ try: () => ports.chain.submit(signed), catch: (e) => e }).pipe(Effect.result);
+          const outcome = yield* Effect.tryPromise({ try: () => ports.chain.execute(signed), catch: (e) => e }).pipe(Effect.result);
           if (outcome._tag === "Failure") {
             const e = outcome.failure;
             if (e instanceof PortError && e.kind !== "unavailable") {
@@ -44,12 +43,9 @@ export function sponsorActor(ports: ConsoleActorPorts, clock: () => number = Dat
             }
             return yield* Effect.fail(transientOf("chain")(e));
           }
-          const receipt = yield* Effect.tryPromise({ try: () => ports.chain.getTransaction(outcome.success.digest), catch: transientOf("chain") });
-          const objects: StoredObject[] = [];
-          for (const e of receipt?.events ?? []) if (e.type === "ObjectPut") objects.push(e.object);
-          if (!objects.length && outcome.success.outcome.object) objects.push(outcome.success.outcome.object);
+          const { digest, objects } = outcome.success;
           return [
-            newEvent(EV.sponsorExecuted, { chain_digest: outcome.success.digest, kind: r.kind, bucket_ids: r.bucket_ids, objects, executed_at: new Date().toISOString() }),
+            newEvent(EV.sponsorExecuted, { chain_digest: digest, kind: r.kind, bucket_ids: r.bucket_ids, objects, executed_at: new Date().toISOString() }),
           ];
         }),
     },

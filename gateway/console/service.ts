@@ -5,7 +5,7 @@
 //   actors       console.key, console.bucket, console.upload, console.file, console.sponsor (./actors)
 //   projections  console (spaces, buckets, files, keys) and console_access (the access index)   (./projections.ts)
 //   storage      the blob storage service's data API over HTTP                                  (./storage.ts)
-//   chain        the chain port: bucket policies and access groups, sponsored by the console    (./chain.ts)
+//   chain        the chain port: bucket policies and access groups, sponsored by the console    (actors/console/chain.ts)
 //
 // Where the spec answers synchronously (reserve, finalize, bucket update and delete, sponsor execute, file delete)
 // the gateway publishes the command and awaits the outcome event, then waits for the console read model to reach it
@@ -20,9 +20,10 @@ import { HttpError, HttpServer, json, type Handler, type Reply, type Request } f
 import { Metrics, measured } from "../metrics.ts";
 import type { CommandEnvelope, EventEnvelope } from "../../schemas/envelope.ts";
 import { ProjectionRunner, migrateCheckpoints, readCheckpoint } from "../../projections/runtime.ts";
-import type { LocalChain } from "../../adapters/chain/local/local-chain.ts";
+import type { SponsoredChainPort } from "../../adapters/ports.ts";
 import { keypairFromSecret } from "../../adapters/chain/local/keys.ts";
-import { TX_CLOCK_SKEW_MS, type StoredObject as ChainObject } from "../../adapters/chain/local/model.ts";
+import { TX_CLOCK_SKEW_MS } from "../../adapters/chain/local/model.ts";
+import type { StoredObject as ChainObject } from "../../schemas/chain.ts";
 import {
   AGG,
   CMD,
@@ -94,7 +95,7 @@ export interface ConsoleLimits {
 export interface ConsoleOptions {
   readonly log: EventLog;
   readonly db: Db;
-  readonly chain: LocalChain;
+  readonly chain: SponsoredChainPort;
   /** The blob storage service's data API and the console account's API key (or any StoragePort). */
   readonly storage: StoragePort | { readonly url: string; readonly apiKey: string };
   /** The console's sponsor: pays the gas of sponsored transactions and blob records (fund it). */

@@ -10,8 +10,8 @@
 import type { Projection } from "../runtime.ts";
 import { prepared, type Db, type Tx } from "../../db/pool.ts";
 import type { StoredEvent } from "../../schemas/envelope.ts";
-import type { StoredObject } from "../../adapters/chain/local/model.ts";
-import type { AccessGroupFields, BucketPolicyFields } from "../../adapters/chain/local/console-model.ts";
+import type { StoredObject } from "../../schemas/chain.ts";
+import type { AccessGroupFields, BucketPolicyFields } from "../../schemas/chain.ts";
 import {
   CONSOLE_EVENTS_FILTER,
   EV,

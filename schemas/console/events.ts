@@ -12,8 +12,8 @@
 //   console.sponsor sponsored access-policy transaction: reserved → executed | failed   (actor)
 // Events carry ids, names, sizes, hashes, addresses and states. Never secrets: API keys appear only as BLAKE2s-256
 // hashes, service keys only as addresses.
-import type { StoredObject } from "../../adapters/chain/local/model.ts";
-import type { AccessScope } from "../../adapters/chain/local/console-model.ts";
+import type { StoredObject } from "../chain.ts";
+import type { AccessScope } from "../chain.ts";
 
 export const AGG = {
   user: "console.user",

@@ -4,20 +4,13 @@
 import { Effect } from "effect";
 import { reject, type StoreUnavailable, type TxRejected } from "./errors.ts";
 import { normalizeAddress } from "./keys.ts";
-import type { ChainEvent, GenesisState, StoredObject } from "./model.ts";
+import type { ChainEvent, GenesisState } from "./model.ts";
+import type { StoredObject } from "../../../schemas/chain.ts";
 import { KEYS } from "./state-keys.ts";
 import type { StateView, TxOutcome, Decision } from "./state-view.ts";
 import { deriveObjectId, type VerifiedTx } from "./tx.ts";
-import {
-  MAX_GRANT_GROUPS,
-  MAX_GROUP_MEMBERS,
-  accessGroupType,
-  bucketPolicyType,
-  type AccessGroupFields,
-  type AccessScope,
-  type BucketPolicyFields,
-  type ConsoleTxKind,
-} from "./console-model.ts";
+import { MAX_GRANT_GROUPS, MAX_GROUP_MEMBERS, type ConsoleTxKind } from "./console-model.ts";
+import { accessGroupType, bucketPolicyType, type AccessGroupFields, type AccessScope, type BucketPolicyFields } from "../../../schemas/chain.ts";
 
 type Fx<A> = Effect.Effect<A, TxRejected | StoreUnavailable>;
 

@@ -7,24 +7,12 @@ import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ensureStreams, isNotFound, type EventLog } from "../../../eventlog/connection.ts";
 import { STREAMS } from "../../../eventlog/subjects.ts";
-import { PortError, type BlobObject, type ChainPort, type ResolvedAccount, type WalletBalance } from "../../ports.ts";
+import { PortError, type BlobObject, type ChainPort, type ExecutedTx, type SponsoredChainPort, type ResolvedAccount, type WalletBalance } from "../../ports.ts";
 import { PORT, toPortError } from "./errors.ts";
 import { keypairFromSecret, normalizeAddress, PUBLIC_KEY_HEX_RE, type ChainKeypair, type SecretKeyInput } from "./keys.ts";
 import { Ledger, type SubmitOptions, type SubmitResult } from "./ledger.ts";
-import {
-  DEFAULT_TOKENS,
-  type Account,
-  type BlobRecord,
-  type DynamicFieldInput,
-  type GenesisState,
-  type ObjectOwner,
-  type SignedTx,
-  type StoredDynamicField,
-  type StoredObject,
-  type TxArgs,
-  type TxKind,
-  type TxReceipt,
-} from "./model.ts";
+import { DEFAULT_TOKENS, type Account, type BlobRecord, type DynamicFieldInput, type GenesisState, type StoredDynamicField, type TxArgs, type TxKind, type TxReceipt } from "./model.ts";
+import { type ObjectOwner, type SignedTx, type StoredObject } from "../../../schemas/chain.ts";
 import { ALL_SCOPE, KEYS, dynamicFieldBcsKey, dynamicFieldNameKey, namespaceScope, pageOf } from "./state-keys.ts";
 import { ChainStateStore } from "./state-store.ts";
 import { buildSignedTx } from "./tx.ts";
@@ -81,7 +69,7 @@ async function run<A>(effect: Effect.Effect<A, unknown>): Promise<A> {
   }
 }
 
-export class LocalChain implements ChainPort {
+export class LocalChain implements ChainPort, SponsoredChainPort {
   readonly packageId: string;
   readonly network: string;
   private readonly operator: ChainKeypair | null;
@@ -254,6 +242,16 @@ export class LocalChain implements ChainPort {
   /** Executes a signed transaction (built with buildSignedTx or any Sui Ed25519 signer). Throws PortError. */
   submit(tx: SignedTx, options?: SubmitOptions): Promise<SubmitResult> {
     return run(this.ledger.submit(tx, options));
+  }
+
+  /** The sponsored-transaction port: submits, then reads the objects the transaction put from its receipt. */
+  async execute(tx: SignedTx): Promise<ExecutedTx> {
+    const result = await this.submit(tx);
+    const receipt = await this.getTransaction(result.digest);
+    const objects: StoredObject[] = [];
+    for (const e of receipt?.events ?? []) if (e.type === "ObjectPut") objects.push(e.object);
+    if (!objects.length && result.outcome.object) objects.push(result.outcome.object);
+    return { digest: result.digest, objects };
   }
 
   /** Builds, signs (sender, and sponsor paying the gas) and submits one transaction. */

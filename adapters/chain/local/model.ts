@@ -1,6 +1,7 @@
 // The local ledger's data model: transactions, state objects and the events a transaction produces. Pure types and
 // constants; amounts are u64 carried as decimal strings in JSON.
 import type { ConsoleTxArgs, ConsoleTxKind } from "./console-model.ts";
+import type { DynamicFieldName, ObjectOwner, SignedTx, StoredObject } from "../../../schemas/chain.ts";
 
 /** Fixed gas fee charged to the gas owner of every non-system transaction, in MIST (1 SUI = 10^9 MIST). */
 export const GAS_FEE_MIST = 1_000_000n;
@@ -59,15 +60,6 @@ export interface TxBody<K extends TxKind = TxKind> {
   readonly args: TxArgs[K];
 }
 
-/** What travels to the ledger: the exact signed bytes and Sui serialized signatures over their intent digest. */
-export interface SignedTx {
-  /** base64 of the UTF-8 JSON of a TxBody */
-  readonly tx_bytes: string;
-  readonly signatures: readonly string[];
-}
-
-// ---------------------------------------------------------------- state objects
-
 export interface DelegateKey {
   readonly public_key: string;
   readonly sui_address: string;
@@ -108,17 +100,6 @@ export interface ObjectInput {
   readonly dynamic_fields?: readonly DynamicFieldInput[];
 }
 
-export type ObjectOwner = { AddressOwner: string } | { ObjectOwner: string } | { Shared: { initial_shared_version: string } } | "Immutable";
-
-export interface DynamicFieldName {
-  /** Move type of the name, e.g. `u64`. */
-  readonly type: string;
-  /** JSON value of the name (numbers of u64 and friends as decimal strings or numbers). */
-  readonly value: unknown;
-  /** base64 BCS of the name; when given, the field is also stored as a `0x2::dynamic_field::Field` object at its derived id. */
-  readonly bcs?: string;
-}
-
 export interface DynamicFieldInput {
   readonly name: DynamicFieldName;
   /** Move type of the value. */
@@ -132,18 +113,6 @@ export interface StoredDynamicField extends DynamicFieldInput {
   readonly parent_id: string;
   /** The derived field object id, when the name's BCS was given. */
   readonly field_id?: string;
-}
-
-export interface StoredObject {
-  readonly object_id: string;
-  readonly type: string;
-  readonly version: string;
-  readonly owner: ObjectOwner;
-  readonly fields: unknown;
-  readonly bcs?: string;
-  /** Names of its dynamic fields. */
-  readonly dynamic_field_names?: readonly DynamicFieldName[];
-  readonly previous_transaction: string;
 }
 
 export interface GenesisState {

@@ -2,7 +2,8 @@
 // and the decision itself. Shared by the ledger's rules (decide.ts, console-decide.ts) and the ledger that applies them.
 import { Effect } from "effect";
 import type { StoreUnavailable } from "./errors.ts";
-import type { Account, BlobRecord, ChainEvent, GenesisState, StoredObject } from "./model.ts";
+import type { Account, BlobRecord, ChainEvent, GenesisState } from "./model.ts";
+import type { StoredObject } from "../../../schemas/chain.ts";
 import type { ChainStateStore, Entry } from "./state-store.ts";
 import { applyOp, type Op } from "./writes.ts";
 

@@ -5,7 +5,8 @@ import { randomBytes } from "node:crypto";
 import { blake2b } from "@noble/hashes/blake2.js";
 import { toBase58 } from "@mysten/sui/utils";
 import { keypairFromSecret, parseSerializedSignature, suiAddressOf, toSerializedSignature, verifyEd25519, type SecretKeyInput, isAddress } from "./keys.ts";
-import type { SignedTx, TxArgs, TxBody, TxKind } from "./model.ts";
+import type { TxArgs, TxBody, TxKind } from "./model.ts";
+import type { SignedTx } from "../../../schemas/chain.ts";
 import { CONSOLE_TX_KINDS } from "./console-model.ts";
 
 const encoder = new TextEncoder();

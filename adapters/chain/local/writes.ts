@@ -1,6 +1,7 @@
 // Pure projection of a ledger record onto KV writes. Every write is absolute or positional, so applying a record twice
 // (a retried submit, a catch-up racing the submitter) yields the same state; the stored `_seq` makes older writes lose.
-import { BLOB_PAGE_SIZE, type Account, type ChainEvent, type ChainRecord, type StoredDynamicField, type StoredObject, type TxReceipt } from "./model.ts";
+import { BLOB_PAGE_SIZE, type Account, type ChainEvent, type ChainRecord, type StoredDynamicField, type TxReceipt } from "./model.ts";
+import { type StoredObject } from "../../../schemas/chain.ts";
 import { ALL_SCOPE, KEYS, dynamicFieldBcsKey, dynamicFieldNameKey, namespaceScope, pageOf } from "./state-keys.ts";
 
 export type Op =

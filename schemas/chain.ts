@@ -1,0 +1,63 @@
+// The on-chain objects the services' contracts name (events carry them, read models store them): Sui's object shape
+// as its JSON-RPC shows it, and the developer console's bucket-policy objects (spec/console.md, private buckets and
+// sponsorship). Pure types; any chain adapter, local or real, produces these.
+
+export type ObjectOwner = { AddressOwner: string } | { ObjectOwner: string } | { Shared: { initial_shared_version: string } } | "Immutable";
+
+export interface DynamicFieldName {
+  /** Move type of the name, e.g. `u64`. */
+  readonly type: string;
+  /** JSON value of the name (numbers of u64 and friends as decimal strings or numbers). */
+  readonly value: unknown;
+  /** base64 BCS of the name; when given, the field is also stored as a `0x2::dynamic_field::Field` object at its derived id. */
+  readonly bcs?: string;
+}
+
+export interface StoredObject {
+  readonly object_id: string;
+  readonly type: string;
+  readonly version: string;
+  readonly owner: ObjectOwner;
+  readonly fields: unknown;
+  readonly bcs?: string;
+  /** Names of its dynamic fields. */
+  readonly dynamic_field_names?: readonly DynamicFieldName[];
+  readonly previous_transaction: string;
+}
+
+/** What travels to the chain: the exact signed bytes and Sui serialized signatures over their intent digest. */
+export interface SignedTx {
+  /** base64 of the transaction bytes */
+  readonly tx_bytes: string;
+  readonly signatures: readonly string[];
+}
+
+// ---------------------------------------------------------------- the console's bucket policies
+//   BucketPolicy  {id, bucket_id, space_id, admins[], groups[]}       one per private bucket (its encryption policy)
+//   AccessGroup   {id, bucket_id, policy_id, admins[], members[]}     members: {address, scope: read | readwrite}
+
+export type AccessScope = "read" | "readwrite";
+
+export interface BucketPolicyFields {
+  readonly id: string;
+  readonly bucket_id: string;
+  readonly space_id: string;
+  readonly admins: readonly string[];
+  readonly groups: readonly string[];
+}
+
+export interface GroupMember {
+  readonly address: string;
+  readonly scope: AccessScope;
+}
+
+export interface AccessGroupFields {
+  readonly id: string;
+  readonly bucket_id: string;
+  readonly policy_id: string;
+  readonly admins: readonly string[];
+  readonly members: readonly GroupMember[];
+}
+
+export const bucketPolicyType = (packageId: string) => `${packageId}::bucket_policy::BucketPolicy`;
+export const accessGroupType = (packageId: string) => `${packageId}::bucket_policy::AccessGroup`;
