@@ -1,13 +1,14 @@
-// Offline retrieval quality on LoCoMo (data/README.md): one namespace per conversation, one memory per turn,
+// Offline retrieval quality on LoCoMo (../shared/data/README.md): one namespace per conversation, one memory per turn,
 // exact search, evidence recall@k / hit@k / MRR per category. Used to pick the embedders' defaults.
 //   node --import tsx bench/locomo-offline.ts            hashing variants
 //   node --import tsx bench/locomo-offline.ts --use      also USE-lite (slow: embeds ~5.9k turns)
 import { readFileSync } from "node:fs";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import type { EmbeddingPort } from "../adapters/ports.ts";
 import { HashingEmbedder } from "../adapters/embeddings/hashing.ts";
 
-export const LOCOMO_PATH = process.env.LOCOMO_PATH ?? "/work/shared/data/locomo10.json";
+/** The LoCoMo file: LOCOMO_PATH, else `../shared/data/locomo10.json` from the repository root. */
+export const LOCOMO_PATH = process.env.LOCOMO_PATH ?? fileURLToPath(new URL("../../shared/data/locomo10.json", import.meta.url));
 
 export interface Turn { readonly id: string; readonly text: string }
 export interface Query { readonly question: string; readonly evidence: readonly string[]; readonly category: number }

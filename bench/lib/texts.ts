@@ -1,5 +1,5 @@
 // Benchmark text: LoCoMo conversation turns as memories and LoCoMo questions as recall queries (real
-// conversational text, shipped in /work/shared/data; see bench/locomo-offline.ts).
+// conversational text, in ../shared/data beside the repository; see bench/locomo-offline.ts).
 import { loadLocomo } from "../locomo-offline.ts";
 
 let cache: { turns: string[]; questions: string[] } | undefined;
