@@ -111,7 +111,7 @@ export class HttpServer {
   }
 
   /** Unknown routes and preflights; call after registering routes. */
-  fallback(notFound: Handler = () => errorReply(404, "not found")): this {
+  fallback(notFound: Handler = (req) => errorReply(404, `no route for ${req.method} ${req.path}`)): this {
     this.app.options("/*", (res, req) => {
       const origin = req.getHeader("origin");
       const allowed = this.allowedOrigin(origin);
@@ -127,7 +127,9 @@ export class HttpServer {
         res.end();
       });
     });
-    this.app.any("/*", (res, req) => this.dispatch(res, req, "/*", notFound, { bodyLimit: 0 }));
+    // Whatever body an unknown route carries is never read: it is drained (up to DRAIN_BYTES) and the 404 follows,
+    // so a mistyped path answers "no route", not a body-limit error.
+    this.app.any("/*", (res, req) => this.dispatch(res, req, "/*", notFound, { bodyMode: "stream", bodyLimit: Number.MAX_SAFE_INTEGER }));
     return this;
   }
 

@@ -127,3 +127,21 @@ describe("a streamed body the handler has not started reading", () => {
     expect(JSON.parse(r.body)).toEqual({ received: 100 });
   });
 });
+
+describe("an unknown route that carries a body", () => {
+  it.each([
+    ["a small JSON body", Buffer.from(JSON.stringify({ text: "hello" }))],
+    ["a 2 MiB body", Buffer.alloc(2 * 1024 * 1024, 0x61)],
+  ])("answers 404 no route, not 413 (%s), and the connection stays usable", async (_, body) => {
+    const r = await exchange(`POST /api/nope HTTP/1.1\r\nHost: test\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`, body);
+    expect(r.error?.code).toBeUndefined();
+    expect(r.status).toBe(404);
+    expect(JSON.parse(r.body)).toEqual({ error: "no route for POST /api/nope" });
+  });
+
+  it("answers 404 to a chunked body too", async () => {
+    const r = await exchange(`PUT /nowhere HTTP/1.1\r\nHost: test\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n`, Buffer.from("5\r\nhello\r\n0\r\n\r\n"));
+    expect(r.status).toBe(404);
+    expect(JSON.parse(r.body).error).toBe("no route for PUT /nowhere");
+  });
+});
