@@ -5,6 +5,7 @@
 import { createRequire } from "node:module";
 import { Readable } from "node:stream";
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from "uWebSockets.js";
+import { findUnsafeQuery, findUnsafeText } from "../schemas/text.ts";
 
 const require = createRequire(import.meta.url);
 type Uws = typeof import("uWebSockets.js");
@@ -372,7 +373,24 @@ export class HttpServer {
   }
 }
 
-/** Parses a JSON body, answering 400 for malformed JSON or a non-object. */
+/** A percent-decoded path segment, or null when its encoding is malformed (for the caller to answer 404 or 400). */
+export function decodePathParam(raw: string | undefined): string | null {
+  try {
+    return decodeURIComponent(raw ?? "");
+  } catch {
+    return null;
+  }
+}
+
+/** The request's query parameters, answering 400 for a name or value that cannot be stored. */
+export function queryParams(req: Request): URLSearchParams {
+  const params = new URLSearchParams(req.query);
+  const unsafe = findUnsafeQuery(params);
+  if (unsafe) throw new HttpError(400, unsafe);
+  return params;
+}
+
+/** Parses a JSON body, answering 400 for malformed JSON, a non-object, or a string that cannot be stored. */
 export function parseJsonObject(body: Buffer): Record<string, unknown> {
   if (!body.length) throw new HttpError(400, "request body must be a JSON object");
   let parsed: unknown;
@@ -382,5 +400,7 @@ export function parseJsonObject(body: Buffer): Record<string, unknown> {
     throw new HttpError(400, "malformed JSON body");
   }
   if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new HttpError(400, "request body must be a JSON object");
+  const unsafe = findUnsafeText(parsed);
+  if (unsafe) throw new HttpError(400, unsafe);
   return parsed as Record<string, unknown>;
 }

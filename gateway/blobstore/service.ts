@@ -12,7 +12,7 @@ import { openEventLog } from "../../eventlog/connection.ts";
 import { createPool, type Db } from "../../db/pool.ts";
 import { createLogger, type Logger } from "../../config/logger.ts";
 import { intVar, loadConfig } from "../../config/env.ts";
-import { HttpError, HttpServer, errorReply, json, parseJsonObject, type Handler, type Reply, type Request, type RouteOptions } from "../http.ts";
+import { HttpError, HttpServer, errorReply, json, parseJsonObject, queryParams, type Handler, type Reply, type Request, type RouteOptions } from "../http.ts";
 import { Metrics, measured } from "../metrics.ts";
 import { isUnavailable } from "../unavailable.ts";
 import { ProjectionRunner, migrateCheckpoints, readCheckpoint, resetProjection } from "../../projections/runtime.ts";
@@ -375,7 +375,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
     return h(req, await auth.admin(req));
   };
   const jsonBody = (req: Request, optional = false): Record<string, unknown> => (optional && !req.body.length ? {} : parseJsonObject(req.body));
-  const query = (req: Request) => new URLSearchParams(req.query);
+  const query = queryParams;
   /** The raw (percent-encoded) object key: everything after `/blobs/` in the path. */
   const rawKey = (req: Request) => req.path.slice(`/api/v1/buckets/${req.params[0]}/blobs/`.length);
 

@@ -16,7 +16,7 @@ import { randomUUID } from "node:crypto";
 import type { EventLog } from "../../eventlog/connection.ts";
 import type { Db } from "../../db/pool.ts";
 import { createLogger, type Logger } from "../../config/logger.ts";
-import { HttpError, HttpServer, json, type Handler, type Reply, type Request } from "../http.ts";
+import { HttpError, HttpServer, decodePathParam, json, queryParams, type Handler, type Reply, type Request } from "../http.ts";
 import { Metrics, measured } from "../metrics.ts";
 import type { CommandEnvelope, EventEnvelope } from "../../schemas/envelope.ts";
 import { ProjectionRunner, migrateCheckpoints, readCheckpoint } from "../../projections/runtime.ts";
@@ -293,7 +293,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
         return json(500, { error: "internal error" });
       });
     const authed = (name: string, h: (req: Request, p: Principal) => Promise<Reply>): Handler => wrap(name, async (req) => h(req, await auth.authenticate(req)));
-    const qs = (req: Request) => new URLSearchParams(req.query);
+    const qs = queryParams;
     const P = "/api/v1";
 
     // ---------------------------------------------------------------- scope checks
@@ -836,7 +836,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
 
     server.route("post", "/encryption/sponsor/:digest/execute", authed("POST /encryption/sponsor/{digest}/execute", async (req, p) => {
       requireWrite(p);
-      const digest = decodeURIComponent(req.params[0]);
+      const digest = decodePathParam(req.params[0]) ?? "";
       const unknown = () => notFound(`no sponsored transaction ${digest} (unknown or expired)`);
       if (!/^[1-9A-HJ-NP-Za-km-z]{32,64}$/.test(digest)) throw unknown();
       const signature = parseSignatureBody(parseJsonBody(req.body));

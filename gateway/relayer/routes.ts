@@ -8,7 +8,7 @@ import type { RelayerConfig } from "../../config/env.ts";
 import type { Logger } from "../../config/logger.ts";
 import { PortError, type BlobPort, type ChainPort, type DecryptCredential, type EmbeddingPort, type EncryptionPort } from "../../adapters/ports.ts";
 import { isUnavailable } from "../unavailable.ts";
-import { HttpError, HttpServer, errorReply, json, parseJsonObject, type Handler, type Reply, type Request } from "../http.ts";
+import { HttpError, HttpServer, decodePathParam, errorReply, json, parseJsonObject, type Handler, type Reply, type Request } from "../http.ts";
 import { SignedAuth, type Authenticated } from "./signed-auth.ts";
 import { JobLookup } from "../../projections/relayer/job-lookup.ts";
 import { Metrics, measured } from "../metrics.ts";
@@ -98,8 +98,8 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
       });
     }))
     .route("get", "/api/remember/:job_id", signed("remember_status", async (req, who) => {
-      const id = decodeURIComponent(req.params[0] ?? "").toLowerCase();
-      const j = isUuid(id) ? await jobs.one(id, who.owner) : undefined;
+      const id = decodePathParam(req.params[0])?.toLowerCase();
+      const j = id && isUuid(id) ? await jobs.one(id, who.owner) : undefined;
       if (!j) return errorReply(404, "job not found");
       return json(200, j);
     }))

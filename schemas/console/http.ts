@@ -1,6 +1,7 @@
 // The console's HTTP contract (spec/console.md): limits, error codes, and the validation of paths, queries and
 // bodies. Pure: every failure is a ConsoleHttpError that the gateway turns into `{error, code?}`.
 import type { SponsorKind, Visibility } from "./events.ts";
+import { findUnsafeText } from "../text.ts";
 
 export const CONSOLE_API_PREFIX = "/api/v1";
 
@@ -119,6 +120,8 @@ export function parseFileMetadata(raw: string | undefined): Record<string, unkno
     throw badRequest("metadata must be a JSON object");
   }
   if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw badRequest("metadata must be a JSON object");
+  const unsafe = findUnsafeText(parsed, "metadata");
+  if (unsafe) throw badRequest(unsafe);
   return parsed as Record<string, unknown>;
 }
 
@@ -140,6 +143,8 @@ export function parseJsonBody(body: Buffer): Record<string, unknown> {
     throw badRequest("malformed JSON body");
   }
   if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw badRequest("request body must be a JSON object");
+  const unsafe = findUnsafeText(parsed);
+  if (unsafe) throw badRequest(unsafe);
   return parsed as Record<string, unknown>;
 }
 

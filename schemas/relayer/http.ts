@@ -1,5 +1,6 @@
 // HTTP request bodies of the relayer (spec/relayer.md, Endpoints) and their validation. Pure: a validation
 // failure is a ValidationError that gateways turn into 400 `{error}`.
+import { unsafeTextReason } from "../text.ts";
 
 export class ValidationError extends Error {}
 
@@ -48,6 +49,8 @@ export function namespaceOf(v: unknown): string {
   if (v === undefined || v === null) return "default";
   if (typeof v !== "string") throw new ValidationError("namespace must be a string");
   if (v === "") return "default";
+  const unsafe = unsafeTextReason(v);
+  if (unsafe) throw new ValidationError(`namespace ${unsafe}`);
   if (utf8Bytes(v) > LIMITS.namespaceBytes) throw new ValidationError(`namespace must be at most ${LIMITS.namespaceBytes} UTF-8 bytes`);
   return v;
 }
@@ -55,6 +58,8 @@ export function namespaceOf(v: unknown): string {
 export function requiredText(v: unknown, field: string, maxBytes: number): string {
   if (typeof v !== "string") throw new ValidationError(`${field} must be a string`);
   if (v.trim() === "") throw new ValidationError(`${field} must not be empty`);
+  const unsafe = unsafeTextReason(v);
+  if (unsafe) throw new ValidationError(`${field} ${unsafe}`);
   if (utf8Bytes(v) > maxBytes) throw new ValidationError(`${field} must be at most ${maxBytes} bytes`);
   return v;
 }

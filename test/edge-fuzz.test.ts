@@ -1,0 +1,224 @@
+// Black-box, against the whole local stack (issue 11): text that cannot be stored (U+0000, lone surrogates) is refused
+// at every service's edge with a 400 that names the field, and a fuzz over every route of the relayer, the blob store
+// and the console — bad bodies, types, Unicode, sizes, content types, paths, queries and credentials — gets only 4xx
+// answers (never a 5xx, never a dropped connection), after which ordinary work still completes.
+//   FUZZ_CASES (per service, default 400) and FUZZ_SEED; `npm run fuzz` runs the full count.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import { startTestStack, type TestStack } from "./support/stack.ts";
+import { httpClient, type HttpClient } from "./support/blobstore-testkit.ts";
+import { RequestSigner } from "../client/signer.ts";
+import type { MemrelayClient } from "../client/memrelay-client.ts";
+import { ConsoleClient } from "../client/console-client.ts";
+import { blobstoreCommand } from "../cli/blobstore.ts";
+import { consoleCommand } from "../cli/console.ts";
+import { badRequest, prng, type FuzzCase, type Target } from "./support/fuzz.ts";
+
+const CASES = Number(process.env.FUZZ_CASES ?? 400);
+const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 1_000_000);
+
+let t: TestStack;
+let relayer: HttpClient, blobs: HttpClient, consoleHttp: HttpClient;
+let signer: RequestSigner;
+let adminKey: string, apiKey: string, accountId: string;
+let consoleKey: string, serviceKey: string, spaceId: string, bucketId: string;
+let agent: MemrelayClient;
+
+const quiet = { out: () => undefined, err: () => undefined };
+async function cliJson(cmd: typeof blobstoreCommand, args: string[]): Promise<any> {
+  const out: string[] = [];
+  const code = await cmd([...args, "--json"], { NATS_URL: t.stack.config.natsUrl, DATABASE_URL: t.database.url, MEMRELAY_DATA_DIR: t.stack.config.dataDir }, { out: (l) => out.push(l), err: () => undefined });
+  if (code !== 0) throw new Error(`${args.join(" ")} exited ${code}`);
+  return JSON.parse(out.join("\n"));
+}
+
+beforeAll(async () => {
+  t = await startTestStack();
+  relayer = httpClient(t.stack.relayerUrl, 8);
+  blobs = httpClient(t.stack.blobstoreUrl, 8);
+  consoleHttp = httpClient(t.stack.consoleUrl, 8);
+  const who = await t.stack.createIdentity("fuzz");
+  signer = new RequestSigner(who.delegateSecretKey, who.accountId);
+  agent = await t.client();
+  adminKey = (await cliJson(blobstoreCommand, ["admin-key", "issue", "--app", "fuzz-app"])).secret;
+  const acct = (await blobs("POST", "/accounts", { bearer: adminKey, body: { name: "fuzz" } })).json();
+  apiKey = acct.api_key.secret;
+  accountId = acct.account_id;
+  expect((await blobs("POST", "/api/v1/buckets", { bearer: apiKey, body: { name: "fuzz-bucket" } })).status).toBe(201);
+  expect((await blobs("PUT", "/api/v1/buckets/fuzz-bucket/blobs/known", { bearer: apiKey, body: "known bytes" })).status).toBe(201);
+  const user = await cliJson(consoleCommand, ["signup", "--email", "fuzz@example.com", "--name", "Fuzz"]);
+  const key = await cliJson(consoleCommand, ["key", "mint", "--user", user.user_id, "--role", "read_write"]);
+  consoleKey = key.secret;
+  serviceKey = key.service_key.secret_key;
+  const c = new ConsoleClient(t.stack.consoleUrl, consoleKey);
+  spaceId = (await c.spaces("personal"))[0].id;
+  bucketId = (await c.createPrivateBucket(spaceId, "Fuzz Notes", serviceKey)).bucket_id;
+}, 180_000);
+afterAll(async () => {
+  for (const h of [relayer, blobs, consoleHttp]) h?.close();
+  await t?.teardown();
+});
+
+const signedHeaders = (method: string, target: string, body?: Buffer) => ({ ...signer.headers(method, target, body ?? ""), ...(body ? { "content-type": "application/json" } : {}) });
+
+async function signed(method: string, target: string, body?: unknown) {
+  const bytes = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+  const r = await relayer(method, target, { headers: signedHeaders(method, target, bytes), body: bytes });
+  return { status: r.status, error: r.body.length ? (r.json().error as string) : "" };
+}
+
+describe("text that cannot be stored is refused at the edge with the field named", () => {
+  const NUL = "team\u0000a";
+  const LONE = "team\ud800a";
+  it.each([
+    ["POST", "/api/remember", { text: "hello", namespace: NUL }, /namespace contains U\+0000/],
+    ["POST", "/api/remember", { text: "hello", namespace: LONE }, /namespace contains a lone surrogate/],
+    ["POST", "/api/remember", { text: "he\u0000llo", namespace: "ok" }, /text contains U\+0000/],
+    ["POST", "/api/remember", { text: "he\udfffllo" }, /text contains a lone surrogate/],
+    ["POST", "/api/remember/bulk", { items: [{ text: "fine" }, { text: "x", namespace: NUL }] }, /items\[1\]\.namespace contains U\+0000/],
+    ["POST", "/api/recall", { query: "q\u0000", namespace: "ok" }, /query contains U\+0000/],
+    ["POST", "/api/recall", { query: "q", namespace: LONE }, /namespace contains a lone surrogate/],
+    ["POST", "/api/stats", { namespace: NUL }, /namespace contains U\+0000/],
+    ["POST", "/api/forget", { namespace: NUL }, /namespace contains U\+0000/],
+    ["POST", "/api/restore", { namespace: NUL }, /namespace contains U\+0000/],
+  ])("relayer %s %s %j → 400", async (method, path, body, message) => {
+    const r = await signed(method, path, body);
+    expect(r.status).toBe(400);
+    expect(r.error).toMatch(message);
+  });
+
+  it("blob store: account names, bucket descriptions and metadata, object keys and list queries", async () => {
+    const cases: [string, string, unknown, RegExp, string][] = [
+      ["POST", "/accounts", { name: "acme\u0000" }, /name contains U\+0000/, adminKey],
+      ["POST", "/api/v1/buckets", { name: "fine-name", description: "d\ud800" }, /description contains a lone surrogate/, apiKey],
+      ["PATCH", "/api/v1/buckets/fuzz-bucket", { metadata: { "k\u0000": "v" } }, /field name in metadata contains U\+0000/, apiKey],
+      ["PATCH", "/api/v1/buckets/fuzz-bucket", { metadata: { k: "v\u0000" } }, /metadata\.k contains U\+0000/, apiKey],
+      ["GET", "/api/v1/buckets/fuzz-bucket/blobs?prefix=a%00b", undefined, /query parameter "prefix" contains U\+0000/, apiKey],
+      ["PUT", "/api/v1/buckets/fuzz-bucket/blobs/a%00b", "bytes", /control characters/, apiKey],
+    ];
+    for (const [method, path, body, message, bearer] of cases) {
+      const r = await blobs(method, path, { bearer, body: body as string });
+      expect(r.status, `${method} ${path}`).toBe(400);
+      expect(r.json().error, `${method} ${path}`).toMatch(message);
+    }
+  });
+
+  it("console: bucket names, sponsorship fields, file metadata and list queries", async () => {
+    const c = new ConsoleClient(t.stack.consoleUrl, consoleKey);
+    const r1 = await c.call("POST", `/api/v1/spaces/${spaceId}/buckets`, { json: { name: "Notes\u0000", scope: "private" }, throwOnError: false });
+    expect(r1.status).toBe(400);
+    expect(r1.body).toMatchObject({ code: "bad_request", error: expect.stringMatching(/name contains U\+0000/) });
+    const r2 = await c.call("POST", "/encryption/sponsor", { json: { kind: "share_admin", groupId: "0x1", member: "\ud800" }, throwOnError: false });
+    expect(r2.status).toBe(400);
+    expect(r2.body.error).toMatch(/member contains a lone surrogate/);
+    const r3 = await c.call("GET", `/api/v1/spaces/${spaceId}/files?q=a%00b`, { throwOnError: false });
+    expect(r3.status).toBe(400);
+    expect(r3.body.error).toMatch(/query parameter "q" contains U\+0000/);
+    await expect(c.upload(bucketId, { bytes: Buffer.from("x"), metadata: JSON.stringify({ note: "a\u0000" }) })).rejects.toMatchObject({ status: 400 });
+  });
+});
+
+/** Every route of the three services, with a valid request the fuzzer breaks. */
+function targets(): Target[] {
+  const job = randomUUID();
+  const relayerTargets: Target[] = [
+    { service: "relayer", method: "POST", path: "/api/remember", body: { text: "a fact", namespace: "fz" }, fields: { text: "str", namespace: "optstr" }, authed: true },
+    { service: "relayer", method: "POST", path: "/api/remember/bulk", body: { items: [{ text: "a" }] }, fields: { items: "arr" }, authed: true },
+    { service: "relayer", method: "POST", path: "/api/remember/bulk/status", body: { job_ids: [job] }, fields: { job_ids: "arr" }, authed: true },
+    { service: "relayer", method: "POST", path: "/api/recall", body: { query: "q", limit: 3, namespace: "fz" }, fields: { query: "str", limit: "num", namespace: "optstr" }, authed: true },
+    { service: "relayer", method: "POST", path: "/api/remember/manual", body: { encrypted_data: "AAAA", vector: [0.1], namespace: "fz" }, fields: { encrypted_data: "str", vector: "arr", namespace: "optstr" }, authed: true },
+    { service: "relayer", method: "POST", path: "/api/recall/manual", body: { vector: [0.1], limit: 2, namespace: "fz" }, fields: { vector: "arr", limit: "num", namespace: "optstr" }, authed: true },
+    { service: "relayer", method: "POST", path: "/api/forget", body: { namespace: "fz-none" }, fields: { namespace: "optstr" }, authed: true },
+    { service: "relayer", method: "POST", path: "/api/stats", body: { namespace: "fz" }, fields: { namespace: "optstr" }, authed: true },
+    { service: "relayer", method: "POST", path: "/api/restore", body: { namespace: "fz", limit: 1 }, fields: { namespace: "optstr", limit: "num" }, authed: true },
+    { service: "relayer", method: "GET", path: `/api/remember/${job}`, params: [3], authed: true },
+    { service: "relayer", method: "GET", path: `/api/accounts/0x${"1".repeat(64)}/exists`, params: [3], authed: false },
+    { service: "relayer", method: "GET", path: "/health", authed: false },
+  ];
+  const B = "/api/v1/buckets/fuzz-bucket";
+  const blobTargets: Target[] = [
+    { service: "blobstore", method: "POST", path: "/accounts", body: { name: "n" }, fields: { name: "optstr" }, authed: true },
+    { service: "blobstore", method: "GET", path: `/accounts/${accountId}`, params: [2], authed: true },
+    { service: "blobstore", method: "GET", path: "/accounts", query: true, authed: true },
+    { service: "blobstore", method: "POST", path: `/accounts/${accountId}/api-keys`, params: [2], body: { label: "l" }, fields: { label: "optstr" }, authed: true },
+    { service: "blobstore", method: "POST", path: "/api/v1/buckets", body: { name: "new-bucket", description: "d", metadata: { a: "b" } }, fields: { name: "str", description: "optstr", metadata: "obj" }, authed: true },
+    { service: "blobstore", method: "GET", path: "/api/v1/buckets", query: true, authed: true },
+    { service: "blobstore", method: "PATCH", path: B, params: [4], body: { description: "d", metadata: { a: "b" } }, fields: { description: "optstr", metadata: "obj" }, authed: true },
+    { service: "blobstore", method: "GET", path: `${B}/blobs`, params: [4], query: true, authed: true },
+    // public read: no credentials needed, so none are fuzzed
+    { service: "blobstore", method: "GET", path: `${B}/blobs/known`, params: [4, 6], authed: false },
+    { service: "blobstore", method: "GET", path: "/api/v1/wallet", authed: true },
+    { service: "blobstore", method: "GET", path: "/v1/blobs/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", params: [3], authed: false },
+    { service: "blobstore", method: "GET", path: "/health", authed: false },
+  ];
+  const P = "/api/v1";
+  const consoleTargets: Target[] = [
+    { service: "console", method: "GET", path: `${P}/spaces`, query: true, authed: true },
+    { service: "console", method: "GET", path: `${P}/spaces/${spaceId}/buckets`, params: [4], query: true, authed: true },
+    { service: "console", method: "POST", path: `${P}/spaces/${spaceId}/buckets`, params: [4], body: { name: "Fresh", scope: "private" }, fields: { name: "str", scope: "str" }, authed: true },
+    { service: "console", method: "GET", path: `${P}/spaces/${spaceId}/files`, params: [4], query: true, authed: true },
+    { service: "console", method: "GET", path: `${P}/buckets/${bucketId}`, params: [4], authed: true },
+    { service: "console", method: "PUT", path: `${P}/buckets/${bucketId}`, params: [4], body: { name: "Renamed", visibility: "private" }, fields: { name: "str", visibility: "optstr" }, authed: true },
+    { service: "console", method: "POST", path: `${P}/buckets/${bucketId}/finalize`, params: [4], body: { signature: "AAAA" }, fields: { signature: "str" }, authed: true },
+    { service: "console", method: "GET", path: `${P}/buckets/${bucketId}/files`, params: [4], query: true, authed: true },
+    { service: "console", method: "GET", path: `${P}/buckets/${bucketId}/files/${randomUUID()}`, params: [4, 6], authed: true },
+    { service: "console", method: "POST", path: "/encryption/sponsor", body: { kind: "share_admin", groupId: `0x${"a".repeat(64)}`, member: `0x${"b".repeat(64)}` }, fields: { kind: "str", groupId: "str", member: "str" }, authed: true },
+    { service: "console", method: "POST", path: `/encryption/sponsor/${"1".repeat(44)}/execute`, params: [3], body: { signature: "AAAA" }, fields: { signature: "str" }, authed: true },
+  ];
+  return [...relayerTargets, ...blobTargets, ...consoleTargets];
+}
+
+async function send(c: FuzzCase, service: string): Promise<number> {
+  const client = service === "relayer" ? relayer : service === "blobstore" ? blobs : consoleHttp;
+  let headers = c.headers;
+  if (c.withAuth) {
+    if (service === "relayer") headers = { ...signer.headers(c.method, c.target, c.body ?? ""), ...headers };
+    else headers = { authorization: `Bearer ${service === "console" ? consoleKey : c.target.startsWith("/accounts") ? adminKey : apiKey}`, ...headers };
+  }
+  const r = await client(c.method, c.target, { headers, body: c.body });
+  return r.status;
+}
+
+describe(`fuzz: ${CASES} bad requests per service (seed ${SEED})`, () => {
+  it("answers every one with a 4xx, never a 5xx or a dropped connection", async () => {
+    const all = targets();
+    const failures: string[] = [];
+    const statuses: Record<string, number> = {};
+    const started = Date.now();
+    for (const service of ["relayer", "blobstore", "console"]) {
+      const mine = all.filter((x) => x.service === service);
+      const r = prng(SEED + service.length);
+      for (let i = 0; i < CASES; i++) {
+        const target = mine[Math.floor(r() * mine.length)];
+        const c = badRequest(r, target);
+        let status: number;
+        try {
+          status = await send(c, service);
+        } catch (err) {
+          failures.push(`${service} #${i} ${c.method} ${c.target.slice(0, 80)} (${c.what}): connection error ${(err as Error).message}`);
+          continue;
+        }
+        statuses[status] = (statuses[status] ?? 0) + 1;
+        if (status < 400 || status >= 500) failures.push(`${service} #${i} ${c.method} ${c.target.slice(0, 80)} (${c.what}): ${status}`);
+      }
+    }
+    console.log(`fuzz seed ${SEED}: ${CASES * 3} cases in ${((Date.now() - started) / 1000).toFixed(1)} s, statuses ${JSON.stringify(statuses)}`);
+    expect(failures.slice(0, 20), `seed ${SEED}`).toEqual([]);
+  }, 1_800_000);
+
+  it("afterwards an ordinary remember becomes recallable, a console upload completes and a blob reads back", async () => {
+    const accepted = await agent.remember("The lighthouse keeper feeds the gulls at dawn", "after-fuzz");
+    expect((await agent.waitForJob(accepted.job_id)).status).toBe("done");
+    const r = await agent.recall("who feeds the gulls?", { namespace: "after-fuzz", limit: 1 });
+    expect(r.results[0]?.text).toBe("The lighthouse keeper feeds the gulls at dawn");
+
+    const c = new ConsoleClient(t.stack.consoleUrl, consoleKey);
+    const file = await c.uploadWithRetry(bucketId, () => ({ bytes: Buffer.from("after the storm"), name: `after-${randomUUID()}.txt` }), { everyMs: 100 });
+    expect((await c.waitForUpload(bucketId, file.id)).status).toBe("completed");
+
+    expect((await blobs("PUT", "/api/v1/buckets/fuzz-bucket/blobs/after", { bearer: apiKey, body: "still here" })).status).toBe(201);
+    const back = await blobs("GET", "/api/v1/buckets/fuzz-bucket/blobs/after", { bearer: apiKey });
+    expect(back.status).toBe(200);
+    expect(back.text()).toBe("still here");
+  }, 120_000);
+});
