@@ -1,7 +1,10 @@
 // The actor host: consumes commands from the CMD work queue, rehydrates an XState machine from its snapshot plus
 // newer events, records the command's decision, runs the effect that the machine's state names, appends the
 // resulting events, stores the snapshot and acknowledges. Retries and delays are the host's (nak with backoff),
-// never XState timers, because timers do not survive a restore.
+// never XState timers, because timers do not survive a restore. A command that fails for any other reason than a
+// Transient or an unavailable backing service (a defect, a command it cannot parse or decide) is retried a bounded
+// number of times and then set aside (eventlog/dead-letter.ts) with the aggregate's failure recorded, so it never
+// occupies a worker or the queue indefinitely.
 import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
 import { Effect, Exit, Cause } from "effect";
 import { transition, initialTransition, type AnyStateMachine, type AnyMachineSnapshot } from "xstate";
@@ -10,12 +13,22 @@ import { ConcurrencyConflict, EventStore, decodeCommit, type NewEvent } from "..
 import type { EventLog } from "../eventlog/connection.ts";
 import { STREAMS } from "../eventlog/subjects.ts";
 import type { Logger } from "../config/logger.ts";
+import { deadLetterRecord, setAside } from "../eventlog/dead-letter.ts";
+import { isUnavailable } from "../gateway/unavailable.ts";
 
 /** A failure the host retries later (the command stays on the queue). Anything else is a bug and is retried too, logged. */
 export class Transient {
   readonly _tag = "Transient";
   constructor(readonly reason: string) {}
 }
+
+/** Deliveries of a command failing with a defect before it is set aside. */
+export const MAX_COMMAND_ATTEMPTS = 5;
+
+/** A failure that retrying will not fix. */
+class Defect extends Error {}
+/** An effect's Transient failure: retried for as long as it takes (an outage). */
+class TransientFailure extends Error {}
 
 export type EffectFn<Cmd> = (ctx: { aggregateId: string; context: any; command: Cmd; heartbeat: () => void }) => Effect.Effect<NewEvent[], Transient>;
 
@@ -36,6 +49,11 @@ export interface ActorDefinition<Cmd extends CommandEnvelope = CommandEnvelope> 
    * no more events, so a later command rehydrates it from a short history, and the write is saved on every one.
    */
   readonly noFinalSnapshot?: boolean;
+  /**
+   * The events recording that a command was set aside (e.g. the job failed with the reason), appended to its
+   * aggregate. `command` is undefined when the message could not even be parsed.
+   */
+  setAside?(command: Cmd | undefined, error: string): NewEvent[];
 }
 
 export interface ActorHostOptions {
@@ -43,6 +61,8 @@ export interface ActorHostOptions {
   readonly ackWaitMs?: number;
   readonly maxBackoffMs?: number;
   readonly effectTimeoutMs?: number;
+  /** Chain network named in dead-letter alerts. */
+  readonly network?: string;
 }
 
 interface PersistedSnapshot {
@@ -140,19 +160,54 @@ export class ActorHost<Cmd extends CommandEnvelope> {
   }
 
   private async handle(m: JsMsg): Promise<void> {
-    const command = JSON.parse(new TextDecoder().decode(m.data)) as Cmd;
     const aggregateId = m.subject.slice(`cmd.${this.def.aggregateType}.`.length);
     const heartbeat = () => m.working();
+    let command: Cmd | undefined;
     try {
+      command = parseCommand<Cmd>(m.data);
       await this.process(aggregateId, command, heartbeat, m.info.deliveryCount === 1);
       m.ack();
     } catch (err) {
+      const defect = err instanceof Defect || !(err instanceof ConcurrencyConflict || err instanceof TransientFailure || isUnavailable(err));
+      if (defect && (command === undefined || m.info.deliveryCount >= MAX_COMMAND_ATTEMPTS)) {
+        await this.setAside(m, aggregateId, command, errorText(err)).then(
+          () => m.term(),
+          (e) => {
+            this.logger.warn("command could not be set aside; will retry", { actor: this.def.aggregateType, aggregate: aggregateId, error: errorText(e) });
+            m.nak(Math.round(this.backoffMs(m.info.deliveryCount)));
+          },
+        );
+        return;
+      }
       const delay = err instanceof ConcurrencyConflict ? 0 : this.backoffMs(m.info.deliveryCount);
       if (!(err instanceof ConcurrencyConflict)) {
-        this.logger.warn("command will be retried", { actor: this.def.aggregateType, aggregate: aggregateId, command: command.type, delivery: m.info.deliveryCount, error: errorText(err) });
+        this.logger.warn("command will be retried", { actor: this.def.aggregateType, aggregate: aggregateId, command: command?.type ?? "unparsed", delivery: m.info.deliveryCount, error: errorText(err) });
       }
       m.nak(Math.round(delay)); // whole milliseconds: a fractional delay becomes fractional nanoseconds, which JetStream rejects ("bad NAK delay value") and redelivers at once
     }
+  }
+
+  /** Records the command on the DLQ stream (never its payload), raises the alert and appends the aggregate's failure. */
+  private async setAside(m: JsMsg, aggregateId: string, command: Cmd | undefined, error: string): Promise<void> {
+    const aggregate = `${this.def.aggregateType}.${aggregateId}`;
+    const record = deadLetterRecord({
+      source: "actor",
+      name: this.def.aggregateType,
+      stream: STREAMS.commands,
+      stream_seq: m.seq,
+      subject: m.subject,
+      aggregate,
+      types: [typeof command?.type === "string" ? command.type : "unparsed"],
+      error,
+      attempts: m.info.deliveryCount,
+    });
+    await setAside(this.log, record, this.opts.network ?? "local");
+    const events = this.def.setAside?.(command, record.error) ?? [];
+    if (events.length && /^[A-Za-z0-9_-]+$/.test(aggregateId)) {
+      const seq = await this.store.lastSeq(aggregate);
+      await this.store.append(aggregate, events, seq, { causationId: record.id, correlationId: command?.correlation_id ?? record.id, commitId: `setaside:${record.id}` });
+    }
+    this.logger.error("command set aside after bounded retries", { actor: this.def.aggregateType, aggregate, command: record.types[0], attempts: record.attempts, error: record.error });
   }
 
   /** Rehydrates the aggregate: snapshot (if current) plus newer events. */
@@ -204,7 +259,8 @@ export class ActorHost<Cmd extends CommandEnvelope> {
         Effect.timeoutOrElse({ duration: this.opts.effectTimeoutMs ?? 120_000, orElse: () => Effect.fail(new Transient(`effect ${name} timed out`)) }),
       );
       const exit = await Effect.runPromiseExit(program);
-      if (Exit.isFailure(exit)) throw new Error(Cause.pretty(exit.cause));
+      // A failure is a Transient (retried as long as it takes); anything else the effect died of is a defect.
+      if (Exit.isFailure(exit)) throw Cause.hasFails(exit.cause) ? new TransientFailure(Cause.pretty(exit.cause)) : new Defect(Cause.pretty(exit.cause));
       if (!exit.value.length) throw new Error(`effect ${name} produced no events`);
       pending.push(...exit.value);
       applyLocal(exit.value);
@@ -218,6 +274,16 @@ export class ActorHost<Cmd extends CommandEnvelope> {
     await this.log.snapshots.put(aggregate, JSON.stringify(persisted)).catch((err) => {
       this.logger.warn("snapshot not stored", { aggregate, error: errorText(err) });
     });
+  }
+}
+
+function parseCommand<Cmd>(data: Uint8Array): Cmd {
+  try {
+    const c = JSON.parse(new TextDecoder().decode(data)) as Cmd;
+    if (!c || typeof c !== "object" || typeof (c as { type?: unknown }).type !== "string") throw new Error("not a command envelope");
+    return c;
+  } catch (err) {
+    throw new Defect(`unreadable command: ${errorText(err)}`);
   }
 }
 

@@ -1,6 +1,7 @@
 // `memrelay replay [name|all]` and `memrelay lag`: rebuild read models from the event log and show lag.
 import { openEventLog } from "../eventlog/connection.ts";
 import { STREAMS } from "../eventlog/subjects.ts";
+import { deadLetterCounts } from "../eventlog/dead-letter.ts";
 import { createPool } from "../db/pool.ts";
 import { DeliverPolicy } from "@nats-io/jetstream";
 import { loadConfig } from "../config/env.ts";
@@ -22,7 +23,9 @@ export const REPLAY_HELP = `memrelay replay [<projection>|all] [--dims N]
   models rebuild, its API answers from what they hold so far (keys included: expect 401s until they catch up).
 
 memrelay lag
-  Shows each projection's checkpoint and its lag behind the event log.`;
+  Shows each projection's checkpoint, its lag behind the event log and the commits it set aside (dead letters:
+  events it could not apply after bounded retries, also on the DLQ stream with an alerts.deadletter.* alert), and
+  the commands each actor set aside.`;
 
 export async function projectionsCommand(cmd: "replay" | "lag", args: string[], env = process.env): Promise<number> {
   if (args.includes("--help") || args.includes("-h")) {
@@ -48,13 +51,17 @@ export async function projectionsCommand(cmd: "replay" | "lag", args: string[], 
       return 2;
     }
     if (cmd === "lag") {
+      const dead = new Map((await db.query<{ projection: string; n: string }>("SELECT projection, count(*) AS n FROM dead_letters GROUP BY projection")).rows.map((r) => [r.projection, Number(r.n)]));
       for (const p of selected) {
         const cp = await readCheckpoint(db, p.name);
         const consumer = await log.js.consumers.get(STREAMS.events, { filter_subjects: p.filter, ...(cp ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: cp + 1 } : {}) });
         const info = await consumer.info(true);
         await consumer.delete().catch(() => undefined);
-        console.log(`${p.name.padEnd(18)} checkpoint ${String(cp).padStart(10)}  lag ${info.num_pending} events`);
+        const set = dead.get(p.name) ?? 0;
+        console.log(`${p.name.padEnd(18)} checkpoint ${String(cp).padStart(10)}  lag ${info.num_pending} events${set ? `  set aside ${set} (dead letters)` : ""}`);
       }
+      // Commands the actor hosts set aside live only on the DLQ stream.
+      for (const [key, n] of await deadLetterCounts(log)) if (key.startsWith("actor.")) console.log(`${("actor " + key.slice(6)).padEnd(18)} set aside ${n} commands (dead letters)`);
       return 0;
     }
     for (const p of selected) {

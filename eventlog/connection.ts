@@ -63,6 +63,7 @@ export async function ensureStreams(jsm: JetStreamManager, replicas: number): Pr
     // long Postgres outage) without storing an alert twice.
     { name: STREAMS.alerts, subjects: [SUBJECTS.alerts], retention: RetentionPolicy.Limits, max_age: 30 * 24 * 3600 * SECOND_NS, duplicate_window: 24 * 3600 * SECOND_NS },
     { name: STREAMS.chain, subjects: [SUBJECTS.chain], retention: RetentionPolicy.Limits, duplicate_window: 10 * 60 * SECOND_NS },
+    { name: STREAMS.deadLetters, subjects: [SUBJECTS.deadLetters], retention: RetentionPolicy.Limits, max_age: 30 * 24 * 3600 * SECOND_NS, duplicate_window: 24 * 3600 * SECOND_NS },
   ];
   for (const spec of specs) {
     const config = { ...spec, storage: StorageType.File, discard: DiscardPolicy.Old, num_replicas: replicas };

@@ -5,6 +5,8 @@ export const STREAMS = {
   events: "EVT",
   alerts: "ALERTS",
   chain: "CHAIN",
+  /** Messages an actor or a projection could not apply after bounded retries (eventlog/dead-letter.ts). */
+  deadLetters: "DLQ",
 } as const;
 
 export const SUBJECTS = {
@@ -12,6 +14,7 @@ export const SUBJECTS = {
   events: "evt.>",
   alerts: "alerts.>",
   chain: "chain.>",
+  deadLetters: "dlq.>",
 } as const;
 
 export const KV_BUCKETS = {

@@ -1,6 +1,9 @@
 // Projection runtime: an ordered JetStream consumer per projection, starting after the checkpoint kept in Postgres.
 // Each batch of events is applied and the checkpoint advanced in one transaction, with a compare-and-set on the
 // checkpoint, so a redelivered event changes nothing and a reset (replay) made by another process is noticed.
+// A batch that fails for a reason other than an unavailable backing service is applied again commit by commit; a
+// commit that still fails after MAX_APPLY_ATTEMPTS is set aside (DLQ stream, alert, `dead_letters` row, the
+// projection's own record of the failure) and the checkpoint moves past it, so no event stalls the stream.
 import { DeliverPolicy } from "@nats-io/jetstream";
 import type { EventLog } from "../eventlog/connection.ts";
 import { decodeCommit } from "../eventlog/event-store.ts";
@@ -8,6 +11,9 @@ import { STREAMS } from "../eventlog/subjects.ts";
 import type { StoredEvent } from "../schemas/envelope.ts";
 import { inTransaction, prepared, type Db, type Tx } from "../db/pool.ts";
 import type { Logger } from "../config/logger.ts";
+import { deadLetterRecord, setAside } from "../eventlog/dead-letter.ts";
+import { isUnavailable } from "../gateway/unavailable.ts";
+import { storableText } from "../schemas/text.ts";
 
 export interface Projection {
   readonly name: string;
@@ -24,6 +30,11 @@ export interface Projection {
    * (the checkpoint still moves past it). For projections that read a few event types of a busy subject.
    */
   readonly wants?: (raw: Uint8Array) => boolean;
+  /**
+   * Optional: records, in the read model, that a commit's events were set aside (e.g. the jobs they belong to
+   * failed). Runs in the transaction that moves the checkpoint past them; must not fail on the data that failed.
+   */
+  setAside?(tx: Tx, events: readonly StoredEvent[], error: string): Promise<void>;
 }
 
 export async function migrateCheckpoints(db: Db): Promise<void> {
@@ -32,6 +43,11 @@ export async function migrateCheckpoints(db: Db): Promise<void> {
   // The identity (creation time) of the EVT stream the checkpoint counts in: a checkpoint is meaningless against
   // another stream (a fresh log, or one restored from a backup), so a mismatch rebuilds the read model.
   await db.query("ALTER TABLE projection_checkpoints ADD COLUMN IF NOT EXISTS stream_created text");
+  // Commits a projection set aside (also on the DLQ stream): what `memrelay lag` counts and job lookups consult.
+  await db.query(`CREATE TABLE IF NOT EXISTS dead_letters (
+    projection text NOT NULL, seq bigint NOT NULL, subject text NOT NULL, aggregate text NOT NULL, types text[] NOT NULL,
+    error text NOT NULL, attempts int NOT NULL, at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (projection, seq))`);
+  await db.query("CREATE INDEX IF NOT EXISTS dead_letters_aggregate ON dead_letters (aggregate)");
 }
 
 /** Rebuilds the read model when its checkpoint was taken against a different EVT stream than the current one. */
@@ -60,6 +76,8 @@ export async function resetProjection(db: Db, p: Projection): Promise<void> {
   await inTransaction(db, async (tx) => {
     await tx.query("INSERT INTO projection_checkpoints (name, seq) VALUES ($1, 0) ON CONFLICT (name) DO UPDATE SET seq = 0, updated_at = now()", [p.name]);
     await tx.query("SELECT seq FROM projection_checkpoints WHERE name = $1 FOR UPDATE", [p.name]);
+    // A replay tries every commit again, the ones set aside before included.
+    await tx.query("DELETE FROM dead_letters WHERE projection = $1", [p.name]);
     await p.reset(tx);
   });
 }
@@ -69,6 +87,12 @@ class CheckpointMoved extends Error {}
 const MAX_BATCH = 2_000;
 const CHECKPOINT_POLL_MS = 1_000;
 const PULL_MAX_MESSAGES = 512;
+/** Attempts at one commit before it is set aside. */
+export const MAX_APPLY_ATTEMPTS = 3;
+
+/** A failure that retrying cannot fix: not an unavailable backing service, not another runner's move. */
+const isPoison = (err: unknown) => !(err instanceof CheckpointMoved) && !isUnavailable(err);
+const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 export class ProjectionRunner {
   private stopped = false;
@@ -84,6 +108,8 @@ export class ProjectionRunner {
     private readonly db: Db,
     readonly projection: Projection,
     private readonly logger: Logger,
+    /** Chain network named in dead-letter alerts. */
+    private readonly network = "local",
   ) {}
 
   /** Events not yet applied; 0 means caught up with the log. */
@@ -163,7 +189,12 @@ export class ProjectionRunner {
       while ((buffer.length || lastSeq > this.position) && !failure) {
         const batch = buffer.splice(0, buffer.length);
         try {
-          await this.applyBatch(batch, lastSeq);
+          try {
+            await this.applyBatch(batch, lastSeq);
+          } catch (err) {
+            if (!isPoison(err)) throw err;
+            await this.applyIsolating(batch, lastSeq, err);
+          }
           if (!buffer.length) this.buffered = 0;
         } catch (err) {
           failure = err;
@@ -203,6 +234,65 @@ export class ProjectionRunner {
     if (flushing) await flushing;
     if (failure) throw failure;
     if (moved) throw new CheckpointMoved(`checkpoint of ${this.projection.name} was moved`);
+  }
+
+  /** Applies a failed batch commit by commit, setting aside each commit that keeps failing, then moves to `toSeq`. */
+  private async applyIsolating(batch: StoredEvent[], toSeq: number, first: unknown): Promise<void> {
+    this.logger.warn("projection batch failed; applying it commit by commit", { projection: this.projection.name, error: errorText(first) });
+    const commits = new Map<number, StoredEvent[]>();
+    for (const e of batch) (commits.get(e.seq) ?? commits.set(e.seq, []).get(e.seq)!).push(e);
+    for (const [seq, events] of commits) {
+      let last: unknown;
+      for (let attempt = 1; attempt <= MAX_APPLY_ATTEMPTS; attempt++) {
+        try {
+          await this.applyBatch(events, seq);
+          last = undefined;
+          break;
+        } catch (err) {
+          if (!isPoison(err)) throw err;
+          last = err;
+          if (attempt < MAX_APPLY_ATTEMPTS) await new Promise((r) => setTimeout(r, 50 * attempt));
+        }
+      }
+      if (last !== undefined) await this.setAside(seq, events, errorText(last));
+    }
+    if (toSeq > this.position) await this.applyBatch([], toSeq);
+  }
+
+  private async setAside(seq: number, events: StoredEvent[], error: string): Promise<void> {
+    const name = this.projection.name;
+    const record = deadLetterRecord({
+      source: "projection",
+      name,
+      stream: STREAMS.events,
+      stream_seq: seq,
+      subject: events[0].subject,
+      aggregate: events[0].event.aggregate,
+      types: [...new Set(events.map((e) => e.event.type))],
+      error,
+      attempts: MAX_APPLY_ATTEMPTS,
+    });
+    // Published first (deduplicated by id): a crash before the commit below sets it aside again, once.
+    await setAside(this.log, record, this.network);
+    const write = async (withHook: boolean) =>
+      inTransaction(this.db, async (tx) => {
+        const moved = await tx.query("UPDATE projection_checkpoints SET seq = $2, updated_at = now() WHERE name = $1 AND seq = $3", [name, seq, this.position]);
+        if (moved.rowCount !== 1) throw new CheckpointMoved(`checkpoint of ${name} moved while setting #${seq} aside`);
+        await tx.query(
+          `INSERT INTO dead_letters (projection, seq, subject, aggregate, types, error, attempts) VALUES ($1, $2, $3, $4, $5, $6, $7)
+           ON CONFLICT (projection, seq) DO NOTHING`,
+          [name, seq, record.subject, record.aggregate, record.types, record.error, record.attempts],
+        );
+        if (withHook && this.projection.setAside) await this.projection.setAside(tx, events, record.error);
+      });
+    await write(true).catch((err) => {
+      if (!isPoison(err)) throw err;
+      this.logger.warn("projection's own record of a set-aside commit failed; keeping the dead letter only", { projection: name, seq, error: storableText(errorText(err)) });
+      return write(false);
+    });
+    this.logger.error("commit set aside after bounded retries", { projection: name, seq, types: record.types.join(","), error: record.error });
+    this.position = seq;
+    this.notify();
   }
 
   private async applyBatch(batch: StoredEvent[], toSeq: number): Promise<void> {

@@ -76,7 +76,7 @@ export async function startRelayer(opts: {
   if (roles.projections) {
     await migrateCheckpoints(db);
     for (const p of relayerProjections(ports.embedder.dims, { log, network: ports.chain.network })) {
-      const r = new ProjectionRunner(log, db, p, logger.child({ projection: p.name }));
+      const r = new ProjectionRunner(log, db, p, logger.child({ projection: p.name }), ports.chain.network);
       await r.start();
       runners.push(r);
       stops.push(() => r.stop());
@@ -97,7 +97,7 @@ export async function startRelayer(opts: {
       logger.child({ actor: "remember-job" }),
       // Two embedder batches (EmbedBatcher, 64 texts) in flight: one is embedded while the jobs of the other upload,
       // record and commit, so a neural embedder never waits for the rest of the pipeline.
-      { concurrency: opts.actorConcurrency ?? 128 },
+      { concurrency: opts.actorConcurrency ?? 128, network: ports.chain.network },
     );
     await host.start();
     actorHost = host as unknown as ActorHost<never>;

@@ -4,6 +4,8 @@
 //   alerts.upload.failed        a remember job exhausted its MAX_WALLET_ATTEMPTS (5) wallet attempts and failed
 //   alerts.wallet.low_balance   an uploader or sponsor wallet is below its threshold (deduplicated per
 //                               (network, wallet type, token, address) within WALLET_BALANCE_LOW_ALERT_DEDUP_SECS)
+//   alerts.deadletter.projection  a projection could not apply an event after bounded retries and set it aside
+//   alerts.deadletter.actor       an actor could not handle a command after bounded retries and set it aside
 //
 // Every message body is one JSON object, the alert envelope below. `version` is the version of `data` for that
 // `type`: additive changes (new optional fields) keep the version; anything else bumps it, and `upcastAlert` is the
@@ -15,6 +17,8 @@
 export const ALERT_SUBJECTS = {
   uploadFailed: "alerts.upload.failed",
   walletLowBalance: "alerts.wallet.low_balance",
+  deadLetterProjection: "alerts.deadletter.projection",
+  deadLetterActor: "alerts.deadletter.actor",
 } as const;
 
 export type AlertType = (typeof ALERT_SUBJECTS)[keyof typeof ALERT_SUBJECTS];
@@ -89,13 +93,37 @@ export interface WalletLowBalanceV1 {
   readonly dedup_window_secs: number;
 }
 
+/**
+ * A message set aside on the DLQ stream (`dlq.<source>.<name>`), and the data of `alerts.deadletter.<source>`,
+ * version 1. It names the message (stream, sequence, subject, types) and why it failed; it never copies the payload
+ * (a command's payload is the memory text): a projection's event stays on EVT at `stream_seq`.
+ */
+export interface DeadLetterV1 {
+  readonly id: string;
+  readonly source: "projection" | "actor";
+  /** Projection name, or the actor's aggregate type. */
+  readonly name: string;
+  readonly stream: string;
+  readonly stream_seq: number;
+  readonly subject: string;
+  readonly aggregate: string;
+  /** Event types of the commit, or the command type. */
+  readonly types: readonly string[];
+  readonly error: string;
+  readonly attempts: number;
+  readonly dead_lettered_at: string;
+}
+
 export type UploadFailedAlert = AlertEnvelope<typeof ALERT_SUBJECTS.uploadFailed, UploadFailedV1>;
 export type WalletLowBalanceAlert = AlertEnvelope<typeof ALERT_SUBJECTS.walletLowBalance, WalletLowBalanceV1>;
-export type Alert = UploadFailedAlert | WalletLowBalanceAlert;
+export type DeadLetterAlert = AlertEnvelope<typeof ALERT_SUBJECTS.deadLetterProjection | typeof ALERT_SUBJECTS.deadLetterActor, DeadLetterV1>;
+export type Alert = UploadFailedAlert | WalletLowBalanceAlert | DeadLetterAlert;
 
 export const ALERT_VERSIONS: Readonly<Record<AlertType, number>> = {
   [ALERT_SUBJECTS.uploadFailed]: 1,
   [ALERT_SUBJECTS.walletLowBalance]: 1,
+  [ALERT_SUBJECTS.deadLetterProjection]: 1,
+  [ALERT_SUBJECTS.deadLetterActor]: 1,
 };
 
 /** Old alert versions to the current shape. Version 1 is current for every type. */

@@ -11,6 +11,11 @@ export function unsafeTextReason(s: string): string | null {
   return m[0] === "\u0000" ? "contains U+0000" : "contains a lone surrogate (not valid Unicode)";
 }
 
+/** `s` with every character that cannot be stored replaced by U+FFFD (for records about bad input, never input). */
+export function storableText(s: string): string {
+  return s.replace(new RegExp(UNSAFE.source, "g"), "\ufffd");
+}
+
 /** The first string in a parsed JSON value (object keys included) that cannot be stored, with its path, or null. */
 export function findUnsafeText(value: unknown, path = "body"): string | null {
   if (typeof value === "string") {

@@ -7,13 +7,14 @@ import { Effect } from "effect";
 import type { ActorDefinition } from "../host.ts";
 import { Transient } from "../host.ts";
 import { rememberJobMachine, type JobContext } from "./remember-job.machine.ts";
-import { JOB, JOB_EVENTS, MAX_WALLET_ATTEMPTS, type RememberCommand } from "../../schemas/relayer/remember-job.ts";
+import { JOB, JOB_EVENTS, MAX_WALLET_ATTEMPTS, type JobFailed, type RememberCommand } from "../../schemas/relayer/remember-job.ts";
 import type { NewEvent } from "../../eventlog/event-store.ts";
 import type { BlobPort, ChainPort, EncryptionPort } from "../../adapters/ports.ts";
 import type { EmbedBatcher } from "../../adapters/embeddings/batcher.ts";
 import type { Wallet, WalletPool } from "../../adapters/chain/wallet-pool.ts";
 import type { LexicalKeyring } from "../../adapters/lexical/keys.ts";
 import { documentTerms } from "../../adapters/lexical/terms.ts";
+import { storableText } from "../../schemas/text.ts";
 
 export interface RememberJobPorts {
   readonly embedder: EmbedBatcher;
@@ -61,6 +62,11 @@ export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<Remem
     machine: rememberJobMachine,
     snapshotVersion: 1,
     freshOnFirstDelivery: true,
+    setAside: (command, error) => {
+      const d = command?.data;
+      const who = d && typeof d.owner === "string" && typeof d.namespace === "string" ? { owner: storableText(d.owner), namespace: storableText(d.namespace) } : {};
+      return [{ type: JOB_EVENTS.failed, version: 1, data: { error: `set aside: ${error}`, attempts: 0, set_aside: true, ...who } satisfies JobFailed }];
+    },
     decide: (snapshot, command) => {
       if (command.type !== "remember.start" || snapshot.value !== "pending") return [];
       const d = command.data;

@@ -124,6 +124,8 @@ export function alertsProjection(log: { readonly js: JetStreamClient; readonly j
     apply: async (tx: Tx, events) => {
       for (const stored of events) {
         if (stored.event.type !== JOB_EVENTS.failed) continue;
+        // A command the actor host set aside raised its own alert (alerts.deadletter.actor).
+        if ((stored.event.data as JobFailed).set_aside) continue;
         if (Date.now() - Date.parse(stored.event.occurred_at) > maxAgeMs) continue;
         const id = alertId(`${ALERT_SUBJECTS.uploadFailed}:${stored.event.id}`);
         const claimed = await tx.query(

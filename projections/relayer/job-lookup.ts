@@ -30,10 +30,14 @@ export class JobLookup {
     const r = await this.db.query<{ job_id: string; status: JobStatus; owner: string; namespace: string; blob_id: string | null; error: string | null }>(
       // Done means recallable: until the memory and lexical indexes have applied the indexing commit, the job still
       // reads uploaded.
-      `SELECT job_id::text, owner, namespace, blob_id, error,
-              CASE WHEN status = 'done' AND done_seq > coalesce((SELECT min(seq) FROM projection_checkpoints WHERE name = ANY($3::text[])), 0)
+      // A commit of the job that an index set aside (dead_letters) means it will never be recallable: failed.
+      `SELECT job_id::text, owner, namespace, blob_id, coalesce(j.error, 'set aside by ' || d.projection || ': ' || d.error) AS error,
+              CASE WHEN d.projection IS NOT NULL THEN 'failed'
+                   WHEN status = 'done' AND done_seq > coalesce((SELECT min(seq) FROM projection_checkpoints WHERE name = ANY($3::text[])), 0)
                    THEN 'uploaded' ELSE status END AS status
-       FROM remember_jobs WHERE job_id = ANY($1::uuid[]) AND owner = $2`,
+       FROM remember_jobs j
+       LEFT JOIN LATERAL (SELECT projection, error FROM dead_letters WHERE aggregate = 'job.' || j.job_id::text AND projection = ANY($3::text[]) LIMIT 1) d ON true
+       WHERE job_id = ANY($1::uuid[]) AND owner = $2`,
       [ids, owner, RECALL_INDEXES],
     );
     for (const row of r.rows) found.set(row.job_id, clean({ ...row, blob_id: row.blob_id ?? undefined, error: row.error ?? undefined }));

@@ -2,6 +2,9 @@
 import type { Projection } from "../runtime.ts";
 import type { Db, Tx } from "../../db/pool.ts";
 import { JOB_EVENTS, type JobAccepted, type JobFailed, type JobStatus, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
+import { storableText } from "../../schemas/text.ts";
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export const JOB_STATUS = "job_status";
 
@@ -38,9 +41,11 @@ export const jobStatusProjection: Projection = {
         case JOB_EVENTS.indexed:
           Object.assign(row, { status: "done", done_seq: seq });
           break;
-        case JOB_EVENTS.failed:
-          Object.assign(row, { status: "failed", error: (event.data as JobFailed).error });
+        case JOB_EVENTS.failed: {
+          const d = event.data as JobFailed;
+          Object.assign(row, { status: "failed", error: d.error }, d.owner ? { owner: d.owner, namespace: d.namespace } : {});
           break;
+        }
         default:
           continue;
       }
@@ -59,5 +64,20 @@ export const jobStatusProjection: Projection = {
          done_seq = coalesce(EXCLUDED.done_seq, j.done_seq), updated_at = now()`,
       [list.map((r) => r.job_id), list.map((r) => r.owner ?? null), list.map((r) => r.namespace ?? null), list.map((r) => r.status), list.map((r) => r.blob_id ?? null), list.map((r) => r.error ?? null), list.map((r) => r.done_seq ?? null)],
     );
+  },
+  // A job whose events could not be applied has failed: its owner polls `failed` with the reason, never a job stuck
+  // in `running`. Only storable text is written (the set-aside data may hold what Postgres refused).
+  setAside: async (tx: Tx, events, error) => {
+    for (const { event } of events) {
+      const id = event.aggregate.slice("job.".length);
+      if (!UUID_RE.test(id)) continue;
+      const d = (event.data ?? {}) as { owner?: unknown; namespace?: unknown };
+      await tx.query(
+        `INSERT INTO remember_jobs AS j (job_id, owner, namespace, status, error) VALUES ($1, $2, $3, 'failed', $4)
+         ON CONFLICT (job_id) DO UPDATE SET status = 'failed', error = EXCLUDED.error,
+           owner = CASE WHEN EXCLUDED.owner <> '' THEN EXCLUDED.owner ELSE j.owner END, updated_at = now()`,
+        [id, typeof d.owner === "string" ? storableText(d.owner) : "", typeof d.namespace === "string" ? storableText(d.namespace) : "default", `set aside: ${error}`],
+      );
+    }
   },
 };

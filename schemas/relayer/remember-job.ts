@@ -50,7 +50,15 @@ export interface JobIndexed {
   readonly submitted_at?: string;
   readonly position?: number;
 }
-export interface JobFailed { readonly error: string; readonly attempts: number }
+export interface JobFailed {
+  readonly error: string;
+  readonly attempts: number;
+  /** The command was set aside by the actor host (a defect, not the wallet attempts): its dead-letter alert says so. */
+  readonly set_aside?: boolean;
+  /** Carried when set aside before `job.accepted`, so the owner can still poll the failure. */
+  readonly owner?: string;
+  readonly namespace?: string;
+}
 
 export const JOB_EVENTS = {
   accepted: "job.accepted",
