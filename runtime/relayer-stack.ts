@@ -117,6 +117,7 @@ export async function startRelayer(opts: {
       logger: logger.child({ component: "gateway" }),
       embedderMode: opts.embedderMode ?? `local (${ports.embedder.name})`,
       lexical: lexical && { keyring: lexical, settings: config.recallRanking === "hybrid" ? hybridSettings(config, ports.embedder) : undefined },
+      projectionRunners: () => runners,
     });
     port = await server.listen(config.host, config.port);
     stops.push(() => server.close());

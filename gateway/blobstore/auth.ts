@@ -6,7 +6,8 @@
 // event is appended, whatever the read models' lag, on every replica, and during a replay.
 import type { Request } from "../http.ts";
 import { HttpError } from "../http.ts";
-import type { Metrics } from "../metrics.ts";
+import type { ServiceMetrics } from "../metrics.ts";
+import type { Counter } from "prom-client";
 import type { Logger } from "../../config/logger.ts";
 import { KIND } from "../../schemas/blobstore/events.ts";
 import { keyState } from "../../actors/blobstore/commands.ts";
@@ -40,9 +41,12 @@ export class Authenticator {
   constructor(
     private readonly q: Queries,
     private readonly log: BlobstoreLog,
-    private readonly metrics: Metrics,
+    metrics: ServiceMetrics,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.failures = metrics.counter("auth_failures_total", "Refused credentials, by key class and reason", ["class", "reason"]);
+  }
+  private readonly failures: Counter<"class" | "reason">;
 
   async admin(req: Request): Promise<AppPrincipal> {
     const k = await this.check(req, "admin");
@@ -55,7 +59,7 @@ export class Authenticator {
   }
 
   private fail(cls: Cls, reason: string, message: string): never {
-    this.metrics.inc("auth_failures_total", { class: cls, reason });
+    this.failures.inc({ class: cls, reason });
     throw new HttpError(401, message, {}, CHALLENGE);
   }
 

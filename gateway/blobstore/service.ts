@@ -13,7 +13,8 @@ import { createPool, type Db } from "../../db/pool.ts";
 import { createLogger, type Logger } from "../../config/logger.ts";
 import { intVar, loadConfig } from "../../config/env.ts";
 import { HttpError, HttpServer, errorReply, json, parseJsonObject, queryParams, type Handler, type Reply, type Request, type RouteOptions } from "../http.ts";
-import { Metrics, measured } from "../metrics.ts";
+import { ServiceMetrics, measured } from "../metrics.ts";
+import { registerPipelineGauges } from "../pipeline-metrics.ts";
 import { isUnavailable } from "../unavailable.ts";
 import { ProjectionRunner, migrateCheckpoints, readCheckpoint, resetProjection } from "../../projections/runtime.ts";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
@@ -275,8 +276,12 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
   const settleTimeoutMs = opts.settleTimeoutMs ?? 10_000;
   const walrusEpoch = opts.walrusEpoch ?? 1;
   const gcGraceMs = opts.gc?.graceMs ?? 10 * 60_000;
-  const metrics = new Metrics("blobstore");
+  const metrics = new ServiceMetrics("blobstore");
+  const bytesRead = metrics.counter("bytes_read_total", "Blob bytes served");
+  const bytesWritten = metrics.counter("bytes_written_total", "Blob bytes received and stored");
+  const blobPuts = metrics.counter("blob_puts_total", "Blob writes, by whether the bytes were already stored", ["deduplicated"]);
   const cache = new ContentCache(opts.cacheBytes ?? CACHE_BYTES);
+  metrics.gauge("content_cache_bytes", "Bytes held by the in-memory content cache", [], (g) => g.set(cache.bytes));
   const received = bodyBuffers();
   const reads = readBuffers();
   const log = new BlobstoreLog(eventLog);
@@ -286,6 +291,12 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
   const runProjections = opts.runProjections ?? true;
   const runners = {} as Record<Kind, ProjectionRunner>;
   const newRunner = (kind: Kind) => new ProjectionRunner(eventLog, db, blobstoreProjection(kind), logger.child({ projection: kind }));
+  registerPipelineGauges(metrics, {
+    log: eventLog,
+    db,
+    projections: BLOBSTORE_KINDS.map((k) => PROJECTION_NAMES[k]),
+    runners: () => (runProjections ? BLOBSTORE_KINDS.map((k) => runners[k]) : []),
+  });
   if (runProjections) {
     for (const kind of BLOBSTORE_KINDS) runners[kind] = newRunner(kind);
     for (const kind of BLOBSTORE_KINDS) await runners[kind].start();
@@ -422,7 +433,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
       }
       if (whole) {
         const body = range ? whole.subarray(range.start, range.end + 1) : whole;
-        metrics.inc("bytes_read_total", {}, body.length);
+        bytesRead.inc(body.length);
         return { status, headers, body };
       }
       opened = null;
@@ -434,7 +445,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
       logger.error("referenced blob bytes are missing from the backend", { blob_id: b.blobId });
       throw new HttpError(500, "the blob's bytes are missing from storage");
     }
-    metrics.inc("bytes_read_total", {}, opened.size);
+    bytesRead.inc(opened.size);
     const bytes = opened.bytes;
     if (bytes) return { status, headers, body: bytes, sent: () => reads.release(bytes) };
     return { status, headers, stream: opened.stream, length: opened.size };
@@ -450,8 +461,8 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
   /** Stores a request body; bytes that end up unreferenced (a failed write) are queued for the sweeper. */
   async function storeBody(req: Request) {
     const put = await backend.put(req.bodyStream!, { maxBytes: maxBlobBytes, release: received.release });
-    metrics.inc("bytes_written_total", {}, put.size);
-    metrics.inc("blob_puts_total", { deduplicated: String(put.deduplicated) });
+    bytesWritten.inc(put.size);
+    blobPuts.inc({ deduplicated: String(put.deduplicated) });
     const orphan = async () => {
       if (!put.deduplicated) await enqueueGc(db, put.blobId).catch((err) => logger.warn("could not queue an orphaned blob", { blob_id: put.blobId, error: (err as Error).message }));
     };
@@ -489,11 +500,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
   route(
     { method: "get", path: "/metrics", summary: "Prometheus metrics", tag: "Infrastructure", auth: "public", responses: { 200: { description: "text exposition", schema: "Metrics" } } },
     "/metrics",
-    () => {
-      const gauges: Record<string, number> = { process_resident_memory_bytes: process.memoryUsage.rss(), content_cache_bytes: cache.bytes };
-      if (runProjections) for (const k of BLOBSTORE_KINDS) gauges[`projection_checkpoint{projection="${runners[k].projection.name}"}`] = runners[k].checkpoint;
-      return { status: 200, headers: { "content-type": "text/plain; version=0.0.4" }, body: metrics.render(gauges) };
-    },
+    () => metrics.reply(),
   );
 
   let openapi: string | undefined;

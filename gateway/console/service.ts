@@ -17,7 +17,8 @@ import type { EventLog } from "../../eventlog/connection.ts";
 import type { Db } from "../../db/pool.ts";
 import { createLogger, type Logger } from "../../config/logger.ts";
 import { HttpError, HttpServer, decodePathParam, json, queryParams, type Handler, type Reply, type Request } from "../http.ts";
-import { Metrics, measured } from "../metrics.ts";
+import { ServiceMetrics, measured } from "../metrics.ts";
+import { registerPipelineGauges } from "../pipeline-metrics.ts";
 import type { CommandEnvelope, EventEnvelope } from "../../schemas/envelope.ts";
 import { ProjectionRunner, migrateCheckpoints, readCheckpoint } from "../../projections/runtime.ts";
 import type { SponsoredChainPort } from "../../adapters/ports.ts";
@@ -275,7 +276,14 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
   let url = "";
   if (roles.gateway) {
     const auth = new ConsoleAuth(q, clog);
-    const metrics = new Metrics("console");
+    const metrics = new ServiceMetrics("console");
+    registerPipelineGauges(metrics, {
+      log,
+      db,
+      projections: [CONSOLE_PROJECTION, ACCESS_PROJECTION],
+      runners: () => [runners.console, runners.access].filter((r): r is ProjectionRunner => !!r),
+      consumerPrefix: "actor-console",
+    });
     const uploadLimiter = new RateLimiter(limits.uploadsPerMinute);
     const slabs = bodyBuffers();
     const server = new HttpServer({
@@ -879,7 +887,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
       const pg = await db.query("SELECT 1").then(() => true, () => false);
       return json(nats && pg ? 200 : 503, { status: nats && pg ? "ok" : "degraded", service: "console", version: CONSOLE_VERSION, checks: { nats, postgres: pg } });
     }));
-    server.route("get", "/metrics", async () => ({ status: 200, headers: { "content-type": "text/plain; version=0.0.4" }, body: metrics.render() }));
+    server.route("get", "/metrics", () => metrics.reply());
     server.fallback((req) => json(404, { error: `no route for ${req.method} ${req.path}`, code: CODE.notFound }));
 
     const host = opts.host ?? "127.0.0.1";

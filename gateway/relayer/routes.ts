@@ -11,7 +11,13 @@ import { isUnavailable } from "../unavailable.ts";
 import { HttpError, HttpServer, decodePathParam, errorReply, json, parseJsonObject, type Handler, type Reply, type Request } from "../http.ts";
 import { SignedAuth, type Authenticated } from "./signed-auth.ts";
 import { JobLookup } from "../../projections/relayer/job-lookup.ts";
-import { Metrics, measured } from "../metrics.ts";
+import { ServiceMetrics, measured } from "../metrics.ts";
+import { registerPipelineGauges } from "../pipeline-metrics.ts";
+import type { ProjectionRunner } from "../../projections/runtime.ts";
+import { MEMORY_INDEX } from "../../projections/relayer/memory-index.ts";
+import { LEXICAL_INDEX } from "../../projections/relayer/lexical-index.ts";
+import { JOB_STATUS } from "../../projections/relayer/job-status.ts";
+import { ALERTS_PROJECTION } from "../../projections/relayer/alerts.ts";
 import { embedQuery, openHits, rankMemories } from "../../projections/relayer/recall.ts";
 import { rankHybrid, type HybridSettings } from "../../projections/relayer/hybrid-rank.ts";
 import type { LexicalKeyring } from "../../adapters/lexical/keys.ts";
@@ -38,6 +44,8 @@ export interface RelayerDeps {
    * (projections/relayer/hybrid-rank.ts: keyed BM25 with context fused with the vector), its settings; no settings: cosine order.
    */
   readonly lexical?: { readonly keyring: LexicalKeyring; readonly settings?: HybridSettings };
+  /** Projection runners of this process, for the lag gauges of `/metrics`. */
+  readonly projectionRunners?: () => readonly ProjectionRunner[];
 }
 
 /** Importance given to plain remembers (REFERENCE.md: remember and restore use 0.5). */
@@ -45,7 +53,15 @@ const DEFAULT_IMPORTANCE = 0.5;
 
 export function createRelayerServer(deps: RelayerDeps): HttpServer {
   const { config, log, db, auth, logger } = deps;
-  const metrics = new Metrics("memrelay");
+  const metrics = new ServiceMetrics("memrelay");
+  const queryEmbedding = metrics.histogram("query_embedding_seconds", "Time to embed a recall query");
+  registerPipelineGauges(metrics, {
+    log,
+    db,
+    projections: [MEMORY_INDEX, LEXICAL_INDEX, JOB_STATUS, ALERTS_PROJECTION],
+    runners: deps.projectionRunners ?? (() => []),
+    consumerPrefix: `actor-${JOB}`,
+  });
   const jobs = new JobLookup(db, log);
   const server = new HttpServer({
     corsOrigins: config.corsAllowedOrigins,
@@ -108,7 +124,7 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
       const credential = decryptCredential(req);
       const t0 = performance.now();
       const vector = await embedQuery(deps.embedder, body.query);
-      metrics.observe("query_embedding_seconds", (performance.now() - t0) / 1000);
+      queryEmbedding.observe((performance.now() - t0) / 1000);
       const q = { owner: who.owner, namespace: body.namespace, vector, limit: body.limit, weights: body.weights, composite: body.composite };
       const lex = deps.lexical;
       const hits = lex?.settings ? await rankHybrid(db, { ...q, terms: queryTerms(lex.keyring.forOwner(who.owner), body.query) }, lex.settings) : await rankMemories(db, q);
@@ -133,7 +149,7 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
         relayerVersion: RELAYER_VERSION,
         embedder: { name: deps.embedder.name, dims: deps.embedder.dims },
       })))
-    .route("get", "/metrics", async () => ({ status: 200, headers: { "content-type": "text/plain; version=0.0.4" }, body: metrics.render() }));
+    .route("get", "/metrics", () => metrics.reply());
   registerMaintenanceRoutes(server, { config, log, db, chain: deps.chain, blobs: deps.blobs, encryption: deps.encryption, embedder: deps.embedder, logger, lexical: deps.lexical?.keyring }, { wrap, signed });
   server.fallback();
   return server;
