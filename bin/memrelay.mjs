@@ -4,4 +4,8 @@ import { register } from "tsx/esm/api";
 
 register();
 const { main } = await import("../cli/main.ts");
-process.exitCode = await main(process.argv.slice(2));
+const code = await main(process.argv.slice(2));
+process.exitCode = code;
+// A failed command exits even if something it started left a handle open (a socket, a timer): `memrelay start`
+// must not linger without its services after a failed step.
+if (code !== 0) setTimeout(() => process.exit(code), 1_000).unref();

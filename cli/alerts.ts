@@ -29,7 +29,7 @@ export function parseSince(raw: string, now = Date.now()): Date | null {
   return Number.isFinite(t) ? new Date(t) : null;
 }
 
-export async function alertsCommand(args: string[], env = process.env): Promise<number> {
+export async function alertsCommand(args: string[], env: Record<string, string | undefined> = process.env): Promise<number> {
   const [sub, ...rest] = args;
   if (!sub || sub === "--help" || sub === "-h" || rest.includes("--help") || rest.includes("-h")) {
     console.log(ALERTS_HELP);

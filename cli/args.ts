@@ -19,4 +19,5 @@ export function flag(args: readonly string[], name: string): string | undefined 
 }
 
 /** What a command that needs the database says when DATABASE_URL is missing. */
-export const NO_DATABASE_URL = "DATABASE_URL is not set (memrelay start prints the one it uses)";
+export const NO_DATABASE_URL =
+  "DATABASE_URL is not set and no running `memrelay start` was found in the data directory (MEMRELAY_DATA_DIR, default ~/.memrelay): start one, point MEMRELAY_DATA_DIR at its data directory, or copy the DATABASE_URL= line it prints";

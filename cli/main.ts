@@ -4,6 +4,7 @@ import { userCommand, USER_HELP } from "./user-commands.ts";
 import { projectionsCommand, REPLAY_HELP } from "./projections.ts";
 import { workerCommand, WORKER_HELP } from "./worker.ts";
 import { ConfigError } from "../config/env.ts";
+import { operatorEnv } from "./stack-file.ts";
 
 const HELP = `memrelay <command> [options]
 
@@ -24,18 +25,20 @@ Every command takes --help.`;
 
 type Handler = (args: string[]) => Promise<number>;
 
+// Operator commands find a running `memrelay start` through its stack file when NATS_URL/DATABASE_URL are unset.
+const ops = () => operatorEnv(process.env);
 const commands: Record<string, Handler> = {
   start: (a) => startCommand(a),
   remember: (a) => userCommand("remember", a),
   recall: (a) => userCommand("recall", a),
   status: (a) => userCommand("status", a),
-  replay: (a) => projectionsCommand("replay", a),
-  restore: async (a) => (await import("./restore.ts")).restoreCommand(a, process.env),
-  lag: (a) => projectionsCommand("lag", a),
+  replay: (a) => projectionsCommand("replay", a, ops()),
+  restore: async (a) => (await import("./restore.ts")).restoreCommand(a, ops()),
+  lag: (a) => projectionsCommand("lag", a, ops()),
   worker: (a) => workerCommand(a),
-  blobstore: async (a) => (await import("./blobstore.ts")).blobstoreCommand(a, process.env),
-  console: async (a) => (await import("./console.ts")).consoleCommand(a, process.env),
-  alerts: async (a) => (await import("./alerts.ts")).alertsCommand(a),
+  blobstore: async (a) => (await import("./blobstore.ts")).blobstoreCommand(a, ops()),
+  console: async (a) => (await import("./console.ts")).consoleCommand(a, ops()),
+  alerts: async (a) => (await import("./alerts.ts")).alertsCommand(a, ops()),
 };
 
 export async function main(argv: string[]): Promise<number> {

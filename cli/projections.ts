@@ -27,7 +27,7 @@ memrelay lag
   events it could not apply after bounded retries, also on the DLQ stream with an alerts.deadletter.* alert), and
   the commands each actor set aside.`;
 
-export async function projectionsCommand(cmd: "replay" | "lag", args: string[], env = process.env): Promise<number> {
+export async function projectionsCommand(cmd: "replay" | "lag", args: string[], env: Record<string, string | undefined> = process.env): Promise<number> {
   if (args.includes("--help") || args.includes("-h")) {
     console.log(REPLAY_HELP);
     return 0;

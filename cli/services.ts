@@ -3,7 +3,8 @@
 // embedded PGlite with pgvector served over a socket).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync, chmodSync } from "node:fs";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
+import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
@@ -69,17 +70,27 @@ export async function startNats(dataDir: string): Promise<Service> {
   };
 }
 
-async function nativePostgres(): Promise<string | undefined> {
+/**
+ * The native database of a data directory: `memrelay` for the default (~/.memrelay), `memrelay_<hash of the path>`
+ * for any other, so two stacks with different data directories never share read models.
+ */
+export function databaseNameFor(dataDir: string): string {
+  const dir = resolve(dataDir);
+  if (dir === resolve(homedir(), ".memrelay")) return "memrelay";
+  return `memrelay_${createHash("sha256").update(dir).digest("hex").slice(0, 12)}`;
+}
+
+async function nativePostgres(name: string): Promise<string | undefined> {
   const admin = process.env.MEMRELAY_NATIVE_PG ?? "postgres://postgres@127.0.0.1:5432/postgres";
   const c = new pg.Client({ connectionString: admin, connectionTimeoutMillis: 1_500 });
   try {
     await c.connect();
     const ext = await c.query("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'");
     if (!ext.rowCount) return undefined;
-    const exists = await c.query("SELECT 1 FROM pg_database WHERE datname = 'memrelay'");
-    if (!exists.rowCount) await c.query("CREATE DATABASE memrelay");
+    const exists = await c.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
+    if (!exists.rowCount) await c.query(`CREATE DATABASE ${name}`);
     const u = new URL(admin);
-    u.pathname = "/memrelay";
+    u.pathname = `/${name}`;
     return u.toString();
   } catch {
     return undefined;
@@ -90,8 +101,9 @@ async function nativePostgres(): Promise<string | undefined> {
 
 export async function startPostgres(dataDir: string): Promise<Service> {
   if (process.env.DATABASE_URL) return { url: process.env.DATABASE_URL, description: "Postgres from DATABASE_URL", stop: async () => undefined };
-  const native = await nativePostgres();
-  if (native) return { url: native, description: "native Postgres with pgvector on 127.0.0.1:5432 (database memrelay)", stop: async () => undefined };
+  const name = databaseNameFor(dataDir);
+  const native = await nativePostgres(name);
+  if (native) return { url: native, description: `native Postgres with pgvector on 127.0.0.1:5432 (database ${name}, for ${resolve(dataDir)})`, stop: async () => undefined };
   const { PGlite } = await import("@electric-sql/pglite");
   const { vector } = await import("@electric-sql/pglite-pgvector");
   const { servePglite } = await import("../db/pglite-server.ts");

@@ -9,13 +9,18 @@ import { startLocalStack } from "../runtime/local-stack.ts";
 import { generateKeypair } from "../adapters/chain/local/accounts.ts";
 import { startNats, startPostgres, type Service } from "./services.ts";
 import { credentialsPath, readCredentials, writeCredentials } from "./credentials.ts";
+import { removeStackFile, stackFilePath, writeStackFile } from "./stack-file.ts";
 
 export const START_HELP = `memrelay start
   Starts nats-server (with nats.conf; NATS_URL to use a running one), Postgres (DATABASE_URL; else the native
   server on 127.0.0.1:5432 when it has pgvector; else embedded PGlite with pgvector), the local chain, the
   key servers, the blob store (BLOBSTORE_PORT, 8200), the developer console (CONSOLE_PORT, 8100) and the relayer
   (PORT, 8000). Creates a dev account and
-  writes ~/.memory/credentials.json (0600) when absent. Data lives in MEMRELAY_DATA_DIR (~/.memrelay).`;
+  writes ~/.memory/credentials.json (0600) when absent. Data lives in MEMRELAY_DATA_DIR (~/.memrelay); each data
+  directory gets its own database on the native Postgres. While running, <data dir>/stack.json (0600) tells the
+  operator commands (replay, lag, restore, blobstore, console, alerts) in another terminal where NATS and Postgres
+  are, and the NATS_URL=/DATABASE_URL= lines it prints can be copied into a shell.
+  If any step fails, everything already started is stopped and the command exits non-zero.`;
 
 function secretFile(path: string, make: () => Uint8Array): Uint8Array {
   if (!existsSync(path)) writeFileSync(path, Buffer.from(make()).toString("hex") + "\n", { mode: 0o600 });
@@ -44,6 +49,18 @@ export async function startCommand(args: string[], env = process.env): Promise<n
     const operatorSecretKey = secretFile(join(base.dataDir, "operator.key"), () => generateKeypair().secretKey);
     const stack = await startLocalStack({ config, logger, databaseUrl: postgres.url, operatorSecretKey });
     services.push({ url: "", description: "", stop: () => stack.stop() });
+    writeStackFile({
+      pid: process.pid,
+      started_at: new Date().toISOString(),
+      data_dir: base.dataDir,
+      nats_url: nats.url,
+      database_url: postgres.url,
+      relayer_url: stack.relayerUrl,
+      blobstore_url: stack.blobstoreUrl,
+      console_url: stack.consoleUrl,
+      chain_rpc_url: stack.encryptionStack.rpcUrl,
+    });
+    services.push({ url: "", description: "", stop: async () => removeStackFile(base.dataDir) });
 
     const credPath = credentialsPath(env);
     let creds = readCredentials(credPath);
@@ -75,6 +92,10 @@ export async function startCommand(args: string[], env = process.env): Promise<n
       `  Postgres     ${postgres.description}`,
       `  embedder     ${stack.embedder.name} (${stack.embedder.dims} dims)`,
       `  credentials  ${credPath} (account ${creds.accountId})`,
+      "",
+      `Operator commands in another terminal find this stack through ${stackFilePath(base.dataDir)}; or export:`,
+      `  NATS_URL=${nats.url}`,
+      `  DATABASE_URL=${postgres.url}`,
       "",
       "try:  memrelay remember \"I prefer green tea\" --wait  &&  memrelay recall \"what do I drink?\"",
       "Ctrl-C stops everything.",

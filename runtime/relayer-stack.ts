@@ -67,60 +67,66 @@ export async function startRelayer(opts: {
   let actorHost: ActorHost<never> | undefined;
   let port = 0;
 
-  const wallets = roles.actors ? new WalletPool(config.serverChainPrivateKeys) : undefined;
-  // Actors hash memories' terms, the gateway the queries' terms: both need the same lexical key.
-  const lexical = roles.actors || roles.gateway ? new LexicalKeyring(opts.lexicalSecret ?? lexicalSecretFor(config, logger)) : undefined;
-  // Alerting first: the webhook's durable consumer must exist before the first alert can be published.
-  const alerting = await startAlerting({ config, log, chain: ports.chain, logger, uploaders: wallets?.wallets.map((w) => w.address) ?? [], webhook: !!roles.projections, monitor: !!roles.actors });
-  stops.push(() => alerting.stop());
-  if (roles.projections) {
-    await migrateCheckpoints(db);
-    for (const p of relayerProjections(ports.embedder.dims, { log, network: ports.chain.network })) {
-      const r = new ProjectionRunner(log, db, p, logger.child({ projection: p.name }), ports.chain.network);
-      await r.start();
-      runners.push(r);
-      stops.push(() => r.stop());
+  // A role that fails to start stops the ones already running: nothing keeps the process alive without a relayer.
+  try {
+    const wallets = roles.actors ? new WalletPool(config.serverChainPrivateKeys) : undefined;
+    // Actors hash memories' terms, the gateway the queries' terms: both need the same lexical key.
+    const lexical = roles.actors || roles.gateway ? new LexicalKeyring(opts.lexicalSecret ?? lexicalSecretFor(config, logger)) : undefined;
+    // Alerting first: the webhook's durable consumer must exist before the first alert can be published.
+    const alerting = await startAlerting({ config, log, chain: ports.chain, logger, uploaders: wallets?.wallets.map((w) => w.address) ?? [], webhook: !!roles.projections, monitor: !!roles.actors });
+    stops.push(() => alerting.stop());
+    if (roles.projections) {
+      await migrateCheckpoints(db);
+      for (const p of relayerProjections(ports.embedder.dims, { log, network: ports.chain.network })) {
+        const r = new ProjectionRunner(log, db, p, logger.child({ projection: p.name }), ports.chain.network);
+        await r.start();
+        runners.push(r);
+        stops.push(() => r.stop());
+      }
     }
-  }
-  if (roles.actors) {
-    const host = new ActorHost(
-      log,
-      rememberJobActor({
-        embedder: new EmbedBatcher(ports.embedder),
-        encryption: ports.encryption,
-        blobs: ports.blobs,
+    if (roles.actors) {
+      const host = new ActorHost(
+        log,
+        rememberJobActor({
+          embedder: new EmbedBatcher(ports.embedder),
+          encryption: ports.encryption,
+          blobs: ports.blobs,
+          chain: ports.chain,
+          wallets: wallets!,
+          lexical,
+          attemptDelayMs: opts.attemptDelayMs ?? 200,
+        }),
+        logger.child({ actor: "remember-job" }),
+        // Two embedder batches (EmbedBatcher, 64 texts) in flight: one is embedded while the jobs of the other upload,
+        // record and commit, so a neural embedder never waits for the rest of the pipeline.
+        { concurrency: opts.actorConcurrency ?? 128, network: ports.chain.network },
+      );
+      await host.start();
+      actorHost = host as unknown as ActorHost<never>;
+      stops.push(() => host.stop());
+    }
+    if (roles.gateway) {
+      const nonces = new KvNonceStore(await openNonceStore(log, nonceTtlSecs(config.authMaxClockDriftSecs)));
+      const server = createRelayerServer({
+        config,
+        log,
+        db,
+        auth: new SignedAuth(ports.chain, nonces, config.authMaxClockDriftSecs),
         chain: ports.chain,
-        wallets: wallets!,
-        lexical,
-        attemptDelayMs: opts.attemptDelayMs ?? 200,
-      }),
-      logger.child({ actor: "remember-job" }),
-      // Two embedder batches (EmbedBatcher, 64 texts) in flight: one is embedded while the jobs of the other upload,
-      // record and commit, so a neural embedder never waits for the rest of the pipeline.
-      { concurrency: opts.actorConcurrency ?? 128, network: ports.chain.network },
-    );
-    await host.start();
-    actorHost = host as unknown as ActorHost<never>;
-    stops.push(() => host.stop());
-  }
-  if (roles.gateway) {
-    const nonces = new KvNonceStore(await openNonceStore(log, nonceTtlSecs(config.authMaxClockDriftSecs)));
-    const server = createRelayerServer({
-      config,
-      log,
-      db,
-      auth: new SignedAuth(ports.chain, nonces, config.authMaxClockDriftSecs),
-      chain: ports.chain,
-      embedder: ports.embedder,
-      blobs: ports.blobs,
-      encryption: ports.encryption,
-      logger: logger.child({ component: "gateway" }),
-      embedderMode: opts.embedderMode ?? `local (${ports.embedder.name})`,
-      lexical: lexical && { keyring: lexical, settings: config.recallRanking === "hybrid" ? hybridSettings(config, ports.embedder) : undefined },
-      projectionRunners: () => runners,
-    });
-    port = await server.listen(config.host, config.port);
-    stops.push(() => server.close());
+        embedder: ports.embedder,
+        blobs: ports.blobs,
+        encryption: ports.encryption,
+        logger: logger.child({ component: "gateway" }),
+        embedderMode: opts.embedderMode ?? `local (${ports.embedder.name})`,
+        lexical: lexical && { keyring: lexical, settings: config.recallRanking === "hybrid" ? hybridSettings(config, ports.embedder) : undefined },
+        projectionRunners: () => runners,
+      });
+      port = await server.listen(config.host, config.port);
+      stops.push(() => server.close());
+    }
+  } catch (err) {
+    for (const stop of stops.reverse()) await Promise.resolve(stop()).catch(() => undefined);
+    throw err;
   }
   return {
     port,

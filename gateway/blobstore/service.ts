@@ -949,7 +949,14 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
   );
 
   server.fallback((req) => errorReply(404, `no route for ${req.method} ${req.path}`));
-  const port = await server.listen(opts.host ?? "127.0.0.1", opts.port ?? 8200);
+  const port = await server.listen(opts.host ?? "127.0.0.1", opts.port ?? 8200).catch(async (err) => {
+    // Nothing may outlive a failed start (its runners would keep the process alive, retrying against a closed pool).
+    for (const r of Object.values(runners)) await r.stop();
+    if (!opts.db) await db.end().catch(() => undefined);
+    if (!opts.log) await eventLog.close().catch(() => undefined);
+    await blobConn?.drain().catch(() => blobConn?.close());
+    throw err;
+  });
   const url = `http://${opts.host && opts.host !== "0.0.0.0" ? opts.host : "127.0.0.1"}:${port}`;
   logger.info("blob storage service listening", { url, backend: backend.name });
 

@@ -15,6 +15,17 @@ export interface NatsServerHandle {
   cleanup(): Promise<void>;
 }
 
+/** Servers this test process started and has not stopped: killed when the process exits, however it exits. */
+const live = new Set<ChildProcess>();
+process.once("exit", () => {
+  for (const c of live) c.kill("SIGKILL");
+});
+
+/** How many nats-servers this process started are still running. */
+export function runningNatsServers(): number {
+  return [...live].filter((c) => c.exitCode === null && c.signalCode === null).length;
+}
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
@@ -53,9 +64,15 @@ export async function startNatsServer(opts: { binary?: string } = {}): Promise<N
   writeFileSync(conf, `listen: 127.0.0.1:${port}\njetstream { store_dir: "${storeDir}" }\nmax_payload: 8MB\n`);
   let child: ChildProcess | undefined;
   const start = async () => {
-    child = spawn(binary, ["-c", conf], { stdio: ["ignore", "ignore", "pipe"] });
-    child.stderr?.resume();
-    await waitForPort(port);
+    const c = spawn(binary, ["-c", conf], { stdio: ["ignore", "ignore", "pipe"] });
+    child = c;
+    live.add(c);
+    c.once("exit", () => live.delete(c));
+    c.stderr?.resume();
+    await waitForPort(port).catch((err) => {
+      c.kill("SIGKILL");
+      throw err;
+    });
   };
   const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
     const c = child;

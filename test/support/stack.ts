@@ -24,12 +24,39 @@ export interface TestStack {
 
 export async function startTestStack(env: Record<string, string> = {}, opts: { roles?: RelayerRoles; viaProxy?: boolean; walletFunding?: bigint } = {}): Promise<TestStack> {
   const nats = await startNatsServer();
-  const database = await createTestDatabase();
+  // Whatever fails from here on, the server and the database go with it (a failed setup must not leave them behind).
+  let database: TestDatabase | undefined;
+  let dataDir: string | undefined;
+  let proxy: TcpProxy | undefined;
+  try {
+    database = await createTestDatabase();
+    return await startOn(nats, database, (d) => (dataDir = d), (p) => (proxy = p), env, opts);
+  } catch (err) {
+    await proxy?.close().catch(() => undefined);
+    await database?.drop().catch(() => undefined);
+    await nats.cleanup();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+async function startOn(
+  nats: NatsServerHandle,
+  database: TestDatabase,
+  onDataDir: (dir: string) => void,
+  onProxy: (p: TcpProxy) => void,
+  env: Record<string, string>,
+  opts: { roles?: RelayerRoles; viaProxy?: boolean; walletFunding?: bigint },
+): Promise<TestStack> {
   // Optionally reach Postgres through a proxy the test can cut (a Postgres outage without touching the server).
   const dbUrl = new URL(database.url);
   const proxy = opts.viaProxy ? await startTcpProxy(dbUrl.hostname, Number(dbUrl.port || 5432)) : undefined;
-  if (proxy) dbUrl.port = String(proxy.port);
+  if (proxy) {
+    onProxy(proxy);
+    dbUrl.port = String(proxy.port);
+  }
   const dataDir = mkdtempSync(join(tmpdir(), "memrelay-data-"));
+  onDataDir(dataDir);
   const config = loadConfig({ PORT: "0", BLOBSTORE_PORT: "0", CONSOLE_PORT: "0", NATS_URL: nats.url, DATABASE_URL: dbUrl.toString(), MEMRELAY_DATA_DIR: dataDir, ...env });
   const logger = process.env.MEMRELAY_TEST_LOGS ? createLogger({}) : silentLogger;
   const stack = await startLocalStack({ config, logger, databaseUrl: dbUrl.toString(), attemptDelayMs: 10, roles: opts.roles, walletFunding: opts.walletFunding });

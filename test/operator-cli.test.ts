@@ -1,0 +1,131 @@
+// Black-box, as a new user runs it (issue 11): `memrelay start` in one process, operator commands in another with no
+// NATS_URL or DATABASE_URL — they find the stack through <data dir>/stack.json (0600). Each data directory gets its
+// own database. A start step that fails stops what was started and exits non-zero.
+import { afterAll, describe, expect, it } from "vitest";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { createServer } from "node:net";
+import { homedir, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { databaseNameFor } from "../cli/services.ts";
+import { adminUrl } from "./support/postgres.ts";
+
+const bin = fileURLToPath(new URL("../bin/memrelay.mjs", import.meta.url));
+const home = mkdtempSync(join(tmpdir(), "memrelay-home-"));
+const dataDirs: string[] = [];
+
+/** Only what a fresh shell has: no NATS_URL, no DATABASE_URL. */
+function cleanEnv(dataDir: string, extra: Record<string, string> = {}): Record<string, string> {
+  return { PATH: process.env.PATH ?? "", HOME: home, MEMRELAY_DATA_DIR: dataDir, PORT: "0", BLOBSTORE_PORT: "0", CONSOLE_PORT: "0", MEMRELAY_EMBEDDER: "hashing", ...extra };
+}
+
+function startStack(dataDir: string, extra: Record<string, string> = {}): { child: ChildProcess; output: () => string; running: Promise<void>; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, [bin, "start"], { env: cleanEnv(dataDir, extra), stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  child.stdout!.on("data", (d) => (out += d));
+  child.stderr!.on("data", (d) => (out += d));
+  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+  const running = new Promise<void>((resolve, reject) => {
+    const check = () => (out.includes("memrelay is running") ? resolve() : undefined);
+    child.stdout!.on("data", check);
+    void exited.then((code) => reject(new Error(`memrelay start exited ${code}:\n${out}`)));
+  });
+  running.catch(() => undefined); // a test that expects the start to fail awaits `exited` instead
+  return { child, output: () => out, running, exited };
+}
+
+function memrelay(dataDir: string, ...args: string[]) {
+  const r = spawnSync(process.execPath, [bin, ...args], { env: cleanEnv(dataDir), encoding: "utf8", timeout: 60_000 });
+  return { status: r.status, out: r.stdout + r.stderr };
+}
+
+/** nats-server processes started for this data directory (their environment names its store). */
+function natsServersOf(dataDir: string): number[] {
+  const pids: number[] = [];
+  for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+      if (!cmd.includes("nats-server")) continue;
+      if (readFileSync(`/proc/${pid}/environ`, "utf8").includes(`MEMRELAY_NATS_STORE=${join(dataDir, "nats")}`)) pids.push(Number(pid));
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return pids;
+}
+
+afterAll(async () => {
+  const admin = new pg.Client({ connectionString: adminUrl() });
+  await admin.connect();
+  for (const d of dataDirs) await admin.query(`DROP DATABASE IF EXISTS ${databaseNameFor(d)} WITH (FORCE)`).catch(() => undefined);
+  await admin.end();
+  for (const d of [...dataDirs, home]) rmSync(d, { recursive: true, force: true });
+});
+
+describe("memrelay start and the operator commands in a second terminal", () => {
+  it("prints copyable URLs, writes a 0600 stack file the commands use without variables, and removes it on stop", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "memrelay-op-"));
+    dataDirs.push(dataDir);
+    const s = startStack(dataDir);
+    try {
+      await s.running;
+      const out = s.output();
+      expect(out).toMatch(/^\s+NATS_URL=nats:\/\/127\.0\.0\.1:\d+$/m);
+      expect(out).toMatch(new RegExp(`^\\s+DATABASE_URL=postgres://\\S+/${databaseNameFor(dataDir)}$`, "m"));
+      const file = join(dataDir, "stack.json");
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      const info = JSON.parse(readFileSync(file, "utf8"));
+      expect(out).toContain(`NATS_URL=${info.nats_url}`);
+
+      const lag = memrelay(dataDir, "lag");
+      expect(lag.out).toMatch(/memory_index\s+checkpoint/);
+      expect(lag.status).toBe(0);
+      const user = memrelay(dataDir, "console", "signup", "--email", "new@example.com", "--json");
+      expect(user.status, user.out).toBe(0);
+      expect(JSON.parse(user.out).user_id).toMatch(/^[0-9a-f-]{36}$/);
+      const key = memrelay(dataDir, "blobstore", "admin-key", "issue", "--app", "first-app", "--json");
+      expect(key.status, key.out).toBe(0);
+      expect(JSON.parse(key.out).secret).toMatch(/^[0-9a-f]{64}$/);
+    } finally {
+      s.child.kill("SIGTERM");
+    }
+    expect(await s.exited).toBe(0);
+    expect(existsSync(join(dataDir, "stack.json"))).toBe(false);
+    expect(natsServersOf(dataDir)).toEqual([]);
+    // With no stack running, the commands say where they looked and what to do.
+    const none = memrelay(dataDir, "lag");
+    expect(none.status).not.toBe(0);
+    expect(none.out).toMatch(/no running `memrelay start` was found/);
+  }, 180_000);
+
+  it("gives another data directory its own database", () => {
+    const a = databaseNameFor("/srv/one");
+    const b = databaseNameFor("/srv/two");
+    expect(a).not.toBe(b);
+    expect(a).toMatch(/^memrelay_[0-9a-f]{12}$/);
+    expect(databaseNameFor(join(homedir(), ".memrelay"))).toBe("memrelay");
+  });
+
+  it("stops everything it started and exits non-zero when a later step fails", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "memrelay-fail-"));
+    dataDirs.push(dataDir);
+    // The blob store's port is taken: NATS, Postgres, the chain and the key servers are up by then.
+    const blocker = createServer();
+    await new Promise<void>((r) => blocker.listen(0, "127.0.0.1", () => r()));
+    const port = (blocker.address() as { port: number }).port;
+    try {
+      const s = startStack(dataDir, { BLOBSTORE_PORT: String(port) });
+      const code = await Promise.race([s.exited, new Promise<string>((r) => setTimeout(() => r("still running"), 60_000))]);
+      if (code === "still running") s.child.kill("SIGKILL");
+      expect(code).not.toBe("still running");
+      expect(code).not.toBe(0);
+      expect(s.output()).toMatch(/memrelay start failed/);
+      expect(existsSync(join(dataDir, "stack.json"))).toBe(false);
+      expect(natsServersOf(dataDir)).toEqual([]);
+    } finally {
+      blocker.close();
+    }
+  }, 120_000);
+});
