@@ -2,12 +2,13 @@
 // restore, and the public account-existence check. Writes append events that the memory_index projection applies
 // (schemas/relayer/memory-maintenance.ts); the route then waits for its own event to be applied and answers from the read
 // model. Rate limits are shared across gateway replicas (gateway/rate-limit.ts).
+import { decryptCredential } from "./decrypt-credential.ts";
 import { randomUUID } from "node:crypto";
 import type { EventLog } from "../../eventlog/connection.ts";
 import type { Db } from "../../db/pool.ts";
 import { intVar, type RelayerConfig } from "../../config/env.ts";
 import type { Logger } from "../../config/logger.ts";
-import type { BlobObject, BlobPort, ChainPort, DecryptCredential, EmbeddingPort, EncryptionPort } from "../../adapters/ports.ts";
+import type { BlobObject, BlobPort, ChainPort, EmbeddingPort, EncryptionPort } from "../../adapters/ports.ts";
 import { WalletPool } from "../../adapters/chain/wallet-pool.ts";
 import type { LexicalKeyring } from "../../adapters/lexical/keys.ts";
 import { HttpError, errorReply, json, parseJsonObject, type Handler, type HttpServer, type Reply, type Request } from "../http.ts";
@@ -190,7 +191,7 @@ export function registerMaintenanceRoutes(server: HttpServer, deps: MaintenanceD
           namespace: body.namespace,
           limit: body.limit,
           includeForgotten: body.include_forgotten,
-          credential: () => restoreCredential(req),
+          credential: () => decryptCredential(req, "restore needs a decrypt credential to re-embed missing memories"),
           candidateCap: settings.restoreCandidateCap,
           scope: "owner",
         },
@@ -238,10 +239,3 @@ async function countRows(db: Db, owner: string, namespace: string): Promise<{ co
   return { count: Number(r.rows[0].n), bytes: Number(r.rows[0].bytes) };
 }
 
-function restoreCredential(req: Request): DecryptCredential {
-  const session = req.headers["x-encryption-session"];
-  if (session) return { kind: "session", exported: session };
-  const legacy = req.headers["x-delegate-key"];
-  if (legacy) return { kind: "delegate-key", privateKeyHex: legacy };
-  throw new HttpError(400, "restore needs a decrypt credential to re-embed missing memories: send x-encryption-session (or the legacy x-delegate-key)");
-}

@@ -6,7 +6,7 @@ import { commandSubject } from "../../eventlog/subjects.ts";
 import type { Db } from "../../db/pool.ts";
 import type { RelayerConfig } from "../../config/env.ts";
 import type { Logger } from "../../config/logger.ts";
-import { PortError, type BlobPort, type ChainPort, type DecryptCredential, type EmbeddingPort, type EncryptionPort } from "../../adapters/ports.ts";
+import { PortError, type BlobPort, type ChainPort, type EmbeddingPort, type EncryptionPort } from "../../adapters/ports.ts";
 import { isUnavailable } from "../unavailable.ts";
 import { HttpError, HttpServer, decodePathParam, errorReply, json, parseJsonObject, type Handler, type Reply, type Request } from "../http.ts";
 import { SignedAuth, type Authenticated } from "./signed-auth.ts";
@@ -22,10 +22,11 @@ import { embedQuery, openHits, rankMemories } from "../../projections/relayer/re
 import { rankHybrid, type HybridSettings } from "../../projections/relayer/hybrid-rank.ts";
 import type { LexicalKeyring } from "../../adapters/lexical/keys.ts";
 import { queryTerms } from "../../adapters/lexical/terms.ts";
-import { LIMITS, ValidationError, isUuid, parseBulk, parseBulkStatus, parseRecall, parseRemember, type RememberBody } from "../../schemas/relayer/http.ts";
+import { LIMITS, ValidationError, isUuid, parseBulk, parseEmbed, parseBulkStatus, parseRecall, parseRemember, type RememberBody } from "../../schemas/relayer/http.ts";
 import { JOB, type RememberCommand } from "../../schemas/relayer/remember-job.ts";
 import { RELAYER_VERSION, healthBody, versionBody } from "./versioning.ts";
 import { registerMaintenanceRoutes } from "./maintenance-routes.ts";
+import { CREDENTIAL_HEADERS, decryptCredential } from "./decrypt-credential.ts";
 
 export interface RelayerDeps {
   readonly config: RelayerConfig;
@@ -65,7 +66,7 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
   const jobs = new JobLookup(db, log);
   const server = new HttpServer({
     corsOrigins: config.corsAllowedOrigins,
-    corsHeaders: "content-type, x-public-key, x-signature, x-timestamp, x-nonce, x-account-id, x-encryption-session, x-delegate-key",
+    corsHeaders: ["content-type", "x-public-key", "x-signature", "x-timestamp", "x-nonce", "x-account-id", ...CREDENTIAL_HEADERS].join(", "),
     onError: (err, req) => logger.error("request failed", { method: req.method, path: req.path, error: err instanceof Error ? err.message : String(err) }),
   });
 
@@ -121,7 +122,7 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
     }))
     .route("post", "/api/recall", signed("recall", async (req, who) => {
       const body = parseRecall(parseJsonObject(req.body));
-      const credential = decryptCredential(req);
+      const credential = decryptCredential(req, "recall needs a decrypt credential");
       const t0 = performance.now();
       const vector = await embedQuery(deps.embedder, body.query);
       queryEmbedding.observe((performance.now() - t0) / 1000);
@@ -131,6 +132,11 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
       const result = await openHits(hits, who.owner, credential, deps.blobs, deps.encryption, body.composite);
       return json(200, result);
     }))
+    .route("post", "/api/embed", signed("embed", async (req) => {
+      const { text } = parseEmbed(parseJsonObject(req.body));
+      const [vector] = await deps.embedder.embed([text]);
+      return json(200, { vector: Array.from(vector) });
+    }), { bodyLimit: LIMITS.bodyBytes })
     .route("get", "/health", wrap("health", async () => {
       const [nats, pg] = [!log.nc.isClosed() && log.nc.info !== undefined, await db.query("SELECT 1").then(() => true, () => false)];
       const status = nats && pg ? "ok" : "degraded";
@@ -142,6 +148,8 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
         packageId: config.packageId,
         network: config.network,
         chainRpcUrl: config.chainRpcUrl,
+        // the name the MemWal SDKs read
+        suiRpcUrl: config.chainRpcUrl,
         chainGrpcUrl: config.chainGrpcUrl,
         chainTransport: config.chainGrpcUrl ? "grpc" : "jsonrpc",
         rateLimitDisabled: config.rateLimitDisabled,
@@ -153,14 +161,6 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
   registerMaintenanceRoutes(server, { config, log, db, chain: deps.chain, blobs: deps.blobs, encryption: deps.encryption, embedder: deps.embedder, logger, lexical: deps.lexical?.keyring }, { wrap, signed });
   server.fallback();
   return server;
-}
-
-export function decryptCredential(req: Request): DecryptCredential {
-  const session = req.headers["x-encryption-session"];
-  if (session) return { kind: "session", exported: session };
-  const legacy = req.headers["x-delegate-key"];
-  if (legacy) return { kind: "delegate-key", privateKeyHex: legacy };
-  throw new HttpError(400, "recall needs a decrypt credential: send x-encryption-session (or the legacy x-delegate-key)");
 }
 
 /** Maps known failures to replies; unknown ones propagate as 500. */

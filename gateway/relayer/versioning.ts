@@ -5,7 +5,9 @@ export const API_VERSION = "1.0.0";
 const compat = {
   relayerVersion: RELAYER_VERSION,
   apiVersion: API_VERSION,
-  minSupportedSdk: { typescript: "0.1.0", python: "0.1.0", mcp: "0.1.0" },
+  // The compatibility baselines the released MemWal clients check against (TypeScript SDK 0.0.4, Python SDK 0.1.0,
+  // MCP package 0.0.1): a higher minimum makes them refuse the relayer before their first request.
+  minSupportedSdk: { typescript: "0.0.4", python: "0.1.0", mcp: "0.0.1" },
   featureFlags: { "auth.accountBoundNonce": false, "auth.encryptionSessionHeader": true, "runtime.versionEndpoint": true },
   deprecations: [
     { item: "header:x-delegate-key", replacement: "header:x-encryption-session", removal: "2.0.0" },

@@ -118,6 +118,11 @@ export function parseBulkStatus(o: Record<string, unknown>): BulkStatusBody {
   return { job_ids: o.job_ids as string[] };
 }
 
+/** `POST /api/embed`: the text whose vector the configured embedder gives (MemWal SDK `embed(text)`). */
+export function parseEmbed(o: Record<string, unknown>): { readonly text: string } {
+  return { text: requiredText(o.text, "text", LIMITS.textBytes) };
+}
+
 export function parseRecall(o: Record<string, unknown>): RecallBody {
   const { weights, composite } = weightsOf(o.scoring_weights);
   return {
