@@ -10,6 +10,8 @@ import { generateKeypair } from "../adapters/chain/local/accounts.ts";
 import { startNats, startPostgres, type Service } from "./services.ts";
 import { credentialsPath, readCredentials, writeCredentials } from "./credentials.ts";
 import { removeStackFile, stackFilePath, writeStackFile } from "./stack-file.ts";
+import { readMemoryIndexMeta } from "../projections/relayer/memory-index.ts";
+import { reembedDevMemories } from "./reembed.ts";
 
 export const START_HELP = `memrelay start
   Starts nats-server (with nats.conf; NATS_URL to use a running one), Postgres (DATABASE_URL; else the native
@@ -40,6 +42,7 @@ export async function startCommand(args: string[], env = process.env): Promise<n
   const stopAll = async () => {
     for (const s of services.reverse()) await s.stop().catch(() => undefined);
   };
+  const startedAt = Date.now();
   try {
     const nats = env.NATS_URL ? { url: env.NATS_URL, description: `NATS from NATS_URL (${env.NATS_URL})`, stop: async () => undefined } : await startNats(base.dataDir);
     services.push(nats);
@@ -64,6 +67,9 @@ export async function startCommand(args: string[], env = process.env): Promise<n
 
     const credPath = credentialsPath(env);
     let creds = readCredentials(credPath);
+    // A dev identity that another local stack (another data directory) created is unknown to this chain: replace it.
+    // Any other credential (a login to a real relayer) is left alone.
+    if (creds?.label === "memrelay-dev" && !(await stack.chain.resolveDelegate(creds.delegatePublicKeyHex, creds.accountId))) creds = undefined;
     if (!creds) {
       const who = await stack.createIdentity("memrelay-dev");
       writeFileSync(join(base.dataDir, "dev-owner.key"), Buffer.from(who.ownerSecretKey).toString("hex") + "\n", { mode: 0o600 });
@@ -101,6 +107,11 @@ export async function startCommand(args: string[], env = process.env): Promise<n
       "Ctrl-C stops everything.",
     ];
     console.log(lines.join("\n"));
+    // The memory index was rebuilt for a new embedder during this start: bring the dev account's memories back.
+    const meta = await readMemoryIndexMeta(stack.db);
+    if (meta?.rebuilt_at_ms && meta.rebuilt_at_ms >= startedAt - 1_000) {
+      console.log(await reembedDevMemories(stack, creds, meta.previous_embedder));
+    }
     await new Promise<void>((resolve) => {
       process.once("SIGINT", resolve);
       process.once("SIGTERM", resolve);

@@ -1,5 +1,6 @@
 // `memrelay remember|recall|status`: the relayer from a terminal, with the credential file written by `start`
 // (or by the tool package's login).
+import { readStackFile } from "./stack-file.ts";
 import { MemrelayClient, RelayerError } from "../client/memrelay-client.ts";
 import { cachedSessionProvider } from "../client/session-cache.ts";
 import { credentialsPath, readCredentials } from "./credentials.ts";
@@ -11,7 +12,8 @@ memrelay status <job_id>...
 memrelay recall <query> [--namespace NS] [--limit N]
   Recalls memories by meaning (decrypted with a fresh session key of your delegate key).
 
-Options: --relayer URL (default: the credential file's relayerUrl, or MEMORY_SERVER_URL).
+Options: --relayer URL (default: MEMORY_SERVER_URL, else the relayer of the running \`memrelay start\` of the data
+directory, else the credential file's relayerUrl).
 Credentials: ${"~/.memory/credentials.json"} (MEMORY_CREDENTIALS_FILE overrides), written by \`memrelay start\`.`;
 
 function flag(args: string[], name: string): string | undefined {
@@ -41,7 +43,7 @@ export async function userCommand(cmd: "remember" | "recall" | "status", args: s
     console.error(`no credentials at ${credentialsPath(env)}: run \`memrelay start\` once (it creates a dev account), or log in with the tool package`);
     return 2;
   }
-  const baseUrl = flag(args, "--relayer") ?? env.MEMORY_SERVER_URL ?? creds.relayerUrl;
+  const baseUrl = flag(args, "--relayer") ?? env.MEMORY_SERVER_URL ?? readStackFile(env.MEMRELAY_DATA_DIR ?? `${env.HOME ?? "."}/.memrelay`)?.relayer_url ?? creds.relayerUrl;
   const key = Uint8Array.from(Buffer.from(creds.delegatePrivateKey.replace(/^0x/, ""), "hex"));
   const namespace = flag(args, "--namespace") ?? env.MEMORY_NAMESPACE;
   let provider: (() => Promise<string>) | undefined;

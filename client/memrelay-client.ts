@@ -72,6 +72,11 @@ export class MemrelayClient {
     return this.call<RecallResponse>("POST", "/api/recall", { query, ...opts }, await this.decryptHeaders());
   }
 
+  /** Re-indexes the namespace's memories that the index is missing (re-embedded by the relayer's embedder). */
+  async restore(namespace: string, limit = 10) {
+    return this.call<{ restored: number; skipped: number; failed: number; total: number; truncated?: boolean }>("POST", "/api/restore", { namespace, limit }, await this.decryptHeaders());
+  }
+
   private async decryptHeaders(): Promise<Record<string, string>> {
     const s = this.opts.encryptionSession;
     if (!s) return {};

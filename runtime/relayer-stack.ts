@@ -43,8 +43,8 @@ export interface RelayerStack {
 }
 
 /** The relayer's projections; with `alerts`, also the one publishing upload-failure alerts (it needs the log). */
-export function relayerProjections(dims: number, alerts?: { log: EventLog; network: string }): Projection[] {
-  return [memoryIndexProjection(dims), lexicalIndexProjection, jobStatusProjection, ...(alerts ? [alertsProjection(alerts.log, { network: alerts.network })] : [])];
+export function relayerProjections(dims: number, alerts?: { log: EventLog; network: string }, embedder?: string): Projection[] {
+  return [memoryIndexProjection(dims, embedder), lexicalIndexProjection, jobStatusProjection, ...(alerts ? [alertsProjection(alerts.log, { network: alerts.network })] : [])];
 }
 
 export async function startRelayer(opts: {
@@ -77,7 +77,7 @@ export async function startRelayer(opts: {
     stops.push(() => alerting.stop());
     if (roles.projections) {
       await migrateCheckpoints(db);
-      for (const p of relayerProjections(ports.embedder.dims, { log, network: ports.chain.network })) {
+      for (const p of relayerProjections(ports.embedder.dims, { log, network: ports.chain.network }, ports.embedder.name)) {
         const r = new ProjectionRunner(log, db, p, logger.child({ projection: p.name }), ports.chain.network);
         await r.start();
         runners.push(r);

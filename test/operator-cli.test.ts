@@ -100,6 +100,34 @@ describe("memrelay start and the operator commands in a second terminal", () => 
     expect(none.out).toMatch(/no running `memrelay start` was found/);
   }, 180_000);
 
+  it("rebuilds the index after an embedder change and re-embeds the dev account's memories, with progress", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "memrelay-embedder-"));
+    dataDirs.push(dataDir);
+    const first = startStack(dataDir, { MEMRELAY_EMBEDDING_DIMS: "256" });
+    try {
+      await first.running;
+      const r = spawnSync(process.execPath, [bin, "remember", "The spare key is under the blue flowerpot", "--wait"], { env: cleanEnv(dataDir), encoding: "utf8", timeout: 60_000 });
+      expect(r.status, r.stdout + r.stderr).toBe(0);
+    } finally {
+      first.child.kill("SIGTERM");
+    }
+    expect(await first.exited).toBe(0);
+    // Another embedder (other dimensions): no refusal, a rebuild and a re-embed.
+    const second = startStack(dataDir, { MEMRELAY_EMBEDDING_DIMS: "384" });
+    try {
+      await second.running;
+      const end = Date.now() + 60_000;
+      while (!/re-embedded \d+ memories/.test(second.output()) && Date.now() < end) await new Promise((res) => setTimeout(res, 200));
+      expect(second.output()).toMatch(/re-embedding \(hashing-v1-d256\S* → hashing-v1-d384\S*\)/);
+      expect(second.output()).toMatch(/re-embedded 1 memories of the dev account in 1 namespace\(s\) \(0 could not be opened\)/);
+      const recall = spawnSync(process.execPath, [bin, "recall", "where is the spare key?"], { env: cleanEnv(dataDir), encoding: "utf8", timeout: 60_000 });
+      expect(recall.stdout, recall.stderr).toContain("The spare key is under the blue flowerpot");
+    } finally {
+      second.child.kill("SIGTERM");
+    }
+    expect(await second.exited).toBe(0);
+  }, 240_000);
+
   it("gives another data directory its own database", () => {
     const a = databaseNameFor("/srv/one");
     const b = databaseNameFor("/srv/two");

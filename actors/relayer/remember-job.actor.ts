@@ -104,6 +104,7 @@ export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<Remem
               namespace: ctx.namespace,
               blob_id: ctx.blob_id!,
               vector: ctx.vector!,
+              embedder: ports.embedder.name,
               importance: command.data.importance,
               size: ctx.size ?? 0,
               created_at: new Date().toISOString(),

@@ -30,8 +30,13 @@ export async function resetMaintenance(tx: Tx): Promise<void> {
   await tx.query("TRUNCATE memory_forgets");
 }
 
-/** Column arrays of a multi-row insert into `memories`. */
+/**
+ * Column arrays of a multi-row insert into `memories`. A row whose vector has other dimensions than the index (made by
+ * an embedder the index no longer uses) is left out: its memory comes back by a restore, which re-embeds it.
+ */
 export class RowBatch {
+  constructor(private readonly dims: number) {}
+  skipped = 0;
   readonly ids: string[] = [];
   readonly blobs: string[] = [];
   readonly owners: string[] = [];
@@ -46,6 +51,10 @@ export class RowBatch {
   }
 
   add(id: string, owner: string, namespace: string, r: Omit<IndexRow, "id" | "object_id">): void {
+    if (r.vector.length !== this.dims) {
+      this.skipped++;
+      return;
+    }
     this.ids.push(id);
     this.blobs.push(r.blob_id);
     this.owners.push(owner);

@@ -46,6 +46,8 @@ export interface JobIndexed {
   readonly created_at: string;
   /** Keyed term hashes of the text for the lexical index (absent when the relayer runs without a lexical key). */
   readonly lexical?: LexicalTerms;
+  /** Name of the embedder that made `vector` (absent in events before embedder changes were tracked). */
+  readonly embedder?: string;
   /** Submission order (schemas/relayer/lexical.ts SubmissionOrder): when the remember was accepted, and its bulk position. */
   readonly submitted_at?: string;
   readonly position?: number;
