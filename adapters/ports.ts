@@ -91,6 +91,23 @@ export interface SponsoredChainPort {
   getObject(objectId: string): Promise<StoredObject | null>;
 }
 
+// ---------------------------------------------------------------- language model (analyze, ask)
+export interface AnswerInput {
+  readonly question: string;
+  /** Recalled memories, best first. */
+  readonly memories: readonly { readonly text: string; readonly distance: number }[];
+}
+
+export interface LanguageModelPort {
+  readonly name: string;
+  /** Reported by /health as prompt_versions. */
+  readonly promptVersions: { readonly extract: string; readonly ask: string };
+  /** Atomic facts stated in `text`, dates written out against `occurredAt`. PortError: unavailable, invalid. */
+  extractFacts(text: string, occurredAt: Date): Promise<string[]>;
+  /** An answer grounded in the memories. */
+  answer(input: AnswerInput): Promise<string>;
+}
+
 // ---------------------------------------------------------------- encryption
 /** What the client hands over so the relayer may decrypt on its behalf (spec: x-encryption-session / x-delegate-key). */
 export type DecryptCredential =

@@ -72,6 +72,16 @@ export class MemrelayClient {
     return this.call<RecallResponse>("POST", "/api/recall", { query, ...opts }, await this.decryptHeaders());
   }
 
+  /** Extracts facts from the text and remembers each one the namespace does not already hold. */
+  analyze(text: string, opts: { namespace?: string; occurred_at?: string } = {}) {
+    return this.call<{ job_ids: string[]; facts: { text: string; id: string; job_id: string }[]; fact_count: number; status: string; owner: string; skipped: { text: string; duplicate_of: string; distance: number }[] }>("POST", "/api/analyze", { text, ...opts });
+  }
+
+  /** Answers the question from the recalled memories. */
+  async ask(question: string, opts: { limit?: number; namespace?: string; scoring_weights?: Record<string, number> } = {}) {
+    return this.call<{ answer: string; memories_used: number; memories: { blob_id: string; text: string; distance: number }[] }>("POST", "/api/ask", { question, ...opts }, await this.decryptHeaders());
+  }
+
   /** Re-indexes the namespace's memories that the index is missing (re-embedded by the relayer's embedder). */
   async restore(namespace: string, limit = 10) {
     return this.call<{ restored: number; skipped: number; failed: number; total: number; truncated?: boolean }>("POST", "/api/restore", { namespace, limit }, await this.decryptHeaders());

@@ -31,6 +31,12 @@ export interface RelayerConfig {
   readonly embeddingApiBase: string | undefined;
   readonly embeddingApiKey: string | undefined;
   readonly embeddingModel: string | undefined;
+  /**
+   * Language-model features (analyze, ask): an OpenAI-compatible chat endpoint when a key or a base URL is given
+   * (MEMRELAY_LLM_API_KEY / MEMRELAY_LLM_API_BASE, else EMBEDDING_API_KEY / EMBEDDING_API_BASE, the spec's shared
+   * provider), model MEMRELAY_LLM_MODEL; otherwise the local extractor and answerer.
+   */
+  readonly llm: { readonly apiBase?: string; readonly apiKey?: string; readonly model: string; readonly timeoutMs: number } | undefined;
   readonly rateLimitDisabled: boolean;
   readonly alertWebhookUrl: string | undefined;
   /** ALERT_WEBHOOK_TIMEOUT_MS / _MAX_ATTEMPTS / _RETRY_BASE_MS: per-POST timeout, deliveries per alert, first backoff. */
@@ -79,6 +85,13 @@ export interface ConsoleEnvLimits {
 }
 
 type Env = Record<string, string | undefined>;
+
+function llmFromEnv(env: Env): RelayerConfig["llm"] {
+  const apiKey = env.MEMRELAY_LLM_API_KEY?.trim() || env.EMBEDDING_API_KEY?.trim() || undefined;
+  const apiBase = env.MEMRELAY_LLM_API_BASE?.trim() || (apiKey ? env.EMBEDDING_API_BASE?.trim() : undefined) || undefined;
+  if (!apiKey && !apiBase) return undefined;
+  return { apiBase, apiKey, model: env.MEMRELAY_LLM_MODEL?.trim() || "gpt-4o-mini", timeoutMs: intVar(env, "MEMRELAY_LLM_TIMEOUT_MS", 30_000, 100, 600_000) };
+}
 
 export function intVar(env: Env, name: string, def: number, min = -Infinity, max = Infinity): number {
   const raw = env[name];
@@ -183,6 +196,7 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     embeddingApiBase: env.EMBEDDING_API_BASE,
     embeddingApiKey: env.EMBEDDING_API_KEY,
     embeddingModel: env.EMBEDDING_MODEL,
+    llm: llmFromEnv(env),
     rateLimitDisabled: env.RATE_LIMIT_DISABLED === "true" || env.RATE_LIMIT_DISABLED === "1",
     alertWebhookUrl: env.ALERT_WEBHOOK_URL?.trim() || undefined,
     alertWebhookTimeoutMs: intVar(env, "ALERT_WEBHOOK_TIMEOUT_MS", 5_000, 100, 120_000),

@@ -1,5 +1,6 @@
 // Starts the relayer's processes around given ports: gateway, remember-job actor host and projections. Each role
 // can run alone (a replica) or together (one machine); they share nothing but NATS and Postgres.
+import { createLanguageModel } from "../adapters/language-model/select.ts";
 import type { EventLog } from "../eventlog/connection.ts";
 import { openNonceStore } from "../eventlog/connection.ts";
 import type { Db } from "../db/pool.ts";
@@ -120,6 +121,7 @@ export async function startRelayer(opts: {
         embedderMode: opts.embedderMode ?? `local (${ports.embedder.name})`,
         lexical: lexical && { keyring: lexical, settings: config.recallRanking === "hybrid" ? hybridSettings(config, ports.embedder) : undefined },
         projectionRunners: () => runners,
+        llm: createLanguageModel(config.llm),
       });
       port = await server.listen(config.host, config.port);
       stops.push(() => server.close());

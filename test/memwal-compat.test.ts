@@ -128,6 +128,16 @@ describe("TypeScript SDK calls", () => {
     expect(JSON.stringify(status.body)).toContain("not_found");
   }, 60_000);
 
+  it("analyze (occurred_at as the SDK sends it) and ask", async () => {
+    const r = await sdk("POST", "/api/analyze", { text: "I moved to Lisbon last month.", namespace: "moves", occurred_at: new Date("2026-05-20T08:00:00Z").toISOString() });
+    expect(r.status).toBe(202);
+    expect(r.body).toMatchObject({ fact_count: 1, status: "pending", owner: who.owner, facts: [{ text: "User moved to Lisbon in April 2026.", id: r.body.job_ids[0], job_id: r.body.job_ids[0] }] });
+    await waitForRememberJob(r.body.job_ids[0]);
+    const a = await sdk("POST", "/api/ask", { question: "Where did I move?", namespace: "moves" });
+    expect(a.status).toBe(200);
+    expect(a.body).toMatchObject({ memories_used: 1, memories: [{ text: "User moved to Lisbon in April 2026." }] });
+  }, 60_000);
+
   it("getRememberStatus of an unknown job is a 404 with an error the SDK maps to not_found", async () => {
     const r = await sdk("GET", `/api/remember/${randomUUID()}`);
     expect(r.status).toBe(404);

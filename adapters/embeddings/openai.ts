@@ -27,10 +27,10 @@ export const DEFAULT_OPENAI_MODEL = "text-embedding-3-small";
 const DEFAULT_OPENAI_DIMS = 1536;
 
 /** Maps SDK failures to port failure classes. Upstream messages are left out: they can echo a masked key or input. */
-export function toPortError(e: unknown): PortError {
+export function toPortError(e: unknown, port = "embeddings"): PortError {
   if (e instanceof PortError) return e;
-  if (e instanceof OpenAI.APIConnectionTimeoutError) return new PortError("embeddings", "unavailable", "request timed out");
-  if (e instanceof OpenAI.APIConnectionError) return new PortError("embeddings", "unavailable", "connection failed");
+  if (e instanceof OpenAI.APIConnectionTimeoutError) return new PortError(port, "unavailable", "request timed out");
+  if (e instanceof OpenAI.APIConnectionError) return new PortError(port, "unavailable", "connection failed");
   if (e instanceof OpenAI.APIError && e.status !== undefined) {
     const s = e.status;
     const kind: PortErrorKind =
@@ -40,9 +40,9 @@ export function toPortError(e: unknown): PortError {
       : s === 408 || s === 409 || s === 429 || s >= 500 ? "unavailable"
       : s === 400 || s === 413 || s === 422 ? "invalid"
       : "rejected";
-    return new PortError("embeddings", kind, `HTTP ${s}${e.code ? ` ${e.code}` : ""}${e.type ? ` (${e.type})` : ""}`);
+    return new PortError(port, kind, `HTTP ${s}${e.code ? ` ${e.code}` : ""}${e.type ? ` (${e.type})` : ""}`);
   }
-  return new PortError("embeddings", "unavailable", e instanceof Error ? e.name : "unknown error");
+  return new PortError(port, "unavailable", e instanceof Error ? e.name : "unknown error");
 }
 
 function decode(embedding: unknown): Float32Array {

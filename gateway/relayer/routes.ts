@@ -6,7 +6,7 @@ import { commandSubject } from "../../eventlog/subjects.ts";
 import type { Db } from "../../db/pool.ts";
 import type { RelayerConfig } from "../../config/env.ts";
 import type { Logger } from "../../config/logger.ts";
-import { PortError, type BlobPort, type ChainPort, type EmbeddingPort, type EncryptionPort } from "../../adapters/ports.ts";
+import { PortError, type BlobPort, type ChainPort, type DecryptCredential, type EmbeddingPort, type EncryptionPort, type LanguageModelPort } from "../../adapters/ports.ts";
 import { isUnavailable } from "../unavailable.ts";
 import { HttpError, HttpServer, decodePathParam, errorReply, json, parseJsonObject, type Handler, type Reply, type Request } from "../http.ts";
 import { SignedAuth, type Authenticated } from "./signed-auth.ts";
@@ -22,11 +22,12 @@ import { embedQuery, openHits, rankMemories } from "../../projections/relayer/re
 import { rankHybrid, type HybridSettings } from "../../projections/relayer/hybrid-rank.ts";
 import type { LexicalKeyring } from "../../adapters/lexical/keys.ts";
 import { queryTerms } from "../../adapters/lexical/terms.ts";
-import { LIMITS, ValidationError, isUuid, parseBulk, parseEmbed, parseBulkStatus, parseRecall, parseRemember, type RememberBody } from "../../schemas/relayer/http.ts";
+import { LIMITS, ValidationError, isUuid, parseBulk, parseEmbed, type RecallBody, parseBulkStatus, parseRecall, parseRemember, type RememberBody } from "../../schemas/relayer/http.ts";
 import { JOB, type RememberCommand } from "../../schemas/relayer/remember-job.ts";
 import { RELAYER_VERSION, healthBody, versionBody } from "./versioning.ts";
 import { registerMaintenanceRoutes } from "./maintenance-routes.ts";
 import { CREDENTIAL_HEADERS, decryptCredential } from "./decrypt-credential.ts";
+import { registerLanguageModelRoutes } from "./language-model-routes.ts";
 
 export interface RelayerDeps {
   readonly config: RelayerConfig;
@@ -45,6 +46,8 @@ export interface RelayerDeps {
    * (projections/relayer/hybrid-rank.ts: keyed BM25 with context fused with the vector), its settings; no settings: cosine order.
    */
   readonly lexical?: { readonly keyring: LexicalKeyring; readonly settings?: HybridSettings };
+  /** Fact extraction and answers (POST /api/analyze, /api/ask). */
+  readonly llm: LanguageModelPort;
   /** Projection runners of this process, for the lag gauges of `/metrics`. */
   readonly projectionRunners?: () => readonly ProjectionRunner[];
 }
@@ -91,6 +94,19 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
     return jobId;
   };
 
+  /** Recall as POST /api/recall answers it: exact ranking over the namespace, then the hits opened. */
+  const recall = async (who: Authenticated, body: RecallBody, credential: DecryptCredential) => {
+    const t0 = performance.now();
+    const vector = await embedQuery(deps.embedder, body.query);
+    queryEmbedding.observe((performance.now() - t0) / 1000);
+    const q = { owner: who.owner, namespace: body.namespace, vector, limit: body.limit, weights: body.weights, composite: body.composite };
+    const lex = deps.lexical;
+    const hits = lex?.settings ? await rankHybrid(db, { ...q, terms: queryTerms(lex.keyring.forOwner(who.owner), body.query) }, lex.settings) : await rankMemories(db, q);
+    return openHits(hits, who.owner, credential, deps.blobs, deps.encryption, body.composite);
+  };
+
+  registerLanguageModelRoutes(server, { db, embedder: deps.embedder, llm: deps.llm, lexical: deps.lexical?.keyring }, { signed, publishRemember, recall });
+
   server
     .route("post", "/api/remember", signed("remember", async (req, who) => {
       const body = parseRemember(parseJsonObject(req.body));
@@ -122,15 +138,7 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
     }))
     .route("post", "/api/recall", signed("recall", async (req, who) => {
       const body = parseRecall(parseJsonObject(req.body));
-      const credential = decryptCredential(req, "recall needs a decrypt credential");
-      const t0 = performance.now();
-      const vector = await embedQuery(deps.embedder, body.query);
-      queryEmbedding.observe((performance.now() - t0) / 1000);
-      const q = { owner: who.owner, namespace: body.namespace, vector, limit: body.limit, weights: body.weights, composite: body.composite };
-      const lex = deps.lexical;
-      const hits = lex?.settings ? await rankHybrid(db, { ...q, terms: queryTerms(lex.keyring.forOwner(who.owner), body.query) }, lex.settings) : await rankMemories(db, q);
-      const result = await openHits(hits, who.owner, credential, deps.blobs, deps.encryption, body.composite);
-      return json(200, result);
+      return json(200, await recall(who, body, decryptCredential(req, "recall needs a decrypt credential")));
     }))
     .route("post", "/api/embed", signed("embed", async (req) => {
       const { text } = parseEmbed(parseJsonObject(req.body));
@@ -140,7 +148,7 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
     .route("get", "/health", wrap("health", async () => {
       const [nats, pg] = [!log.nc.isClosed() && log.nc.info !== undefined, await db.query("SELECT 1").then(() => true, () => false)];
       const status = nats && pg ? "ok" : "degraded";
-      return json(nats && pg ? 200 : 503, healthBody(status, deps.embedderMode, { nats, postgres: pg }));
+      return json(nats && pg ? 200 : 503, healthBody(status, deps.embedderMode, { nats, postgres: pg }, deps.llm.promptVersions));
     }))
     .route("get", "/version", wrap("version", async () => json(200, versionBody())))
     .route("get", "/config", wrap("config", async () =>
@@ -167,6 +175,12 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
 export function toReply(err: unknown): Reply | undefined {
   if (err instanceof HttpError) return errorReply(err.status, err.message, err.extra, err.headers);
   if (err instanceof ValidationError) return errorReply(400, err.message);
+  // The language model's failures are the provider's, not ours or the client's: 502/504 with what went wrong.
+  if (err instanceof PortError && err.port === "language-model") {
+    if (err.kind === "invalid") return errorReply(502, `the language model's answer was unusable (${err.message.replace(/^language-model: /, "")}); nothing was stored`);
+    if (err.kind === "unavailable") return errorReply(504, `the language model did not answer (${err.message.replace(/^language-model: /, "")}); nothing was stored`, {}, { "retry-after": "5" });
+    return errorReply(502, `the language model provider refused the request (${err.kind}); nothing was stored`);
+  }
   if (isUnavailable(err)) return errorReply(503, "a backing service is unavailable; retry shortly", {}, { "retry-after": "1" });
   if (err instanceof PortError) {
     if (err.kind === "forbidden") return errorReply(403, "the decrypt credential was refused by the key servers");

@@ -19,14 +19,14 @@ export function versionBody() {
   return { version: RELAYER_VERSION, ...compat };
 }
 
-export function healthBody(status: string, mode: string, dependencies: Record<string, boolean>) {
+export function healthBody(status: string, mode: string, dependencies: Record<string, boolean>, promptVersions: { readonly extract: string; readonly ask: string }) {
   return {
     status,
     version: RELAYER_VERSION,
     ...compat,
     build: { node: process.version },
     mode,
-    prompt_versions: { extract: "local-1", ask: "local-1" },
+    prompt_versions: promptVersions,
     dependencies,
   };
 }

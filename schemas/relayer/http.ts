@@ -118,6 +118,30 @@ export function parseBulkStatus(o: Record<string, unknown>): BulkStatusBody {
   return { job_ids: o.job_ids as string[] };
 }
 
+export interface AnalyzeBody { readonly text: string; readonly namespace: string; readonly occurredAt: Date }
+export interface AskBody extends Omit<RecallBody, "query"> { readonly question: string }
+
+/** Largest text analyze extracts facts from. */
+export const ANALYZE_TEXT_BYTES = 65_536;
+export const ASK_DEFAULT_LIMIT = 5;
+
+/** `POST /api/analyze`: `{text, namespace?, occurred_at?}` (RFC 3339; default now). */
+export function parseAnalyze(o: Record<string, unknown>, now = new Date()): AnalyzeBody {
+  let occurredAt = now;
+  if (o.occurred_at !== undefined && o.occurred_at !== null) {
+    const ms = typeof o.occurred_at === "string" && /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:\d{2}))?$/.test(o.occurred_at) ? Date.parse(o.occurred_at) : NaN;
+    if (!Number.isFinite(ms)) throw new ValidationError("occurred_at must be an RFC 3339 date-time (e.g. 2026-11-24T10:00:00Z)");
+    occurredAt = new Date(ms);
+  }
+  return { text: requiredText(o.text, "text", ANALYZE_TEXT_BYTES), namespace: namespaceOf(o.namespace), occurredAt };
+}
+
+/** `POST /api/ask`: `{question, limit? (default 5, capped at 100), namespace?, scoring_weights?}`. */
+export function parseAsk(o: Record<string, unknown>): AskBody {
+  const { weights, composite } = weightsOf(o.scoring_weights);
+  return { question: requiredText(o.question, "question", 65_536), limit: limitOf(o.limit, ASK_DEFAULT_LIMIT, LIMITS.recallMax), namespace: namespaceOf(o.namespace), weights, composite };
+}
+
 /** `POST /api/embed`: the text whose vector the configured embedder gives (MemWal SDK `embed(text)`). */
 export function parseEmbed(o: Record<string, unknown>): { readonly text: string } {
   return { text: requiredText(o.text, "text", LIMITS.textBytes) };
