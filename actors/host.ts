@@ -270,10 +270,9 @@ export class ActorHost<Cmd extends CommandEnvelope> {
     const persisted: PersistedSnapshot = { v: this.def.snapshotVersion, seq, value: snapshot.value, context: snapshot.context };
     // A snapshot is a cache (losing one only costs a longer rehydrate), but it is stored before the command is
     // acknowledged: a status lookup falls back to it while the read model lags, and an acknowledged command has left
-    // the work queue, so an unstored snapshot would leave a window in which the job is found nowhere.
-    await this.log.snapshots.put(aggregate, JSON.stringify(persisted)).catch((err) => {
-      this.logger.warn("snapshot not stored", { aggregate, error: errorText(err) });
-    });
+    // the work queue, so an unstored snapshot would leave a window in which the job is found nowhere. A failed write
+    // therefore fails the delivery (the command is redelivered; its events are already appended, so nothing repeats).
+    await this.log.snapshots.put(aggregate, JSON.stringify(persisted));
   }
 }
 

@@ -45,6 +45,22 @@ describe("remember → poll → recall", () => {
     expect(r.results[0].distance).toBeLessThan(r.results[1].distance);
   });
 
+  it("never answers 404 to the owner between the 202 and done, however early and often it polls", async () => {
+    const accepted = await Promise.all(Array.from({ length: 40 }, (_, i) => alice.remember(`poll test fact number ${i}`, "polling")));
+    const seen = new Set<string>();
+    await Promise.all(
+      accepted.map(async ({ job_id }) => {
+        for (;;) {
+          const j = await alice.job(job_id); // throws RelayerError on a 404
+          seen.add(j.status);
+          if (j.status === "done") return;
+          expect(j.status).not.toBe("failed");
+        }
+      }),
+    );
+    expect(seen.has("done")).toBe(true);
+  }, 60_000);
+
   it("isolates owners and namespaces: another owner's job is a 404 and recall never crosses owners", async () => {
     const a = await alice.remember("alice's secret: the vault code is 4711", "vault");
     await alice.waitForJob(a.job_id);
