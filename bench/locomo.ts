@@ -12,7 +12,7 @@
 //   hybrid   the default: keyed BM25 spread to conversational neighbours, fused with the vector
 //
 //   node --import tsx bench/locomo.ts [--quick] [--no-save] [--variants cosine,bm25,hybrid] [--concurrency 8]
-// Environment: MEMRELAY_EMBEDDER / MEMRELAY_EMBEDDING_DIMS (default hashing, 1024), LOCOMO_PATH, TEST_DATABASE_URL.
+// Environment: MEMRELAY_EMBEDDER / MEMRELAY_EMBEDDING_DIMS (default: the shipped default, USE-lite), LOCOMO_PATH, TEST_DATABASE_URL.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cpus } from "node:os";
@@ -61,7 +61,12 @@ const turns = convs.reduce((s, c) => s + c.turns.length, 0);
 const questions = convs.reduce((s, c) => s + c.queries.length, 0);
 log(`LoCoMo: ${convs.length} conversations, ${turns} turns, ${questions} questions with usable evidence`);
 
-const t = await startTestStack({ RATE_LIMIT_DISABLED: "true" });
+// The default configuration (loadConfig of an empty environment: USE-lite without a key) unless MEMRELAY_EMBEDDER /
+// MEMRELAY_EMBEDDING_DIMS say otherwise.
+const embedderEnv: Record<string, string> = { MEMRELAY_EMBEDDER: process.env.MEMRELAY_EMBEDDER ?? loadConfig({}).embedder };
+if (process.env.MEMRELAY_EMBEDDING_DIMS) embedderEnv.MEMRELAY_EMBEDDING_DIMS = process.env.MEMRELAY_EMBEDDING_DIMS;
+log(`embedder: ${embedderEnv.MEMRELAY_EMBEDDER}`);
+const t = await startTestStack({ RATE_LIMIT_DISABLED: "true", ...embedderEnv });
 const stops: (() => Promise<void>)[] = [];
 try {
   const who = await t.stack.createIdentity("locomo");

@@ -59,7 +59,7 @@ export interface RelayerConfig {
   readonly lexicalKey: string | undefined;
   /** MEMRELAY_RECALL_RANKING: `hybrid` (default: keyed BM25 with context, fused with the vector) or `cosine` (spec order). */
   readonly recallRanking: "hybrid" | "cosine";
-  /** MEMRELAY_HYBRID_DENSE_WEIGHT: weight of cosine similarity in hybrid relevance, 0..1; unset: by embedder (projections/relayer/hybrid-rank.ts). */
+  /** MEMRELAY_HYBRID_DENSE_WEIGHT: weight of the cosine rank in the hybrid rank fusion, 0..1; unset: by embedder (projections/relayer/hybrid-rank.ts). */
   readonly hybridDenseWeight: number | undefined;
   /** MEMRELAY_HYBRID_CONTEXT: weights of neighbours 1, 2, … places away in submission order ("0.5,0.3,0.15"; "none" disables); unset: default. */
   readonly hybridContext: readonly number[] | undefined;
@@ -167,7 +167,9 @@ const list = (raw: string | undefined) =>
 export function loadConfig(env: Env = process.env): RelayerConfig {
   const port = intVar(env, "PORT", 8000, 0, 65535);
   const blobstorePort = intVar(env, "BLOBSTORE_PORT", 8200, 0, 65535);
-  const embedder = (env.MEMRELAY_EMBEDDER ?? (env.EMBEDDING_API_KEY ? "openai" : "hashing")) as RelayerConfig["embedder"];
+  // Without a key, the shipped sentence encoder (weights in node_modules, works offline): it finds paraphrases the
+  // hashing embedder cannot (bench/RESULTS.md). Hashing stays selectable for benchmarks and tests.
+  const embedder = (env.MEMRELAY_EMBEDDER ?? (env.EMBEDDING_API_KEY ? "openai" : "use-lite")) as RelayerConfig["embedder"];
   return {
     port,
     consolePort: intVar(env, "CONSOLE_PORT", 8100, 0, 65535),

@@ -10,7 +10,7 @@ import { STREAMS } from "../eventlog/subjects.ts";
 import { LexicalKeyring, parseLexicalSecret } from "../adapters/lexical/keys.ts";
 import { MAX_TERMS, documentTerms, queryTerms } from "../adapters/lexical/terms.ts";
 import { contentTokens } from "../adapters/embeddings/hashing.ts";
-import { DEFAULT_HYBRID, rankHybrid, spreadContext, spreadScores, topPositions } from "../projections/relayer/hybrid-rank.ts";
+import { competitionRanks, DEFAULT_HYBRID, rankHybrid, rrfFuse, spreadContext, spreadScores, topPositions } from "../projections/relayer/hybrid-rank.ts";
 import { LEXICAL_INDEX, lexicalIndexProjection } from "../projections/relayer/lexical-index.ts";
 import { readCheckpoint, resetProjection } from "../projections/runtime.ts";
 import { inTransaction } from "../db/pool.ts";
@@ -184,6 +184,25 @@ describe("keyed term hashes", () => {
   });
 });
 
+describe("rank fusion", () => {
+  it("competition ranks: best = 1, ties share a rank, non-positive scores unranked unless asked", () => {
+    expect(Array.from(competitionRanks([0.5, 2, 0, 2, 1]))).toEqual([4, 1, 0, 1, 3]);
+    expect(Array.from(competitionRanks([-0.2, 0.3, 0], false))).toEqual([3, 1, 2]);
+  });
+
+  it("RRF: the top of either order scores by its weight, and both tops together score 1", () => {
+    const k = 5;
+    // Memory 0: lexical rank 1, dense rank 4; memory 1: no lexical match, dense rank 1; memory 2: both rank 1.
+    const fused = rrfFuse([1, 0, 1], [4, 1, 1], k, 0.7);
+    expect(fused[2]).toBeCloseTo(1, 12);
+    expect(fused[1]).toBeCloseTo(0.7, 12);
+    expect(fused[0]).toBeCloseTo(0.3 + (0.7 * 6) / 9, 12);
+    // A weak lexical match far down the dense order does not outrank the dense top hit.
+    const weak = rrfFuse([1, 0], [30, 1], k, 0.7);
+    expect(weak[1]).toBeGreaterThan(weak[0]);
+  });
+});
+
 describe("hybrid recall over the relayer", () => {
   // A small conversation: the answer ("the blue one, by far") shares no word with the question; its neighbours do.
   const convo = [
@@ -264,18 +283,19 @@ describe("hybrid recall over the relayer", () => {
     expect(r.results.map((x) => (x.score! - 0.5).toFixed(9))).toEqual(ref.order.map((i) => ref.rel.get(i)!.toFixed(9)));
   });
 
-  it("with a dense weight, fuses relevance and cosine similarity exactly over the namespace", async () => {
+  it("with a dense weight, fuses the lexical and cosine ranks (RRF) exactly over the namespace", async () => {
     const ring = new LexicalKeyring(parseLexicalSecret(t.stack.workerEnv.MEMRELAY_LEXICAL_KEY));
     const query = "how old is the sourdough starter?";
     const vector = new HashingEmbedder({ dims: t.stack.embedder.dims }).embedOne(query);
     const w = 0.3;
     const got = await rankHybrid(t.stack.db, { owner: aliceOwner, namespace: "chat", terms: queryTerms(ring.forOwner(aliceOwner), query), vector, limit: convo.length, weights: DEFAULT_WEIGHTS, composite: false }, { ...DEFAULT_HYBRID, denseWeight: w });
     const ref = reference(query);
-    const fused = got.map((h) => {
-      const i = blobs.indexOf(h.blob_id);
-      return (1 - w) * (ref.rel.get(i) ?? 0) + w * (1 - h.distance);
-    });
     expect(got.length).toBe(convo.length);
+    // Ranks of the plaintext reference's relevance and of the returned cosine distances, over every memory.
+    const lexRank = competitionRanks(got.map((h) => ref.rel.get(blobs.indexOf(h.blob_id)) ?? 0));
+    const denseRank = competitionRanks(got.map((h) => -h.distance), false);
+    const fused = Array.from(rrfFuse(lexRank, denseRank, DEFAULT_HYBRID.rrfK, w));
+    expect(fused.filter((x) => x > 0).length).toBe(convo.length);
     expect([...fused].sort((a, b) => b - a)).toEqual(fused);
   });
 

@@ -15,7 +15,7 @@ export const MAX_INDEXABLE_DIMS = 2000;
 
 // Function words that carry no topic; questions are mostly made of them ("what did she ..."), so they would only
 // add noise to query vectors. Contractions appear with the apostrophe removed (see `normalise`).
-const STOPWORDS = new Set(
+export const STOPWORDS: ReadonlySet<string> = new Set(
   (
     "a an the and or but if then else so of to in on at by for with from into onto about as than too very " +
     "is am are was were be been being do does did doing done have has had having will would shall should can " +

@@ -4,7 +4,9 @@
 //
 //   s(d)   = BM25 of memory d for the query's keyed term hashes (k1, b; N, avgdl and df of the namespace)
 //   s'(d)  = s(d) + Σ_k context[k-1] · max(s(d−k), s(d+k))    d±k: the memories submitted k places before / after d
-//   rel(d) = (1 − w) · s'(d) / max s' + w · (1 − distance(d))  w = the dense weight
+//   w = 0:  rel(d) = s'(d) / max s'
+//   w > 0:  rel(d) = (k + 1) · [(1 − w) / (k + rank_s'(d)) + w / (k + rank_cos(d))]   weighted reciprocal rank fusion
+//           (rank_s' among the memories with s' > 0, rank_cos in the cosine order of the whole namespace; rrfFuse)
 // Results are ordered by rel, then cosine distance, then row id; with scoring_weights the composite score of
 // REFERENCE.md uses rel in place of (1 − distance). Responses still report the cosine `distance`.
 //
@@ -21,17 +23,26 @@ import { halfvecBinary } from "../../db/halfvec.ts";
 import type { ScoringWeights } from "../../schemas/relayer/http.ts";
 import { rankMemories, type Hit } from "./recall.ts";
 
+// Chosen on LoCoMo conversations 0-4 and checked on 5-9 (bench/locomo-fusion.ts; figures in bench/RESULTS.md).
+const RRF_K = 5;
+const SEMANTIC_DENSE_WEIGHT = 0.5;
+
 export interface HybridSettings {
   readonly k1: number;
   readonly b: number;
   /** Weights of the neighbours at distance 1, 2, … in submission order (empty: no context spread). */
   readonly context: readonly number[];
-  /** Weight of the dense cosine similarity in the fused relevance, in [0, 1]. */
+  /** Weight of the dense (cosine) rank in the fused relevance, in [0, 1]; 0: the lexical relevance alone. */
   readonly denseWeight: number;
+  /** Reciprocal rank fusion constant k: the smaller, the more the top ranks of either order weigh. */
+  readonly rrfK: number;
 }
 
-/** Tuned on LoCoMo (bench/locomo-tuning.ts); the dense weight depends on the embedder (defaultDenseWeight). */
-export const DEFAULT_HYBRID: HybridSettings = { k1: 0.9, b: 0.4, context: [0.5, 0.3, 0.15], denseWeight: 0 };
+/**
+ * Tuned on LoCoMo (bench/locomo-tuning.ts: BM25 and context; bench/locomo-fusion.ts: the fusion, with USE-lite);
+ * the dense weight depends on the embedder (defaultDenseWeight).
+ */
+export const DEFAULT_HYBRID: HybridSettings = { k1: 0.9, b: 0.4, context: [0.5, 0.3, 0.15], denseWeight: 0, rrfK: RRF_K };
 
 /**
  * The hashing embedder is itself a lexical signal (feature hashing of the same tokens): fusing it adds nothing
@@ -39,7 +50,7 @@ export const DEFAULT_HYBRID: HybridSettings = { k1: 0.9, b: 0.4, context: [0.5, 
  * paraphrases the keyed hashes cannot match.
  */
 export function defaultDenseWeight(embedderName: string): number {
-  return embedderName.startsWith("hashing") ? 0 : 0.3;
+  return embedderName.startsWith("hashing") ? 0 : SEMANTIC_DENSE_WEIGHT;
 }
 
 export interface HybridQuery {
@@ -151,6 +162,29 @@ export function spreadContext(scores: ReadonlyMap<number, number>, context: read
   const m = new Map<number, number>();
   out.forEach((v, d) => v > 0 && m.set(d, v));
   return m;
+}
+
+/**
+ * Weighted reciprocal rank fusion: rel(d) = [(1 − w)/(k + rank_lex(d)) + w/(k + rank_dense(d))] · (k + 1), in [0, 1].
+ * Ranks are competition ranks (1 + the number of strictly better memories: SQL's rank()); a memory with no lexical
+ * relevance has no lexical term. Ranks, not scores, are fused because the two scales are unrelated: BM25 divided by
+ * its namespace maximum gives a one-word match the full lexical weight, and cosine similarities of a sentence
+ * encoder crowd into a narrow band, so a fixed-weight sum let any lexical match outrank the dense top hit.
+ */
+export function rrfFuse(lexRank: ArrayLike<number>, denseRank: ArrayLike<number>, k: number, w: number): Float64Array {
+  const out = new Float64Array(denseRank.length);
+  for (let d = 0; d < out.length; d++) out[d] = ((lexRank[d] > 0 ? (1 - w) / (k + lexRank[d]) : 0) + w / (k + denseRank[d])) * (k + 1);
+  return out;
+}
+
+/** Competition ranks, best (highest) = 1, ties share a rank; with `positiveOnly`, scores ≤ 0 get rank 0 (unranked). */
+export function competitionRanks(scores: ArrayLike<number>, positiveOnly = true): Int32Array {
+  const idx: number[] = [];
+  for (let d = 0; d < scores.length; d++) if (!positiveOnly || scores[d] > 0) idx.push(d);
+  idx.sort((a, b) => scores[b] - scores[a]);
+  const out = new Int32Array(scores.length);
+  idx.forEach((d, i) => (out[d] = i > 0 && scores[idx[i - 1]] === scores[d] ? out[idx[i - 1]] : i + 1));
+  return out;
 }
 
 interface Row {
@@ -273,21 +307,31 @@ async function rankLexicalFirst(db: Db, q: HybridQuery, nsId: number, rel: Float
 }
 
 /**
- * Every row of the namespace: rel = (1 − w)·lexical + w·(1 − distance), then the composite score when asked for. The
- * lexical relevance travels as one dense array indexed by position (zeros compress to one character each) and meets
- * the rows through lexical_docs' (ns_id, pos) index.
+ * Every row of the namespace, ranked by rel (module comment), then the composite score when asked for. The lexical
+ * part travels as one dense array indexed by position (zeros compress to one character each) and meets the rows
+ * through lexical_docs' (ns_id, pos) index; the cosine ranks are computed over every row of the namespace.
  */
 async function rankComposite(db: Db, q: HybridQuery, nsId: number, rel: Float64Array, s: HybridSettings): Promise<Hit[]> {
   const weights = q.composite ? q.weights : { semantic: 1, recency: 0, recency_half_life_days: 1, importance: 0 };
+  const w = s.denseWeight;
+  const k = s.rrfK;
+  // The lexical term of rel per position: s'/max s' alone (w = 0), else its reciprocal-rank share.
+  let lexical: number[];
+  if (w === 0) lexical = Array.from(rel, (x) => (x > 0 ? x : 0));
+  else {
+    const ranks = competitionRanks(rel);
+    lexical = Array.from(ranks, (r) => (r > 0 ? ((1 - w) * (k + 1)) / (k + r) : 0));
+  }
   // `m` is materialised so that each row's distance is computed once (an inlined subquery would repeat it per use).
   const r = await db.query<Row & { score: number }>(
     `WITH lex AS (SELECT d.memory_id, ($6::float8[])[d.pos + 1] AS rel FROM lexical_docs d WHERE d.ns_id = $5 AND d.pos < $7),
-          m AS MATERIALIZED (SELECT id, blob_id, (vector <=> $1::halfvec) AS distance, created_at, importance FROM memories WHERE owner = $2 AND namespace = $3)
+          m AS MATERIALIZED (SELECT id, blob_id, (vector <=> $1::halfvec) AS distance, created_at, importance FROM memories WHERE owner = $2 AND namespace = $3),
+          ranked AS (SELECT m.*, rank() OVER (ORDER BY m.distance) AS drank FROM m)
      SELECT m.id, m.blob_id, m.distance, m.created_at, m.importance,
-            $9::float8 * ((1 - $8::float8) * coalesce(lex.rel, 0) + $8::float8 * (1 - m.distance))
+            $9::float8 * (coalesce(lex.rel, 0) + $8::float8 * ($13::float8 + 1) / ($13::float8 + m.drank))
           + $10::float8 * power(2, -(date_part('epoch', now() - m.created_at) / 86400.0) / $11::float8)
           + $12::float8 * m.importance AS score
-     FROM m LEFT JOIN lex ON lex.memory_id = m.id
+     FROM ranked m LEFT JOIN lex ON lex.memory_id = m.id
      ORDER BY score DESC, m.distance, m.id LIMIT $4`,
     [
       halfvecBinary(q.vector),
@@ -295,13 +339,14 @@ async function rankComposite(db: Db, q: HybridQuery, nsId: number, rel: Float64A
       q.namespace,
       q.limit,
       nsId,
-      Array.from(rel, (x) => (x > 0 ? x : 0)),
+      lexical,
       rel.length,
-      s.denseWeight,
+      w,
       weights.semantic,
       weights.recency,
       weights.recency_half_life_days,
       weights.importance,
+      k,
     ],
   );
   return r.rows.map((x) => ({

@@ -1,0 +1,95 @@
+// How the hybrid fusion for a semantic embedder was chosen (projections/relayer/hybrid-rank.ts rrfFuse), offline on
+// LoCoMo with USE-lite vectors (bench/locomo-use-cache.ts) and exact scoring of every turn: the former fixed-weight
+// score sum against weighted reciprocal rank fusion, each parameter picked on conversations 0-4 and checked on 5-9
+// (and the other way round). The paraphrase set (bench/paraphrase-set.ts) is an evaluation set and plays no part.
+//   node --import tsx bench/locomo-fusion.ts
+import { contentTokens } from "../adapters/embeddings/hashing.ts";
+import { competitionRanks, DEFAULT_HYBRID, rrfFuse, spreadScores } from "../projections/relayer/hybrid-rank.ts";
+import { loadLocomo } from "./locomo-offline.ts";
+import { useVectors } from "./locomo-use-cache.ts";
+
+const convs = loadLocomo();
+const vec = await useVectors(convs);
+const { k1, b, context } = DEFAULT_HYBRID;
+
+// BM25 over the same content tokens the keyed index hashes (a keyed hash renames a token: same scores).
+const lexical = convs.map((c) => {
+  const docs = c.turns.map((t) => contentTokens(t.text));
+  const df = new Map<string, number>();
+  const tfs = docs.map((d) => {
+    const m = new Map<string, number>();
+    for (const t of d) m.set(t, (m.get(t) ?? 0) + 1);
+    for (const t of m.keys()) df.set(t, (df.get(t) ?? 0) + 1);
+    return m;
+  });
+  const avgdl = docs.reduce((s, d) => s + d.length, 0) / docs.length;
+  return (q: string) => {
+    const s = new Float64Array(docs.length);
+    for (const t of new Set(contentTokens(q))) {
+      const n = df.get(t);
+      if (!n) continue;
+      const idf = Math.log(1 + (docs.length - n + 0.5) / (n + 0.5));
+      tfs.forEach((m, i) => {
+        const tf = m.get(t);
+        if (tf) s[i] += (idf * tf * (k1 + 1)) / (tf + k1 * (1 - b + (b * docs[i].length) / avgdl));
+      });
+    }
+    const pos: number[] = [];
+    const val: number[] = [];
+    s.forEach((x, i) => x > 0 && (pos.push(i), val.push(x)));
+    return spreadScores(Int32Array.from(pos), Float64Array.from(val), s.length, context);
+  };
+});
+
+// Per query: the context-spread BM25 and the cosine similarity of every turn (computed once).
+const prepared = convs.map((c, ci) =>
+  c.queries.map((q, qi) => {
+    const qv = vec.questions[ci][qi];
+    const sim = Float64Array.from(vec.turns[ci], (v) => v.reduce((s, x, j) => s + x * qv[j], 0));
+    const lex = lexical[ci](q.question);
+    return { q, lex, sim, lexRank: competitionRanks(lex), denseRank: competitionRanks(sim, false) };
+  }),
+);
+
+type P = (typeof prepared)[number][number];
+function evaluate(score: (p: P) => Float64Array, ids: number[]) {
+  let n = 0, r10 = 0, mrr = 0;
+  for (const ci of ids)
+    for (const p of prepared[ci]) {
+      const s = score(p);
+      const order = Array.from(s.keys()).sort((x, y) => s[y] - s[x] || p.sim[y] - p.sim[x] || x - y);
+      const ev = new Set(p.q.evidence);
+      let first = 0, in10 = 0;
+      order.forEach((d, r) => {
+        if (!ev.has(convs[ci].turns[d].id)) return;
+        if (!first) first = r + 1;
+        if (r < 10) in10++;
+      });
+      n++, (r10 += in10 / ev.size), (mrr += first ? 1 / first : 0);
+    }
+  return { r10: r10 / n, mrr: mrr / n };
+}
+
+const A = [0, 1, 2, 3, 4], B = [5, 6, 7, 8, 9], ALL = [...A, ...B];
+const line = (label: string, f: (p: P) => Float64Array) => {
+  const r = evaluate(f, ALL);
+  console.log(`${label.padEnd(52)} R@10 ${r.r10.toFixed(3)}  MRR ${r.mrr.toFixed(3)}`);
+};
+const linear = (w: number) => (p: P) => {
+  const max = Math.max(...p.lex) || 1;
+  return p.lex.map((x, i) => (1 - w) * (x / max) + w * p.sim[i]);
+};
+const rrf = (k: number, w: number) => (p: P) => rrfFuse(p.lexRank, p.denseRank, k, w);
+
+line("lexical only (context BM25)", linear(0));
+line("dense only (USE-lite cosine)", (p) => p.sim);
+line("former default: fixed weight 0.3 on raw scores", linear(0.3));
+
+const grid = [1, 2, 5, 10, 20, 40, 60].flatMap((k) => [0.3, 0.4, 0.5, 0.6, 0.7].map((w) => ({ k, w })));
+const res = grid.map((g) => ({ g, a: evaluate(rrf(g.k, g.w), A).r10, b: evaluate(rrf(g.k, g.w), B).r10 }));
+for (const r of res) console.log(`RRF k ${String(r.g.k).padStart(2)} w ${r.g.w}: R@10 conv 0-4 ${r.a.toFixed(3)}  5-9 ${r.b.toFixed(3)}`);
+const best = (key: "a" | "b") => res.reduce((x, y) => (y[key] > x[key] ? y : x));
+console.log(`best on 0-4: k ${best("a").g.k} w ${best("a").g.w} → R@10 on 5-9 ${best("a").b.toFixed(3)}`);
+console.log(`best on 5-9: k ${best("b").g.k} w ${best("b").g.w} → R@10 on 0-4 ${best("b").a.toFixed(3)}`);
+const { rrfK, denseWeight } = { rrfK: DEFAULT_HYBRID.rrfK, denseWeight: 0.5 };
+line(`shipped: RRF k ${rrfK}, w ${denseWeight}`, rrf(rrfK, denseWeight));

@@ -1,0 +1,58 @@
+// The paraphrase evaluation set: facts a user might store, each with a query that means the same thing in other
+// words — no content word in common (test/paraphrase-set.test.ts checks it with the lexical tokeniser's stopword list
+// and stemming). An evaluation set only: no ranking parameter is tuned on it (bench/locomo-fusion.ts tunes on LoCoMo).
+export interface ParaphraseCase {
+  readonly fact: string;
+  readonly query: string;
+}
+
+export const PARAPHRASE_SET: readonly ParaphraseCase[] = [
+  { fact: "My daughter is allergic to peanuts.", query: "Which nut reaction does my kid have?" },
+  { fact: "I drive a red Toyota Corolla.", query: "What automobile do I own?" },
+  { fact: "Our wedding anniversary is on June 14th.", query: "When did my spouse and I get married?" },
+  { fact: "I work as a nurse at the city hospital.", query: "What is my occupation?" },
+  { fact: "My cat is called Whiskers.", query: "What name does our kitty have?" },
+  { fact: "I moved to Berlin three years ago.", query: "Which German town did I relocate to?" },
+  { fact: "I am learning to play the violin.", query: "Which musical instrument am I studying?" },
+  { fact: "My favourite food is sushi.", query: "Which Japanese dish do I love eating most?" },
+  { fact: "I run five kilometres every morning.", query: "What exercise routine do I do at dawn?" },
+  { fact: "My brother lives in Australia.", query: "Where is my sibling based?" },
+  { fact: "I am afraid of heights.", query: "What phobia do I have?" },
+  { fact: "My password manager is Bitwarden.", query: "Which tool stores my login credentials?" },
+  { fact: "I graduated from university with a degree in chemistry.", query: "What did I major in at college?" },
+  { fact: "My mother's birthday is in October.", query: "When does mom celebrate turning another year older?" },
+  { fact: "I prefer tea over coffee.", query: "Which hot beverage do I like better?" },
+  { fact: "I have two sons and one daughter.", query: "How many children do I have?" },
+  { fact: "The dentist appointment is next Tuesday at 3 pm.", query: "When must I see the tooth doctor?" },
+  { fact: "I am vegetarian and never eat meat.", query: "What diet do I follow?" },
+  { fact: "My flight to Tokyo leaves on Friday.", query: "When does my plane depart for Japan?" },
+  { fact: "I bought a new laptop last week.", query: "Did I recently purchase a computer?" },
+  { fact: "My landlord raised the rent by ten percent.", query: "Did the apartment owner increase what I pay monthly?" },
+  { fact: "I enjoy hiking in the mountains on weekends.", query: "What outdoor activity do I do on Saturdays and Sundays?" },
+  { fact: "My sister is getting married in spring.", query: "When is my sibling's wedding?" },
+  { fact: "I broke my leg skiing last winter.", query: "How did I fracture a bone?" },
+  { fact: "My car insurance renews in March.", query: "When is the vehicle policy due?" },
+  { fact: "I speak fluent Spanish.", query: "Which foreign language do I know well?" },
+  { fact: "The wifi password is on the fridge.", query: "Where can I find the wireless network code?" },
+  { fact: "I quit smoking two years ago.", query: "Did I stop using cigarettes?" },
+  { fact: "My boss is named Karen.", query: "Who is my manager?" },
+  { fact: "I keep the spare house key under the flowerpot.", query: "Where is the backup entry token for my home stashed?" },
+  { fact: "My blood type is O negative.", query: "What group does my plasma belong to?" },
+  { fact: "I am saving money to buy a house.", query: "Why am I putting aside cash?" },
+  { fact: "My grandfather fought in the war.", query: "Did grandpa serve as a soldier?" },
+  { fact: "I volunteer at the animal shelter on Sundays.", query: "Where do I help out unpaid each week?" },
+  { fact: "I can't stand loud music.", query: "What kind of noise do I dislike?" },
+  { fact: "My phone screen is cracked.", query: "Is my mobile display damaged?" },
+  { fact: "I take medication for high blood pressure.", query: "What pills am I prescribed for hypertension?" },
+  { fact: "Our team meeting happens every Monday at nine.", query: "When does the weekly staff gathering occur?" },
+  { fact: "My favourite author is Jane Austen.", query: "Which novelist do I like reading most?" },
+  { fact: "I lost my wallet at the train station.", query: "Where did I misplace my purse?" },
+  { fact: "My son plays football for the school team.", query: "What sport does my boy practise?" },
+  { fact: "I planted tomatoes in the garden.", query: "What vegetables did I grow in the yard?" },
+  { fact: "My husband snores loudly at night.", query: "Does my partner make noise while sleeping?" },
+  { fact: "I dislike horror movies.", query: "What film genre do I avoid?" },
+  { fact: "My internet provider is Comcast.", query: "Which company supplies my broadband?" },
+  { fact: "I was born in Dublin.", query: "What is my Irish hometown?" },
+  { fact: "I have a meeting with the lawyer on Thursday.", query: "When am I seeing my attorney?" },
+  { fact: "My grandmother taught me how to knit.", query: "Who showed me needlework with yarn?" },
+];
