@@ -16,8 +16,10 @@ export async function paraphraseRecall(stackEnv: Record<string, string>): Promis
   const t = await startTestStack(stackEnv);
   try {
     const client = await t.client();
-    const accepted = await client.rememberBulk(PARAPHRASE_SET.map((c) => ({ text: c.fact, namespace: "paraphrase" })));
-    for (const id of accepted.job_ids) await client.waitForJob(id, 120_000);
+    for (let i = 0; i < PARAPHRASE_SET.length; i += 20) {
+      const accepted = await client.rememberBulk(PARAPHRASE_SET.slice(i, i + 20).map((c) => ({ text: c.fact, namespace: "paraphrase" })));
+      for (const id of accepted.job_ids) await client.waitForJob(id, 120_000);
+    }
     while (t.stack.relayer.projections.some((p) => p.pending > 0)) await new Promise((r) => setTimeout(r, 100));
     let hit1 = 0, hit5 = 0;
     const misses: string[] = [];

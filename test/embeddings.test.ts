@@ -137,6 +137,22 @@ describe("USE-lite embedder (shipped weights, offline)", () => {
     const [all, one] = [await small.embed(texts), await e.embed([texts[7]])];
     for (let j = 0; j < 512; j++) expect(all[7][j]).toBeCloseTo(one[0][j], 5);
   });
+
+  it("embeds off the event loop: timers keep firing during one large model batch", { timeout: 60_000 }, async () => {
+    const big = new UseLiteEmbedder(64);
+    await big.warmUp();
+    const texts = Array.from({ length: 64 }, (_, i) => `a longer sentence number ${i} about the weather, the garden and the week ahead`);
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 5);
+    const t0 = performance.now();
+    await big.embed(texts);
+    const took = performance.now() - t0;
+    clearInterval(timer);
+    // One 64-text batch is one synchronous stretch of the model (≈ 1 s of CPU here): on the event loop no timer
+    // could fire during it.
+    expect(took).toBeGreaterThan(100);
+    expect(ticks).toBeGreaterThanOrEqual(Math.min(20, took / 50));
+  });
 });
 
 // ---------------------------------------------------------------- fake OpenAI server

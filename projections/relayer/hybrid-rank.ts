@@ -24,8 +24,8 @@ import type { ScoringWeights } from "../../schemas/relayer/http.ts";
 import { rankMemories, type Hit } from "./recall.ts";
 
 // Chosen on LoCoMo conversations 0-4 and checked on 5-9 (bench/locomo-fusion.ts; figures in bench/RESULTS.md).
-const RRF_K = 5;
-const SEMANTIC_DENSE_WEIGHT = 0.5;
+const RRF_K = 20;
+const SEMANTIC_DENSE_WEIGHT = 0.35;
 
 export interface HybridSettings {
   readonly k1: number;
