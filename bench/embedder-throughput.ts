@@ -1,5 +1,5 @@
 // Embedder throughput on real conversational text (LoCoMo turns, "Speaker: text").
-//   node --import tsx bench/embedder-throughput.ts
+//   node --import tsx bench/embedder-throughput.ts [--use-lite]
 import { pathToFileURL } from "node:url";
 import type { EmbeddingPort } from "../adapters/ports.ts";
 import { HashingEmbedder } from "../adapters/embeddings/hashing.ts";
@@ -30,7 +30,22 @@ export async function measureEmbedderThroughput(embedder: EmbeddingPort, texts: 
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const texts = loadLocomo(undefined, false).flatMap((c) => c.turns.map((t) => t.text)).slice(0, 2000);
+  // --use-lite: USE-lite only, batch sizes 1/8/32 as the EmbedBatcher hands them (the model thread splits them in
+  // model batches of 4), on 320 turns (CPU per text: this process and its model thread, over the timed texts).
+  const useOnly = process.argv.includes("--use-lite");
+  const texts = loadLocomo(undefined, false).flatMap((c) => c.turns.map((t) => t.text)).slice(0, useOnly ? 320 : 2000);
+  if (useOnly) {
+    const e = new UseLiteEmbedder();
+    await e.warmUp();
+    for (const size of [1, 8, 32]) {
+      const c0 = process.cpuUsage();
+      const r = await measureEmbedderThroughput(e, texts, size);
+      const c = process.cpuUsage(c0);
+      const cpuMs = (c.user + c.system) / 1000 / (texts.length + size);
+      console.log(`use-lite batch ${String(size).padStart(2)}: ${r.textsPerSec.toFixed(1)} texts/s, CPU ${cpuMs.toFixed(1)} ms per text, p50 ${r.p50BatchMs.toFixed(1)} ms per batch`);
+    }
+    process.exit(0);
+  }
   const runs: [EmbeddingPort, number[]][] = [
     [new HashingEmbedder(), [1, 64]],
     [new HashingEmbedder({ dims: 2000, bigrams: true }), [64]],
