@@ -110,7 +110,8 @@ for (const N of [20, 50, 100]) {
 }
 
 if (process.argv.includes("--use")) {
-  // The dense weight for a semantic embedder (defaultDenseWeight): USE-lite (slow: embeds every turn and question).
+  // The former fixed-weight fusion with USE-lite (slow: embeds every turn and question); the rank fusion that replaced
+  // it is tuned in bench/locomo-fusion.ts.
   const { UseLiteEmbedder } = await import("../adapters/embeddings/use-lite.ts");
   const use = new UseLiteEmbedder();
   const embedAll = async (texts: string[]) => {
