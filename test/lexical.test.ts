@@ -10,7 +10,7 @@ import { STREAMS } from "../eventlog/subjects.ts";
 import { LexicalKeyring, parseLexicalSecret } from "../adapters/lexical/keys.ts";
 import { MAX_TERMS, documentTerms, queryTerms } from "../adapters/lexical/terms.ts";
 import { contentTokens } from "../adapters/embeddings/hashing.ts";
-import { competitionRanks, DEFAULT_HYBRID, rankHybrid, rrfFuse, spreadContext, spreadScores, topPositions } from "../projections/relayer/hybrid-rank.ts";
+import { DEFAULT_HYBRID, fusedLexical, rankHybrid, spreadContext, spreadCoverage, spreadScores, topPositions } from "../projections/relayer/hybrid-rank.ts";
 import { LEXICAL_INDEX, lexicalIndexProjection } from "../projections/relayer/lexical-index.ts";
 import { readCheckpoint, resetProjection } from "../projections/runtime.ts";
 import { inTransaction } from "../db/pool.ts";
@@ -184,22 +184,21 @@ describe("keyed term hashes", () => {
   });
 });
 
-describe("rank fusion", () => {
-  it("competition ranks: best = 1, ties share a rank, non-positive scores unranked unless asked", () => {
-    expect(Array.from(competitionRanks([0.5, 2, 0, 2, 1]))).toEqual([4, 1, 0, 1, 3]);
-    expect(Array.from(competitionRanks([-0.2, 0.3, 0], false))).toEqual([3, 1, 2]);
+describe("score fusion", () => {
+  it("coverage: each position takes the larger of its own and its context neighbours' share of the query terms", () => {
+    // matches at positions 2 (half the terms) and 6 (all); context reaches 2 places
+    const c = spreadCoverage(Int32Array.from([2, 6]), Float64Array.from([0.5, 1]), 10, [0.5, 0.3]);
+    expect(Array.from(c)).toEqual([0.5, 0.5, 0.5, 0.5, 1, 1, 1, 1, 1, 0]);
+    // a context weight of 0 does not carry coverage
+    expect(Array.from(spreadCoverage(Int32Array.from([1]), Float64Array.from([1]), 4, [0, 0.3]))).toEqual([0, 1, 0, 1]);
   });
 
-  it("RRF: the top of either order scores by its weight, and both tops together score 1", () => {
-    const k = 5;
-    // Memory 0: lexical rank 1, dense rank 4; memory 1: no lexical match, dense rank 1; memory 2: both rank 1.
-    const fused = rrfFuse([1, 0, 1], [4, 1, 1], k, 0.7);
-    expect(fused[2]).toBeCloseTo(1, 12);
-    expect(fused[1]).toBeCloseTo(0.7, 12);
-    expect(fused[0]).toBeCloseTo(0.3 + (0.7 * 6) / 9, 12);
-    // A weak lexical match far down the dense order does not outrank the dense top hit.
-    const weak = rrfFuse([1, 0], [30, 1], k, 0.7);
-    expect(weak[1]).toBeGreaterThan(weak[0]);
+  it("the lexical part is weighed by coverage: a one-word match of a five-word question counts a fifth of a full one", () => {
+    const w = 0.25;
+    const lex = fusedLexical(Float64Array.from([1, 0, 0.8]), Float64Array.from([0.2, 0, 1]), w);
+    expect(lex[0]).toBeCloseTo(0.75 * 0.2, 12);
+    expect(lex[1]).toBe(0);
+    expect(lex[2]).toBeCloseTo(0.75 * 0.8, 12);
   });
 });
 
@@ -283,7 +282,7 @@ describe("hybrid recall over the relayer", () => {
     expect(r.results.map((x) => (x.score! - 0.5).toFixed(9))).toEqual(ref.order.map((i) => ref.rel.get(i)!.toFixed(9)));
   });
 
-  it("with a dense weight, fuses the lexical and cosine ranks (RRF) exactly over the namespace", async () => {
+  it("with a dense weight, fuses normalised lexical relevance (weighed by query coverage) and cosine exactly over the namespace", async () => {
     const ring = new LexicalKeyring(parseLexicalSecret(t.stack.workerEnv.MEMRELAY_LEXICAL_KEY));
     const query = "how old is the sourdough starter?";
     const vector = new HashingEmbedder({ dims: t.stack.embedder.dims }).embedOne(query);
@@ -291,12 +290,18 @@ describe("hybrid recall over the relayer", () => {
     const got = await rankHybrid(t.stack.db, { owner: aliceOwner, namespace: "chat", terms: queryTerms(ring.forOwner(aliceOwner), query), vector, limit: convo.length, weights: DEFAULT_WEIGHTS, composite: false }, { ...DEFAULT_HYBRID, denseWeight: w });
     const ref = reference(query);
     expect(got.length).toBe(convo.length);
-    // Ranks of the plaintext reference's relevance and of the returned cosine distances, over every memory.
-    const lexRank = competitionRanks(got.map((h) => ref.rel.get(blobs.indexOf(h.blob_id)) ?? 0));
-    const denseRank = competitionRanks(got.map((h) => -h.distance), false);
-    const fused = Array.from(rrfFuse(lexRank, denseRank, DEFAULT_HYBRID.rrfK, w));
-    expect(fused.filter((x) => x > 0).length).toBe(convo.length);
-    expect([...fused].sort((a, b) => b - a)).toEqual(fused);
+    // The plaintext reference: coverage of the query's distinct tokens per memory, carried to context neighbours.
+    const q = [...new Set(contentTokens(query))];
+    const own = convo.map((x) => { const d = new Set(contentTokens(x)); return q.filter((t) => d.has(t)).length / q.length; });
+    const matchedPos = own.map((c, i) => (c > 0 ? i : -1)).filter((i) => i >= 0);
+    const cov = spreadCoverage(Int32Array.from(matchedPos), Float64Array.from(matchedPos.map((i) => own[i])), convo.length, DEFAULT_HYBRID.context);
+    const dmin = Math.min(...got.map((h) => h.distance));
+    const dmax = Math.max(...got.map((h) => h.distance));
+    const fused = got.map((h) => {
+      const i = blobs.indexOf(h.blob_id);
+      return (1 - w) * cov[i] * (ref.rel.get(i) ?? 0) + (w * (dmax - h.distance)) / (dmax - dmin);
+    });
+    for (let i = 1; i < fused.length; i++) expect(fused[i - 1]).toBeGreaterThanOrEqual(fused[i] - 1e-3);
   });
 
   it("brings back the answer through its neighbours (the context spread)", async () => {

@@ -4,9 +4,11 @@
 //
 //   s(d)   = BM25 of memory d for the query's keyed term hashes (k1, b; N, avgdl and df of the namespace)
 //   s'(d)  = s(d) + Σ_k context[k-1] · max(s(d−k), s(d+k))    d±k: the memories submitted k places before / after d
+//   c(d)   = share of the query's distinct terms that d matches; c'(d) = max of c over d and its context neighbours
 //   w = 0:  rel(d) = s'(d) / max s'
-//   w > 0:  rel(d) = (k + 1) · [(1 − w) / (k + rank_s'(d)) + w / (k + rank_cos(d))]   weighted reciprocal rank fusion
-//           (rank_s' among the memories with s' > 0, rank_cos in the cosine order of the whole namespace; rrfFuse)
+//   w > 0:  rel(d) = (1 − w) · c'(d) · s'(d) / max s' + w · (dmax − distance(d)) / (dmax − dmin)     (fuseScores)
+//           both signals normalised over the whole namespace; the lexical one weighed by how much of the query it
+//           matched (a one-word match of a five-word question counts a fifth of a full match)
 // Results are ordered by rel, then cosine distance, then row id; with scoring_weights the composite score of
 // REFERENCE.md uses rel in place of (1 − distance). Responses still report the cosine `distance`.
 //
@@ -24,25 +26,22 @@ import type { ScoringWeights } from "../../schemas/relayer/http.ts";
 import { rankMemories, type Hit } from "./recall.ts";
 
 // Chosen on LoCoMo conversations 0-4 and checked on 5-9 (bench/locomo-fusion.ts; figures in bench/RESULTS.md).
-const RRF_K = 20;
-const SEMANTIC_DENSE_WEIGHT = 0.35;
+const SEMANTIC_DENSE_WEIGHT = 0.25;
 
 export interface HybridSettings {
   readonly k1: number;
   readonly b: number;
   /** Weights of the neighbours at distance 1, 2, … in submission order (empty: no context spread). */
   readonly context: readonly number[];
-  /** Weight of the dense (cosine) rank in the fused relevance, in [0, 1]; 0: the lexical relevance alone. */
+  /** Weight of the dense (cosine) similarity in the fused relevance, in [0, 1]; 0: the lexical relevance alone. */
   readonly denseWeight: number;
-  /** Reciprocal rank fusion constant k: the smaller, the more the top ranks of either order weigh. */
-  readonly rrfK: number;
 }
 
 /**
  * Tuned on LoCoMo (bench/locomo-tuning.ts: BM25 and context; bench/locomo-fusion.ts: the fusion, with USE-lite);
  * the dense weight depends on the embedder (defaultDenseWeight).
  */
-export const DEFAULT_HYBRID: HybridSettings = { k1: 0.9, b: 0.4, context: [0.5, 0.3, 0.15], denseWeight: 0, rrfK: RRF_K };
+export const DEFAULT_HYBRID: HybridSettings = { k1: 0.9, b: 0.4, context: [0.5, 0.3, 0.15], denseWeight: 0 };
 
 /**
  * The hashing embedder is itself a lexical signal (feature hashing of the same tokens): fusing it adds nothing
@@ -68,9 +67,10 @@ export interface LexicalMatches {
   readonly nsId: number;
   /** Memories of the namespace in the lexical index (positions run 0 .. docs − 1). */
   readonly docs: number;
-  /** Matching memories: positions in submission order (ascending) and their BM25 scores. */
+  /** Matching memories: positions in submission order (ascending), their BM25 scores and query-term coverage. */
   readonly pos: Int32Array;
   readonly scores: Float64Array;
+  readonly coverage: Float64Array;
 }
 
 /** BM25 of every memory of the namespace matching at least one term; undefined when nothing matches. */
@@ -96,7 +96,7 @@ export async function lexicalMatches(db: Db, owner: string, namespace: string, t
   let size = docs;
   for (const x of ranges) for (let i = 0; i < x.pos.length; i += 4) size = Math.max(size, x.pos.readInt32BE(i) + 1);
   const acc = new Float64Array(size);
-  const matched = new Uint8Array(size);
+  const matched = new Uint16Array(size);
   for (const x of ranges) {
     const df = x.pos.length / 4;
     const idf = Math.log(1 + (docs - df + 0.5) / (df + 0.5));
@@ -106,19 +106,21 @@ export async function lexicalMatches(db: Db, owner: string, namespace: string, t
       const tf = x.tf.readInt16BE(2 * i);
       const len = x.len.readInt16BE(2 * i);
       acc[p] += (idf * tf * (s.k1 + 1)) / (tf + s.k1 * (1 - s.b + (s.b * len) / avgdl));
-      matched[p] = 1;
+      matched[p]++;
     }
   }
   let count = 0;
-  for (let p = 0; p < size; p++) count += matched[p];
+  for (let p = 0; p < size; p++) if (matched[p]) count++;
   const pos = new Int32Array(count);
   const scores = new Float64Array(count);
+  const coverage = new Float64Array(count);
   for (let p = 0, k = 0; p < size; p++) {
     if (!matched[p]) continue;
     pos[k] = p;
+    coverage[k] = matched[p] / terms.length;
     scores[k++] = acc[p];
   }
-  return { nsId, docs, pos, scores };
+  return { nsId, docs, pos, scores, coverage };
 }
 
 /**
@@ -165,26 +167,30 @@ export function spreadContext(scores: ReadonlyMap<number, number>, context: read
 }
 
 /**
- * Weighted reciprocal rank fusion: rel(d) = [(1 − w)/(k + rank_lex(d)) + w/(k + rank_dense(d))] · (k + 1), in [0, 1].
- * Ranks are competition ranks (1 + the number of strictly better memories: SQL's rank()); a memory with no lexical
- * relevance has no lexical term. Ranks, not scores, are fused because the two scales are unrelated: BM25 divided by
- * its namespace maximum gives a one-word match the full lexical weight, and cosine similarities of a sentence
- * encoder crowd into a narrow band, so a fixed-weight sum let any lexical match outrank the dense top hit.
+ * c'(d): the larger of d's own query-term coverage and that of its context neighbours (the ones whose BM25 spreads to
+ * d), for every position d in [0, n).
  */
-export function rrfFuse(lexRank: ArrayLike<number>, denseRank: ArrayLike<number>, k: number, w: number): Float64Array {
-  const out = new Float64Array(denseRank.length);
-  for (let d = 0; d < out.length; d++) out[d] = ((lexRank[d] > 0 ? (1 - w) / (k + lexRank[d]) : 0) + w / (k + denseRank[d])) * (k + 1);
+export function spreadCoverage(pos: Int32Array, coverage: Float64Array, n: number, context: readonly number[]): Float64Array {
+  const out = new Float64Array(n);
+  for (let i = 0; i < pos.length; i++) {
+    const p = pos[i];
+    const c = coverage[i];
+    for (let k = 0; k <= context.length; k++) {
+      if (k > 0 && context[k - 1] === 0) continue;
+      for (const d of k === 0 ? [p] : [p - k, p + k]) if (d >= 0 && d < n && c > out[d]) out[d] = c;
+    }
+  }
   return out;
 }
 
-/** Competition ranks, best (highest) = 1, ties share a rank; with `positiveOnly`, scores ≤ 0 get rank 0 (unranked). */
-export function competitionRanks(scores: ArrayLike<number>, positiveOnly = true): Int32Array {
-  const idx: number[] = [];
-  for (let d = 0; d < scores.length; d++) if (!positiveOnly || scores[d] > 0) idx.push(d);
-  idx.sort((a, b) => scores[b] - scores[a]);
-  const out = new Int32Array(scores.length);
-  idx.forEach((d, i) => (out[d] = i > 0 && scores[idx[i - 1]] === scores[d] ? out[idx[i - 1]] : i + 1));
-  return out;
+/**
+ * The lexical part of the fused relevance per position: (1 − w) · c'(d) · rel(d), where rel is s'/max s'. The dense
+ * part, w · (dmax − distance)/(dmax − dmin), is added over every row of the namespace in SQL (rankComposite).
+ * Scores, not ranks, are fused, both normalised over the namespace: reciprocal rank fusion squeezed the dense top
+ * hits together, so any lexical match outranked them; the coverage factor shrinks a match of few query words.
+ */
+export function fusedLexical(rel: Float64Array, coverage: Float64Array, w: number): number[] {
+  return Array.from(rel, (x, d) => (x > 0 ? (1 - w) * coverage[d] * x : 0));
 }
 
 interface Row {
@@ -206,7 +212,8 @@ export async function rankHybrid(db: Db, q: HybridQuery, settings: HybridSetting
   let max = 0;
   for (let d = 0; d < n; d++) if (rel[d] > max) max = rel[d];
   for (let d = 0; d < n; d++) rel[d] /= max;
-  if (q.composite || settings.denseWeight > 0) return rankComposite(db, q, lex.nsId, rel, settings);
+  if (settings.denseWeight > 0) return rankComposite(db, q, lex.nsId, fusedLexical(rel, spreadCoverage(lex.pos, lex.coverage, n, settings.context), settings.denseWeight), settings);
+  if (q.composite) return rankComposite(db, q, lex.nsId, Array.from(rel, (x) => (x > 0 ? x : 0)), settings);
   return rankLexicalFirst(db, q, lex.nsId, rel);
 }
 
@@ -309,26 +316,19 @@ async function rankLexicalFirst(db: Db, q: HybridQuery, nsId: number, rel: Float
 /**
  * Every row of the namespace, ranked by rel (module comment), then the composite score when asked for. The lexical
  * part travels as one dense array indexed by position (zeros compress to one character each) and meets the rows
- * through lexical_docs' (ns_id, pos) index; the cosine ranks are computed over every row of the namespace.
+ * through lexical_docs' (ns_id, pos) index; the distance range that normalises the dense part is taken over every row
+ * of the namespace.
  */
-async function rankComposite(db: Db, q: HybridQuery, nsId: number, rel: Float64Array, s: HybridSettings): Promise<Hit[]> {
+async function rankComposite(db: Db, q: HybridQuery, nsId: number, lexical: number[], s: HybridSettings): Promise<Hit[]> {
   const weights = q.composite ? q.weights : { semantic: 1, recency: 0, recency_half_life_days: 1, importance: 0 };
   const w = s.denseWeight;
-  const k = s.rrfK;
-  // The lexical term of rel per position: s'/max s' alone (w = 0), else its reciprocal-rank share.
-  let lexical: number[];
-  if (w === 0) lexical = Array.from(rel, (x) => (x > 0 ? x : 0));
-  else {
-    const ranks = competitionRanks(rel);
-    lexical = Array.from(ranks, (r) => (r > 0 ? ((1 - w) * (k + 1)) / (k + r) : 0));
-  }
   // `m` is materialised so that each row's distance is computed once (an inlined subquery would repeat it per use).
   const r = await db.query<Row & { score: number }>(
     `WITH lex AS (SELECT d.memory_id, ($6::float8[])[d.pos + 1] AS rel FROM lexical_docs d WHERE d.ns_id = $5 AND d.pos < $7),
           m AS MATERIALIZED (SELECT id, blob_id, (vector <=> $1::halfvec) AS distance, created_at, importance FROM memories WHERE owner = $2 AND namespace = $3),
-          ranked AS (SELECT m.*, rank() OVER (ORDER BY m.distance) AS drank FROM m)
+          ranked AS (SELECT m.*, min(m.distance) OVER () AS dmin, max(m.distance) OVER () AS dmax FROM m)
      SELECT m.id, m.blob_id, m.distance, m.created_at, m.importance,
-            $9::float8 * (coalesce(lex.rel, 0) + $8::float8 * ($13::float8 + 1) / ($13::float8 + m.drank))
+            $9::float8 * (coalesce(lex.rel, 0) + $8::float8 * coalesce((m.dmax - m.distance) / nullif(m.dmax - m.dmin, 0), 1))
           + $10::float8 * power(2, -(date_part('epoch', now() - m.created_at) / 86400.0) / $11::float8)
           + $12::float8 * m.importance AS score
      FROM ranked m LEFT JOIN lex ON lex.memory_id = m.id
@@ -340,13 +340,12 @@ async function rankComposite(db: Db, q: HybridQuery, nsId: number, rel: Float64A
       q.limit,
       nsId,
       lexical,
-      rel.length,
+      lexical.length,
       w,
       weights.semantic,
       weights.recency,
       weights.recency_half_life_days,
       weights.importance,
-      k,
     ],
   );
   return r.rows.map((x) => ({
