@@ -1,0 +1,110 @@
+// The Walrus-compatible publisher and aggregator routes (spec/blobstore.md): the relayer and the console store their
+// blobs through them, unmodified Walrus clients too.
+import { createHash } from "node:crypto";
+import { HttpError, json } from "../http.ts";
+import { registerWalrusBlob } from "../../actors/blobstore/commands.ts";
+import { LIMITS, isObjectId, parseWalrusStore } from "../../schemas/blobstore/validation.ts";
+import { E400, E404, P, type BlobstoreRouteKit } from "./route-kit.ts";
+
+/** Owner of Walrus blob objects stored without send_object_to (a fixed local publisher address). */
+const PUBLISHER_ADDRESS = "0x" + createHash("sha256").update("memrelay-blobstore-publisher").digest("hex");
+
+export function registerWalrusRoutes(kit: BlobstoreRouteKit): void {
+  const { route, core, q, maxBlobBytes, received, storeBody, serve, serveByBlobId, needLog, walrusEpoch } = kit;
+
+  route(
+    {
+      method: "put",
+      path: "/v1/blobs",
+      summary: "Walrus publisher: store a blob (raw body)",
+      tag: "Walrus",
+      auth: "public",
+      params: [
+        { name: "epochs", in: "query", description: `epochs ahead, 1-${LIMITS.maxEpochsAhead} or "max" (default 1)` },
+        { name: "deletable", in: "query", description: "true: a deletable blob object (always newly created)" },
+        { name: "permanent", in: "query", description: "true: a permanent blob object (default)" },
+        { name: "send_object_to", in: "query", description: "Sui address that owns the new blob object" },
+      ],
+      body: { description: "blob bytes", binary: true },
+      responses: { 200: { description: "newlyCreated or alreadyCertified", schema: "WalrusStored" }, 400: E400, 413: { description: "body over the limit" } },
+    },
+    "/v1/blobs",
+    async (req) => {
+      const p = parseWalrusStore(req.query);
+      needLog();
+      const { put, orphan } = await storeBody(req);
+      try {
+        const endEpoch = walrusEpoch + p.epochs;
+        if (!p.deletable && put.deduplicated) {
+          const c = await q.certified(put.blobId, endEpoch);
+          if (c) return json(200, { alreadyCertified: { blobId: put.blobId, object: c.object_id, endEpoch: c.end_epoch } });
+        }
+        const o = await registerWalrusBlob(core, {
+          blob_id: put.blobId,
+          size: put.size,
+          encoding_type: "RS2",
+          registered_epoch: walrusEpoch,
+          certified_epoch: walrusEpoch,
+          end_epoch: endEpoch,
+          deletable: p.deletable,
+          owner: p.sendObjectTo ?? PUBLISHER_ADDRESS,
+          storage_size: put.size,
+        });
+        return json(200, {
+          newlyCreated: {
+            blobObject: {
+              id: o.object_id,
+              registeredEpoch: o.registered_epoch,
+              blobId: o.blob_id,
+              size: o.size,
+              encodingType: o.encoding_type,
+              certifiedEpoch: o.certified_epoch,
+              storage: { id: o.storage_id, startEpoch: o.registered_epoch, endEpoch: o.end_epoch, storageSize: o.storage_size },
+              deletable: o.deletable,
+            },
+            resourceOperation: { registerFromScratch: { encodedLength: o.storage_size, epochsAhead: p.epochs } },
+            cost: 0,
+          },
+        });
+      } catch (err) {
+        await orphan();
+        throw err;
+      }
+    },
+    { bodyMode: "stream", bodyLimit: maxBlobBytes, bodyChunk: received.copy },
+  );
+
+  route(
+    {
+      method: "get",
+      path: "/v1/blobs/by-object-id/{object_id}",
+      summary: "Walrus aggregator: read a blob by its blob object id",
+      tag: "Walrus",
+      auth: "public",
+      params: [{ name: "object_id", in: "path", description: "0x + 64 hex" }, P.range],
+      responses: { 200: { description: "bytes", binary: true }, 206: { description: "range", binary: true }, 400: E400, 404: E404, 416: { description: "range not satisfiable" } },
+    },
+    "/v1/blobs/by-object-id/:object_id",
+    async (req) => {
+      const id = req.params[0].toLowerCase();
+      if (!isObjectId(id)) throw new HttpError(400, "object id must be 0x followed by 64 hex digits");
+      const o = await q.walrusObject(id);
+      if (!o) throw new HttpError(404, `blob object ${id} not found`);
+      return serve(req, { blobId: o.blob_id, size: o.size, contentType: "application/octet-stream", etag: `"${o.blob_id}"`, immutable: true });
+    },
+  );
+
+  route(
+    {
+      method: "get",
+      path: "/v1/blobs/{blob_id}",
+      summary: "Walrus aggregator: read a blob by blob id",
+      tag: "Walrus",
+      auth: "public",
+      params: [P.blobId, P.range],
+      responses: { 200: { description: "bytes", binary: true }, 206: { description: "range", binary: true }, 400: E400, 404: E404, 416: { description: "range not satisfiable" } },
+    },
+    "/v1/blobs/:blob_id",
+    (req) => serveByBlobId(req, req.params[0]),
+  );
+}
