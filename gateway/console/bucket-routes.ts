@@ -1,0 +1,153 @@
+// The console's space and bucket routes (spec/console.md): list spaces and their buckets, reserve → sign → finalize
+// a private bucket, rename, delete.
+import { randomUUID } from "node:crypto";
+import { json } from "../http.ts";
+import { TX_CLOCK_SKEW_MS } from "../../adapters/chain/local/model.ts";
+import { AGG, CMD, EV, type BucketFinalizeFailed, type BucketReserveCommandData, type BucketUpdateCommandData } from "../../schemas/console/events.ts";
+import { CODE, CONSOLE_LIMITS, ConsoleHttpError, badRequest, parseBucketListQuery, parseCreateBucket, parseJsonBody, parseSignatureBody, parseSpaceType, parseUpdateBucket, pathUuid } from "../../schemas/console/http.ts";
+import { claimId, command } from "../../actors/console/log.ts";
+import { storageBucketName } from "../../adapters/file-storage/blobstore-http.ts";
+import { requireWrite } from "./auth.ts";
+import { buildSponsoredTx, txTimestamp, verifySenderSignature } from "../../actors/console/chain.ts";
+import { bucketJson, spaceJson, type ConsoleRouteKit } from "./route-kit.ts";
+
+export function registerBucketRoutes(kit: ConsoleRouteKit): void {
+  const { server, authed, qs, P, clog, q, policies, chain, sponsor, settle, scopeSpace, scopeBucket, activeBucket, tierOf } = kit;
+  // ---------------------------------------------------------------- spaces
+
+  server.route("get", `${P}/spaces`, authed("GET /spaces", async (req, p) => {
+    const type = parseSpaceType(qs(req).get("type"));
+    return json(200, { data: (await q.spacesOf(p.userId, type, p.spaceId)).map(spaceJson) });
+  }));
+
+  server.route("get", `${P}/spaces/:id/buckets`, authed("GET /spaces/{id}/buckets", async (req, p) => {
+    const spaceId = pathUuid(req.params[0], "space");
+    await scopeSpace(p, spaceId);
+    const page = await q.buckets(spaceId, parseBucketListQuery(qs(req)));
+    return json(200, { buckets: page.rows.map(bucketJson), next_cursor: page.next });
+  }));
+
+  server.route("post", `${P}/spaces/:id/buckets`, authed("POST /spaces/{id}/buckets", async (req, p) => {
+    requireWrite(p);
+    const spaceId = pathUuid(req.params[0], "space");
+    await scopeSpace(p, spaceId);
+    const body = parseCreateBucket(parseJsonBody(req.body));
+    if (!p.serviceAddress) throw badRequest("this API key has no service key to sign the bucket policy with");
+    const space = (await q.space(spaceId))!;
+    const tier = tierOf(space.tier);
+    if ((await q.liveBucketCount(spaceId)) >= tier.buckets) {
+      throw new ConsoleHttpError(422, `the ${space.tier} plan allows ${tier.buckets} buckets per space`, CODE.planLimitExceeded, { limit: "buckets", currentTier: space.tier });
+    }
+    if (space.storage_used >= space.storage_cap) {
+      throw new ConsoleHttpError(422, `the space has used its ${space.storage_cap} bytes of storage`, CODE.planLimitExceeded, { limit: "storage", currentTier: space.tier });
+    }
+    const bucketId = randomUUID();
+    const claim = await clog.claim("bucket", spaceId, body.name, bucketId);
+    const tx = buildSponsoredTx({ network: chain.network, kind: "bucket_policy_create", args: { bucket_id: bucketId, space_id: spaceId }, sender: p.serviceAddress, sponsorAddress: sponsor.address });
+    const data: BucketReserveCommandData = {
+      bucket_id: bucketId,
+      space_id: spaceId,
+      name: body.name,
+      visibility: "private",
+      storage_bucket_name: storageBucketName(bucketId),
+      name_claim: claim,
+      created_by: p.userId,
+      created_at: new Date().toISOString(),
+      tx_bytes: tx.bytes,
+      digest: tx.digest,
+      sender: p.serviceAddress,
+    };
+    const r = await clog.dispatch(AGG.bucket, bucketId, command(CMD.bucketReserve, AGG.bucket, bucketId, data), (e) => (e.type === EV.bucketReserved ? true : undefined));
+    await settle(r.seq);
+    return json(201, { bucket_id: bucketId, bytes: tx.bytes, digest: tx.digest, state: "pending_policy" });
+  }), { bodyLimit: CONSOLE_LIMITS.jsonBody });
+
+  // ---------------------------------------------------------------- buckets
+
+  server.route("get", `${P}/buckets/:id`, authed("GET /buckets/{id}", async (req, p) => json(200, { data: bucketJson(await scopeBucket(p, req.params[0])) })));
+
+  server.route("put", `${P}/buckets/:id`, authed("PUT /buckets/{id}", async (req, p) => {
+    requireWrite(p);
+    const b = await scopeBucket(p, req.params[0]);
+    const body = parseUpdateBucket(parseJsonBody(req.body));
+    if (body.visibility !== undefined && body.visibility !== b.visibility) {
+      throw new ConsoleHttpError(403, "a bucket's visibility cannot be changed", CODE.visibilityImmutable);
+    }
+    activeBucket(b);
+    const renamed = body.name !== b.name;
+    const policyChange = body.encryptionPolicyId !== undefined && body.encryptionPolicyId !== b.encryption_policy_id;
+    if (body.encryptionPolicyId && policyChange && !(await policies.policy(body.encryptionPolicyId))) {
+      throw badRequest(`encryptionPolicyId ${body.encryptionPolicyId} is not a bucket policy on chain`);
+    }
+    if (!renamed && !policyChange) return json(200, { id: b.bucket_id, name: b.name, visibility: b.visibility, updated_at: b.updated_at.toISOString() });
+    const newClaim = renamed ? await clog.claim("bucket", b.space_id, body.name, b.bucket_id) : undefined;
+    const now = new Date().toISOString();
+    const data: BucketUpdateCommandData = {
+      ...(renamed ? { name: body.name, name_claim: newClaim } : {}),
+      ...(policyChange ? { encryption_policy_id: body.encryptionPolicyId } : {}),
+      updated_at: now,
+    };
+    const r = await clog.dispatch(AGG.bucket, b.bucket_id, command(CMD.bucketUpdate, AGG.bucket, b.bucket_id, data), (e) => (e.type === EV.bucketUpdated && (e.data as { updated_at: string }).updated_at === now ? true : undefined));
+    if (renamed && newClaim) {
+      // The old name is free again (a name claim differing only by case is the same claim).
+      const oldClaim = claimId("bucket", b.space_id, b.name);
+      if (oldClaim !== newClaim) await clog.release(oldClaim, b.bucket_id);
+    }
+    await settle(r.seq);
+    return json(200, { id: b.bucket_id, name: body.name, visibility: b.visibility, updated_at: now });
+  }), { bodyLimit: CONSOLE_LIMITS.jsonBody });
+
+  server.route("del", `${P}/buckets/:id`, authed("DELETE /buckets/{id}", async (req, p) => {
+    requireWrite(p);
+    if (qs(req).get("confirm") !== "true") throw badRequest("deleting a bucket needs ?confirm=true");
+    const b = await scopeBucket(p, req.params[0]);
+    const headers = { "x-deleted-id": b.bucket_id };
+    if (b.state === "deleting") return { status: 204, headers };
+    if (b.state === "finalizing" || b.state === "provisioning") throw new ConsoleHttpError(409, "the bucket is being set up; retry shortly", CODE.conflict);
+    const contents = await q.bucketContents(b.bucket_id);
+    if (contents > 0) throw badRequest(`the bucket is not empty (${contents} files); delete its files first`);
+    const data = { requested_by: p.userId, requested_at: new Date().toISOString() };
+    const r = await clog.dispatch(AGG.bucket, b.bucket_id, command(CMD.bucketDelete, AGG.bucket, b.bucket_id, data), (e) => (e.type === EV.bucketDeleted ? true : undefined), 15_000, true);
+    await settle(r.seq);
+    return { status: 204, headers };
+  }));
+
+  server.route("post", `${P}/buckets/:id/finalize`, authed("POST /buckets/{id}/finalize", async (req, p) => {
+    requireWrite(p);
+    const b = await scopeBucket(p, req.params[0]);
+    const signature = parseSignatureBody(parseJsonBody(req.body));
+    if (b.visibility !== "private") throw badRequest("only private buckets are finalized");
+    if (b.state === "active") return json(200, { bucket_id: b.bucket_id, encryption_policy_id: b.encryption_policy_id, state: "active" });
+    if (b.state !== "pending_policy") throw new ConsoleHttpError(409, `the bucket is ${b.state}`, CODE.conflict);
+    const reserved = await reservationOf(b.bucket_id);
+    if (!verifySenderSignature(reserved.tx_bytes, signature, reserved.sender)) {
+      throw badRequest(`signature is not a signature of the reserved bytes by the service key ${reserved.sender}`);
+    }
+    if (txTimestamp(reserved.tx_bytes) + TX_CLOCK_SKEW_MS < Date.now()) {
+      throw badRequest("the reservation expired: delete the bucket and reserve it again");
+    }
+    const r = await clog.dispatch(
+      AGG.bucket,
+      b.bucket_id,
+      command(CMD.bucketFinalize, AGG.bucket, b.bucket_id, { signature, requested_by: p.userId }),
+      (e): { ok: true } | { ok: false; failure: BucketFinalizeFailed } | undefined =>
+        e.type === EV.bucketActivated ? { ok: true } : e.type === EV.bucketFinalizeFailed ? { ok: false, failure: e.data as BucketFinalizeFailed } : undefined,
+      30_000,
+    );
+    if (!r.value.ok) {
+      const f = r.value.failure;
+      throw new ConsoleHttpError(f.code === CODE.invalidSignature ? 400 : 422, `finalize failed: ${f.error}`, f.code === CODE.invalidSignature ? CODE.badRequest : f.code);
+    }
+    await settle(r.seq);
+    const after = (await q.bucket(b.bucket_id))!;
+    return json(200, { bucket_id: b.bucket_id, encryption_policy_id: after.encryption_policy_id, state: "active" });
+  }), { bodyLimit: CONSOLE_LIMITS.jsonBody });
+
+  /** The reservation of a pending private bucket (its first event). */
+  const reservationOf = async (bucketId: string): Promise<BucketReserveCommandData> => {
+    const { events } = await clog.store.load(`${AGG.bucket}.${bucketId}`);
+    const e = events.find((x) => x.event.type === EV.bucketReserved);
+    if (!e) throw new ConsoleHttpError(409, "the bucket has no reservation", CODE.conflict);
+    return e.event.data as BucketReserveCommandData;
+  };
+}

@@ -1,0 +1,110 @@
+// The console's sponsorship routes (spec/console.md): reserve a sponsored transaction for the caller to sign, then
+// execute it with the sponsor's co-signature.
+import { decodePathParam, json } from "../http.ts";
+import type { EventEnvelope } from "../../schemas/envelope.ts";
+import { TX_CLOCK_SKEW_MS } from "../../adapters/chain/local/model.ts";
+import type { StoredObject as ChainObject } from "../../schemas/chain.ts";
+import { AGG, CMD, EV, type SponsorExecuted, type SponsorFailed, type SponsorReserved } from "../../schemas/console/events.ts";
+import { CODE, CONSOLE_LIMITS, ConsoleHttpError, badRequest, notFound, parseJsonBody, parseSignatureBody, parseSponsor } from "../../schemas/console/http.ts";
+import { command } from "../../actors/console/log.ts";
+import { requireWrite, type Principal } from "./auth.ts";
+import { buildSponsoredTx, verifySenderSignature } from "../../actors/console/chain.ts";
+import { type ConsoleRouteKit } from "./route-kit.ts";
+
+export function registerSponsorRoutes(kit: ConsoleRouteKit): void {
+  const { server, authed, clog, chain, policies, sponsor, limits, settle, scopeBucket, activeBucket } = kit;
+  // ---------------------------------------------------------------- sponsorship
+
+  const groupBucket = async (p: Principal, groupId: string) => {
+    const g = await policies.group(groupId);
+    if (!g) throw notFound(`access group ${groupId} not found`);
+    const b = await scopeBucket(p, g.bucket_id);
+    return b.bucket_id;
+  };
+
+  server.route("post", "/encryption/sponsor", authed("POST /encryption/sponsor", async (req, p) => {
+    requireWrite(p);
+    if (!p.serviceAddress) throw badRequest("this API key has no service key to sign with");
+    const body = parseSponsor(parseJsonBody(req.body));
+    let built: { kind: SponsorReserved["kind"]; bucketIds: string[]; tx: { bytes: string; digest: string } };
+    const base = { network: chain.network, sender: p.serviceAddress, sponsorAddress: sponsor.address };
+    switch (body.kind) {
+      case "bucket_group_create": {
+        const b = await scopeBucket(p, body.bucketId);
+        if (b.visibility !== "private") throw badRequest("access groups belong to private buckets");
+        activeBucket(b);
+        if (!b.encryption_policy_id) throw new ConsoleHttpError(409, "the bucket has no encryption policy", CODE.bucketNotFinalized);
+        built = { kind: body.kind, bucketIds: [b.bucket_id], tx: buildSponsoredTx({ ...base, kind: "bucket_group_create", args: { policy_id: b.encryption_policy_id, bucket_id: b.bucket_id } }) };
+        break;
+      }
+      case "grant_bucket_access": {
+        const ids = [...new Set(await Promise.all(body.groupIds.map((g) => groupBucket(p, g))))];
+        built = { kind: body.kind, bucketIds: ids, tx: buildSponsoredTx({ ...base, kind: "grant_bucket_access", args: { group_ids: body.groupIds, recipient: body.recipientAddress, scope: body.scope } }) };
+        break;
+      }
+      case "share_admin":
+      case "unshare": {
+        const id = await groupBucket(p, body.groupId);
+        built = { kind: body.kind, bucketIds: [id], tx: buildSponsoredTx({ ...base, kind: body.kind, args: { group_id: body.groupId, member: body.member } }) };
+        break;
+      }
+      case "unshare_bucket_access": {
+        const id = await groupBucket(p, body.groupId);
+        built = { kind: body.kind, bucketIds: [id], tx: buildSponsoredTx({ ...base, kind: "unshare_bucket_access", args: { group_id: body.groupId, service_signer: body.serviceSignerAddress } }) };
+        break;
+      }
+    }
+    const now = Date.now();
+    const data: SponsorReserved = {
+      digest: built.tx.digest,
+      kind: built.kind,
+      tx_bytes: built.tx.bytes,
+      sender: p.serviceAddress,
+      key_id: p.keyId,
+      user_id: p.userId,
+      bucket_ids: built.bucketIds,
+      reserved_at: new Date(now).toISOString(),
+      expires_at: new Date(now + Math.min(limits.sponsorTtlMs, TX_CLOCK_SKEW_MS)).toISOString(),
+    };
+    await clog.dispatch(AGG.sponsor, built.tx.digest, command(CMD.sponsorReserve, AGG.sponsor, built.tx.digest, data), (e) => (e.type === EV.sponsorReserved ? true : undefined));
+    return json(200, { bytes: built.tx.bytes, digest: built.tx.digest });
+  }), { bodyLimit: CONSOLE_LIMITS.jsonBody });
+
+  server.route("post", "/encryption/sponsor/:digest/execute", authed("POST /encryption/sponsor/{digest}/execute", async (req, p) => {
+    requireWrite(p);
+    const digest = decodePathParam(req.params[0]) ?? "";
+    const unknown = () => notFound(`no sponsored transaction ${digest} (unknown or expired)`);
+    if (!/^[1-9A-HJ-NP-Za-km-z]{32,64}$/.test(digest)) throw unknown();
+    const signature = parseSignatureBody(parseJsonBody(req.body));
+    const { events } = await clog.store.load(`${AGG.sponsor}.${digest}`);
+    const reservation = events.find((e) => e.event.type === EV.sponsorReserved)?.event.data as SponsorReserved | undefined;
+    if (!reservation || reservation.user_id !== p.userId) throw unknown();
+    const last = events[events.length - 1].event;
+    if (last.type === EV.sponsorExecuted) return json(200, executedJson(last.data as SponsorExecuted));
+    if (last.type === EV.sponsorExpired) throw unknown();
+    if (!verifySenderSignature(reservation.tx_bytes, signature, reservation.sender)) {
+      throw badRequest(`signature is not a signature of the sponsored bytes by the service key ${reservation.sender}`);
+    }
+    const r = await clog.dispatch(
+      AGG.sponsor,
+      digest,
+      command(CMD.sponsorExecute, AGG.sponsor, digest, { signature, requested_at: new Date().toISOString() }),
+      (e: EventEnvelope) =>
+        e.type === EV.sponsorExecuted || e.type === EV.sponsorFailed || e.type === EV.sponsorExpired ? e : undefined,
+      30_000,
+    );
+    const e = r.value;
+    if (e.type === EV.sponsorExpired) throw unknown();
+    if (e.type === EV.sponsorFailed) {
+      const f = e.data as SponsorFailed & { kind?: string };
+      throw new ConsoleHttpError(f.kind === "forbidden" ? 403 : 400, `the transaction was refused: ${f.error}`, f.code === CODE.invalidSignature ? CODE.badRequest : f.code);
+    }
+    await settle(r.seq);
+    return json(200, executedJson(e.data as SponsorExecuted));
+  }), { bodyLimit: CONSOLE_LIMITS.jsonBody });
+
+  const executedJson = (x: SponsorExecuted) => ({
+    digest: x.chain_digest,
+    objectChanges: x.objects.map((o: ChainObject) => ({ objectId: o.object_id, objectType: o.type, version: o.version })),
+  });
+}
