@@ -90,8 +90,11 @@ const PULL_MAX_MESSAGES = 512;
 /** Attempts at one commit before it is set aside. */
 export const MAX_APPLY_ATTEMPTS = 3;
 
-/** A failure that retrying cannot fix: not an unavailable backing service, not another runner's move. */
-const isPoison = (err: unknown) => !(err instanceof CheckpointMoved) && !isUnavailable(err);
+/** SQLSTATEs a retry resolves: serialization failure and deadlock (class 40), lock not available, query cancelled. */
+const RETRYABLE_SQLSTATE = /^(40|55P03|57014)/;
+/** A failure that retrying cannot fix: not an unavailable backing service, not a transient conflict, not another runner's move. */
+const isPoison = (err: unknown) =>
+  !(err instanceof CheckpointMoved) && !isUnavailable(err) && !RETRYABLE_SQLSTATE.test(String((err as { code?: unknown })?.code ?? ""));
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 export class ProjectionRunner {

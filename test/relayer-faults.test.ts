@@ -63,6 +63,9 @@ describe("actor host killed with -9 while 1,000 jobs are in flight", () => {
     const second = await startWorker(t.stack.workerEnv, "actors");
     try {
       await until(async () => (await done()) === 1000, 120_000, "all 1,000 jobs to be done");
+      // job_status and memory_index are separate projections: the index may still be applying the last commits.
+      const indexed = async () => Number((await t.stack.db.query("SELECT count(*) FROM memories WHERE owner = $1 AND namespace = 'crash'", [owner])).rows[0].count);
+      await until(async () => (await indexed()) >= 1000, 60_000, "the memory index to hold all 1,000");
       const rows = await t.stack.db.query("SELECT id::text FROM memories WHERE owner = $1 AND namespace = 'crash'", [owner]);
       expect(rows.rowCount).toBe(1000);
       expect(new Set(rows.rows.map((r) => r.id))).toEqual(new Set(jobIds));
