@@ -1,10 +1,10 @@
 // System services `memrelay start` brings up when they are not given: nats-server with nats.conf (on 4222, or a
 // free port when 4222 is taken) and Postgres (DATABASE_URL, else the native server on 127.0.0.1:5432, else
 // embedded PGlite with pgvector served over a socket).
+import { defaultDataDir } from "../config/env.ts";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync, chmodSync } from "node:fs";
 import { createHash, randomBytes } from "node:crypto";
-import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
@@ -76,7 +76,7 @@ export async function startNats(dataDir: string): Promise<Service> {
  */
 export function databaseNameFor(dataDir: string): string {
   const dir = resolve(dataDir);
-  if (dir === resolve(homedir(), ".memrelay")) return "memrelay";
+  if (dir === resolve(defaultDataDir(process.env))) return "memrelay";
   return `memrelay_${createHash("sha256").update(dir).digest("hex").slice(0, 12)}`;
 }
 

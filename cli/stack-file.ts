@@ -3,6 +3,7 @@
 // Flags and environment variables always win over the file.
 import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { dataDirOf } from "../config/env.ts";
 
 export interface StackFile {
   readonly pid: number;
@@ -47,7 +48,7 @@ export function readStackFile(dataDir: string): StackFile | undefined {
  */
 export function operatorEnv(env: Record<string, string | undefined>): Record<string, string | undefined> {
   if (env.NATS_URL && env.DATABASE_URL) return env;
-  const stack = readStackFile(env.MEMRELAY_DATA_DIR ?? `${env.HOME ?? "."}/.memrelay`);
+  const stack = readStackFile(dataDirOf(env));
   if (!stack) return env;
   return { ...env, NATS_URL: env.NATS_URL ?? stack.nats_url, DATABASE_URL: env.DATABASE_URL ?? stack.database_url };
 }

@@ -1,5 +1,6 @@
 // `memrelay remember|recall|status`: the relayer from a terminal, with the credential file written by `start`
 // (or by the tool package's login).
+import { dataDirOf } from "../config/env.ts";
 import { readStackFile } from "./stack-file.ts";
 import { MemrelayClient, RelayerError } from "../client/memrelay-client.ts";
 import { cachedSessionProvider } from "../client/session-cache.ts";
@@ -43,7 +44,7 @@ export async function userCommand(cmd: "remember" | "recall" | "status", args: s
     console.error(`no credentials at ${credentialsPath(env)}: run \`memrelay start\` once (it creates a dev account), or log in with the tool package`);
     return 2;
   }
-  const baseUrl = flag(args, "--relayer") ?? env.MEMORY_SERVER_URL ?? readStackFile(env.MEMRELAY_DATA_DIR ?? `${env.HOME ?? "."}/.memrelay`)?.relayer_url ?? creds.relayerUrl;
+  const baseUrl = flag(args, "--relayer") ?? env.MEMORY_SERVER_URL ?? readStackFile(dataDirOf(env))?.relayer_url ?? creds.relayerUrl;
   const key = Uint8Array.from(Buffer.from(creds.delegatePrivateKey.replace(/^0x/, ""), "hex"));
   const namespace = flag(args, "--namespace") ?? env.MEMORY_NAMESPACE;
   let provider: (() => Promise<string>) | undefined;

@@ -86,6 +86,11 @@ export interface ConsoleEnvLimits {
 
 type Env = Record<string, string | undefined>;
 
+/** The data directory when MEMRELAY_DATA_DIR is not set. */
+export const defaultDataDir = (env: Env) => `${env.HOME ?? "."}/.memrelay`;
+/** MEMRELAY_DATA_DIR, else ~/.memrelay. */
+export const dataDirOf = (env: Env) => env.MEMRELAY_DATA_DIR ?? defaultDataDir(env);
+
 function llmFromEnv(env: Env): RelayerConfig["llm"] {
   const apiKey = env.MEMRELAY_LLM_API_KEY?.trim() || env.EMBEDDING_API_KEY?.trim() || undefined;
   const apiBase = env.MEMRELAY_LLM_API_BASE?.trim() || (apiKey ? env.EMBEDDING_API_BASE?.trim() : undefined) || undefined;
@@ -211,7 +216,7 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     walletBalanceLowAlertDedupSecs: intVar(env, "WALLET_BALANCE_LOW_ALERT_DEDUP_SECS", 43_200, 0),
     sponsorWalletAddress: env.SPONSOR_WALLET_ADDRESS?.trim().toLowerCase() || undefined,
     trustedProxyHops: intVar(env, "TRUSTED_PROXY_HOPS", 0, 0, 16),
-    dataDir: env.MEMRELAY_DATA_DIR ?? `${env.HOME ?? "."}/.memrelay`,
+    dataDir: dataDirOf(env),
     lexicalKey: env.MEMRELAY_LEXICAL_KEY?.trim() || undefined,
     recallRanking: env.MEMRELAY_RECALL_RANKING?.trim().toLowerCase() === "cosine" ? "cosine" : "hybrid",
     hybridDenseWeight: unitVar(env, "MEMRELAY_HYBRID_DENSE_WEIGHT"),

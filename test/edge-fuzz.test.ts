@@ -24,7 +24,6 @@ let adminKey: string, apiKey: string, accountId: string;
 let consoleKey: string, serviceKey: string, spaceId: string, bucketId: string;
 let agent: MemrelayClient;
 
-const quiet = { out: () => undefined, err: () => undefined };
 async function cliJson(cmd: typeof blobstoreCommand, args: string[]): Promise<any> {
   const out: string[] = [];
   const code = await cmd([...args, "--json"], { NATS_URL: t.stack.config.natsUrl, DATABASE_URL: t.database.url, MEMRELAY_DATA_DIR: t.stack.config.dataDir }, { out: (l) => out.push(l), err: () => undefined });

@@ -4,7 +4,8 @@ import { randomUUID } from "node:crypto";
 import { json } from "../http.ts";
 import { TX_CLOCK_SKEW_MS } from "../../adapters/chain/local/model.ts";
 import { AGG, CMD, EV, type BucketFinalizeFailed, type BucketReserveCommandData, type BucketUpdateCommandData } from "../../schemas/console/events.ts";
-import { CODE, CONSOLE_LIMITS, ConsoleHttpError, badRequest, parseBucketListQuery, parseCreateBucket, parseJsonBody, parseSignatureBody, parseSpaceType, parseUpdateBucket, pathUuid } from "../../schemas/console/http.ts";
+import { parseJsonObject } from "../http.ts";
+import { CODE, CONSOLE_LIMITS, ConsoleHttpError, badRequest, parseBucketListQuery, parseCreateBucket, parseSignatureBody, parseSpaceType, parseUpdateBucket, pathUuid } from "../../schemas/console/http.ts";
 import { claimId, command } from "../../actors/console/log.ts";
 import { storageBucketName } from "../../adapters/file-storage/blobstore-http.ts";
 import { requireWrite } from "./auth.ts";
@@ -31,7 +32,7 @@ export function registerBucketRoutes(kit: ConsoleRouteKit): void {
     requireWrite(p);
     const spaceId = pathUuid(req.params[0], "space");
     await scopeSpace(p, spaceId);
-    const body = parseCreateBucket(parseJsonBody(req.body));
+    const body = parseCreateBucket(parseJsonObject(req.body));
     if (!p.serviceAddress) throw badRequest("this API key has no service key to sign the bucket policy with");
     const space = (await q.space(spaceId))!;
     const tier = tierOf(space.tier);
@@ -69,7 +70,7 @@ export function registerBucketRoutes(kit: ConsoleRouteKit): void {
   server.route("put", `${P}/buckets/:id`, authed("PUT /buckets/{id}", async (req, p) => {
     requireWrite(p);
     const b = await scopeBucket(p, req.params[0]);
-    const body = parseUpdateBucket(parseJsonBody(req.body));
+    const body = parseUpdateBucket(parseJsonObject(req.body));
     if (body.visibility !== undefined && body.visibility !== b.visibility) {
       throw new ConsoleHttpError(403, "a bucket's visibility cannot be changed", CODE.visibilityImmutable);
     }
@@ -115,7 +116,7 @@ export function registerBucketRoutes(kit: ConsoleRouteKit): void {
   server.route("post", `${P}/buckets/:id/finalize`, authed("POST /buckets/{id}/finalize", async (req, p) => {
     requireWrite(p);
     const b = await scopeBucket(p, req.params[0]);
-    const signature = parseSignatureBody(parseJsonBody(req.body));
+    const signature = parseSignatureBody(parseJsonObject(req.body));
     if (b.visibility !== "private") throw badRequest("only private buckets are finalized");
     if (b.state === "active") return json(200, { bucket_id: b.bucket_id, encryption_policy_id: b.encryption_policy_id, state: "active" });
     if (b.state !== "pending_policy") throw new ConsoleHttpError(409, `the bucket is ${b.state}`, CODE.conflict);

@@ -5,7 +5,8 @@ import type { EventEnvelope } from "../../schemas/envelope.ts";
 import { TX_CLOCK_SKEW_MS } from "../../adapters/chain/local/model.ts";
 import type { StoredObject as ChainObject } from "../../schemas/chain.ts";
 import { AGG, CMD, EV, type SponsorExecuted, type SponsorFailed, type SponsorReserved } from "../../schemas/console/events.ts";
-import { CODE, CONSOLE_LIMITS, ConsoleHttpError, badRequest, notFound, parseJsonBody, parseSignatureBody, parseSponsor } from "../../schemas/console/http.ts";
+import { parseJsonObject } from "../http.ts";
+import { CODE, CONSOLE_LIMITS, ConsoleHttpError, badRequest, notFound, parseSignatureBody, parseSponsor } from "../../schemas/console/http.ts";
 import { command } from "../../actors/console/log.ts";
 import { requireWrite, type Principal } from "./auth.ts";
 import { buildSponsoredTx, verifySenderSignature } from "../../actors/console/chain.ts";
@@ -25,7 +26,7 @@ export function registerSponsorRoutes(kit: ConsoleRouteKit): void {
   server.route("post", "/encryption/sponsor", authed("POST /encryption/sponsor", async (req, p) => {
     requireWrite(p);
     if (!p.serviceAddress) throw badRequest("this API key has no service key to sign with");
-    const body = parseSponsor(parseJsonBody(req.body));
+    const body = parseSponsor(parseJsonObject(req.body));
     let built: { kind: SponsorReserved["kind"]; bucketIds: string[]; tx: { bytes: string; digest: string } };
     const base = { network: chain.network, sender: p.serviceAddress, sponsorAddress: sponsor.address };
     switch (body.kind) {
@@ -75,7 +76,7 @@ export function registerSponsorRoutes(kit: ConsoleRouteKit): void {
     const digest = decodePathParam(req.params[0]) ?? "";
     const unknown = () => notFound(`no sponsored transaction ${digest} (unknown or expired)`);
     if (!/^[1-9A-HJ-NP-Za-km-z]{32,64}$/.test(digest)) throw unknown();
-    const signature = parseSignatureBody(parseJsonBody(req.body));
+    const signature = parseSignatureBody(parseJsonObject(req.body));
     const { events } = await clog.store.load(`${AGG.sponsor}.${digest}`);
     const reservation = events.find((e) => e.event.type === EV.sponsorReserved)?.event.data as SponsorReserved | undefined;
     if (!reservation || reservation.user_id !== p.userId) throw unknown();

@@ -3,8 +3,7 @@ import type { Projection } from "../runtime.ts";
 import type { Db, Tx } from "../../db/pool.ts";
 import { JOB_EVENTS, type JobAccepted, type JobFailed, type JobStatus, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
 import { storableText } from "../../schemas/text.ts";
-
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+import { isUuid } from "../../schemas/relayer/http.ts";
 
 export const JOB_STATUS = "job_status";
 
@@ -70,7 +69,7 @@ export const jobStatusProjection: Projection = {
   setAside: async (tx: Tx, events, error) => {
     for (const { event } of events) {
       const id = event.aggregate.slice("job.".length);
-      if (!UUID_RE.test(id)) continue;
+      if (!isUuid(id)) continue;
       const d = (event.data ?? {}) as { owner?: unknown; namespace?: unknown };
       await tx.query(
         `INSERT INTO remember_jobs AS j (job_id, owner, namespace, status, error) VALUES ($1, $2, $3, 'failed', $4)

@@ -134,19 +134,6 @@ export function validateMimeType(raw: string | undefined): string {
 
 // ------------------------------------------------------------------ JSON bodies
 
-export function parseJsonBody(body: Buffer): Record<string, unknown> {
-  if (!body.length) throw badRequest("request body must be a JSON object");
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body.toString("utf8"));
-  } catch {
-    throw badRequest("malformed JSON body");
-  }
-  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw badRequest("request body must be a JSON object");
-  const unsafe = findUnsafeText(parsed);
-  if (unsafe) throw badRequest(unsafe);
-  return parsed as Record<string, unknown>;
-}
 
 export interface CreateBucketBody {
   readonly name: string;

@@ -58,8 +58,6 @@ export function namespaceOf(v: unknown): string {
 export function requiredText(v: unknown, field: string, maxBytes: number): string {
   if (typeof v !== "string") throw new ValidationError(`${field} must be a string`);
   if (v.trim() === "") throw new ValidationError(`${field} must not be empty`);
-  const unsafe = unsafeTextReason(v);
-  if (unsafe) throw new ValidationError(`${field} ${unsafe}`);
   if (utf8Bytes(v) > maxBytes) throw new ValidationError(`${field} must be at most ${maxBytes} bytes`);
   return v;
 }

@@ -6,11 +6,10 @@ import { deriveDynamicFieldID } from "@mysten/sui/utils";
 import { reject, type StoreUnavailable, type TxRejected } from "./errors.ts";
 import { isAddress, normalizeAddress, PUBLIC_KEY_HEX_RE, suiAddressOf } from "./keys.ts";
 import { GAS_FEE_MIST, GAS_TOKEN, MAX_DELEGATE_KEYS, MAX_LABEL_BYTES, MAX_NAMESPACE_BYTES, SYSTEM_KINDS, U64_MAX, type Account, type BlobRecord, type ChainEvent, type GenesisState, type ObjectInput, type StoredDynamicField, type TxArgs, type TxKind } from "./model.ts";
-import { type StoredObject } from "../../../schemas/chain.ts";
+import type { StoredObject } from "../../../schemas/chain.ts";
 import { ALL_SCOPE, KEYS, namespaceScope } from "./state-keys.ts";
-import type { ChainStateStore, Entry } from "./state-store.ts";
 import { deriveObjectId, type VerifiedTx } from "./tx.ts";
-import { applyOp, type DelegateEntry, type Op } from "./writes.ts";
+import type { DelegateEntry } from "./writes.ts";
 import { decideConsoleTx } from "./console-decide.ts";
 import type { DecideContext, Decision, StateView, TxOutcome } from "./state-view.ts";
 
