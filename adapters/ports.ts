@@ -1,6 +1,7 @@
 // Ports to the outside world (DESIGN.md section 5). Each has a real and a local implementation chosen by
 // configuration; machines and gateways depend only on these interfaces.
 import type { SignedTx, StoredObject } from "../schemas/chain.ts";
+import type { DecryptCredential } from "../schemas/encryption.ts";
 
 /** Failure classes every port reports, so hosts can decide: retry later, try another wallet, or give up. */
 export type PortErrorKind = "unavailable" | "rejected" | "not_found" | "forbidden" | "insufficient_funds" | "invalid";
@@ -109,10 +110,7 @@ export interface LanguageModelPort {
 }
 
 // ---------------------------------------------------------------- encryption
-/** What the client hands over so the relayer may decrypt on its behalf (spec: x-encryption-session / x-delegate-key). */
-export type DecryptCredential =
-  | { readonly kind: "session"; readonly exported: string }
-  | { readonly kind: "delegate-key"; readonly privateKeyHex: string };
+export type { DecryptCredential };
 
 export interface EncryptionPort {
   /** Encrypts one memory for (owner, namespace). The result is self-contained: it names the key needed to open it. */

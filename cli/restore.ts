@@ -1,5 +1,5 @@
 // `memrelay restore --owner <addr> --namespace <ns>`: rebuilds an owner's namespace in the memory index from the blob
-// objects recorded on chain (gateway/relayer/restore.ts), with a progress bar. For when the event log that `memrelay replay`
+// objects recorded on chain (actors/relayer/restore-namespace.ts), with a progress bar. For when the event log that `memrelay replay`
 // rebuilds from is gone (or never had those memories).
 import { openEventLog } from "../eventlog/connection.ts";
 import { createPool } from "../db/pool.ts";
@@ -12,9 +12,8 @@ import { createDelegateSession } from "../adapters/encryption/session.ts";
 import { createEmbedder } from "../adapters/embeddings/select.ts";
 import { WalrusHttpBlobs } from "../adapters/blobs/walrus-http.ts";
 import type { DecryptCredential } from "../adapters/ports.ts";
-import { IndexLog } from "../gateway/relayer/index-log.ts";
-import { DEFAULT_CANDIDATE_CAP, planRestore, restoreNamespace, type RestorePorts } from "../gateway/relayer/restore.ts";
-import { HttpError } from "../gateway/http.ts";
+import { IndexLog } from "../projections/relayer/index-log.ts";
+import { DEFAULT_CANDIDATE_CAP, IndexCatchingUp, planRestore, restoreNamespace, type RestorePorts } from "../actors/relayer/restore-namespace.ts";
 import { ProjectionRunner } from "../projections/runtime.ts";
 import { memoryIndexProjection } from "../projections/relayer/memory-index.ts";
 import { ValidationError, namespaceOf, ownerAddressOf } from "../schemas/relayer/http.ts";
@@ -117,7 +116,7 @@ export async function restoreCommand(args: string[], env: Record<string, string 
     );
     return 0;
   } catch (err) {
-    console.error(err instanceof HttpError || err instanceof ValidationError ? err.message : `restore failed: ${(err as Error).message}`);
+    console.error(err instanceof IndexCatchingUp || err instanceof ValidationError ? err.message : `restore failed: ${(err as Error).message}`);
     return 1;
   } finally {
     await runner?.stop();

@@ -1,4 +1,4 @@
-// Starts the relayer's processes around given ports: gateway, remember-job actor host and projections. Each role
+// Starts the relayer's processes around given ports: gateway, remember-job and restore-job actor hosts, projections. Each role
 // can run alone (a replica) or together (one machine); they share nothing but NATS and Postgres.
 import { createLanguageModel } from "../adapters/language-model/select.ts";
 import type { EventLog } from "../eventlog/connection.ts";
@@ -11,6 +11,8 @@ import { WalletPool } from "../adapters/chain/wallet-pool.ts";
 import { EmbedBatcher } from "../adapters/embeddings/batcher.ts";
 import { ActorHost } from "../actors/host.ts";
 import { rememberJobActor } from "../actors/relayer/remember-job.actor.ts";
+import { restoreJobActor } from "../actors/relayer/restore-job.actor.ts";
+import { IndexLog } from "../projections/relayer/index-log.ts";
 import { ProjectionRunner, migrateCheckpoints, type Projection } from "../projections/runtime.ts";
 import { memoryIndexProjection } from "../projections/relayer/memory-index.ts";
 import { lexicalIndexProjection } from "../projections/relayer/lexical-index.ts";
@@ -105,6 +107,15 @@ export async function startRelayer(opts: {
       await host.start();
       actorHost = host as unknown as ActorHost<never>;
       stops.push(() => host.stop());
+      // Restores are few and long (download, decrypt, embed whole namespaces): a handful at a time, a long effect budget.
+      const restores = new ActorHost(
+        log,
+        restoreJobActor({ chain: ports.chain, blobs: ports.blobs, encryption: ports.encryption, embedder: ports.embedder, db, index: new IndexLog(log, db), lexical }, logger.child({ actor: "restore-job" })),
+        logger.child({ actor: "restore-job" }),
+        { concurrency: 4, network: ports.chain.network, effectTimeoutMs: 600_000, ackWaitMs: 60_000 },
+      );
+      await restores.start();
+      stops.push(() => restores.stop());
     }
     if (roles.gateway) {
       const nonces = new KvNonceStore(await openNonceStore(log, nonceTtlSecs(config.authMaxClockDriftSecs)));

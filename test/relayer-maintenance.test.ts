@@ -18,7 +18,7 @@ import { PgRateLimiter, canonicalIp, clientIp, ipBucket } from "../gateway/rate-
 import type { Request } from "../gateway/http.ts";
 import { writeCredentials } from "../cli/credentials.ts";
 import { restoreCommand } from "../cli/restore.ts";
-import { IndexLog } from "../gateway/relayer/index-log.ts";
+import { IndexLog } from "../projections/relayer/index-log.ts";
 
 let t: TestStack;
 const ENV = { MEMRELAY_RESTORE_CANDIDATE_CAP: "6", ACCOUNT_EXISTS_GLOBAL_PER_MINUTE: "60" };

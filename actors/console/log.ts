@@ -5,18 +5,12 @@
 // the outcome event on the aggregate's subject.
 import { createHash, randomUUID } from "node:crypto";
 import type { EventLog } from "../../eventlog/connection.ts";
-import { ConcurrencyConflict, EventStore, decodeCommit, type NewEvent } from "../../eventlog/event-store.ts";
+import { ConcurrencyConflict, EventStore, type NewEvent } from "../../eventlog/event-store.ts";
 import { STREAMS } from "../../eventlog/subjects.ts";
+import { dispatchAndAwait, lastCommit, lastEventSeq, publishCommand, type LastCommit } from "../../eventlog/command-bus.ts";
 import type { CommandEnvelope, EventEnvelope } from "../../schemas/envelope.ts";
 import { AGG, EV, type AggregateType, type ClaimHeld } from "../../schemas/console/events.ts";
 import { CODE, ConsoleHttpError } from "../../schemas/console/http.ts";
-
-export interface LastCommit {
-  readonly seq: number;
-  readonly events: readonly EventEnvelope[];
-}
-
-const notFound = (err: unknown) => /no message found|10037|not found/i.test(String((err as Error)?.message ?? err));
 
 export const newEvent = <D>(type: string, data: D): NewEvent<D> => ({ type, version: 1, data });
 
@@ -28,12 +22,8 @@ export class ConsoleLog {
   }
 
   /** The last commit of an aggregate, null when it has none. */
-  async last(type: AggregateType, id: string): Promise<LastCommit | null> {
-    const msg = await this.log.jsm.streams.getMessage(STREAMS.events, { last_by_subj: `evt.${type}.${id}` }).catch((err) => {
-      if (notFound(err)) return null;
-      throw err;
-    });
-    return msg ? { seq: msg.seq, events: decodeCommit(msg.data).events } : null;
+  last(type: AggregateType, id: string): Promise<LastCommit | null> {
+    return lastCommit(this.log, `evt.${type}.${id}`);
   }
 
   /** The last event of an aggregate (its state, for state-carrying aggregates). */
@@ -43,12 +33,8 @@ export class ConsoleLog {
   }
 
   /** Stream sequence of the last event on a subject filter, 0 when none. */
-  async lastSeq(filter: string): Promise<number> {
-    const msg = await this.log.jsm.streams.getMessage(STREAMS.events, { last_by_subj: filter }).catch((err) => {
-      if (notFound(err)) return null;
-      throw err;
-    });
-    return msg?.seq ?? 0;
+  lastSeq(filter: string): Promise<number> {
+    return lastEventSeq(this.log, filter);
   }
 
   /** Optimistic decide-and-append on a state-carrying aggregate; null when the decision produced no events. */
@@ -101,14 +87,13 @@ export class ConsoleLog {
 
   // ---------------------------------------------------------------- commands
 
-  async publish(type: AggregateType, id: string, command: CommandEnvelope): Promise<void> {
-    await this.log.js.publish(`cmd.${type}.${id}`, JSON.stringify(command), { msgID: command.id, timeout: 5_000 });
+  publish(type: AggregateType, id: string, command: CommandEnvelope): Promise<void> {
+    return publishCommand(this.log, `cmd.${type}.${id}`, command);
   }
 
   /**
-   * Publishes a command and waits for the first event on the aggregate's subject that `until` maps to a value.
-   * The subscription is made before the command is published, so the outcome cannot be missed; on timeout the last
-   * commit is checked once more. Returns the value and a stream sequence at or after the outcome (for read models).
+   * Publishes a command and waits for the first event on the aggregate's subject that `until` maps to a value
+   * (eventlog/command-bus.ts); a timeout answers 503. Returns the value and a stream sequence at or after the outcome.
    */
   async dispatch<T>(
     type: AggregateType,
@@ -116,54 +101,11 @@ export class ConsoleLog {
     command: CommandEnvelope,
     until: (e: EventEnvelope) => T | undefined,
     timeoutMs = 15_000,
-    /** an idempotent command: an outcome already in the log (a concurrent duplicate's) answers it too */
     acceptExisting = false,
   ): Promise<{ value: T; seq: number }> {
-    const subject = `evt.${type}.${id}`;
-    const sub = this.log.nc.subscribe(subject);
-    try {
-      const startSeq = acceptExisting ? 0 : await this.lastSeq(subject);
-      await this.publish(type, id, command);
-      const found = await new Promise<T | undefined>((resolve) => {
-        let done = false;
-        const finish = (v: T | undefined) => {
-          if (done) return;
-          done = true;
-          clearTimeout(timer);
-          clearInterval(poll);
-          resolve(v);
-        };
-        const timer = setTimeout(() => finish(undefined), timeoutMs);
-        // A command the actor finds already reflected appends nothing (a concurrent duplicate): the aggregate's
-        // state then answers, so the last commit is checked now and then too.
-        const poll = setInterval(() => {
-          this.last(type, id).then((last) => {
-            if (!last || last.seq <= startSeq) return;
-            for (const e of last.events) {
-              const v = until(e);
-              if (v !== undefined) return finish(v);
-            }
-          }, () => undefined);
-        }, 250);
-        void (async () => {
-          for await (const m of sub) {
-            for (const e of decodeCommit(m.data).events) {
-              const v = until(e);
-              if (v !== undefined) return finish(v);
-            }
-          }
-        })().catch(() => undefined);
-      });
-      if (found !== undefined) return { value: found, seq: await this.lastSeq(subject) };
-      const last = await this.last(type, id);
-      for (const e of last && last.seq > startSeq ? last.events : []) {
-        const v = until(e);
-        if (v !== undefined) return { value: v, seq: last!.seq };
-      }
-      throw new ConsoleHttpError(503, "the service is busy; retry shortly", undefined, {}, { "retry-after": "1" });
-    } finally {
-      sub.unsubscribe();
-    }
+    const r = await dispatchAndAwait(this.log, { commandSubject: `cmd.${type}.${id}`, eventSubject: `evt.${type}.${id}`, command, until, timeoutMs, acceptExisting });
+    if (!r) throw new ConsoleHttpError(503, "the service is busy; retry shortly", undefined, {}, { "retry-after": "1" });
+    return r;
   }
 
   /** The command still waiting on the work queue for an aggregate, if any. */

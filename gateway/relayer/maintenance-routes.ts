@@ -2,20 +2,22 @@
 // restore, and the public account-existence check. Writes append events that the memory_index projection applies
 // (schemas/relayer/memory-maintenance.ts); the route then waits for its own event to be applied and answers from the read
 // model. Rate limits are shared across gateway replicas (gateway/rate-limit.ts).
-import { decryptCredential } from "./decrypt-credential.ts";
+import { offeredCredential } from "./decrypt-credential.ts";
 import { randomUUID } from "node:crypto";
 import type { EventLog } from "../../eventlog/connection.ts";
 import type { Db } from "../../db/pool.ts";
 import { intVar, type RelayerConfig } from "../../config/env.ts";
 import type { Logger } from "../../config/logger.ts";
-import type { BlobObject, BlobPort, ChainPort, EmbeddingPort, EncryptionPort } from "../../adapters/ports.ts";
+import type { BlobObject, BlobPort, ChainPort, EmbeddingPort } from "../../adapters/ports.ts";
 import { WalletPool } from "../../adapters/chain/wallet-pool.ts";
-import type { LexicalKeyring } from "../../adapters/lexical/keys.ts";
 import { HttpError, errorReply, json, parseJsonObject, type Handler, type HttpServer, type Reply, type Request } from "../http.ts";
 import type { Authenticated } from "./signed-auth.ts";
 import { rankMemories } from "../../projections/relayer/recall.ts";
-import { IndexLog } from "./index-log.ts";
-import { DEFAULT_CANDIDATE_CAP, restoreNamespace } from "./restore.ts";
+import { IndexLog } from "../../projections/relayer/index-log.ts";
+import { DEFAULT_CANDIDATE_CAP } from "../../actors/relayer/restore-namespace.ts";
+import { dispatchAndAwait } from "../../eventlog/command-bus.ts";
+import { aggregateKey, commandSubject, eventSubject } from "../../eventlog/subjects.ts";
+import { RESTORE, RESTORE_EVENTS, type RestoreCommand, type RestoreCommandData, type RestoreCompleted, type RestoreFailed } from "../../schemas/relayer/restore-job.ts";
 import { PgRateLimiter, clientIp, ipBucket, type WindowLimit } from "../rate-limit.ts";
 import { LIMITS, ValidationError, ownerAddressOf, parseManualRecall, parseManualRemember, parseNamespaceBody, parseRestore } from "../../schemas/relayer/http.ts";
 import { MAX_WALLET_ATTEMPTS } from "../../schemas/relayer/remember-job.ts";
@@ -41,6 +43,8 @@ export interface MaintenanceSettings {
    * across all namespaces), default and maximum 10,000 (what the chain port lists in one call).
    */
   readonly restoreCandidateCap: number;
+  /** MEMRELAY_RESTORE_WAIT_MS: how long a restore request waits for its job, default 5 minutes. */
+  readonly restoreTimeoutMs: number;
   /** Spec: 20 per minute and 120 per hour per client IP on the exists route. */
   readonly existsPerIpPerMinute: number;
   readonly existsPerIpPerHour: number;
@@ -54,6 +58,7 @@ export function maintenanceSettings(config: RelayerConfig, env: Record<string, s
   return {
     restorePerOwnerPerMinute: intVar(env, "RESTORE_REQUESTS_PER_OWNER_PER_MINUTE", 10, 0),
     restoreCandidateCap: intVar(env, "MEMRELAY_RESTORE_CANDIDATE_CAP", DEFAULT_CANDIDATE_CAP, 1, DEFAULT_CANDIDATE_CAP),
+    restoreTimeoutMs: intVar(env, "MEMRELAY_RESTORE_WAIT_MS", 300_000, 1_000),
     existsPerIpPerMinute: 20,
     existsPerIpPerHour: 120,
     existsGlobalPerMinute: intVar(env, "ACCOUNT_EXISTS_GLOBAL_PER_MINUTE", 3_000, 0),
@@ -67,11 +72,8 @@ export interface MaintenanceDeps {
   readonly db: Db;
   readonly chain: ChainPort;
   readonly blobs: BlobPort;
-  readonly encryption: EncryptionPort;
   readonly embedder: EmbeddingPort;
   readonly logger: Logger;
-  /** The lexical index's keys, when hybrid recall is on: restored rows get keyed terms too. */
-  readonly lexical?: LexicalKeyring;
   readonly settings?: MaintenanceSettings;
 }
 
@@ -184,18 +186,30 @@ export function registerMaintenanceRoutes(server: HttpServer, deps: MaintenanceD
     .route("post", "/api/restore", signed("restore", async (req, who) => {
       const body = parseRestore(bodyOf(req));
       await limit([{ layer: "restore_owner", key: `restore:owner:${who.owner}`, limit: settings.restorePerOwnerPerMinute, windowMs: MINUTE }]);
-      const r = await restoreNamespace(
-        { chain, blobs: deps.blobs, encryption: deps.encryption, embedder, db, index, lexical: deps.lexical },
-        {
-          owner: who.owner,
-          namespace: body.namespace,
-          limit: body.limit,
-          includeForgotten: body.include_forgotten,
-          credential: () => decryptCredential(req, "restore needs a decrypt credential to re-embed missing memories"),
-          candidateCap: settings.restoreCandidateCap,
-          scope: "owner",
-        },
-      );
+      const job = randomUUID();
+      const data: RestoreCommandData = {
+        owner: who.owner,
+        namespace: body.namespace,
+        limit: body.limit,
+        include_forgotten: body.include_forgotten,
+        candidate_cap: settings.restoreCandidateCap,
+        scope: "owner",
+        credential: offeredCredential(req),
+      };
+      const command: RestoreCommand = { type: "restore.start", version: 1, id: randomUUID(), aggregate: aggregateKey(RESTORE, job), issued_at: new Date().toISOString(), correlation_id: job, data };
+      const outcome = await dispatchAndAwait(deps.log, {
+        commandSubject: commandSubject(RESTORE, job),
+        eventSubject: eventSubject(RESTORE, job),
+        command,
+        until: (e) => (e.type === RESTORE_EVENTS.completed || e.type === RESTORE_EVENTS.failed ? e : undefined),
+        timeoutMs: settings.restoreTimeoutMs,
+      });
+      if (!outcome) throw new HttpError(503, "the restore is taking longer than this request may wait; it goes on, and a later restore finds what it restored", {}, { "retry-after": "10" });
+      if (outcome.value.type === RESTORE_EVENTS.failed) {
+        const f = outcome.value.data as RestoreFailed;
+        throw new HttpError(f.status, f.error, {}, f.retry_after_secs ? { "retry-after": String(f.retry_after_secs) } : {});
+      }
+      const r = outcome.value.data as RestoreCompleted;
       return json(200, {
         restored: r.restored,
         skipped: r.skipped,

@@ -34,7 +34,7 @@ export interface RelayerDeps {
   readonly log: EventLog;
   readonly db: Db;
   readonly auth: SignedAuth;
-  /** The chain port: manual memories, restore and the account-existence check (gateway/relayer/maintenance-routes.ts). */
+  /** The chain port: manual memories and the account-existence check (gateway/relayer/maintenance-routes.ts). */
   readonly chain: ChainPort;
   readonly embedder: EmbeddingPort;
   readonly blobs: BlobPort;
@@ -42,7 +42,7 @@ export interface RelayerDeps {
   readonly logger: Logger;
   readonly embedderMode: string;
   /**
-   * The keyed lexical index's keys (restore hashes restored memories' terms with them) and, when recall ranks hybrid
+   * The keyed lexical index's keys (recall hashes the query's terms with them) and, when recall ranks hybrid
    * (projections/relayer/hybrid-rank.ts: keyed BM25 with context fused with the vector), its settings; no settings: cosine order.
    */
   readonly lexical?: { readonly keyring: LexicalKeyring; readonly settings?: HybridSettings };
@@ -166,7 +166,7 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
         embedder: { name: deps.embedder.name, dims: deps.embedder.dims },
       })))
     .route("get", "/metrics", () => metrics.reply());
-  registerMaintenanceRoutes(server, { config, log, db, chain: deps.chain, blobs: deps.blobs, encryption: deps.encryption, embedder: deps.embedder, logger, lexical: deps.lexical?.keyring }, { wrap, signed });
+  registerMaintenanceRoutes(server, { config, log, db, chain: deps.chain, blobs: deps.blobs, embedder: deps.embedder, logger }, { wrap, signed });
   server.fallback();
   return server;
 }

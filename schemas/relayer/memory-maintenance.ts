@@ -48,7 +48,7 @@ export interface MemoryForgotten {
   readonly namespace: string;
   /**
    * RFC 3339 time of the forget: chain blob objects of the namespace created at or before it are "forgotten", and a
-   * default restore leaves them out (see gateway/relayer/restore.ts).
+   * default restore leaves them out (see actors/relayer/restore-namespace.ts).
    */
   readonly forgotten_at: string;
 }

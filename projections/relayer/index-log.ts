@@ -6,8 +6,8 @@ import { EventStore, type AppendContext, type NewEvent } from "../../eventlog/ev
 import { STREAMS } from "../../eventlog/subjects.ts";
 import type { EventEnvelope } from "../../schemas/envelope.ts";
 import type { Db } from "../../db/pool.ts";
-import { MEMORY_INDEX, MEMORY_INDEX_FILTER } from "../../projections/relayer/memory-index.ts";
-import { readCheckpoint } from "../../projections/runtime.ts";
+import { MEMORY_INDEX, MEMORY_INDEX_FILTER } from "./memory-index.ts";
+import { readCheckpoint } from "../runtime.ts";
 
 export class IndexLog {
   private readonly store: EventStore;

@@ -1,6 +1,6 @@
 // Restore: re-index an owner's namespace from the blob objects recorded on chain (spec/relayer.md, POST /api/restore),
-// for when index rows are missing and the event log cannot bring them back. Used by the route and by the operator's
-// `memrelay restore`.
+// for when index rows are missing and the event log cannot bring them back. The restore job's effect
+// (restore-job.actor.ts), and the operator's `memrelay restore` (with its dry run and progress bar).
 //
 //   1. Barrier: wait until the memory index has applied every event appended so far, so a forget or a remember that
 //      is still in flight is seen (a restore never races a forget into resurrecting what it deleted).
@@ -18,15 +18,23 @@
 //   total = restored + skipped + failed: the namespace's blob objects this call examined.
 import { randomUUID } from "node:crypto";
 import type { BlobObject, BlobPort, ChainPort, DecryptCredential, EmbeddingPort, EncryptionPort } from "../../adapters/ports.ts";
+import type { RestoreCounts, RestoreScope } from "../../schemas/relayer/restore-job.ts";
 import type { Db } from "../../db/pool.ts";
-import { HttpError } from "../http.ts";
-import type { IndexLog } from "./index-log.ts";
+import type { IndexLog } from "../../projections/relayer/index-log.ts";
+import { forgetHorizon, indexedBlobs } from "../../projections/relayer/restore-candidates.ts";
 import type { LexicalKeyring } from "../../adapters/lexical/keys.ts";
 import { documentTerms } from "../../adapters/lexical/terms.ts";
 import { MEMORY_EVENTS, MEMORY_EVENT_VERSION, chunkRows, memoryIdOf, namespaceAggregate, type MemoryRestored, type RestoredRow } from "../../schemas/relayer/memory-maintenance.ts";
 
 /** Importance of restored rows: the extractor's score is not on chain (REFERENCE.md: remember and restore use 0.5). */
 export const RESTORE_IMPORTANCE = 0.5;
+/** The barrier was not reached in time: the memory index is behind the event log, so what is missing is unknown yet. */
+export class IndexCatchingUp extends Error {
+  constructor() {
+    super("the memory index is catching up with the event log; retry shortly");
+  }
+}
+
 /** Default per-owner candidate cap; the local chain port lists at most 10,000 objects per call. */
 export const DEFAULT_CANDIDATE_CAP = 10_000;
 const BATCH = 32;
@@ -51,22 +59,13 @@ export interface RestoreOptions {
   /** The caller's decrypt credential; asked for before each batch that must be decrypted (so it may refresh). */
   readonly credential: () => DecryptCredential | Promise<DecryptCredential>;
   readonly candidateCap: number;
-  readonly scope: "owner" | "namespace";
+  readonly scope: RestoreScope;
+  /** Id of the restore (the job's): commits are keyed by it and their first row, so a re-run appends nothing twice. */
+  readonly restoreId?: string;
   readonly correlationId?: string;
   readonly onProgress?: (p: { readonly done: number; readonly total: number; readonly restored: number; readonly failed: number }) => void;
   readonly barrierTimeoutMs?: number;
   readonly applyTimeoutMs?: number;
-}
-
-export interface RestoreResult {
-  readonly restored: number;
-  readonly skipped: number;
-  readonly total: number;
-  readonly truncated: boolean;
-  /** Skipped because created at or before the namespace's last forget (part of `skipped`). */
-  readonly forgotten: number;
-  /** Could not be downloaded, or opened with the credential (not part of `skipped`). */
-  readonly failed: number;
 }
 
 export interface RestorePlan {
@@ -81,7 +80,7 @@ export interface RestorePlan {
 export async function planRestore(ports: RestorePorts, o: Pick<RestoreOptions, "owner" | "namespace" | "limit" | "includeForgotten" | "candidateCap" | "scope" | "barrierTimeoutMs">): Promise<RestorePlan> {
   const barrier = await ports.index.lastIndexSeq();
   if (!(await ports.index.waitApplied(barrier, o.barrierTimeoutMs ?? 10_000))) {
-    throw new HttpError(503, "the memory index is catching up with the event log; retry shortly", {}, { "retry-after": "2" });
+    throw new IndexCatchingUp();
   }
   const cap = Math.max(1, o.candidateCap);
   const listed = await ports.chain.listBlobs(o.owner, o.scope === "owner" ? { limit: cap } : { namespace: o.namespace, limit: cap });
@@ -106,25 +105,25 @@ export async function planRestore(ports: RestorePorts, o: Pick<RestoreOptions, "
 }
 
 /** Steps 1 to 4. */
-export async function restoreNamespace(ports: RestorePorts, o: RestoreOptions): Promise<RestoreResult & { readonly applied: boolean }> {
+export async function restoreNamespace(ports: RestorePorts, o: RestoreOptions): Promise<RestoreCounts & { readonly applied: boolean }> {
   const plan = await planRestore(ports, o);
   const work = plan.items.filter((i) => i.state === "missing").map((i) => i.blob);
   const skipped = plan.items.length - work.length;
   const forgotten = plan.items.filter((i) => i.state === "forgotten").length;
-  const restoreId = randomUUID();
+  const restoreId = o.restoreId ?? randomUUID();
   const aggregate = namespaceAggregate(o.owner, o.namespace);
   let restored = 0, failed = 0, lastSeq = 0;
   o.onProgress?.({ done: 0, total: work.length, restored, failed });
-  for (let start = 0, batchNo = 0; start < work.length; start += BATCH, batchNo++) {
+  for (let start = 0; start < work.length; start += BATCH) {
     const batch = work.slice(start, start + BATCH);
     const rows = await reindex(ports, o.owner, batch, await o.credential());
     failed += batch.length - rows.length;
-    for (const [k, chunk] of chunkRows(rows).entries()) {
+    for (const chunk of chunkRows(rows)) {
       const data: MemoryRestored = { owner: o.owner, namespace: o.namespace, restore_id: restoreId, include_forgotten: o.includeForgotten, rows: chunk };
       const r = await ports.index.append(aggregate, [{ type: MEMORY_EVENTS.restored, version: MEMORY_EVENT_VERSION, data }], {
         causationId: restoreId,
         correlationId: o.correlationId ?? restoreId,
-        commitId: `${restoreId}:${batchNo}:${k}`,
+        commitId: `${restoreId}:${chunk[0].blob_id}:${chunk.length}`,
       });
       lastSeq = r.seq;
       restored += chunk.length;
@@ -156,16 +155,4 @@ async function reindex(ports: RestorePorts, owner: string, batch: readonly BlobO
     created_at: new Date(r.blob.createdAtMs).toISOString(),
     ...(key ? { lexical: documentTerms(key, r.text) } : {}),
   }));
-}
-
-async function indexedBlobs(db: Db, owner: string, blobIds: readonly string[]): Promise<Set<string>> {
-  if (!blobIds.length) return new Set();
-  const r = await db.query<{ blob_id: string }>("SELECT blob_id FROM memories WHERE owner = $1 AND blob_id = ANY($2::text[])", [owner, blobIds]);
-  return new Set(r.rows.map((x) => x.blob_id));
-}
-
-/** Time (ms) of the namespace's last forget, or null when it was never forgotten (or the database was lost). */
-export async function forgetHorizon(db: Db, owner: string, namespace: string): Promise<number | null> {
-  const r = await db.query<{ horizon: Date }>("SELECT horizon FROM memory_forget_horizons WHERE owner = $1 AND namespace = $2", [owner, namespace]);
-  return r.rows.length ? r.rows[0].horizon.getTime() : null;
 }

@@ -1,0 +1,62 @@
+// Wires the restore-job machine to its effect: restoreNamespace (restore-namespace.ts) with the credential the start
+// command carries. The rows go to the namespace's index aggregate as `memory.restored` commits keyed by the job id,
+// so a redelivered job appends nothing twice. A condition that passes (the index behind the log, an outage of the
+// blob store, chain or key servers) ends the job with a 503 the gateway passes on: the caller retries, not the host,
+// because the caller is waiting for the answer.
+import { Effect } from "effect";
+import type { ActorDefinition } from "../host.ts";
+import { restoreJobMachine } from "./restore-job.machine.ts";
+import { IndexCatchingUp, restoreNamespace, type RestorePorts } from "./restore-namespace.ts";
+import { RESTORE, RESTORE_EVENTS, type RestoreAccepted, type RestoreCommand, type RestoreCompleted, type RestoreFailed } from "../../schemas/relayer/restore-job.ts";
+import type { NewEvent } from "../../eventlog/event-store.ts";
+import type { Logger } from "../../config/logger.ts";
+import { missingCredential } from "../../schemas/encryption.ts";
+
+class MissingCredential extends Error {}
+
+const event = <D>(type: string, data: D): NewEvent<D> => ({ type, version: 1, data });
+
+export function restoreJobActor(ports: RestorePorts, logger: Logger): ActorDefinition<RestoreCommand> {
+  return {
+    aggregateType: RESTORE,
+    machine: restoreJobMachine,
+    snapshotVersion: 1,
+    freshOnFirstDelivery: true,
+    setAside: (_command, error) => [event<RestoreFailed>(RESTORE_EVENTS.failed, { error: `set aside: ${error}`, status: 500, set_aside: true })],
+    decide: (snapshot, command) => {
+      if (command.type !== "restore.start" || snapshot.value !== "pending") return [];
+      const d = command.data;
+      return [event<RestoreAccepted>(RESTORE_EVENTS.accepted, { owner: d.owner, namespace: d.namespace, limit: d.limit, include_forgotten: d.include_forgotten, scope: d.scope })];
+    },
+    effects: {
+      restore: ({ aggregateId, command, heartbeat }) =>
+        Effect.promise(async () => {
+          const d = command.data;
+          try {
+            const r = await restoreNamespace(ports, {
+              owner: d.owner,
+              namespace: d.namespace,
+              limit: d.limit,
+              includeForgotten: d.include_forgotten,
+              credential: () => {
+                if (!d.credential) throw new MissingCredential();
+                return d.credential;
+              },
+              candidateCap: d.candidate_cap,
+              scope: d.scope,
+              restoreId: aggregateId,
+              correlationId: command.correlation_id,
+              onProgress: heartbeat,
+            });
+            return [event<RestoreCompleted>(RESTORE_EVENTS.completed, r)];
+          } catch (err) {
+            if (err instanceof MissingCredential) return [event<RestoreFailed>(RESTORE_EVENTS.failed, { error: missingCredential("restore needs a decrypt credential to re-embed missing memories"), status: 400 })];
+            if (err instanceof IndexCatchingUp) return [event<RestoreFailed>(RESTORE_EVENTS.failed, { error: err.message, status: 503, retry_after_secs: 2 })];
+            // The message may name a backing service; it never holds the credential (that stays in this scope).
+            logger.warn("restore job failed", { job: aggregateId, error: err instanceof Error ? err.message : String(err) });
+            return [event<RestoreFailed>(RESTORE_EVENTS.failed, { error: "a backing service did not answer during the restore; retry shortly", status: 503, retry_after_secs: 5 })];
+          }
+        }),
+    },
+  };
+}

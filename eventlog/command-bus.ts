@@ -1,0 +1,97 @@
+// Publishing a command to an actor and awaiting its outcome event: how a gateway answers synchronously for work that
+// an actor does (the console's bucket and file routes, the relayer's restore). Shared kernel of every service.
+import type { EventLog } from "./connection.ts";
+import { decodeCommit } from "./event-store.ts";
+import { STREAMS } from "./subjects.ts";
+import type { CommandEnvelope, EventEnvelope } from "../schemas/envelope.ts";
+
+export interface LastCommit {
+  readonly seq: number;
+  readonly events: readonly EventEnvelope[];
+}
+
+const notFound = (err: unknown) => /no message found|10037|not found/i.test(String((err as Error)?.message ?? err));
+
+/** The last commit on an event subject, null when it has none. */
+export async function lastCommit(log: EventLog, subject: string): Promise<LastCommit | null> {
+  const msg = await log.jsm.streams.getMessage(STREAMS.events, { last_by_subj: subject }).catch((err) => {
+    if (notFound(err)) return null;
+    throw err;
+  });
+  return msg ? { seq: msg.seq, events: decodeCommit(msg.data).events } : null;
+}
+
+/** Stream sequence of the last event on a subject filter, 0 when none. */
+export async function lastEventSeq(log: EventLog, filter: string): Promise<number> {
+  const msg = await log.jsm.streams.getMessage(STREAMS.events, { last_by_subj: filter }).catch((err) => {
+    if (notFound(err)) return null;
+    throw err;
+  });
+  return msg?.seq ?? 0;
+}
+
+/** Publishes a command on the work queue; its id is the dedup id, so a re-published command is taken once. */
+export async function publishCommand(log: EventLog, subject: string, command: CommandEnvelope): Promise<void> {
+  await log.js.publish(subject, JSON.stringify(command), { msgID: command.id, timeout: 5_000 });
+}
+
+export interface Dispatch<T> {
+  readonly commandSubject: string;
+  readonly eventSubject: string;
+  readonly command: CommandEnvelope;
+  /** Maps an event of the aggregate to the outcome, undefined for events that are not one. */
+  readonly until: (e: EventEnvelope) => T | undefined;
+  readonly timeoutMs: number;
+  /** An idempotent command: an outcome already in the log (a concurrent duplicate's) answers it too. */
+  readonly acceptExisting?: boolean;
+}
+
+/**
+ * Publishes a command and waits for the first event on the aggregate's subject that `until` maps to a value. The
+ * subscription is made before the command is published, so the outcome cannot be missed; the last commit is also
+ * polled (a command an actor finds already reflected appends nothing) and checked once more on timeout. Returns the
+ * value and a stream sequence at or after the outcome (for read models), or undefined after `timeoutMs`.
+ */
+export async function dispatchAndAwait<T>(log: EventLog, d: Dispatch<T>): Promise<{ value: T; seq: number } | undefined> {
+  const sub = log.nc.subscribe(d.eventSubject);
+  const fromCommit = (c: LastCommit | null, after: number) => {
+    for (const e of c && c.seq > after ? c.events : []) {
+      const v = d.until(e);
+      if (v !== undefined) return { value: v, seq: c!.seq };
+    }
+    return undefined;
+  };
+  try {
+    const startSeq = d.acceptExisting ? 0 : await lastEventSeq(log, d.eventSubject);
+    await publishCommand(log, d.commandSubject, d.command);
+    const found = await new Promise<T | undefined>((resolve) => {
+      let done = false;
+      const finish = (v: T | undefined) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        clearInterval(poll);
+        resolve(v);
+      };
+      const timer = setTimeout(() => finish(undefined), d.timeoutMs);
+      const poll = setInterval(() => {
+        lastCommit(log, d.eventSubject).then((c) => {
+          const hit = fromCommit(c, startSeq);
+          if (hit) finish(hit.value);
+        }, () => undefined);
+      }, 250);
+      void (async () => {
+        for await (const m of sub) {
+          for (const e of decodeCommit(m.data).events) {
+            const v = d.until(e);
+            if (v !== undefined) return finish(v);
+          }
+        }
+      })().catch(() => undefined);
+    });
+    if (found !== undefined) return { value: found, seq: await lastEventSeq(log, d.eventSubject) };
+    return fromCommit(await lastCommit(log, d.eventSubject), startSeq);
+  } finally {
+    sub.unsubscribe();
+  }
+}
