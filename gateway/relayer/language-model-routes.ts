@@ -6,8 +6,7 @@ import { randomUUID } from "node:crypto";
 import type { Db } from "../../db/pool.ts";
 import type { DecryptCredential, EmbeddingPort, LanguageModelPort } from "../../adapters/ports.ts";
 import type { LexicalKeyring } from "../../adapters/lexical/keys.ts";
-import { queryTerms } from "../../adapters/lexical/terms.ts";
-import { isNearDuplicate, nearestMemory } from "../../projections/relayer/near-duplicates.ts";
+import { splitNewFacts } from "../../projections/relayer/near-duplicates.ts";
 import { LIMITS, parseAnalyze, parseAsk, type RecallBody, type RememberBody } from "../../schemas/relayer/http.ts";
 import { json, parseJsonObject, type Handler, type HttpServer, type Request, type Reply } from "../http.ts";
 import type { Authenticated } from "./signed-auth.ts";
@@ -33,20 +32,11 @@ export function registerLanguageModelRoutes(server: HttpServer, deps: LanguageMo
       const extracted = await deps.llm.extractFacts(body.text, body.occurredAt);
       const unique = [...new Set(extracted)];
       const vectors = unique.length ? await deps.embedder.embed(unique) : [];
-      const key = deps.lexical?.forOwner(who.owner);
+      const { fresh, skipped } = await splitNewFacts(deps.db, who.owner, body.namespace, unique, vectors, deps.lexical?.forOwner(who.owner));
       const correlationId = randomUUID();
-      const facts: { text: string; id: string; job_id: string }[] = [];
-      const skipped: { text: string; duplicate_of: string; distance: number }[] = [];
-      for (let i = 0; i < unique.length; i++) {
-        const nearest = await nearestMemory(deps.db, who.owner, body.namespace, vectors[i]);
-        if (nearest && isNearDuplicate(nearest.distance, key ? queryTerms(key, unique[i]) : [], nearest.terms)) {
-          skipped.push({ text: unique[i], duplicate_of: nearest.blob_id, distance: nearest.distance });
-          continue;
-        }
-        const jobId = await kit.publishRemember(who, { text: unique[i], namespace: body.namespace }, correlationId, facts.length);
-        // the fact's id is its memory's row id, which for a remember job is the job id (projections/relayer/memory-index.ts)
-        facts.push({ text: unique[i], id: jobId, job_id: jobId });
-      }
+      const jobIds = await Promise.all(fresh.map((text, position) => kit.publishRemember(who, { text, namespace: body.namespace }, correlationId, position)));
+      // the fact's id is its memory's row id, which for a remember job is the job id (projections/relayer/memory-index.ts)
+      const facts = fresh.map((text, i) => ({ text, id: jobIds[i], job_id: jobIds[i] }));
       return json(202, { job_ids: facts.map((f) => f.job_id), facts, fact_count: facts.length, status: "pending", owner: who.owner, skipped });
     }), { bodyLimit: LIMITS.bodyBytes })
     .route("post", "/api/ask", kit.signed("ask", async (req, who) => {

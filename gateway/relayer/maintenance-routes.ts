@@ -8,11 +8,13 @@ import type { EventLog } from "../../eventlog/connection.ts";
 import type { Db } from "../../db/pool.ts";
 import { intVar, type RelayerConfig } from "../../config/env.ts";
 import type { Logger } from "../../config/logger.ts";
-import type { BlobObject, BlobPort, ChainPort, EmbeddingPort } from "../../adapters/ports.ts";
+import type { BlobPort, ChainPort, EmbeddingPort } from "../../adapters/ports.ts";
 import { WalletPool } from "../../adapters/chain/wallet-pool.ts";
 import { HttpError, errorReply, json, parseJsonObject, type Handler, type HttpServer, type Reply, type Request } from "../http.ts";
 import type { Authenticated } from "./signed-auth.ts";
 import { rankMemories } from "../../projections/relayer/recall.ts";
+import { forgetDeleted, namespaceStats } from "../../projections/relayer/memory-stats.ts";
+import { ManualStoreError, storeManualMemory, type ManualMemoryPorts, type ManualStoreFailure } from "../../actors/relayer/manual-memory.ts";
 import { IndexLog } from "../../projections/relayer/index-log.ts";
 import { DEFAULT_CANDIDATE_CAP } from "../../actors/relayer/restore-namespace.ts";
 import { dispatchAndAwait } from "../../eventlog/command-bus.ts";
@@ -99,35 +101,29 @@ export function registerMaintenanceRoutes(server: HttpServer, deps: MaintenanceD
   /** Forget, stats and restore take only optional fields: an empty body is `{}`. */
   const bodyOf = (req: Request) => (req.body.length ? parseJsonObject(req.body) : {});
 
-  /** Records the blob object on chain, trying successive upload wallets like the remember job does. */
-  const recordBlob = async (input: { owner: string; namespace: string; blobId: string; size: number }): Promise<BlobObject> => {
-    if (!config.serverChainPrivateKeys.length) throw new HttpError(503, "no upload wallet is configured (SERVER_CHAIN_PRIVATE_KEYS)");
-    wallets ??= new WalletPool(config.serverChainPrivateKeys);
-    let lastError = "";
-    for (let attempt = 1; attempt <= MAX_WALLET_ATTEMPTS; attempt++) {
-      try {
-        return await chain.recordBlob({ ...input, walletSecretKey: wallets.next().secretKey });
-      } catch (err) {
-        lastError = err instanceof Error ? err.message : String(err);
-        if (attempt < MAX_WALLET_ATTEMPTS) await new Promise((r) => setTimeout(r, 50 * attempt));
-      }
-    }
-    logger.warn("manual memory not recorded on chain", { attempts: MAX_WALLET_ATTEMPTS, error: lastError });
-    throw new HttpError(503, `the blob could not be recorded on chain after ${MAX_WALLET_ATTEMPTS} wallet attempts; retry shortly`, {}, { "retry-after": "5" });
+  const manualPorts: ManualMemoryPorts = {
+    blobs: deps.blobs,
+    chain,
+    wallets: () => (config.serverChainPrivateKeys.length ? (wallets ??= new WalletPool(config.serverChainPrivateKeys)) : undefined),
+  };
+  /** The answer to each way a manual store can fail. */
+  const manualStoreReply = (f: ManualStoreFailure): HttpError => {
+    if (f.kind === "no_wallet") return new HttpError(503, "no upload wallet is configured (SERVER_CHAIN_PRIVATE_KEYS)");
+    if (f.kind === "other_namespace") return new HttpError(409, "this ciphertext is already stored in another namespace of this owner");
+    logger.warn(f.kind === "blob_store" ? "manual memory upload failed" : "manual memory not recorded on chain", { error: f.error });
+    return f.kind === "blob_store"
+      ? new HttpError(503, "the blob store is unavailable; retry shortly", {}, { "retry-after": "2" })
+      : new HttpError(503, `the blob could not be recorded on chain after ${MAX_WALLET_ATTEMPTS} wallet attempts; retry shortly`, {}, { "retry-after": "5" });
   };
 
   server
     // ------------------------------------------------------------------ manual mode
     .route("post", "/api/remember/manual", signed("remember_manual", async (req, who) => {
       const body = parseManualRemember(parseJsonObject(req.body), embedder.dims);
-      const stored = await deps.blobs.store(body.bytes, { sendObjectTo: who.owner }).catch((err) => {
-        logger.warn("manual memory upload failed", { error: err instanceof Error ? err.message : String(err) });
-        throw new HttpError(503, "the blob store is unavailable; retry shortly", {}, { "retry-after": "2" });
+      const stored = await storeManualMemory(manualPorts, { owner: who.owner, namespace: body.namespace, bytes: body.bytes }).catch((err) => {
+        throw err instanceof ManualStoreError ? manualStoreReply(err.failure) : err;
       });
-      const object = await recordBlob({ owner: who.owner, namespace: body.namespace, blobId: stored.blobId, size: stored.size });
-      // Recording is idempotent per (owner, blob id): the same ciphertext sent again names the same memory, but the
-      // chain keeps the namespace it was first recorded in.
-      if (object.namespace !== body.namespace) throw new HttpError(409, "this ciphertext is already stored in another namespace of this owner");
+      const object = stored.object;
       const id = memoryIdOf(who.owner, stored.blobId);
       const data: MemoryRegistered = {
         id,
@@ -163,14 +159,13 @@ export function registerMaintenanceRoutes(server: HttpServer, deps: MaintenanceD
     // ------------------------------------------------------------------ forget and stats
     .route("post", "/api/forget", signed("forget", async (req, who) => {
       const { namespace } = parseNamespaceBody(bodyOf(req));
-      const before = await countRows(db, who.owner, namespace);
+      const before = await namespaceStats(db, who.owner, namespace);
       const data: MemoryForgotten = { owner: who.owner, namespace, forgotten_at: new Date().toISOString() };
       const correlation = randomUUID();
       const r = await index.append(namespaceAggregate(who.owner, namespace), [{ type: MEMORY_EVENTS.forgotten, version: MEMORY_EVENT_VERSION, data }], { causationId: correlation, correlationId: correlation });
       let deleted = before.count;
       if (await index.waitApplied(r.seq, 10_000)) {
-        const row = await db.query<{ deleted: number }>("SELECT deleted FROM memory_forgets WHERE event_id = $1", [r.events[0].id]);
-        if (row.rows.length) deleted = row.rows[0].deleted;
+        deleted = (await forgetDeleted(db, r.events[0].id)) ?? deleted;
       } else {
         // The forget is durable and will be applied; the count is the one seen just before it.
         logger.warn("forget recorded but not yet applied to the index", { seq: r.seq });
@@ -179,7 +174,7 @@ export function registerMaintenanceRoutes(server: HttpServer, deps: MaintenanceD
     }))
     .route("post", "/api/stats", signed("stats", async (req, who) => {
       const { namespace } = parseNamespaceBody(bodyOf(req));
-      const s = await countRows(db, who.owner, namespace);
+      const s = await namespaceStats(db, who.owner, namespace);
       return json(200, { memory_count: s.count, storage_bytes: s.bytes, namespace, owner: who.owner });
     }))
     // ------------------------------------------------------------------ restore
@@ -244,12 +239,3 @@ export function registerMaintenanceRoutes(server: HttpServer, deps: MaintenanceD
       return json(200, { exists: await chain.accountExists(owner) }, { "cache-control": "no-store" });
     }));
 }
-
-async function countRows(db: Db, owner: string, namespace: string): Promise<{ count: number; bytes: number }> {
-  const r = await db.query<{ n: string; bytes: string }>(
-    "SELECT count(*) AS n, coalesce(sum(size), 0) AS bytes FROM memories WHERE owner = $1 AND namespace = $2",
-    [owner, namespace],
-  );
-  return { count: Number(r.rows[0].n), bytes: Number(r.rows[0].bytes) };
-}
-

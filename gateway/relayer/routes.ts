@@ -18,10 +18,9 @@ import { MEMORY_INDEX } from "../../projections/relayer/memory-index.ts";
 import { LEXICAL_INDEX } from "../../projections/relayer/lexical-index.ts";
 import { JOB_STATUS } from "../../projections/relayer/job-status.ts";
 import { ALERTS_PROJECTION } from "../../projections/relayer/alerts.ts";
-import { embedQuery, openHits, rankMemories } from "../../projections/relayer/recall.ts";
-import { rankHybrid, type HybridSettings } from "../../projections/relayer/hybrid-rank.ts";
+import { recallMemories, type RecallPorts } from "../../projections/relayer/recall.ts";
+import type { HybridSettings } from "../../projections/relayer/hybrid-rank.ts";
 import type { LexicalKeyring } from "../../adapters/lexical/keys.ts";
-import { queryTerms } from "../../adapters/lexical/terms.ts";
 import { LIMITS, ValidationError, isUuid, parseBulk, parseEmbed, type RecallBody, parseBulkStatus, parseRecall, parseRemember, type RememberBody } from "../../schemas/relayer/http.ts";
 import { JOB, type RememberCommand } from "../../schemas/relayer/remember-job.ts";
 import { RELAYER_VERSION, healthBody, versionBody } from "./versioning.ts";
@@ -94,16 +93,8 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
     return jobId;
   };
 
-  /** Recall as POST /api/recall answers it: exact ranking over the namespace, then the hits opened. */
-  const recall = async (who: Authenticated, body: RecallBody, credential: DecryptCredential) => {
-    const t0 = performance.now();
-    const vector = await embedQuery(deps.embedder, body.query);
-    queryEmbedding.observe((performance.now() - t0) / 1000);
-    const q = { owner: who.owner, namespace: body.namespace, vector, limit: body.limit, weights: body.weights, composite: body.composite };
-    const lex = deps.lexical;
-    const hits = lex?.settings ? await rankHybrid(db, { ...q, terms: queryTerms(lex.keyring.forOwner(who.owner), body.query) }, lex.settings) : await rankMemories(db, q);
-    return openHits(hits, who.owner, credential, deps.blobs, deps.encryption, body.composite);
-  };
+  const recallPorts: RecallPorts = { db, embedder: deps.embedder, blobs: deps.blobs, encryption: deps.encryption, lexical: deps.lexical, onQueryEmbedded: (s) => queryEmbedding.observe(s) };
+  const recall = (who: Authenticated, body: RecallBody, credential: DecryptCredential) => recallMemories(recallPorts, who.owner, body, credential);
 
   registerLanguageModelRoutes(server, { db, embedder: deps.embedder, llm: deps.llm, lexical: deps.lexical?.keyring }, { signed, publishRemember, recall });
 

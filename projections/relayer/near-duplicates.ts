@@ -1,6 +1,8 @@
 // Whether an owner's namespace already states a fact (analyze skips such facts): the nearest memory by cosine
 // distance, with its keyed lexical terms (the lexical index's postings), judged by `isNearDuplicate`.
 import type { Db } from "../../db/pool.ts";
+import type { OwnerLexicalKey } from "../../adapters/lexical/keys.ts";
+import { queryTerms } from "../../adapters/lexical/terms.ts";
 import { halfvecBinary } from "../../db/halfvec.ts";
 
 /** Same meaning whatever the wording: the embeddings agree closely. */
@@ -36,4 +38,22 @@ export async function nearestMemory(db: Db, owner: string, namespace: string, ve
   );
   const row = r.rows[0];
   return row && { id: row.id, blob_id: row.blob_id, distance: Number(row.distance), terms: row.terms ?? [] };
+}
+
+export interface FactSplit {
+  /** Facts the namespace does not state yet, in extraction order. */
+  readonly fresh: readonly string[];
+  readonly skipped: readonly { readonly text: string; readonly duplicate_of: string; readonly distance: number }[];
+}
+
+/** Which of the facts (each with its vector) the owner's namespace already states; `key` hashes the facts' terms. */
+export async function splitNewFacts(db: Db, owner: string, namespace: string, facts: readonly string[], vectors: readonly ArrayLike<number>[], key?: OwnerLexicalKey): Promise<FactSplit> {
+  const fresh: string[] = [];
+  const skipped: FactSplit["skipped"][number][] = [];
+  for (let i = 0; i < facts.length; i++) {
+    const nearest = await nearestMemory(db, owner, namespace, vectors[i]);
+    if (nearest && isNearDuplicate(nearest.distance, key ? queryTerms(key, facts[i]) : [], nearest.terms)) skipped.push({ text: facts[i], duplicate_of: nearest.blob_id, distance: nearest.distance });
+    else fresh.push(facts[i]);
+  }
+  return { fresh, skipped };
 }

@@ -4,7 +4,10 @@
 import type { Db } from "../../db/pool.ts";
 import { halfvecBinary } from "../../db/halfvec.ts";
 import type { BlobPort, DecryptCredential, EmbeddingPort, EncryptionPort } from "../../adapters/ports.ts";
-import type { ScoringWeights } from "../../schemas/relayer/http.ts";
+import type { RecallBody, ScoringWeights } from "../../schemas/relayer/http.ts";
+import type { LexicalKeyring } from "../../adapters/lexical/keys.ts";
+import { queryTerms } from "../../adapters/lexical/terms.ts";
+import { rankHybrid, type HybridSettings } from "./hybrid-rank.ts";
 
 export interface Hit {
   readonly blob_id: string;
@@ -62,7 +65,25 @@ export async function openHits(hits: readonly Hit[], owner: string, credential: 
   return dropped ? { results, total: results.length, dropped_count: dropped } : { results, total: results.length };
 }
 
-export async function embedQuery(embedder: EmbeddingPort, query: string): Promise<Float32Array> {
-  const [v] = await embedder.embed([query]);
-  return v;
+
+export interface RecallPorts {
+  readonly db: Db;
+  readonly embedder: EmbeddingPort;
+  readonly blobs: BlobPort;
+  readonly encryption: EncryptionPort;
+  /** The keyed lexical index's keys and, when recall ranks hybrid, its settings; no settings: cosine order. */
+  readonly lexical?: { readonly keyring: LexicalKeyring; readonly settings?: HybridSettings };
+  /** Observes the time spent embedding the query, in seconds. */
+  readonly onQueryEmbedded?: (seconds: number) => void;
+}
+
+/** Recall as POST /api/recall answers it: the query embedded, the namespace ranked exactly, the hits opened. */
+export async function recallMemories(ports: RecallPorts, owner: string, body: RecallBody, credential: DecryptCredential): Promise<RecallResult> {
+  const t0 = performance.now();
+  const [vector] = await ports.embedder.embed([body.query]);
+  ports.onQueryEmbedded?.((performance.now() - t0) / 1000);
+  const q = { owner, namespace: body.namespace, vector, limit: body.limit, weights: body.weights, composite: body.composite };
+  const lex = ports.lexical;
+  const hits = lex?.settings ? await rankHybrid(ports.db, { ...q, terms: queryTerms(lex.keyring.forOwner(owner), body.query) }, lex.settings) : await rankMemories(ports.db, q);
+  return openHits(hits, owner, credential, ports.blobs, ports.encryption, body.composite);
 }
