@@ -6,6 +6,7 @@ import { createRequire } from "node:module";
 import { Readable } from "node:stream";
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from "uWebSockets.js";
 import { findUnsafeQuery, findUnsafeText } from "../schemas/text.ts";
+import { HttpError } from "../schemas/http-error.ts";
 
 const require = createRequire(import.meta.url);
 type Uws = typeof import("uWebSockets.js");
@@ -51,11 +52,7 @@ export interface Reply {
 
 export type Handler = (req: Request) => Promise<Reply> | Reply;
 
-export class HttpError extends Error {
-  constructor(readonly status: number, message: string, readonly extra: Record<string, unknown> = {}, readonly headers: Record<string, string> = {}) {
-    super(message);
-  }
-}
+export { HttpError };
 
 export const json = (status: number, body: unknown, headers: Record<string, string> = {}): Reply => ({
   status,

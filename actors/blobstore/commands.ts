@@ -2,7 +2,7 @@
 // decides, appends with optimistic concurrency, and waits until the read model reflects the append (so the next
 // request, on this or any process sharing the database, sees it). Shared by the HTTP service and the operator CLI.
 import { randomBytes, randomUUID } from "node:crypto";
-import { HttpError } from "../../gateway/http.ts";
+import { HttpError } from "../../schemas/http-error.ts";
 import type { Db } from "../../db/pool.ts";
 import {
   EVT,

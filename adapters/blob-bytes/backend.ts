@@ -19,7 +19,7 @@ import { link, mkdir, open, readdir, rename, rm, stat, unlink, utimes } from "no
 import { once } from "node:events";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
-import { HttpError } from "../../gateway/http.ts";
+import { HttpError } from "../../schemas/http-error.ts";
 import type { ByteRange } from "../../schemas/blobstore/validation.ts";
 import { sharedHasher, type Hasher } from "./hasher.ts";
 

@@ -1,6 +1,6 @@
 // Input rules of the blob storage service: bucket names, object keys, ids, ranges, Walrus query parameters.
 // Every failure is an HttpError(400) with a message that says what is wrong; nothing here does I/O.
-import { HttpError } from "../../gateway/http.ts";
+import { HttpError } from "../http-error.ts";
 
 export const LIMITS = {
   bucketName: { min: 3, max: 63 },
