@@ -50,7 +50,20 @@ export async function startCommand(args: string[], env = process.env): Promise<n
     services.push(postgres);
     const config = loadConfig({ ...env, NATS_URL: nats.url, DATABASE_URL: postgres.url });
     const operatorSecretKey = secretFile(join(base.dataDir, "operator.key"), () => generateKeypair().secretKey);
-    const stack = await startLocalStack({ config, logger, databaseUrl: postgres.url, operatorSecretKey });
+    // The sidecar watchdog giving up ends the process like a signal does, but with a failure status (spec).
+    let sidecarLost = false;
+    let stopSignal: () => void = () => undefined;
+    const stopped = new Promise<void>((resolve) => (stopSignal = resolve));
+    const stack = await startLocalStack({
+      config,
+      logger,
+      databaseUrl: postgres.url,
+      operatorSecretKey,
+      onSidecarLost: () => {
+        sidecarLost = true;
+        stopSignal();
+      },
+    });
     services.push({ url: "", description: "", stop: () => stack.stop() });
     writeStackFile({
       pid: process.pid,
@@ -92,6 +105,7 @@ export async function startCommand(args: string[], env = process.env): Promise<n
       `  relayer      ${stack.relayerUrl}`,
       `  blob store   ${stack.blobstoreUrl}  (Walrus API: PUT ${stack.blobstoreUrl}/v1/blobs)`,
       `  console      ${stack.consoleUrl}/api/v1  (keys: memrelay console signup / key mint)`,
+      `  agent tools  ${stack.relayerUrl}/api/mcp (Streamable HTTP), ${stack.relayerUrl}/api/mcp/sse (SSE); stdio: memrelay-mcp --local`,
       `  chain RPC    ${stack.encryptionStack.rpcUrl}`,
       `  key servers  ${stack.encryptionStack.serverConfigs.length} (threshold ${config.encryptionThreshold ?? Math.min(2, stack.encryptionStack.serverConfigs.length)})`,
       `  NATS         ${nats.description}`,
@@ -112,13 +126,12 @@ export async function startCommand(args: string[], env = process.env): Promise<n
     if (meta?.rebuilt_at_ms && meta.rebuilt_at_ms >= startedAt - 1_000) {
       console.log(await reembedDevMemories(stack, creds, meta.previous_embedder));
     }
-    await new Promise<void>((resolve) => {
-      process.once("SIGINT", resolve);
-      process.once("SIGTERM", resolve);
-    });
-    console.log("stopping…");
+    process.once("SIGINT", stopSignal);
+    process.once("SIGTERM", stopSignal);
+    await stopped;
+    console.log(sidecarLost ? "the MCP sidecar stopped answering; stopping everything" : "stopping…");
     await stopAll();
-    return 0;
+    return sidecarLost ? 1 : 0;
   } catch (err) {
     console.error(`memrelay start failed: ${(err as Error).message}`);
     await stopAll();

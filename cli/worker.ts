@@ -1,10 +1,14 @@
 // `memrelay worker --roles gateway,actors,projections`: one relayer process joining running services.
 import { loadConfig } from "../config/env.ts";
-import { createLogger } from "../config/logger.ts";
+import { createLogger, type Logger } from "../config/logger.ts";
+import { startSidecar, type Sidecar } from "../mcp/sidecar/server.ts";
+import { sidecarSettings } from "../mcp/sidecar/settings.ts";
 import { startWorker } from "../runtime/worker.ts";
 
-export const WORKER_HELP = `memrelay worker [--roles gateway,actors,projections]
-  Runs relayer roles against running services (default: all three). Configuration from the operator variables:
+export const WORKER_HELP = `memrelay worker [--roles gateway,actors,projections,mcp]
+  Runs relayer roles against running services (default: gateway, actors, projections). "mcp" is the agent-tool
+  sidecar (SIDECAR_URL, SIDECAR_AUTH_TOKEN required, MEMORY_RELAYER_URL, MCP_* limits); a gateway forwards /api/mcp to
+  SIDECAR_URL and exits when SIDECAR_WATCHDOG_MAX_FAILURES health checks fail in a row. Configuration from the operator variables:
   NATS_URL, DATABASE_URL, CHAIN_RPC_URL, ENCRYPTION_SERVER_CONFIGS, ENCRYPTION_THRESHOLD, BLOBSTORE_PUBLISHER_URL,
   BLOBSTORE_AGGREGATOR_URL, SERVER_CHAIN_PRIVATE_KEYS, MEMORY_PACKAGE_ID, PORT. Prints "ready" when serving.`;
 
@@ -15,15 +19,39 @@ export async function workerCommand(args: string[], env = process.env): Promise<
   }
   const i = args.indexOf("--roles");
   const names = (i >= 0 ? args[i + 1] : "gateway,actors,projections").split(",");
-  const roles = { gateway: names.includes("gateway"), actors: names.includes("actors"), projections: names.includes("projections") };
+  const roles = { gateway: names.includes("gateway"), actors: names.includes("actors"), projections: names.includes("projections"), mcp: names.includes("mcp") };
   const config = loadConfig(env);
   const logger = createLogger({ format: config.logFormat });
-  const w = await startWorker(config, roles, logger, env);
+  if (names.length === 1 && names[0] === "mcp") return sidecarAlone(env, logger);
+  let lost = false;
+  let stop: () => void = () => undefined;
+  const stopped = new Promise<void>((resolve) => (stop = resolve));
+  const w = await startWorker(config, roles, logger, env, () => {
+    lost = true;
+    stop();
+  });
   console.log(`ready${w.relayer.port ? ` port=${w.relayer.port}` : ""}`);
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  await stopped;
+  await w.stop();
+  return lost ? 1 : 0;
+}
+
+/** The sidecar on its own: it needs no NATS or Postgres, only the relayer it calls. */
+async function sidecarAlone(env: Record<string, string | undefined>, logger: Logger): Promise<number> {
+  let sidecar: Sidecar;
+  try {
+    sidecar = await startSidecar(sidecarSettings(env), logger);
+  } catch (err) {
+    console.error(`memrelay worker --roles mcp: ${(err as Error).message}`);
+    return 2;
+  }
+  console.log(`ready port=${sidecar.port}`);
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);
     process.once("SIGTERM", resolve);
   });
-  await w.stop();
+  await sidecar.close();
   return 0;
 }

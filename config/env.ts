@@ -65,6 +65,9 @@ export interface RelayerConfig {
   readonly hybridContext: readonly number[] | undefined;
   /** The developer console's limits (CONSOLE_*; see consoleLimitsFromEnv); unset fields: the console's defaults. */
   readonly consoleLimits: ConsoleEnvLimits;
+  /** The MCP sidecar (spec: SIDECAR_URL, SIDECAR_AUTH_TOKEN, SIDECAR_WATCHDOG_*): where the agent transports go. */
+  readonly sidecar: SidecarLinkConfig;
+  readonly mcpSessions: McpSessionConfig;
 }
 
 /** A malformed operator variable: the message names it and says what it accepts. */
@@ -222,5 +225,43 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     hybridDenseWeight: unitVar(env, "MEMRELAY_HYBRID_DENSE_WEIGHT"),
     hybridContext: contextVar(env.MEMRELAY_HYBRID_CONTEXT),
     consoleLimits: consoleLimitsFromEnv(env),
+    sidecar: {
+      url: env.SIDECAR_URL?.trim() || "http://localhost:9000",
+      authToken: env.SIDECAR_AUTH_TOKEN?.trim() || undefined,
+      watchdogIntervalSecs: intVar(env, "SIDECAR_WATCHDOG_INTERVAL_SECS", 30, 1),
+      watchdogTimeoutSecs: intVar(env, "SIDECAR_WATCHDOG_TIMEOUT_SECS", 2, 1),
+      watchdogMaxFailures: intVar(env, "SIDECAR_WATCHDOG_MAX_FAILURES", 6, 1),
+    },
+    mcpSessions: mcpSessionsFromEnv(env),
   };
+}
+
+/** The agent sessions' limits (spec: MCP_MAX_*); MCP_SESSION_IDLE_SECS and MCP_REMEMBER_TIMEOUT_SECS are this project's. */
+export interface McpSessionConfig {
+  readonly maxTotal: number;
+  readonly maxPerIp: number;
+  readonly newPerIpPerMinute: number;
+  /** A session without a request for this long is closed (its client must initialize again). */
+  readonly idleMs: number;
+  /** Longest a memory_remember waits for its job. */
+  readonly rememberTimeoutMs: number;
+}
+
+export function mcpSessionsFromEnv(env: Env): McpSessionConfig {
+  return {
+    maxTotal: intVar(env, "MCP_MAX_TOTAL_SESSIONS", 1000, 1),
+    maxPerIp: intVar(env, "MCP_MAX_SESSIONS_PER_IP", 16, 1),
+    newPerIpPerMinute: intVar(env, "MCP_MAX_NEW_SESSIONS_PER_IP_PER_MIN", 30, 1),
+    idleMs: intVar(env, "MCP_SESSION_IDLE_SECS", 1800, 5) * 1000,
+    rememberTimeoutMs: intVar(env, "MCP_REMEMBER_TIMEOUT_SECS", 120, 1) * 1000,
+  };
+}
+
+export interface SidecarLinkConfig {
+  readonly url: string;
+  /** Shared secret of the relayer and the sidecar; unset: the agent transports answer 503 (and no sidecar starts). */
+  readonly authToken: string | undefined;
+  readonly watchdogIntervalSecs: number;
+  readonly watchdogTimeoutSecs: number;
+  readonly watchdogMaxFailures: number;
 }

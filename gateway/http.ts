@@ -154,9 +154,12 @@ export class HttpServer {
 
   private dispatch(res: HttpResponse, req: HttpRequest, pattern: string, handler: Handler, ro: RouteOptions): void {
     let aborted = false;
+    // A reply still streaming when the client leaves is destroyed, so its source (a file, an upstream) is released.
+    let replyStream: Readable | undefined;
     res.onAborted(() => {
       aborted = true;
       bodyStream?.destroy(new Error("client disconnected"));
+      replyStream?.destroy();
     });
     const method = req.getCaseSensitiveMethod?.() ?? req.getMethod().toUpperCase();
     const path = req.getUrl();
@@ -174,7 +177,10 @@ export class HttpServer {
     const respond = (reply: Reply, closeConnection = false) => {
       if (aborted) return reply.sent?.();
       const allowed = this.allowedOrigin(origin ?? "");
-      if (reply.stream) return this.streamReply(res, reply, allowed, () => aborted, (a) => (aborted = a));
+      if (reply.stream) {
+        replyStream = reply.stream;
+        return this.streamReply(res, reply, allowed, () => aborted, (a) => (aborted = a));
+      }
       res.cork(() => {
         res.writeStatus(statusLine(reply.status));
         if (allowed) {

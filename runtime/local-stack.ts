@@ -2,6 +2,7 @@
 // subset and t-of-n Seal-compatible key servers, the blob storage service, an embedder, and the relayer.
 // Used by `memrelay start`, the black-box tests and the benchmarks, so all three run the same wiring.
 import { mkdirSync } from "node:fs";
+import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { openEventLog, type EventLog } from "../eventlog/connection.ts";
 import { createPool, type Db } from "../db/pool.ts";
@@ -63,6 +64,7 @@ export async function startLocalStack(opts: {
   actorConcurrency?: number;
   attemptDelayMs?: number;
   roles?: RelayerRoles;
+  onSidecarLost?: () => void;
 }): Promise<LocalStack> {
   const { logger } = opts;
   mkdirSync(opts.config.dataDir, { recursive: true });
@@ -108,10 +110,23 @@ export async function startLocalStack(opts: {
       }
     }
     const embedder = createEmbedder({ kind: opts.config.embedder, dims: opts.config.embeddingDims, apiBase: opts.config.embeddingApiBase, apiKey: opts.config.embeddingApiKey, model: opts.config.embeddingModel });
-    const config: RelayerConfig = { ...opts.config, serverChainPrivateKeys: walletKeys, chainRpcUrl: opts.config.chainRpcUrl || encryptionStack.rpcUrl };
+    // The MCP sidecar runs beside the relayer; both ends share SIDECAR_AUTH_TOKEN, generated here when not given.
+    const sidecar = { ...opts.config.sidecar, authToken: opts.config.sidecar.authToken ?? randomBytes(24).toString("hex") };
+    const config: RelayerConfig = { ...opts.config, serverChainPrivateKeys: walletKeys, chainRpcUrl: opts.config.chainRpcUrl || encryptionStack.rpcUrl, sidecar };
     // The keyed lexical index's secret: MEMRELAY_LEXICAL_KEY, else generated once in the data dir (lexical.key).
     const lexicalSecret = lexicalSecretFor(config, logger);
-    const relayer = await startRelayer({ config, log, db, ports: { chain, encryption, blobs, embedder }, logger, actorConcurrency: opts.actorConcurrency, attemptDelayMs: opts.attemptDelayMs, roles: opts.roles, lexicalSecret });
+    const relayer = await startRelayer({
+      config,
+      log,
+      db,
+      ports: { chain, encryption, blobs, embedder },
+      logger,
+      actorConcurrency: opts.actorConcurrency,
+      attemptDelayMs: opts.attemptDelayMs,
+      roles: { mcp: true, ...opts.roles },
+      lexicalSecret,
+      onSidecarLost: opts.onSidecarLost,
+    });
     stops.unshift(() => relayer.stop());
 
     // The developer console (console/): its files live in the blob store under an account it provisions, and its
@@ -171,6 +186,7 @@ export async function startLocalStack(opts: {
         BLOBSTORE_PUBLISHER_URL: publisher,
         BLOBSTORE_AGGREGATOR_URL: aggregator,
         SERVER_CHAIN_PRIVATE_KEYS: walletKeys.join(","),
+        SIDECAR_AUTH_TOKEN: sidecar.authToken,
         MEMRELAY_EMBEDDER: config.embedder,
         ...(config.embeddingDims ? { MEMRELAY_EMBEDDING_DIMS: String(config.embeddingDims) } : {}),
         MEMRELAY_LEXICAL_KEY: Buffer.from(lexicalSecret).toString("hex"),

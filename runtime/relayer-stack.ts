@@ -24,6 +24,9 @@ import { startAlerting } from "./alerting.ts";
 import { createRelayerServer } from "../gateway/relayer/routes.ts";
 import { SignedAuth } from "../gateway/relayer/signed-auth.ts";
 import { KvNonceStore, nonceTtlSecs } from "../gateway/relayer/nonce-store.ts";
+import { startSidecarWatchdog, type SidecarLink } from "../gateway/relayer/mcp-routes.ts";
+import { startSidecar } from "../mcp/sidecar/server.ts";
+import { sidecarSettings } from "../mcp/sidecar/settings.ts";
 
 export interface RelayerPorts {
   readonly chain: ChainPort;
@@ -36,6 +39,8 @@ export interface RelayerRoles {
   readonly gateway?: boolean;
   readonly actors?: boolean;
   readonly projections?: boolean;
+  /** The MCP sidecar (needs SIDECAR_AUTH_TOKEN); with the gateway in the same process it serves that gateway. */
+  readonly mcp?: boolean;
 }
 
 export interface RelayerStack {
@@ -62,9 +67,12 @@ export async function startRelayer(opts: {
   embedderMode?: string;
   /** Server secret of the keyed lexical index; default: MEMRELAY_LEXICAL_KEY, else the data dir's lexical.key. */
   lexicalSecret?: Uint8Array;
+  /** What happens when the sidecar watchdog gives up (the CLI exits the process); default: logged. */
+  onSidecarLost?: () => void;
+  env?: Record<string, string | undefined>;
 }): Promise<RelayerStack> {
   const { config, log, db, ports, logger } = opts;
-  const roles = { gateway: true, actors: true, projections: true, ...opts.roles };
+  const roles = { gateway: true, actors: true, projections: true, mcp: false, ...opts.roles };
   const stops: (() => Promise<void> | void)[] = [];
   const runners: ProjectionRunner[] = [];
   let actorHost: ActorHost<never> | undefined;
@@ -117,6 +125,9 @@ export async function startRelayer(opts: {
       await restores.start();
       stops.push(() => restores.stop());
     }
+    // The sidecar's address is known once it listens (port 0 in tests): the gateway reads it per request.
+    let sidecarUrl = config.sidecar.url;
+    const sidecar: SidecarLink = { url: () => sidecarUrl, token: config.sidecar.authToken };
     if (roles.gateway) {
       const nonces = new KvNonceStore(await openNonceStore(log, nonceTtlSecs(config.authMaxClockDriftSecs)));
       const server = createRelayerServer({
@@ -133,9 +144,24 @@ export async function startRelayer(opts: {
         lexical: lexical && { keyring: lexical, settings: config.recallRanking === "hybrid" ? hybridSettings(config, ports.embedder) : undefined },
         projectionRunners: () => runners,
         llm: createLanguageModel(config.llm),
+        sidecar,
       });
       port = await server.listen(config.host, config.port);
       stops.push(() => server.close());
+    }
+    if (roles.mcp) {
+      const settings = sidecarSettings(opts.env ?? process.env, {
+        url: config.sidecar.url,
+        sessions: config.mcpSessions,
+        ...(config.sidecar.authToken ? { authToken: config.sidecar.authToken } : {}),
+        ...(roles.gateway ? { relayerUrl: `http://${config.host}:${port}` } : {}),
+      });
+      const mcp = await startSidecar(settings, logger.child({ component: "mcp-sidecar" }));
+      sidecarUrl = `http://${settings.url.hostname}:${mcp.port}`;
+      stops.push(() => mcp.close());
+    }
+    if (roles.gateway && sidecar.token) {
+      stops.push(startSidecarWatchdog(sidecar, config.sidecar, logger, opts.onSidecarLost ?? (() => undefined)));
     }
   } catch (err) {
     for (const stop of stops.reverse()) await Promise.resolve(stop()).catch(() => undefined);

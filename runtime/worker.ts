@@ -13,7 +13,7 @@ import { createEmbedder } from "../adapters/embeddings/select.ts";
 import { WalrusHttpBlobs } from "../adapters/blobs/walrus-http.ts";
 import { startRelayer, type RelayerRoles } from "./relayer-stack.ts";
 
-export async function startWorker(config: RelayerConfig, roles: RelayerRoles, logger: Logger, env: Record<string, string | undefined> = process.env) {
+export async function startWorker(config: RelayerConfig, roles: RelayerRoles, logger: Logger, env: Record<string, string | undefined> = process.env, onSidecarLost?: () => void) {
   if (!config.databaseUrl) throw new Error("DATABASE_URL is required");
   const servers = parseServerConfigs(env);
   if (!servers?.length) throw new Error("ENCRYPTION_SERVER_CONFIGS is required");
@@ -29,7 +29,7 @@ export async function startWorker(config: RelayerConfig, roles: RelayerRoles, lo
   });
   const blobs = new WalrusHttpBlobs({ publisherUrl: config.blobstorePublisherUrl, aggregatorUrl: config.blobstoreAggregatorUrl, cacheTtlSecs: config.blobCacheTtlSecs, cacheMaxBytes: config.blobCacheMaxBytes });
   const embedder = createEmbedder({ kind: config.embedder, dims: config.embeddingDims, apiBase: config.embeddingApiBase, apiKey: config.embeddingApiKey, model: config.embeddingModel });
-  const relayer = await startRelayer({ config, log, db, ports: { chain, encryption, blobs, embedder }, logger, roles });
+  const relayer = await startRelayer({ config, log, db, ports: { chain, encryption, blobs, embedder }, logger, roles, env, onSidecarLost });
   return {
     relayer,
     stop: async () => {

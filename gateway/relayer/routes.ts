@@ -27,6 +27,7 @@ import { RELAYER_VERSION, healthBody, versionBody } from "./versioning.ts";
 import { registerMaintenanceRoutes } from "./maintenance-routes.ts";
 import { CREDENTIAL_HEADERS, decryptCredential } from "./decrypt-credential.ts";
 import { registerLanguageModelRoutes } from "./language-model-routes.ts";
+import { MCP_CORS_HEADERS, registerMcpRoutes, type SidecarLink } from "./mcp-routes.ts";
 
 export interface RelayerDeps {
   readonly config: RelayerConfig;
@@ -47,6 +48,8 @@ export interface RelayerDeps {
   readonly lexical?: { readonly keyring: LexicalKeyring; readonly settings?: HybridSettings };
   /** Fact extraction and answers (POST /api/analyze, /api/ask). */
   readonly llm: LanguageModelPort;
+  /** The MCP sidecar behind the agent transports (`/api/mcp*`). */
+  readonly sidecar: SidecarLink;
   /** Projection runners of this process, for the lag gauges of `/metrics`. */
   readonly projectionRunners?: () => readonly ProjectionRunner[];
 }
@@ -68,7 +71,7 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
   const jobs = new JobLookup(db, log);
   const server = new HttpServer({
     corsOrigins: config.corsAllowedOrigins,
-    corsHeaders: ["content-type", "x-public-key", "x-signature", "x-timestamp", "x-nonce", "x-account-id", ...CREDENTIAL_HEADERS].join(", "),
+    corsHeaders: ["content-type", "x-public-key", "x-signature", "x-timestamp", "x-nonce", "x-account-id", ...CREDENTIAL_HEADERS, ...MCP_CORS_HEADERS].join(", "),
     onError: (err, req) => logger.error("request failed", { method: req.method, path: req.path, error: err instanceof Error ? err.message : String(err) }),
   });
 
@@ -157,6 +160,7 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
         embedder: { name: deps.embedder.name, dims: deps.embedder.dims },
       })))
     .route("get", "/metrics", () => metrics.reply());
+  registerMcpRoutes(server, deps.sidecar, { trustedProxyHops: config.trustedProxyHops, logger, wrap });
   registerMaintenanceRoutes(server, { config, log, db, chain: deps.chain, blobs: deps.blobs, embedder: deps.embedder, logger }, { wrap, signed });
   server.fallback();
   return server;

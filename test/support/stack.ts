@@ -59,7 +59,7 @@ async function startOn(
   onDataDir(dataDir);
   // The hashing embedder unless a test asks for another: fast, and what tests not about semantics rely on (the
   // default without a key is USE-lite, test/paraphrase-recall.test.ts).
-  const config = loadConfig({ PORT: "0", BLOBSTORE_PORT: "0", CONSOLE_PORT: "0", NATS_URL: nats.url, DATABASE_URL: dbUrl.toString(), MEMRELAY_DATA_DIR: dataDir, MEMRELAY_EMBEDDER: "hashing", ...env });
+  const config = loadConfig({ PORT: "0", BLOBSTORE_PORT: "0", CONSOLE_PORT: "0", SIDECAR_URL: "http://127.0.0.1:0", NATS_URL: nats.url, DATABASE_URL: dbUrl.toString(), MEMRELAY_DATA_DIR: dataDir, MEMRELAY_EMBEDDER: "hashing", ...env });
   const logger = process.env.MEMRELAY_TEST_LOGS ? createLogger({}) : silentLogger;
   const stack = await startLocalStack({ config, logger, databaseUrl: dbUrl.toString(), attemptDelayMs: 10, roles: opts.roles, walletFunding: opts.walletFunding });
   return {

@@ -1,0 +1,87 @@
+// The agent transports (spec/relayer.md): `GET /api/mcp/sse` + `POST /api/mcp/messages` (legacy SSE) and
+// `GET|POST|DELETE|OPTIONS /api/mcp` (Streamable HTTP), forwarded over loopback to the MCP sidecar with the shared
+// token and the client's address (TRUSTED_PROXY_HOPS). The answer streams back as it comes (event streams stay open).
+// A watchdog checks the sidecar's health; after SIDECAR_WATCHDOG_MAX_FAILURES consecutive failures it gives up.
+import { request as httpRequest, Agent, type IncomingMessage } from "node:http";
+import type { SidecarLinkConfig } from "../../config/env.ts";
+import type { Logger } from "../../config/logger.ts";
+import { json, type Handler, type HttpServer, type Reply, type Request } from "../http.ts";
+import { clientIp } from "../rate-limit.ts";
+import { MAX_MESSAGE_BYTES, RPC_ERROR, SIDECAR_HEADERS } from "../../schemas/mcp-tools.ts";
+
+/** Where the sidecar listens (it may be known only once started) and the token it expects. */
+export interface SidecarLink {
+  readonly url: () => string;
+  readonly token: string | undefined;
+}
+
+/** Request headers an MCP client sends that the sidecar needs. */
+const FORWARDED = ["authorization", "x-memory-account-id", "x-memwal-account-id", "content-type", "accept", "mcp-session-id", "mcp-protocol-version", "last-event-id"];
+/** Response headers the client needs back. */
+const RETURNED = ["content-type", "cache-control", "mcp-session-id", "www-authenticate", "retry-after"];
+/** CORS: what browsers may send and read on these routes. */
+export const MCP_CORS_HEADERS = ["authorization", "x-memory-account-id", "mcp-session-id", "mcp-protocol-version", "last-event-id"];
+
+const rpcReply = (status: number, message: string, headers: Record<string, string> = {}): Reply =>
+  json(status, { jsonrpc: "2.0", error: { code: RPC_ERROR.internal, message }, id: null }, headers);
+
+export function registerMcpRoutes(server: HttpServer, link: SidecarLink, opts: { trustedProxyHops: number; logger: Logger; wrap: (name: string, h: Handler) => Handler }): void {
+  const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  const forward = (sidecarPath: string): Handler => async (req: Request) => {
+    if (!link.token) return rpcReply(503, "the agent transports are not configured on this relayer (SIDECAR_AUTH_TOKEN)");
+    const headers: Record<string, string> = { [SIDECAR_HEADERS.token]: link.token, [SIDECAR_HEADERS.clientIp]: clientIp(req, opts.trustedProxyHops) };
+    for (const h of FORWARDED) if (req.headers[h]) headers[h] = req.headers[h];
+    if (req.body.length) headers["content-length"] = String(req.body.length);
+    const target = new URL(sidecarPath + (req.query ? `?${req.query}` : ""), link.url());
+    const upstream = await new Promise<IncomingMessage>((resolve, reject) => {
+      const r = httpRequest(target, { method: req.method, headers, agent }, resolve);
+      r.on("error", reject);
+      r.end(req.body.length ? req.body : undefined);
+    }).catch((err) => {
+      opts.logger.warn("mcp sidecar unreachable", { error: err instanceof Error ? err.message : String(err) });
+      return undefined;
+    });
+    if (!upstream) return rpcReply(503, "the agent tool server is unavailable; retry shortly", { "retry-after": "2" });
+    const out: Record<string, string> = {};
+    for (const h of RETURNED) {
+      const v = upstream.headers[h];
+      if (typeof v === "string") out[h] = v;
+    }
+    const length = upstream.headers["content-length"];
+    const streaming = String(upstream.headers["content-type"] ?? "").startsWith("text/event-stream");
+    return { status: upstream.statusCode ?? 502, headers: out, stream: upstream, ...(length !== undefined && !streaming ? { length: Number(length) } : {}) };
+  };
+  const body = { bodyLimit: MAX_MESSAGE_BYTES * 2 };
+  server
+    .route("get", "/api/mcp/sse", opts.wrap("mcp_sse", forward("/mcp/sse")))
+    .route("post", "/api/mcp/messages", opts.wrap("mcp_messages", forward("/mcp/messages")), body)
+    .route("get", "/api/mcp", opts.wrap("mcp_stream", forward("/mcp")))
+    .route("post", "/api/mcp", opts.wrap("mcp_post", forward("/mcp")), body)
+    .route("del", "/api/mcp", opts.wrap("mcp_delete", forward("/mcp")));
+}
+
+/**
+ * Checks the sidecar's `/health` every interval with a timeout; `onLost` runs once after `maxFailures` consecutive
+ * failures (the relayer process exits then, spec: SIDECAR_WATCHDOG_MAX_FAILURES).
+ */
+export function startSidecarWatchdog(link: SidecarLink, cfg: SidecarLinkConfig, logger: Logger, onLost: () => void): () => void {
+  let failures = 0;
+  let lost = false;
+  const timer = setInterval(async () => {
+    const ok = await fetch(new URL("/health", link.url()), { signal: AbortSignal.timeout(cfg.watchdogTimeoutSecs * 1000) }).then((r) => r.ok, () => false);
+    if (ok) {
+      if (failures) logger.info("mcp sidecar healthy again", { after_failures: failures });
+      failures = 0;
+      return;
+    }
+    failures++;
+    logger.warn("mcp sidecar health check failed", { failures, max: cfg.watchdogMaxFailures });
+    if (failures >= cfg.watchdogMaxFailures && !lost) {
+      lost = true;
+      logger.error("mcp sidecar lost: giving up", { failures });
+      onLost();
+    }
+  }, cfg.watchdogIntervalSecs * 1000);
+  timer.unref();
+  return () => clearInterval(timer);
+}

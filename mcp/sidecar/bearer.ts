@@ -1,0 +1,68 @@
+// Bearer credentials of the agent transports (spec/relayer.md, Authentication, Agent transports):
+// `Authorization: Bearer <delegate private key, 64 hex>` + `x-memory-account-id` (the MemWal package's
+// `x-memwal-account-id` too). The owner is resolved exactly as for signed requests, by the relayer itself: a request
+// signed with the key must be accepted before a session exists. Decryption uses a Seal session signed by the same key.
+import type { IncomingHttpHeaders } from "node:http";
+import { MemrelayClient, RelayerError } from "../../client/memrelay-client.ts";
+import { cachedSessionProvider } from "../../client/session-cache.ts";
+
+export class BearerRefused extends Error {}
+
+export interface BearerSession {
+  readonly client: MemrelayClient;
+}
+
+const KEY = /^(?:0x)?([0-9a-fA-F]{64})$/;
+const ACCOUNT = /^0x[0-9a-fA-F]{64}$/;
+
+/** The delegate key and account a request presents, or BearerRefused saying what is wrong. */
+export function bearerOf(headers: IncomingHttpHeaders): { key: Uint8Array; accountId: string } {
+  const auth = String(headers.authorization ?? "");
+  const m = /^Bearer\s+(\S+)$/i.exec(auth);
+  if (!m) throw new BearerRefused("missing credential: send Authorization: Bearer <delegate private key> and x-memory-account-id");
+  const key = KEY.exec(m[1]);
+  if (!key) throw new BearerRefused("the bearer credential must be a delegate private key (64 hexadecimal characters)");
+  const accountId = String(headers["x-memory-account-id"] ?? headers["x-memwal-account-id"] ?? "");
+  if (!ACCOUNT.test(accountId)) throw new BearerRefused("x-memory-account-id must be the account id (0x followed by 64 hexadecimal characters)");
+  return { key: Uint8Array.from(Buffer.from(key[1], "hex")), accountId: accountId.toLowerCase() };
+}
+
+export class SessionCredentials {
+  private chain?: Promise<{ packageId: string; rpcUrl: string }>;
+
+  constructor(private readonly relayerUrl: string) {}
+
+  /** What the relayer's /config says decrypt sessions are for (read once). */
+  private chainConfig(): Promise<{ packageId: string; rpcUrl: string }> {
+    this.chain ??= fetch(new URL("/config", this.relayerUrl))
+      .then(async (r) => {
+        if (!r.ok) throw new Error(`relayer /config answered ${r.status}`);
+        const c = (await r.json()) as { packageId: string; chainRpcUrl: string };
+        return { packageId: c.packageId, rpcUrl: c.chainRpcUrl };
+      })
+      .catch((err) => {
+        this.chain = undefined;
+        throw err;
+      });
+    return this.chain;
+  }
+
+  async resolve(headers: IncomingHttpHeaders): Promise<BearerSession> {
+    const { key, accountId } = bearerOf(headers);
+    const chain = await this.chainConfig();
+    const client = new MemrelayClient({
+      baseUrl: this.relayerUrl,
+      delegatePrivateKey: key,
+      accountId,
+      encryptionSession: cachedSessionProvider({ delegateSecretKey: key, packageId: chain.packageId, rpcUrl: chain.rpcUrl }),
+    });
+    // A cheap signed read: the relayer verifies the signature and that the key is a delegate of the account.
+    try {
+      await client.call("POST", "/api/stats", {});
+    } catch (err) {
+      if (err instanceof RelayerError && (err.status === 401 || err.status === 403)) throw new BearerRefused("the memory service refused this credential: the delegate key is not on this account");
+      throw err;
+    }
+    return { client };
+  }
+}

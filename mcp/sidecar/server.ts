@@ -1,0 +1,239 @@
+// The MCP sidecar (spec/relayer.md, Agent tool transports): serves the memory tools over the legacy SSE transport
+// (`/mcp/sse` + `/mcp/messages`) and Streamable HTTP (`/mcp`), behind the relayer, which forwards `/api/mcp*` over
+// loopback with the shared SIDECAR_AUTH_TOKEN and the client's address. A bearer credential (delegate private key +
+// account id) becomes a session only after the relayer accepts a request signed with it; every tool call is then a
+// signed relayer request, so a removed delegate is refused on its next call and its session ends.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import type { Logger } from "../../config/logger.ts";
+import { MAX_MESSAGE_BYTES, RPC_ERROR, SIDECAR_HEADERS } from "../../schemas/mcp-tools.ts";
+import { RELAYER_VERSION } from "../../gateway/relayer/versioning.ts";
+import { SessionLimits } from "./session-limits.ts";
+import type { SidecarSettings } from "./settings.ts";
+import { registerMemoryTools } from "../memory-tools.ts";
+import { BearerRefused, SessionCredentials, type BearerSession } from "./bearer.ts";
+
+const SSE_KEEPALIVE_MS = 15_000;
+
+interface Session {
+  readonly id: string;
+  readonly kind: "sse" | "streamable";
+  readonly transport: SSEServerTransport | StreamableHTTPServerTransport;
+  readonly bearerHash: string;
+  lastSeen: number;
+  refused: boolean;
+  close(): Promise<void>;
+}
+
+export interface Sidecar {
+  readonly port: number;
+  readonly sessions: () => number;
+  close(): Promise<void>;
+}
+
+class RpcRefusal extends Error {
+  constructor(readonly status: number, readonly code: number, message: string, readonly headers: Record<string, string> = {}) {
+    super(message);
+  }
+}
+
+function rpcError(res: ServerResponse, e: RpcRefusal): void {
+  if (res.headersSent) return void res.end();
+  res.writeHead(e.status, { "content-type": "application/json", ...e.headers });
+  res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: e.code, message: e.message }, id: null }));
+}
+
+const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
+
+function tokenMatches(given: string | undefined, expected: string): boolean {
+  if (!given) return false;
+  const a = Buffer.from(sha256(given)), b = Buffer.from(sha256(expected));
+  return timingSafeEqual(a, b);
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const declared = Number(req.headers["content-length"] ?? 0);
+  if (declared > MAX_MESSAGE_BYTES) throw new RpcRefusal(413, RPC_ERROR.invalidRequest, `message exceeds ${MAX_MESSAGE_BYTES} bytes`);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_MESSAGE_BYTES) throw new RpcRefusal(413, RPC_ERROR.invalidRequest, `message exceeds ${MAX_MESSAGE_BYTES} bytes`);
+    chunks.push(chunk);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+  } catch {
+    throw new RpcRefusal(400, RPC_ERROR.parse, "parse error: the body is not JSON");
+  }
+}
+
+const isInitialize = (body: unknown) => (Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body));
+
+export async function startSidecar(settings: SidecarSettings, logger: Logger): Promise<Sidecar> {
+  const sessions = new Map<string, Session>();
+  const limits = new SessionLimits(settings.sessions);
+  const credentials = new SessionCredentials(settings.relayerUrl);
+
+  /** Admission, then the bearer checked against the relayer; returns what a new session needs. */
+  const openSession = async (req: IncomingMessage): Promise<{ bearer: BearerSession; release: () => void }> => {
+    const ip = String(req.headers[SIDECAR_HEADERS.clientIp] ?? req.socket.remoteAddress ?? "unknown");
+    const slot = limits.admit(ip);
+    if (!slot.ok) throw new RpcRefusal(429, RPC_ERROR.rateLimited, `too many sessions: ${slot.reason}`, { "retry-after": String(slot.retryAfterSecs) });
+    try {
+      return { bearer: await credentials.resolve(req.headers), release: slot.release };
+    } catch (err) {
+      slot.release();
+      if (err instanceof BearerRefused) throw new RpcRefusal(401, RPC_ERROR.unauthorized, err.message, { "www-authenticate": 'Bearer realm="memrelay", error="invalid_token"' });
+      logger.warn("mcp session refused: relayer unreachable", { error: err instanceof Error ? err.message : String(err) });
+      throw new RpcRefusal(503, RPC_ERROR.internal, "the memory service is unavailable; retry shortly", { "retry-after": "2" });
+    }
+  };
+
+  const toolServer = (session: () => Session | undefined, bearer: BearerSession) => {
+    const server = new McpServer({ name: "memrelay", version: RELAYER_VERSION }, { capabilities: { tools: {} } });
+    registerMemoryTools(server, {
+      client: bearer.client,
+      relayerUrl: settings.relayerUrl,
+      rememberTimeoutMs: settings.sessions.rememberTimeoutMs,
+      onRefused: () => {
+        const s = session();
+        if (s) s.refused = true;
+      },
+    });
+    return server;
+  };
+
+  /** The session a request names, checked: same bearer as the one that opened it, not refused since. */
+  const sessionFor = async (id: string | undefined, req: IncomingMessage, kind: Session["kind"]): Promise<Session> => {
+    const s = id ? sessions.get(id) : undefined;
+    if (!s || s.kind !== kind) throw new RpcRefusal(404, RPC_ERROR.sessionNotFound, "session not found (expired, closed, or the server restarted): reconnect and initialize a new session");
+    if (sha256(String(req.headers.authorization ?? "")) !== s.bearerHash) throw new RpcRefusal(401, RPC_ERROR.unauthorized, "this session belongs to another credential");
+    if (s.refused) {
+      await s.close();
+      throw new RpcRefusal(401, RPC_ERROR.unauthorized, "the memory service refused this credential: the delegate key is unknown or was removed");
+    }
+    s.lastSeen = Date.now();
+    return s;
+  };
+
+  const register = (s: Session) => {
+    sessions.set(s.id, s);
+    logger.info("mcp session opened", { transport: s.kind, sessions: sessions.size });
+  };
+
+  const closer = (id: string, release: () => void, close: () => Promise<void>) => {
+    let closed = false;
+    return async () => {
+      if (closed) return;
+      closed = true;
+      sessions.delete(id);
+      release();
+      await close().catch(() => undefined);
+    };
+  };
+
+  const handleSseOpen = async (req: IncomingMessage, res: ServerResponse) => {
+    const { bearer, release } = await openSession(req);
+    const transport = new SSEServerTransport("/api/mcp/messages", res);
+    let session: Session | undefined;
+    const server = toolServer(() => session, bearer);
+    const keepalive = setInterval(() => !res.writableEnded && res.write(": keepalive\n\n"), SSE_KEEPALIVE_MS);
+    keepalive.unref();
+    const close = closer(transport.sessionId, release, async () => {
+      clearInterval(keepalive);
+      await server.close();
+    });
+    session = { id: transport.sessionId, kind: "sse", transport, bearerHash: sha256(String(req.headers.authorization)), lastSeen: Date.now(), refused: false, close };
+    register(session);
+    res.on("close", () => void close());
+    await server.connect(transport);
+  };
+
+  const handleSseMessage = async (req: IncomingMessage, res: ServerResponse, url: URL) => {
+    const s = await sessionFor(url.searchParams.get("sessionId") ?? undefined, req, "sse");
+    const body = await readJson(req);
+    await (s.transport as SSEServerTransport).handlePostMessage(req, res, body);
+  };
+
+  const handleStreamable = async (req: IncomingMessage, res: ServerResponse) => {
+    const id = req.headers["mcp-session-id"];
+    const sessionId = typeof id === "string" ? id : undefined;
+    if (req.method === "POST") {
+      const body = await readJson(req);
+      if (!sessionId) {
+        if (!isInitialize(body)) throw new RpcRefusal(400, RPC_ERROR.invalidRequest, "no session: send initialize first (without an mcp-session-id header)");
+        const { bearer, release } = await openSession(req);
+        let session: Session | undefined;
+        const server = toolServer(() => session, bearer);
+        const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          onsessioninitialized: (sid) => {
+            const close = closer(sid, release, () => server.close());
+            session = { id: sid, kind: "streamable", transport, bearerHash: sha256(String(req.headers.authorization)), lastSeen: Date.now(), refused: false, close };
+            register(session);
+          },
+          onsessionclosed: (sid) => void sessions.get(sid)?.close(),
+        });
+        transport.onclose = () => (session ? void session.close() : release());
+        await server.connect(transport);
+        await transport.handleRequest(req, res, body);
+        if (!session) release(); // initialize was refused by the transport itself: no session to keep
+        return;
+      }
+      const s = await sessionFor(sessionId, req, "streamable");
+      return (s.transport as StreamableHTTPServerTransport).handleRequest(req, res, body);
+    }
+    const s = await sessionFor(sessionId, req, "streamable");
+    await (s.transport as StreamableHTTPServerTransport).handleRequest(req, res);
+  };
+
+  const http: Server = createServer((req, res) => {
+    const url = new URL(req.url ?? "/", "http://sidecar");
+    const route = async () => {
+      if (url.pathname === "/health" && req.method === "GET") {
+        res.writeHead(200, { "content-type": "application/json" });
+        return void res.end(JSON.stringify({ status: "ok", sessions: sessions.size }));
+      }
+      if (!tokenMatches(req.headers[SIDECAR_HEADERS.token] as string | undefined, settings.authToken)) {
+        throw new RpcRefusal(401, RPC_ERROR.unauthorized, "the sidecar only answers the relayer");
+      }
+      if (url.pathname === "/mcp/sse" && req.method === "GET") return handleSseOpen(req, res);
+      if (url.pathname === "/mcp/messages" && req.method === "POST") return handleSseMessage(req, res, url);
+      if (url.pathname === "/mcp" && (req.method === "GET" || req.method === "POST" || req.method === "DELETE")) return handleStreamable(req, res);
+      throw new RpcRefusal(404, RPC_ERROR.invalidRequest, `no MCP route for ${req.method} ${url.pathname}`);
+    };
+    route().catch((err) => {
+      if (err instanceof RpcRefusal) return rpcError(res, err);
+      logger.error("mcp request failed", { path: url.pathname, error: err instanceof Error ? err.message : String(err) });
+      rpcError(res, new RpcRefusal(500, RPC_ERROR.internal, "internal error"));
+    });
+  });
+
+  const sweeper = setInterval(() => {
+    const cutoff = Date.now() - settings.sessions.idleMs;
+    for (const s of sessions.values()) if (s.lastSeen < cutoff) void s.close();
+    limits.prune();
+  }, Math.min(30_000, Math.max(1_000, settings.sessions.idleMs / 2)));
+  sweeper.unref();
+
+  const port = await new Promise<number>((resolve, reject) => {
+    http.once("error", reject);
+    http.listen(Number(settings.url.port || 80), settings.url.hostname === "localhost" ? "127.0.0.1" : settings.url.hostname, () => resolve((http.address() as { port: number }).port));
+  });
+  logger.info("mcp sidecar listening", { url: `http://${settings.url.hostname}:${port}`, relayer: settings.relayerUrl });
+  return {
+    port,
+    sessions: () => sessions.size,
+    close: async () => {
+      clearInterval(sweeper);
+      await Promise.all([...sessions.values()].map((s) => s.close()));
+      http.closeAllConnections();
+      await new Promise<void>((r) => http.close(() => r()));
+    },
+  };
+}

@@ -1,0 +1,167 @@
+// Black-box: the agent transports through the relayer (/api/mcp, /api/mcp/sse) to the MCP sidecar, driven by the MCP
+// SDK's own client over Streamable HTTP and legacy SSE, against the started stack. Plus bad input: wrong and revoked
+// credentials, malformed JSON-RPC, unknown tools, wrong argument types, oversized arguments, too many sessions.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
+import { request } from "undici";
+import { startTestStack, type TestStack } from "./support/stack.ts";
+import type { DevIdentity } from "../runtime/local-stack.ts";
+import { removeDelegateKey } from "../adapters/chain/local/accounts.ts";
+import { TOOL } from "../schemas/mcp-tools.ts";
+
+let t: TestStack;
+beforeAll(async () => {
+  t = await startTestStack({ MCP_MAX_SESSIONS_PER_IP: "6", MCP_MAX_NEW_SESSIONS_PER_IP_PER_MIN: "1000" });
+}, 120_000);
+afterAll(async () => t?.teardown());
+
+const bearer = (id: DevIdentity) => ({ authorization: `Bearer ${Buffer.from(id.delegateSecretKey).toString("hex")}`, "x-memory-account-id": id.accountId });
+
+async function connect(id: DevIdentity, kind: "streamable" | "sse"): Promise<Client> {
+  const headers = bearer(id);
+  const url = new URL(kind === "streamable" ? "/api/mcp" : "/api/mcp/sse", t.stack.relayerUrl);
+  const transport = kind === "streamable"
+    ? new StreamableHTTPClientTransport(url, { requestInit: { headers } })
+    : new SSEClientTransport(url, { requestInit: { headers }, eventSourceInit: { fetch: (u, init) => fetch(u, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }) } });
+  const client = new Client({ name: "memrelay-test", version: "1.0.0" });
+  await client.connect(transport);
+  return client;
+}
+
+const textOf = (r: unknown) => ((r as { content: { type: string; text: string }[] }).content ?? []).map((c) => c.text).join("\n");
+
+async function rpc(body: unknown, headers: Record<string, string>, path = "/api/mcp") {
+  const res = await request(t.stack.relayerUrl + path, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+  const text = await res.body.text();
+  return { status: res.statusCode, headers: res.headers, body: text.startsWith("{") ? JSON.parse(text) : text };
+}
+
+const initialize = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "raw", version: "1" } } };
+
+describe.each(["streamable", "sse"] as const)("MCP over %s", (kind) => {
+  it("lists the six relayer tools with input schemas, remembers, recalls, analyzes, restores and reports health", async () => {
+    const id = await t.stack.createIdentity();
+    const client = await connect(id, kind);
+    try {
+      const tools = await client.listTools();
+      expect(tools.tools.map((x) => x.name).sort()).toEqual([TOOL.analyze, TOOL.health, TOOL.recall, TOOL.remember, TOOL.rememberBulk, TOOL.restore].sort());
+      expect(tools.tools.find((x) => x.name === TOOL.recall)?.inputSchema.properties).toHaveProperty("query");
+
+      const remembered = await client.callTool({ name: TOOL.remember, arguments: { text: `I keep bees in ${kind} land`, namespace: "garden" } });
+      expect(remembered.isError).toBeFalsy();
+      expect(textOf(remembered)).toMatch(/^Remembered in namespace "garden"/);
+      const bulk = await client.callTool({ name: TOOL.rememberBulk, arguments: { facts: ["My hives are painted blue", "The queen is named Ada"], namespace: "garden" } });
+      expect(textOf(bulk)).toMatch(/Remembered 2 of 2 facts/);
+
+      const recalled = await client.callTool({ name: TOOL.recall, arguments: { query: "what do I keep?", namespace: "garden", limit: 3 } });
+      expect(textOf(recalled)).toContain(`I keep bees in ${kind} land`);
+      expect(textOf(recalled)).not.toMatch(/^\s*[{[]/); // text for the agent, not a JSON dump
+
+      const analyzed = await client.callTool({ name: TOOL.analyze, arguments: { text: "I moved to Lisbon last year. My sister works as a pilot.", namespace: "life" } });
+      expect(textOf(analyzed)).toMatch(/Extracted \d+ new fact/);
+
+      const restored = await client.callTool({ name: TOOL.restore, arguments: { namespace: "garden", limit: 100_000 } });
+      expect(textOf(restored)).toMatch(/restored 0, skipped 3, failed 0, total 3, truncated false/);
+
+      expect(textOf(await client.callTool({ name: TOOL.health, arguments: {} }))).toMatch(/Memory service ok, version/);
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+});
+
+describe("MCP bad input", () => {
+  it("refuses a missing, malformed or unknown credential with 401 and a JSON-RPC error, and opens no session", async () => {
+    const id = await t.stack.createIdentity();
+    const stranger = await t.stack.createIdentity();
+    const cases: Record<string, string>[] = [
+      {},
+      { authorization: "Bearer not-a-key", "x-memory-account-id": id.accountId },
+      { ...bearer(id), "x-memory-account-id": "0x12" },
+      { ...bearer(stranger), "x-memory-account-id": id.accountId },
+    ];
+    for (const headers of cases) {
+      const r = await rpc(initialize, headers);
+      expect(r.status).toBe(401);
+      expect(r.body).toMatchObject({ jsonrpc: "2.0", error: { code: -32001 } });
+      expect(r.headers["mcp-session-id"]).toBeUndefined();
+    }
+    const sse = await request(t.stack.relayerUrl + "/api/mcp/sse", { headers: { authorization: "Bearer " + "0".repeat(64), "x-memory-account-id": id.accountId } });
+    expect(sse.statusCode).toBe(401);
+    expect(JSON.parse(await sse.body.text())).toMatchObject({ error: { code: -32001 } });
+  });
+
+  it("answers malformed JSON-RPC, requests without a session and unknown sessions with JSON-RPC errors", async () => {
+    const id = await t.stack.createIdentity();
+    const parse = await rpc("{not json", bearer(id));
+    expect(parse.status).toBe(400);
+    expect(parse.body).toMatchObject({ error: { code: -32700 } });
+    const noSession = await rpc({ jsonrpc: "2.0", id: 2, method: "tools/list" }, bearer(id));
+    expect(noSession.status).toBe(400);
+    expect(noSession.body.error.message).toMatch(/initialize/);
+    const unknown = await rpc({ jsonrpc: "2.0", id: 2, method: "tools/list" }, { ...bearer(id), "mcp-session-id": "00000000-0000-4000-8000-000000000000" });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error.message).toMatch(/reconnect/);
+  });
+
+  it("reports unknown tools, wrong argument types and oversized arguments as errors, stores nothing, and keeps serving", async () => {
+    const id = await t.stack.createIdentity();
+    const client = await connect(id, "streamable");
+    try {
+      const unknown = await client.callTool({ name: "memory_format_disk", arguments: {} }).catch((e) => e);
+      expect(JSON.stringify(unknown)).toMatch(/not found|unknown tool/i);
+      const wrongType = await client.callTool({ name: TOOL.recall, arguments: { query: 42 } }).catch((e) => e);
+      expect(JSON.stringify(wrongType)).toMatch(/invalid|expected string/i);
+      const tooMany = await client.callTool({ name: TOOL.rememberBulk, arguments: { facts: Array.from({ length: 21 }, (_, i) => `fact ${i}`) } }).catch((e) => e);
+      expect(JSON.stringify(tooMany)).toMatch(/invalid|too big|20/i);
+      const huge = await client.callTool({ name: TOOL.remember, arguments: { text: "x".repeat(2_200_000) } }).catch((e) => e);
+      expect(JSON.stringify(huge)).toMatch(/413|exceeds|too big|invalid/i);
+      // nothing was stored, and the session still works
+      const stats = await (await t.client(id)).call<{ memory_count: number }>("POST", "/api/stats", {});
+      expect(stats.memory_count).toBe(0);
+      expect(textOf(await client.callTool({ name: TOOL.health, arguments: {} }))).toMatch(/ok/);
+    } finally {
+      await client.close();
+    }
+  }, 30_000);
+
+  it("refuses a removed delegate on its next call, then refuses the session", async () => {
+    const id = await t.stack.createIdentity();
+    const client = await connect(id, "streamable");
+    try {
+      expect(textOf(await client.callTool({ name: TOOL.recall, arguments: { query: "anything" } }))).toMatch(/No memories/);
+      await removeDelegateKey(t.stack.chain, { ownerKey: id.ownerSecretKey, publicKey: id.delegatePublicKeyHex, accountId: id.accountId });
+      const refused = await client.callTool({ name: TOOL.recall, arguments: { query: "anything" } });
+      expect(refused.isError).toBe(true);
+      expect(textOf(refused)).toMatch(/refused this credential \(401\)/);
+      const after = await client.listTools().catch((e) => e);
+      expect(String(after)).toMatch(/401|refused/);
+    } finally {
+      await client.close().catch(() => undefined);
+    }
+  }, 30_000);
+
+  it("caps sessions per client address with 429 and Retry-After", async () => {
+    const id = await t.stack.createIdentity();
+    const open: Client[] = [];
+    try {
+      let refused: { status: number; headers: Record<string, unknown>; body: any } | undefined;
+      for (let i = 0; i < 8 && !refused; i++) {
+        const r = await rpc(initialize, bearer(id));
+        if (r.status === 429) refused = r;
+        else expect(r.status).toBe(200);
+      }
+      expect(refused?.body).toMatchObject({ jsonrpc: "2.0", error: { code: -32000 } });
+      expect(refused?.body.error.message).toMatch(/maximum of 6 sessions/);
+      expect(refused?.headers["retry-after"]).toBeDefined();
+    } finally {
+      await Promise.all(open.map((c) => c.close()));
+    }
+  });
+});

@@ -1,0 +1,66 @@
+// Pure parts of the agent transports: session admission (total, per address, new per minute) and bearer parsing.
+import { describe, expect, it } from "vitest";
+import { SessionLimits } from "../mcp/sidecar/session-limits.ts";
+import { BearerRefused, bearerOf } from "../mcp/sidecar/bearer.ts";
+import { sidecarSettings, SidecarConfigError } from "../mcp/sidecar/settings.ts";
+import { clampRestoreLimit } from "../schemas/mcp-tools.ts";
+
+describe("session limits", () => {
+  it("caps the total and each address, and frees a slot on release (once)", () => {
+    const l = new SessionLimits({ maxTotal: 3, maxPerIp: 2, newPerIpPerMinute: 100 });
+    const a1 = l.admit("a"), a2 = l.admit("a");
+    expect(a1.ok && a2.ok).toBe(true);
+    expect(l.admit("a")).toMatchObject({ ok: false, reason: expect.stringMatching(/maximum of 2/) });
+    expect(l.admit("b").ok).toBe(true);
+    expect(l.admit("c")).toMatchObject({ ok: false, reason: expect.stringMatching(/maximum of 3/) });
+    if (a1.ok) {
+      a1.release();
+      a1.release();
+    }
+    expect(l.open).toBe(2);
+    expect(l.admit("c").ok).toBe(true);
+  });
+
+  it("limits new sessions per address per minute, with a Retry-After until the oldest start leaves the window", () => {
+    let now = 0;
+    const l = new SessionLimits({ maxTotal: 100, maxPerIp: 100, newPerIpPerMinute: 2 }, () => now);
+    for (const at of [0, 10_000]) {
+      now = at;
+      const s = l.admit("a");
+      if (s.ok) s.release();
+    }
+    now = 20_000;
+    expect(l.admit("a")).toMatchObject({ ok: false, retryAfterSecs: 40 });
+    now = 60_001;
+    expect(l.admit("a").ok).toBe(true);
+  });
+});
+
+describe("bearer credential", () => {
+  const key = "ab".repeat(32);
+  const account = "0x" + "cd".repeat(32);
+  it("takes the delegate key (with or without 0x) and the account id, under either header name", () => {
+    expect(bearerOf({ authorization: `Bearer ${key}`, "x-memory-account-id": account }).accountId).toBe(account);
+    expect(bearerOf({ authorization: `bearer 0x${key}`, "x-memwal-account-id": account.toUpperCase().replace("0X", "0x") }).key).toHaveLength(32);
+  });
+  it("says what is wrong otherwise", () => {
+    expect(() => bearerOf({})).toThrow(BearerRefused);
+    expect(() => bearerOf({ authorization: "Basic abc" })).toThrow(/Bearer/);
+    expect(() => bearerOf({ authorization: "Bearer 1234", "x-memory-account-id": account })).toThrow(/64 hexadecimal/);
+    expect(() => bearerOf({ authorization: `Bearer ${key}` })).toThrow(/x-memory-account-id/);
+  });
+});
+
+describe("sidecar settings", () => {
+  it("refuses to start without SIDECAR_AUTH_TOKEN", () => {
+    expect(() => sidecarSettings({})).toThrow(SidecarConfigError);
+    expect(() => sidecarSettings({ SIDECAR_AUTH_TOKEN: "short" })).toThrow(/SIDECAR_AUTH_TOKEN/);
+    const s = sidecarSettings({ SIDECAR_AUTH_TOKEN: "x".repeat(32), PORT: "8123", MCP_MAX_SESSIONS_PER_IP: "3" });
+    expect(s.url.port).toBe("9000");
+    expect(s.relayerUrl).toBe("http://127.0.0.1:8123");
+    expect(s.sessions.maxPerIp).toBe(3);
+  });
+  it("clamps memory_restore's limit into 1..100, default 10", () => {
+    expect([clampRestoreLimit(undefined), clampRestoreLimit(0), clampRestoreLimit(-5), clampRestoreLimit(50), clampRestoreLimit(10_000)]).toEqual([10, 1, 1, 50, 100]);
+  });
+});
