@@ -3,10 +3,11 @@
 // credential file when absent; prints where everything listens. Ctrl-C stops everything cleanly.
 import { chmodSync, existsSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { loadConfig } from "../config/env.ts";
-import { createLogger } from "../config/logger.ts";
-import { startLocalStack } from "../runtime/local-stack.ts";
-import { generateKeypair } from "../adapters/chain/local/accounts.ts";
+import { intVar, loadConfig } from "../config/env.ts";
+import { createLogger, type Logger } from "../config/logger.ts";
+import { startLocalStack, type LocalStack } from "../runtime/local-stack.ts";
+import { generateKeypair, keypairFromSecret } from "../adapters/chain/local/accounts.ts";
+import { startDashboard, type Dashboard } from "../dashboard/server.ts";
 import { startNats, startPostgres, type Service } from "./services.ts";
 import { credentialsPath, readCredentials, writeCredentials } from "./credentials.ts";
 import { removeStackFile, stackFilePath, writeStackFile } from "./stack-file.ts";
@@ -17,7 +18,7 @@ export const START_HELP = `memrelay start
   Starts nats-server (with nats.conf; NATS_URL to use a running one), Postgres (DATABASE_URL; else the native
   server on 127.0.0.1:5432 when it has pgvector; else embedded PGlite with pgvector), the local chain, the
   key servers, the blob store (BLOBSTORE_PORT, 8200), the developer console (CONSOLE_PORT, 8100) and the relayer
-  (PORT, 8000). Creates a dev account and
+  (PORT, 8000) with its MCP sidecar (SIDECAR_URL, 9000), and the dashboard (DASHBOARD_PORT, 5173). Creates a dev account and
   writes ~/.memory/credentials.json (0600) when absent. Data lives in MEMRELAY_DATA_DIR (~/.memrelay); each data
   directory gets its own database on the native Postgres. While running, <data dir>/stack.json (0600) tells the
   operator commands (replay, lag, restore, blobstore, console, alerts) in another terminal where NATS and Postgres
@@ -100,11 +101,15 @@ export async function startCommand(args: string[], env = process.env): Promise<n
       };
       writeCredentials(creds, credPath);
     }
+    // The dashboard manages the development account with its owner key (the local network's development wallet).
+    const dashboard = await startDevDashboard(stack, base.dataDir, intVar(env, "DASHBOARD_PORT", 5173, 0, 65535), logger);
+    if (dashboard) services.push({ url: dashboard.url, description: "", stop: () => dashboard.close() });
     const lines = [
       "memrelay is running",
       `  relayer      ${stack.relayerUrl}`,
       `  blob store   ${stack.blobstoreUrl}  (Walrus API: PUT ${stack.blobstoreUrl}/v1/blobs)`,
       `  console      ${stack.consoleUrl}/api/v1  (keys: memrelay console signup / key mint)`,
+      ...(dashboard ? [`  dashboard    ${dashboard.url}  (agents sign in here: memrelay-mcp --local login; keys: ${dashboard.url}/keys)`] : []),
       `  agent tools  ${stack.relayerUrl}/api/mcp (Streamable HTTP), ${stack.relayerUrl}/api/mcp/sse (SSE); stdio: memrelay-mcp --local`,
       `  chain RPC    ${stack.encryptionStack.rpcUrl}`,
       `  key servers  ${stack.encryptionStack.serverConfigs.length} (threshold ${config.encryptionThreshold ?? Math.min(2, stack.encryptionStack.serverConfigs.length)})`,
@@ -137,4 +142,14 @@ export async function startCommand(args: string[], env = process.env): Promise<n
     await stopAll();
     return 1;
   }
+}
+
+/** The dashboard for the development account, when this data directory holds its owner key. */
+async function startDevDashboard(stack: LocalStack, dataDir: string, port: number, logger: Logger): Promise<Dashboard | undefined> {
+  const path = join(dataDir, "dev-owner.key");
+  if (!existsSync(path)) return undefined;
+  const ownerSecretKey = Uint8Array.from(Buffer.from(readFileSync(path, "utf8").trim(), "hex"));
+  const account = await stack.chain.getAccountByOwner(keypairFromSecret(ownerSecretKey).address);
+  if (!account) return undefined;
+  return startDashboard({ chain: stack.chain, ownerSecretKey, accountId: account.id, packageId: stack.encryptionStack.packageId, host: stack.config.host, port, logger: logger.child({ component: "dashboard" }) });
 }

@@ -18,7 +18,7 @@ const dataDirs: string[] = [];
 
 /** Only what a fresh shell has: no NATS_URL, no DATABASE_URL. */
 function cleanEnv(dataDir: string, extra: Record<string, string> = {}): Record<string, string> {
-  return { PATH: process.env.PATH ?? "", HOME: home, MEMRELAY_DATA_DIR: dataDir, PORT: "0", BLOBSTORE_PORT: "0", CONSOLE_PORT: "0", MEMRELAY_EMBEDDER: "hashing", ...extra };
+  return { PATH: process.env.PATH ?? "", HOME: home, MEMRELAY_DATA_DIR: dataDir, PORT: "0", BLOBSTORE_PORT: "0", CONSOLE_PORT: "0", SIDECAR_URL: "http://127.0.0.1:0", DASHBOARD_PORT: "0", MEMRELAY_EMBEDDER: "hashing", ...extra };
 }
 
 function startStack(dataDir: string, extra: Record<string, string> = {}): { child: ChildProcess; output: () => string; running: Promise<void>; exited: Promise<number | null> } {

@@ -1,0 +1,106 @@
+// The dashboard's two pages, plain HTML with a little script (no build step). Each carries the server's token in a
+// meta tag; the script sends it on every API call. Text from the query string is inserted as text, never as HTML.
+const STYLE = `body{font:16px/1.5 system-ui,sans-serif;max-width:640px;margin:48px auto;padding:0 24px;color:#1a1a1a}
+h1{font-size:22px}code{background:#f4f4f5;padding:1px 4px;border-radius:4px;word-break:break-all}
+button{font:inherit;padding:6px 14px;border-radius:6px;border:1px solid #888;background:#fff;cursor:pointer}
+button.primary{background:#111;color:#fff;border-color:#111}table{border-collapse:collapse;width:100%}
+td,th{text-align:left;padding:6px 8px;border-bottom:1px solid #e4e4e7}.ok{color:#15803d}.err{color:#b91c1c}`;
+
+const shell = (title: string, token: string, body: string, script: string) => `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${title} · memrelay</title>
+<meta name="dashboard-token" content="${token}"><style>${STYLE}</style></head>
+<body>${body}<script>
+const token = document.querySelector('meta[name="dashboard-token"]').content;
+async function api(path, body) {
+  const res = await fetch(path, body === undefined ? { headers: { "x-dashboard-token": token } }
+    : { method: "POST", headers: { "x-dashboard-token": token, "content-type": "application/json" }, body: JSON.stringify(body) });
+  const data = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error(data.error || ("status " + res.status));
+  return data;
+}
+${script}
+</script></body></html>`;
+
+/** `/connect?port&publicKey&state[&label&relayer]`: approve the package's new key, then hand the result back to it. */
+export const connectPage = (token: string) =>
+  shell(
+    "Connect an agent",
+    token,
+    `<h1>Connect an agent to your memory</h1>
+<p>An agent asks to use your memory with a new key:</p>
+<p><b id="label"></b><br>key <code id="key"></code></p>
+<p>Approving adds the key to your account (a transaction signed by this stack's development wallet). You can revoke it
+at any time on the <a href="/keys">keys page</a>.</p>
+<p><button class="primary" id="approve">Approve</button></p>
+<p id="status" role="status"></p>`,
+    `const q = new URLSearchParams(location.search);
+const port = q.get("port"), publicKey = q.get("publicKey"), state = q.get("state"), label = q.get("label") || "agent";
+const status = document.getElementById("status");
+const say = (text, cls) => { status.textContent = text; status.className = cls || ""; };
+document.getElementById("label").textContent = label;
+document.getElementById("key").textContent = publicKey || "(missing)";
+const approve = document.getElementById("approve");
+if (!/^[0-9]{1,5}$/.test(port || "") || !/^[0-9a-fA-F]{64}$/.test(publicKey || "") || !/^[0-9a-f]{64}$/.test(state || "")) {
+  approve.disabled = true;
+  say("This link is incomplete or damaged: ask the agent for a new one (memory_login).", "err");
+}
+approve.addEventListener("click", async () => {
+  approve.disabled = true;
+  try {
+    say("Adding the key to your account…");
+    const approved = await api("/api/approve", { publicKey, label });
+    say("Handing the key back to the agent…");
+    const res = await fetch("http://127.0.0.1:" + port + "/callback", { method: "POST", headers: { "content-type": "application/json" },
+      body: JSON.stringify({ state, accountId: approved.accountId, walletAddress: approved.walletAddress, packageId: approved.packageId, label }) });
+    const back = await res.json().catch(() => ({}));
+    if (!res.ok) throw new Error(back.error || ("the agent answered " + res.status));
+    say("Connected. The agent can use your memory now; you can close this tab.", "ok");
+  } catch (e) {
+    say("Not connected: " + e.message + ". The link is valid 5 minutes; ask the agent for a new one if it expired.", "err");
+    approve.disabled = false;
+  }
+});`,
+  );
+
+/** `/keys`: the account's delegate keys, newest first, each with a revoke button. */
+export const keysPage = (token: string) =>
+  shell(
+    "Delegate keys",
+    token,
+    `<h1>Delegate keys</h1>
+<p>Account <code id="account"></code></p>
+<table><thead><tr><th>Label</th><th>Created</th><th>Key</th><th></th></tr></thead><tbody id="keys"></tbody></table>
+<p id="status" role="status"></p>`,
+    `const status = document.getElementById("status");
+async function load() {
+  const data = await api("/api/keys");
+  document.getElementById("account").textContent = data.accountId;
+  const rows = document.getElementById("keys");
+  rows.replaceChildren();
+  for (const k of [...data.keys].sort((a, b) => b.createdAt.localeCompare(a.createdAt))) {
+    const tr = document.createElement("tr");
+    tr.dataset.key = k.publicKey;
+    for (const text of [k.label || "(no label)", new Date(k.createdAt).toLocaleString(), k.publicKey.slice(0, 12) + "…"]) {
+      const td = document.createElement("td");
+      td.textContent = text;
+      tr.append(td);
+    }
+    const td = document.createElement("td");
+    const b = document.createElement("button");
+    b.textContent = "Revoke";
+    b.addEventListener("click", async () => {
+      b.disabled = true;
+      try {
+        await api("/api/revoke", { publicKey: k.publicKey });
+        status.textContent = "Revoked " + (k.label || k.publicKey.slice(0, 12)) + ": the relayer refuses it from the next request.";
+        status.className = "ok";
+        await load();
+      } catch (e) { status.textContent = "Not revoked: " + e.message; status.className = "err"; b.disabled = false; }
+    });
+    td.append(b);
+    tr.append(td);
+    rows.append(tr);
+  }
+}
+load().catch((e) => { status.textContent = "Could not load the keys: " + e.message; status.className = "err"; });`,
+  );

@@ -1,0 +1,124 @@
+// The dashboard (`memrelay start`, port 5173, the --local preset's web URL): the connect page that memory_login
+// opens, where the user approves a new delegate key, and the list of the account's delegate keys with revoke. On the
+// local network the wallet is the stack's development wallet (the dev account's owner key, held by this process),
+// which signs add/remove-delegate-key transactions on the local chain; the relayer refuses a removed key at once.
+// The JSON API answers only same-origin requests carrying the page's token, so another site cannot drive the wallet.
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import type { LocalChain } from "../adapters/chain/local/local-chain.ts";
+import { addDelegateKey, removeDelegateKey } from "../adapters/chain/local/accounts.ts";
+import type { Logger } from "../config/logger.ts";
+import { connectPage, keysPage } from "./pages.ts";
+
+export interface DashboardOptions {
+  readonly chain: LocalChain;
+  /** The development wallet: owner key of the account it manages. */
+  readonly ownerSecretKey: Uint8Array;
+  readonly accountId: string;
+  readonly packageId: string;
+  readonly host: string;
+  readonly port: number;
+  readonly logger: Logger;
+}
+
+export interface Dashboard {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+const HEX_KEY = /^[0-9a-fA-F]{64}$/;
+const LABEL_MAX = 64;
+
+class Refused extends Error {
+  constructor(readonly status: number, message: string) {
+    super(message);
+  }
+}
+
+async function jsonBody(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of req as AsyncIterable<Buffer>) {
+    size += c.length;
+    if (size > 16_384) throw new Refused(413, "body too large");
+    chunks.push(c);
+  }
+  try {
+    const v = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    if (v && typeof v === "object" && !Array.isArray(v)) return v as Record<string, unknown>;
+  } catch {
+    /* answered below */
+  }
+  throw new Refused(400, "the body must be a JSON object");
+}
+
+export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
+  const token = randomBytes(24).toString("hex");
+  let origin = "";
+  const send = (res: ServerResponse, status: number, body: string, type = "application/json") => {
+    res.writeHead(status, { "content-type": type, "cache-control": "no-store", "x-frame-options": "DENY", "content-security-policy": "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self' http://127.0.0.1:*" });
+    res.end(body);
+  };
+  const account = async () => {
+    const a = await o.chain.getAccount(o.accountId);
+    if (!a) throw new Refused(404, "the development account does not exist on this chain");
+    return a;
+  };
+
+  const api = async (req: IncomingMessage, path: string): Promise<unknown> => {
+    const given = Buffer.from(String(req.headers["x-dashboard-token"] ?? ""));
+    if (req.headers.origin !== undefined && req.headers.origin !== origin) throw new Refused(403, "cross-origin requests are refused");
+    if (given.length !== token.length || !timingSafeEqual(given, Buffer.from(token))) throw new Refused(403, "missing or wrong dashboard token: reload the page");
+    if (path === "/api/keys" && req.method === "GET") {
+      const a = await account();
+      return { accountId: a.id, owner: a.owner, packageId: o.packageId, keys: a.delegate_keys.map((k) => ({ publicKey: k.public_key, address: k.sui_address, label: k.label, createdAt: new Date(k.created_at).toISOString() })) };
+    }
+    if (req.method !== "POST") throw new Refused(405, `${req.method} is not allowed on ${path}`);
+    const body = await jsonBody(req);
+    const publicKey = String(body.publicKey ?? "");
+    if (!HEX_KEY.test(publicKey)) throw new Refused(400, "publicKey must be 64 hexadecimal characters (an Ed25519 public key)");
+    if (path === "/api/approve") {
+      const label = String(body.label ?? "").slice(0, LABEL_MAX);
+      const a = await addDelegateKey(o.chain, { ownerKey: o.ownerSecretKey, publicKey: publicKey.toLowerCase(), label, accountId: o.accountId });
+      o.logger.info("delegate key approved", { account: a.id, label });
+      return { accountId: a.id, walletAddress: a.owner, packageId: o.packageId };
+    }
+    if (path === "/api/revoke") {
+      const a = await removeDelegateKey(o.chain, { ownerKey: o.ownerSecretKey, publicKey: publicKey.toLowerCase(), accountId: o.accountId });
+      o.logger.info("delegate key revoked", { account: a.id });
+      return { accountId: a.id, revoked: publicKey.toLowerCase() };
+    }
+    throw new Refused(404, `no route for ${path}`);
+  };
+
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? "/", "http://dashboard");
+    if (url.pathname.startsWith("/api/")) {
+      api(req, url.pathname).then(
+        (v) => send(res, 200, JSON.stringify(v)),
+        (err) => {
+          if (!(err instanceof Refused)) o.logger.warn("dashboard request failed", { path: url.pathname, error: err instanceof Error ? err.message : String(err) });
+          send(res, err instanceof Refused ? err.status : 502, JSON.stringify({ error: err instanceof Error ? err.message : String(err) }));
+        },
+      );
+      return;
+    }
+    if (req.method !== "GET") return send(res, 405, JSON.stringify({ error: "pages are read with GET" }));
+    if (url.pathname === "/connect") return send(res, 200, connectPage(token), "text/html; charset=utf-8");
+    if (url.pathname === "/" || url.pathname === "/keys") return send(res, 200, keysPage(token), "text/html; charset=utf-8");
+    send(res, 404, JSON.stringify({ error: "not found" }));
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(o.port, o.host, () => resolve((server.address() as { port: number }).port));
+  });
+  origin = `http://${o.host}:${port}`;
+  o.logger.info("dashboard listening", { url: origin });
+  return {
+    url: origin,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}

@@ -1,0 +1,121 @@
+// Black-box, as an agent host runs it: `memrelay-mcp` as a child process over stdio (the MCP SDK's stdio client),
+// signed out at first; memory_login's URL opened in headless Chromium (Debian's package) on the dashboard, the key
+// approved with the development wallet; then memory_recall works without restarting the package; the key revoked
+// on the dashboard's keys page, and the next call is refused with 401 while the credential file stays.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync, existsSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium, type Browser } from "playwright-core";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { startTestStack, type TestStack } from "./support/stack.ts";
+import { startDashboard, type Dashboard } from "../dashboard/server.ts";
+import { silentLogger } from "../config/logger.ts";
+import type { DevIdentity } from "../runtime/local-stack.ts";
+import { TOOL } from "../schemas/mcp-tools.ts";
+
+let t: TestStack;
+let dashboard: Dashboard;
+let browser: Browser;
+let owner: DevIdentity;
+let home: string;
+
+beforeAll(async () => {
+  t = await startTestStack();
+  owner = await t.stack.createIdentity("memrelay-dev");
+  const c = await t.client(owner);
+  const { job_id } = await c.remember("I drink green tea every morning");
+  expect((await c.waitForJob(job_id)).status).toBe("done");
+  dashboard = await startDashboard({ chain: t.stack.chain, ownerSecretKey: owner.ownerSecretKey, accountId: owner.accountId, packageId: t.stack.encryptionStack.packageId, host: "127.0.0.1", port: 0, logger: silentLogger });
+  browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium", headless: true, args: ["--no-sandbox"] });
+  home = mkdtempSync(join(tmpdir(), "memrelay-mcp-home-"));
+}, 120_000);
+afterAll(async () => {
+  await browser?.close();
+  await dashboard?.close();
+  await t?.teardown();
+  if (home) rmSync(home, { recursive: true, force: true });
+});
+
+const textOf = (r: unknown) => ((r as { content: { text: string }[] }).content ?? []).map((c) => c.text).join("\n");
+
+describe("memrelay-mcp over stdio with sign-in through the dashboard", () => {
+  it("signs in from memory_login through the connect page, recalls without a restart, and is refused after revoke", async () => {
+    const credentials = join(home, ".memory", "credentials.json");
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: ["bin/memrelay-mcp.mjs", "--relayer", t.stack.relayerUrl, "--web-url", dashboard.url, "--label", "Test agent", "--namespace", "default"],
+      env: { ...(process.env as Record<string, string>), HOME: home, MEMORY_CREDENTIALS_FILE: credentials },
+      stderr: "pipe",
+    });
+    const client = new Client({ name: "host", version: "1.0.0" });
+    await client.connect(transport);
+    try {
+      const tools = (await client.listTools()).tools.map((x) => x.name).sort();
+      expect(tools).toEqual(Object.values(TOOL).sort());
+
+      const signedOut = await client.callTool({ name: TOOL.recall, arguments: { query: "what do I drink?" } });
+      expect(signedOut.isError).toBe(true);
+      expect(textOf(signedOut)).toMatch(/Not signed in.*memory_login/s);
+
+      const login = textOf(await client.callTool({ name: TOOL.login, arguments: {} }));
+      const url = /https?:\/\/\S+/.exec(login)?.[0];
+      expect(url).toMatch(new RegExp(`^${dashboard.url}/connect\\?port=\\d+&publicKey=[0-9a-f]{64}&state=[0-9a-f]{64}`));
+
+      const page = await browser.newPage();
+      await page.goto(url!);
+      await expect.poll(() => page.locator("#label").textContent()).toBe("Test agent");
+      await page.click("#approve");
+      await expect.poll(() => page.locator("#status").textContent(), { timeout: 15_000 }).toMatch(/^Connected/);
+      expect(statSync(credentials).mode & 0o777).toBe(0o600);
+
+      // the same process, no restart: the new credential is used
+      const recalled = await client.callTool({ name: TOOL.recall, arguments: { query: "what do I drink?" } });
+      expect(recalled.isError).toBeFalsy();
+      expect(textOf(recalled)).toContain("green tea");
+
+      await page.goto(`${dashboard.url}/keys`);
+      const row = page.locator("tr", { hasText: "Test agent" });
+      await expect.poll(() => row.count()).toBe(1);
+      await row.locator("button", { hasText: "Revoke" }).click();
+      await expect.poll(() => page.locator("#status").textContent()).toMatch(/^Revoked Test agent/);
+      await expect.poll(() => page.locator("tr", { hasText: "Test agent" }).count()).toBe(0);
+
+      const refused = await client.callTool({ name: TOOL.recall, arguments: { query: "what do I drink?" } });
+      expect(refused.isError).toBe(true);
+      expect(textOf(refused)).toMatch(/401/);
+      expect(existsSync(credentials)).toBe(true); // a 401 never deletes the credential file
+    } finally {
+      await client.close();
+    }
+  }, 90_000);
+
+  it("refuses a callback from another origin or with the wrong state, and a dashboard API call without the page's token", async () => {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: ["bin/memrelay-mcp.mjs", "--relayer", t.stack.relayerUrl, "--web-url", dashboard.url],
+      env: { ...(process.env as Record<string, string>), HOME: home, MEMORY_CREDENTIALS_FILE: join(home, "other.json") },
+      stderr: "pipe",
+    });
+    const client = new Client({ name: "host", version: "1.0.0" });
+    await client.connect(transport);
+    try {
+      const url = new URL(/https?:\/\/\S+/.exec(textOf(await client.callTool({ name: TOOL.login, arguments: {} })))![0]);
+      const callback = `http://127.0.0.1:${url.searchParams.get("port")}/callback`;
+      const body = { state: url.searchParams.get("state"), accountId: owner.accountId, walletAddress: owner.owner, packageId: t.stack.encryptionStack.packageId };
+      const foreign = await fetch(callback, { method: "POST", headers: { origin: "https://evil.example", "content-type": "application/json" }, body: JSON.stringify(body) });
+      expect(foreign.status).toBe(403);
+      const wrongState = await fetch(callback, { method: "POST", headers: { origin: dashboard.url, "content-type": "application/json" }, body: JSON.stringify({ ...body, state: "0".repeat(64) }) });
+      expect(wrongState.status).toBe(403);
+      // the key was never approved: a right state is refused until the account has it
+      const unapproved = await fetch(callback, { method: "POST", headers: { origin: dashboard.url, "content-type": "application/json" }, body: JSON.stringify(body) });
+      expect(unapproved.status).toBe(409);
+      expect(existsSync(join(home, "other.json"))).toBe(false);
+      const noToken = await fetch(`${dashboard.url}/api/approve`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ publicKey: "a".repeat(64) }) });
+      expect(noToken.status).toBe(403);
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+});
