@@ -11,7 +11,7 @@ import { MemrelayClient } from "../../client/memrelay-client.ts";
 import { createDelegateSession } from "../../adapters/encryption/session.ts";
 import { MemorySampler, pidsByCmdline, startNats, startServices, startWorker, type IdentityWire, type NatsProc, type ServicesProc, type WorkerProc } from "./processes.ts";
 
-export type Role = "gateway" | "actors" | "projections";
+export type Role = "gateway" | "actors" | "projections" | "mcp";
 
 export interface EnvOptions {
   readonly embedder: "hashing" | "use-lite";

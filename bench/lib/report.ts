@@ -45,7 +45,7 @@ export interface ResultsFile {
 export const RESULTS_JSON = join(repoRoot, "bench", "results.json");
 export const RESULTS_MD = join(repoRoot, "bench", "RESULTS.md");
 
-export const ORDER = ["remember", "pipeline", "use-lite", "recall", "replay", "memory", "blobstore", "console"];
+export const ORDER = ["remember", "pipeline", "use-lite", "recall", "mcp", "replay", "memory", "blobstore", "console"];
 
 export function loadResults(): ResultsFile | undefined {
   if (!existsSync(RESULTS_JSON)) return undefined;

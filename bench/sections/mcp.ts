@@ -1,0 +1,127 @@
+// Section: the agent transport. The same recall (one owner's namespace of real memories, limit 10, the same queries)
+// as plain signed POST /api/recall and as MCP `memory_recall` calls over Streamable HTTP (the MCP SDK's client, one
+// session per concurrent client) through the relayer's /api/mcp to the sidecar in its own process. Goal: the MCP
+// path costs at most 1.3× the plain route (throughput ratio, one run), with CPU per call per process beside it.
+import { createServer } from "node:net";
+import { randomBytes } from "node:crypto";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { createDelegateSession } from "../../adapters/encryption/session.ts";
+import { RequestSigner } from "../../client/signer.ts";
+import type { Ctx } from "../lib/context.ts";
+import { ensureReal, log } from "../lib/context.ts";
+import { closedLoop, newPool, signedPost } from "../lib/load.ts";
+import { queries } from "../lib/texts.ts";
+import { latencyLine, rate, summarize } from "../lib/stats.ts";
+import type { SectionResult } from "../lib/report.ts";
+import { TOOL } from "../../schemas/mcp-tools.ts";
+
+const CLIENTS = 16;
+const NS = "mcp-bench";
+export const MCP_TARGET_RATIO = 1.3;
+
+/** CPU ms per call of the service's processes (not the load generator, not other processes on the machine). */
+const serviceCpuMs = (w: { shares: { label: string; share: number }[]; seconds: number }, calls: number) =>
+  (w.shares.filter((x) => !/^(bench|other processes|machine total)/.test(x.label)).reduce((s, x) => s + x.share, 0) * w.seconds * 1000) / calls;
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+
+/** Runs `calls` across `clients` workers, each with its own session; latencies in ms. */
+async function mcpLoop(sessions: Client[], qs: readonly string[]): Promise<{ latencies: number[]; seconds: number; errors: number }> {
+  const latencies: number[] = [];
+  let next = 0;
+  let errors = 0;
+  const t0 = performance.now();
+  await Promise.all(sessions.map(async (c) => {
+    for (let i = next++; i < qs.length; i = next++) {
+      const t = performance.now();
+      const r = await c.callTool({ name: TOOL.recall, arguments: { query: qs[i], namespace: NS, limit: 10 } }).catch(() => ({ isError: true }));
+      latencies.push(performance.now() - t);
+      if (r.isError) errors++;
+    }
+  }));
+  return { latencies, seconds: (performance.now() - t0) / 1000, errors };
+}
+
+export async function mcpSection(ctx: Ctx): Promise<SectionResult> {
+  const started = new Date();
+  const t0 = performance.now();
+  const env = await ctx.env(["gateway", "projections", "actors"]);
+  const who = await ctx.owner();
+  await ensureReal(env, who, NS, ctx.n(1_000, 200), 80_000);
+  await env.stopRole("actors");
+  // The gateway forwards /api/mcp to a sidecar process of its own, sharing a token.
+  const token = randomBytes(24).toString("hex");
+  const sidecarUrl = `http://127.0.0.1:${await freePort()}`;
+  await env.stopRole("gateway");
+  await env.startRole("gateway", { SIDECAR_URL: sidecarUrl, SIDECAR_AUTH_TOKEN: token, RATE_LIMIT_DISABLED: "true" });
+  await env.startRole("mcp", { SIDECAR_URL: sidecarUrl, SIDECAR_AUTH_TOKEN: token, MEMORY_RELAYER_URL: env.relayerUrl, MCP_MAX_SESSIONS_PER_IP: String(CLIENTS * 2) });
+
+  const secret = Buffer.from(who.delegateSecretKeyHex, "hex");
+  const session = await createDelegateSession({ delegateSecretKey: secret, packageId: env.workerEnv.MEMORY_PACKAGE_ID, rpcUrl: env.workerEnv.CHAIN_RPC_URL, ttlMin: 30 });
+  const signer = new RequestSigner(secret, who.accountId);
+  const n = ctx.n(2_000, 300);
+  const qs = queries(n, 0);
+
+  // plain route
+  const pool = newPool(env.relayerUrl, CLIENTS);
+  const plainReq = (q: string) => signedPost(signer, "/api/recall", { query: q, namespace: NS, limit: 10 }, { "x-encryption-session": session.header });
+  await closedLoop(pool, queries(200, 1_000).map(plainReq), CLIENTS, { expect: 200 });
+  await ctx.quiet();
+  log(`mcp: plain POST /api/recall: ${n} calls from ${CLIENTS} clients ...`);
+  const plain = await ctx.cpuWindow(() => closedLoop(pool, qs.map(plainReq), CLIENTS, { expect: 200, maxSeconds: 120 }));
+  await pool.close();
+  const plainN = plain.result.latencies.length;
+  const plainS = summarize(plain.result.latencies);
+  log(`  ${rate(plainN / plain.result.seconds, " calls/s")}, ${latencyLine(plainS)}; CPU ${plain.cpu}`);
+
+  // MCP sessions
+  const headers = { authorization: `Bearer ${who.delegateSecretKeyHex}`, "x-memory-account-id": who.accountId };
+  const sessions = await Promise.all(Array.from({ length: CLIENTS }, async () => {
+    const c = new Client({ name: "bench", version: "1" });
+    await c.connect(new StreamableHTTPClientTransport(new URL("/api/mcp", env.relayerUrl), { requestInit: { headers } }));
+    return c;
+  }));
+  try {
+    await mcpLoop(sessions, queries(200, 1_000));
+    await ctx.quiet();
+    log(`mcp: memory_recall over Streamable HTTP: ${n} calls from ${CLIENTS} sessions ...`);
+    const mcp = await ctx.cpuWindow(() => mcpLoop(sessions, qs));
+    const mcpS = summarize(mcp.result.latencies);
+    const mcpRate = mcp.result.latencies.length / mcp.result.seconds;
+    const plainRate = plainN / plain.result.seconds;
+    const ratio = plainRate / mcpRate;
+    const cpuRatio = serviceCpuMs(mcp, mcp.result.latencies.length) / serviceCpuMs(plain, plainN);
+    log(`  ${rate(mcpRate, " calls/s")}, ${latencyLine(mcpS)}, ${mcp.result.errors} errors; CPU ${mcp.cpu}; cost ratio ${ratio.toFixed(2)}×`);
+    return {
+      name: "mcp",
+      title: "Agent transport: memory_recall over MCP vs the plain recall route",
+      startedAt: started.toISOString(),
+      seconds: (performance.now() - t0) / 1000,
+      rows: [
+        { metric: `plain POST /api/recall (${CLIENTS} clients)`, measured: `${rate(plainRate, " calls/s")}; ${latencyLine(plainS)}` },
+        { metric: "  CPU ms per call, per process", measured: plain.perOp(plainN) },
+        { metric: `MCP memory_recall, Streamable HTTP (${CLIENTS} sessions)`, measured: `${rate(mcpRate, " calls/s")}; ${latencyLine(mcpS)}; ${mcp.result.errors} errors` },
+        { metric: "  CPU ms per call, per process", measured: mcp.perOp(mcp.result.latencies.length) },
+        { metric: "MCP ÷ plain: time per call at equal concurrency (throughput ratio)", target: `≤ ${MCP_TARGET_RATIO}×`, measured: `${ratio.toFixed(2)}×`, pass: ratio <= MCP_TARGET_RATIO && mcp.result.errors === 0 },
+        { metric: "MCP ÷ plain: service CPU per call (gateway, sidecar, Postgres, NATS, services)", target: `≤ ${MCP_TARGET_RATIO}×`, measured: `${cpuRatio.toFixed(2)}× (${serviceCpuMs(mcp, mcp.result.latencies.length).toFixed(2)} vs ${serviceCpuMs(plain, plainN).toFixed(2)} ms)`, pass: cpuRatio <= MCP_TARGET_RATIO },
+      ],
+      notes: [
+        `One owner's namespace of ${ctx.n(1_000, 200)} real memories; the same ${n} queries, limit 10, each way. Plain: signed requests with an encryption session (undici pool). MCP: the MCP SDK's client, one Streamable HTTP session per client, through the relayer (gateway worker) to the sidecar (\`memrelay worker --roles mcp\`), which makes the same signed recall request to the gateway with a cached encryption session.`,
+        "So an MCP call is the plain call plus one JSON-RPC hop through the gateway and the sidecar: the ratio is that hop's cost.",
+      ],
+      data: { clients: CLIENTS, calls: n, plain: { rate: plainRate, ...plainS }, mcp: { rate: mcpRate, errors: mcp.result.errors, ...mcpS }, ratio, cpuRatio },
+    };
+  } finally {
+    await Promise.all(sessions.map((c) => c.close().catch(() => undefined)));
+    await env.stopRole("mcp");
+  }
+}
