@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { addMember, createTeamSpace, mintKey } from "../actors/console/directory.ts";
 import { signTransactionBytes } from "../client/console-client.ts";
 import { ProjectionRunner } from "../projections/runtime.ts";
-import { accessIndexProjection } from "../projections/console/read-models.ts";
+import { accessIndexProjection } from "../projections/console/access-index.ts";
 import { cleanups, expectError, privateBucket, s, uploadOk, useConsoleApiSuite, user } from "./support/console-api-suite.ts";
 
 useConsoleApiSuite();

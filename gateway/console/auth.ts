@@ -6,7 +6,8 @@ import type { Request } from "../http.ts";
 import { AGG, EV, type KeyRole, type KeyState } from "../../schemas/console/events.ts";
 import { CODE, ConsoleHttpError } from "../../schemas/console/http.ts";
 import type { ConsoleLog } from "../../actors/console/log.ts";
-import type { Queries, KeyRow } from "../../projections/console/queries.ts";
+import type { Queries } from "../../projections/console/queries.ts";
+import type { KeyRow } from "../../projections/console/query-parts.ts";
 
 export const KEY_PREFIX = "mrc_";
 const KEY_RE = /^mrc_[0-9a-f]{64}$/;
