@@ -14,7 +14,7 @@ import type { EventLog } from "../eventlog/connection.ts";
 import { STREAMS } from "../eventlog/subjects.ts";
 import type { Logger } from "../config/logger.ts";
 import { deadLetterRecord, setAside } from "../eventlog/dead-letter.ts";
-import { isUnavailable } from "../gateway/unavailable.ts";
+import { isUnavailable } from "../adapters/unavailable.ts";
 
 /** A failure the host retries later (the command stays on the queue). Anything else is a bug and is retried too, logged. */
 export class Transient {

@@ -3,8 +3,8 @@
 // own nats-server, fresh database and service processes; both scripts still run on their own.
 import { log, type Ctx } from "./lib/context.ts";
 import type { Row, SectionResult } from "./lib/report.ts";
-import { benchBlobstore } from "./blobstore.ts";
-import { runConsoleBench } from "./console.ts";
+import { benchBlobstore } from "./blobstore/run.ts";
+import { runConsoleBench } from "./console/run.ts";
 
 /** Waits (bounded) for a quiet machine and says how busy the rest of it was. */
 async function othersNote(ctx: Ctx): Promise<string> {

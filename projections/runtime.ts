@@ -12,7 +12,7 @@ import type { StoredEvent } from "../schemas/envelope.ts";
 import { inTransaction, prepared, type Db, type Tx } from "../db/pool.ts";
 import type { Logger } from "../config/logger.ts";
 import { deadLetterRecord, setAside } from "../eventlog/dead-letter.ts";
-import { isUnavailable } from "../gateway/unavailable.ts";
+import { isUnavailable } from "../adapters/unavailable.ts";
 import { storableText } from "../schemas/text.ts";
 
 export interface Projection {

@@ -7,7 +7,8 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.ts";
-import { JetStreamBlobBackend, decodeSeqs, encodeSeqs } from "../adapters/blob-bytes/object-store-backend.ts";
+import { JetStreamBlobBackend } from "../adapters/blob-bytes/object-store-backend.ts";
+import { decodeSeqs, encodeSeqs } from "../adapters/blob-bytes/object-store-layout.ts";
 import { blobIdOf } from "../adapters/blob-bytes/backend.ts";
 import { HttpError } from "../gateway/http.ts";
 

@@ -11,7 +11,7 @@ import { startTestStack, type TestStack } from "./support/stack.ts";
 import { consoleCommand } from "../cli/console.ts";
 import { ConsoleApiError, ConsoleClient } from "../client/console-client.ts";
 import { ProjectionRunner } from "../projections/runtime.ts";
-import { accessIndexProjection } from "../projections/console/read-models.ts";
+import { accessIndexProjection } from "../projections/console/access-index.ts";
 import { silentLogger } from "../config/logger.ts";
 
 let t: TestStack;

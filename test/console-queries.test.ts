@@ -1,4 +1,4 @@
-// The console's file listing with a substring search (projections/console/queries.ts): whichever of its three steps answers
+// The console's file listing with a substring search (projections/console/queries.ts, file-search.ts): whichever of its three steps answers
 // (a window of the sort order, the trigram index, a walk of the whole order), every page and the pages that follow
 // through cursors are exactly what a plain filter-and-sort gives. Small step sizes reach every step with few rows;
 // which step answers follows from the trigram index's count of candidates.
@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPool, inTransaction, type Db } from "../db/pool.ts";
 import { createTestDatabase, type TestDatabase } from "./support/postgres.ts";
 import { consoleProjection } from "../projections/console/read-models.ts";
-import { hasTrigrams, Queries } from "../projections/console/queries.ts";
+import { Queries } from "../projections/console/queries.ts";
+import { hasTrigrams } from "../projections/console/file-search.ts";
 import { decodeCursor, type FileListQuery, type FileSort, type SortOrder } from "../schemas/console/http.ts";
 
 const SPACE = "11111111-1111-1111-1111-111111111111";

@@ -7,7 +7,7 @@ import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
 import { AGG, CMD, EV, type KeyMinted, type KeyRole, type SpaceMember, type SpaceRole, type SpaceState, type UserState } from "../../schemas/console/events.ts";
 import { CODE, ConsoleHttpError, PLAN_TIERS, badRequest, isUuid, type PlanTier } from "../../schemas/console/http.ts";
 import { ConsoleLog, command, newEvent } from "./log.ts";
-import { newApiKey } from "../../gateway/console/auth.ts";
+import { newApiKey } from "./api-keys.ts";
 
 export interface DirectoryContext {
   readonly clog: ConsoleLog;

@@ -3,11 +3,7 @@
 // with the rest of the log (R3 in a cluster), encrypted at rest with the JetStream store, and shared by every
 // blob-store replica on any machine.
 //
-// Layout (compatible with `nats object` and the @nats-io/obj client): stream `OBJ_<bucket>`, chunks on
-// `$O.<bucket>.C.<nuid>`, one metadata record per object on `$O.<bucket>.M.<base64url(name)>`, object name = blob id,
-// digest = SHA-256 of the bytes (the blob id itself). Two additions in the record's `metadata`: the stream sequence
-// of every chunk (`memrelay.seqs`, as runs "a-b,c") so that a ranged read fetches exactly the chunks it needs by
-// sequence (direct get), and the MD5 (`memrelay.md5`).
+// Layout: ./object-store-layout.ts (compatible with `nats object` and the @nats-io/obj client).
 //
 // Writes: the body is hashed while it streams (on worker threads, ./hasher.ts); bodies up to 1 MiB are buffered
 // (their id is known before anything is published, so identical bytes are never sent twice), larger ones are
@@ -24,14 +20,15 @@
 // Deletion with a grace period (gc.ts): a record (re)written within `graceMs` — by the server's clock, the record
 // message's timestamp — is kept; otherwise a deletion marker is published expecting the sequence that was judged
 // old, so a writer that touched the record in between wins and the bytes stay. Only then are the chunks purged.
-import { Readable } from "node:stream";
 import { headers, nuid, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, DeliverPolicy, JetStreamApiError, type JetStreamClient, type JetStreamManager, type PubAck, type StoredMsg } from "@nats-io/jetstream";
 import { Objm, StorageType } from "@nats-io/obj";
-import { HttpError } from "../../gateway/http.ts";
+import { HttpError } from "../../schemas/http-error.ts";
 import { blobIdFromDigest, type BlobBackend, type OpenedBlob, type PutOptions, type PutResult } from "./backend.ts";
 import type { ByteRange } from "../../schemas/blobstore/validation.ts";
 import { sharedHasher, type Hasher } from "./hasher.ts";
+import { MD5, SEQS, encodeSeqs, toLoaded, type LoadedMeta, type MetaRecord } from "./object-store-layout.ts";
+import { chunkStream, openSequential } from "./object-store-reads.ts";
 
 export interface JetStreamBackendOptions {
   /** Object store bucket (stream `OBJ_<bucket>`). Default `memrelay_blobs`. */
@@ -50,56 +47,9 @@ export interface JetStreamBackendOptions {
   readonly hashThreads?: number;
 }
 
-interface MetaRecord {
-  name: string;
-  description?: string;
-  bucket: string;
-  nuid: string;
-  size: number;
-  chunks: number;
-  mtime: string;
-  digest: string;
-  deleted?: boolean;
-  options?: { max_chunk_size?: number; link?: unknown };
-  metadata?: Record<string, string>;
-  headers?: Record<string, string[]>;
-}
-
-interface LoadedMeta {
-  readonly seq: number;
-  readonly timeMs: number;
-  readonly rec: MetaRecord;
-  /** chunk sequences, when recorded */
-  readonly seqs?: number[];
-}
-
 const BUFFER_PUT = 1024 * 1024;
-const SEQS = "memrelay.seqs";
-const MD5 = "memrelay.md5";
 const WRONG_LAST_SEQUENCE = 10071;
 const META_CACHE_MAX = 20_000;
-
-/** "3-5,9" <-> [3,4,5,9] */
-export function encodeSeqs(seqs: readonly number[]): string {
-  const out: string[] = [];
-  for (let i = 0; i < seqs.length; ) {
-    let j = i;
-    while (j + 1 < seqs.length && seqs[j + 1] === seqs[j] + 1) j++;
-    out.push(j === i ? String(seqs[i]) : `${seqs[i]}-${seqs[j]}`);
-    i = j + 1;
-  }
-  return out.join(",");
-}
-export function decodeSeqs(s: string): number[] {
-  const out: number[] = [];
-  for (const part of s.split(",")) {
-    if (!part) continue;
-    const dash = part.indexOf("-");
-    if (dash < 0) out.push(Number(part));
-    else for (let a = Number(part.slice(0, dash)), b = Number(part.slice(dash + 1)); a <= b; a++) out.push(a);
-  }
-  return out;
-}
 
 const isWrongLastSequence = (err: unknown) => err instanceof JetStreamApiError && err.code === WRONG_LAST_SEQUENCE;
 
@@ -155,12 +105,6 @@ export class JetStreamBlobBackend implements BlobBackend {
     return `$O.${this.bucket}.M.${b}${"=".repeat((4 - (b.length % 4)) % 4)}`;
   }
 
-  private toLoaded(m: StoredMsg): LoadedMeta {
-    const rec = m.json<MetaRecord>();
-    const s = rec.metadata?.[SEQS];
-    return { seq: m.seq, timeMs: m.time.getTime(), rec, seqs: s ? decodeSeqs(s) : undefined };
-  }
-
   /** The object's record; `leader` reads through the stream leader (never stale), else a direct get. */
   private async loadMeta(blobId: string, leader = true): Promise<LoadedMeta | null> {
     await this.init();
@@ -168,7 +112,7 @@ export class JetStreamBlobBackend implements BlobBackend {
     let m: StoredMsg | null = null;
     if (!leader) m = await this.jsm!.direct.getMessage(this.stream, { last_by_subj: subj });
     if (!m) m = await this.jsm!.streams.getMessage(this.stream, { last_by_subj: subj });
-    return m ? this.toLoaded(m) : null;
+    return m ? toLoaded(m) : null;
   }
 
   /** Publishes a record expecting the subject's last sequence; false when someone else got there first. */
@@ -336,7 +280,7 @@ export class JetStreamBlobBackend implements BlobBackend {
         const to = i === last ? end - i * cs + 1 : data.length;
         return Buffer.from(data.buffer, data.byteOffset + from, to - from);
       };
-      if (meta.rec.chunks > 1 && !meta.seqs) return this.openSequential(meta, first, last, slice, size, opts.inlineBelow ?? 0);
+      if (meta.rec.chunks > 1 && !meta.seqs) return openSequential(this.jsm!, this.stream, this.chunkSubject(meta.rec.nuid), meta, first, last, slice, size, opts.inlineBelow ?? 0);
       if (size <= (opts.inlineBelow ?? 0)) {
         const parts = await Promise.all(Array.from({ length: last - first + 1 }, (_, k) => this.chunk(meta, first + k)));
         if (parts.some((p) => p === null)) {
@@ -354,68 +298,8 @@ export class JetStreamBlobBackend implements BlobBackend {
         if (attempt === 0) continue;
         throw new Error(`chunks of blob ${blobId} are missing`);
       }
-      return { size, stream: this.chunkStream(meta, first, last, slice, slice(first, head)) };
+      return { size, stream: chunkStream((i) => this.chunk(meta, i), this.readAhead, meta, first, last, slice, slice(first, head)) };
     }
-  }
-
-  /** A stream of chunks first..last with a bounded read-ahead, pulled as the consumer reads. */
-  private chunkStream(meta: LoadedMeta, first: number, last: number, slice: (i: number, d: Uint8Array) => Buffer, head: Buffer): Readable {
-    let next = first + 1;
-    const ahead: Promise<Uint8Array | null>[] = [];
-    let idx = first + 1;
-    const fill = () => {
-      while (ahead.length < this.readAhead && next <= last) {
-        const p = this.chunk(meta, next++);
-        p.catch(() => undefined);
-        ahead.push(p);
-      }
-    };
-    let headSent = false;
-    return new Readable({
-      highWaterMark: 0,
-      read: function (this: Readable) {
-        if (!headSent) {
-          headSent = true;
-          fill();
-          if (first === last) this.push(head), this.push(null);
-          else this.push(head);
-          return;
-        }
-        if (idx > last) return void this.push(null);
-        fill();
-        const i = idx++;
-        ahead.shift()!.then(
-          (d) => {
-            if (!d) return this.destroy(new Error(`chunk ${i} of blob ${meta.rec.name} is missing`));
-            this.push(slice(i, d));
-            if (i === last) this.push(null);
-          },
-          (err) => this.destroy(err),
-        );
-      },
-    });
-  }
-
-  /** Objects written without chunk sequences (other clients): read through the chunk subject in order. */
-  private async openSequential(meta: LoadedMeta, first: number, last: number, slice: (i: number, d: Uint8Array) => Buffer, size: number, inlineBelow: number): Promise<OpenedBlob> {
-    const subj = this.chunkSubject(meta.rec.nuid);
-    const jsm = this.jsm!;
-    const stream = this.stream;
-    async function* chunks() {
-      let seq = 0;
-      for (let i = 0; i <= last; i++) {
-        const m = await jsm.direct.getMessage(stream, { seq: seq + 1, next_by_subj: subj });
-        if (!m) throw new Error(`chunk ${i} of blob ${meta.rec.name} is missing`);
-        seq = m.seq;
-        if (i >= first) yield slice(i, m.data);
-      }
-    }
-    if (size <= inlineBelow) {
-      const bufs: Buffer[] = [];
-      for await (const b of chunks()) bufs.push(b);
-      return { size, bytes: Buffer.concat(bufs, size) };
-    }
-    return { size, stream: Readable.from(chunks(), { objectMode: false }) };
   }
 
   async delete(blobId: string, opts: { graceMs?: number } = {}): Promise<boolean> {

@@ -1,24 +1,16 @@
 // API keys of the console (spec/console.md, Authentication): `Authorization: Bearer mrc_<64 hex>`. Only the
 // BLAKE2s-256 hash of a key is stored; the hash → key lookup is cached (an immutable fact), but the key's state is
 // read from its own subject in the event log on every request, so a revocation answers at once on every replica.
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { timingSafeEqual } from "node:crypto";
+import { hashApiKey } from "../../actors/console/api-keys.ts";
 import type { Request } from "../http.ts";
 import { AGG, EV, type KeyRole, type KeyState } from "../../schemas/console/events.ts";
 import { CODE, ConsoleHttpError } from "../../schemas/console/http.ts";
 import type { ConsoleLog } from "../../actors/console/log.ts";
-import type { Queries, KeyRow } from "../../projections/console/queries.ts";
+import type { Queries } from "../../projections/console/queries.ts";
+import type { KeyRow } from "../../projections/console/query-parts.ts";
 
-export const KEY_PREFIX = "mrc_";
 const KEY_RE = /^mrc_[0-9a-f]{64}$/;
-
-export function hashApiKey(key: string): string {
-  return createHash("blake2s256").update(key, "utf8").digest("hex");
-}
-
-export function newApiKey(): { secret: string; hash: string; prefix: string } {
-  const secret = KEY_PREFIX + randomBytes(32).toString("hex");
-  return { secret, hash: hashApiKey(secret), prefix: secret.slice(0, 12) };
-}
 
 export interface Principal {
   readonly keyId: string;

@@ -8,7 +8,7 @@ import { command } from "../../actors/console/log.ts";
 import { storageBucketName, type StoredObject } from "../../adapters/file-storage/blobstore-http.ts";
 import { Admission } from "./admission.ts";
 import { requireWrite } from "./auth.ts";
-import { type BucketRow } from "../../projections/console/queries.ts";
+import { type BucketRow } from "../../projections/console/query-parts.ts";
 import { boundaryOf, parseMultipart } from "./multipart.ts";
 import { fileJson, type ConsoleRouteKit } from "./route-kit.ts";
 

@@ -7,7 +7,7 @@ import type { Db } from "../../db/pool.ts";
 import type { RelayerConfig } from "../../config/env.ts";
 import type { Logger } from "../../config/logger.ts";
 import { PortError, type BlobPort, type ChainPort, type DecryptCredential, type EmbeddingPort, type EncryptionPort, type LanguageModelPort } from "../../adapters/ports.ts";
-import { isUnavailable } from "../unavailable.ts";
+import { isUnavailable } from "../../adapters/unavailable.ts";
 import { HttpError, HttpServer, decodePathParam, errorReply, json, parseJsonObject, type Handler, type Reply, type Request } from "../http.ts";
 import { SignedAuth, type Authenticated } from "./signed-auth.ts";
 import { JobLookup } from "../../projections/relayer/job-lookup.ts";

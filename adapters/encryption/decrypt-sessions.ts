@@ -1,0 +1,292 @@
+// The decrypt side's sessions of the envelope encryption (adapters/encryption/envelope.ts): the client's exported
+// SessionKey imported (or a short one built from a legacy delegate key), one SealClient per session, and the data
+// keys unlocked through it, fetched once per identity for a whole batch (one fetch_key round, t-of-n) and kept only
+// until the session expires.
+import { createHash } from "node:crypto";
+import { EncryptedObject, ExpiredSessionKeyError, SessionKey, type SealClient } from "@mysten/seal";
+import { Transaction } from "@mysten/sui/transactions";
+import { normalizeSuiAddress } from "@mysten/sui/utils";
+import { PortError, type DecryptCredential } from "../ports.ts";
+import { decodeSessionHeader, delegateKeypair } from "./session.ts";
+import type { EnvelopeHeader } from "./envelope-format.ts";
+import { PORT, mapSealError, newSealClient, type SealSettings } from "./seal-client.ts";
+
+export interface SessionEntry {
+  readonly fingerprint: string;
+  readonly session: SessionKey;
+  /** Replaced when older than the key cache age: SealClient keeps fetched keys, so a fresh one re-asks the servers. */
+  client: SealClient;
+  clientAt: number;
+  readonly newClient: () => SealClient;
+  readonly expiresAt: number;
+  /** ref (identity ‖ sealed-key hash) → unlocked data key and when; lives at most as long as the entry. */
+  readonly keys: Map<string, { readonly key: Buffer; readonly at: number }>;
+  /** ref → in-flight unlock. */
+  readonly pending: Map<string, Promise<Buffer | null>>;
+  /** Key-server answers that refused this session (authorization errors), counted by the client's fetch. */
+  refusals: number;
+  timer?: NodeJS.Timeout;
+}
+
+/** One blob of a decrypt batch. */
+export interface SealedItem {
+  readonly index: number;
+  readonly env: EnvelopeHeader;
+  /**
+   * Cache key of the data key: identity plus a hash of the sealed bytes. Blobs of one key epoch share the same
+   * sealed object; a blob carrying another sealed object under the same identity (anyone can Seal-encrypt to an
+   * identity) gets its own entry instead of poisoning the legitimate one.
+   */
+  readonly ref: string;
+}
+
+function sessionExpiry(creationTimeMs: number, ttlMin: number): number {
+  // The SDK treats a session as expired 10 s before its nominal end; so do we.
+  return creationTimeMs + ttlMin * 60_000 - 10_000;
+}
+
+export interface DecryptSessionOptions {
+  /** Normalized package id the identities live under. */
+  readonly packageId: string;
+  readonly seal: SealSettings;
+  /** Total weight of the key servers: a sealed key asking a higher threshold is never fetched. */
+  readonly totalWeight: number;
+  /** How long an unlocked data key is reused (EnvelopeEncryptionOptions.keyCacheMaxAgeMs). */
+  readonly keyMaxAge: number;
+  /** `package::module::function` of the approve call. */
+  readonly target: string;
+  readonly approveObjects?: (owner: string) => Promise<readonly string[]>;
+  readonly legacySessionTtlMin?: number;
+  readonly maxSessions?: number;
+}
+
+export class DecryptSessions {
+  readonly #opts: DecryptSessionOptions;
+  readonly #sessions = new Map<string, SessionEntry>();
+  readonly #opening = new Map<string, Promise<SessionEntry>>();
+
+  constructor(opts: DecryptSessionOptions) {
+    this.#opts = opts;
+  }
+
+  async sessionFor(credential: DecryptCredential): Promise<SessionEntry> {
+    const fp = this.#fingerprint(credential);
+    const now = Date.now();
+    const have = this.#sessions.get(fp);
+    if (have) {
+      if (have.expiresAt > now) return have;
+      this.#evict(fp);
+    }
+    let p = this.#opening.get(fp);
+    if (!p) {
+      p = this.#open(fp, credential).finally(() => this.#opening.delete(fp));
+      this.#opening.set(fp, p);
+    }
+    return p;
+  }
+
+  #fingerprint(credential: DecryptCredential): string {
+    const h = createHash("sha256");
+    if (credential.kind === "session") h.update("session\n").update(credential.exported);
+    else h.update("delegate-key\n").update(credential.privateKeyHex.trim().toLowerCase().replace(/^0x/, ""));
+    return h.digest("hex");
+  }
+
+  async #open(fp: string, credential: DecryptCredential): Promise<SessionEntry> {
+    let session: SessionKey;
+    if (credential.kind === "session") {
+      let data;
+      try {
+        data = decodeSessionHeader(credential.exported);
+      } catch {
+        throw new PortError(PORT, "invalid", "malformed encryption session");
+      }
+      if (normalizeSuiAddress(data.packageId) !== this.#opts.packageId) throw new PortError(PORT, "forbidden", "session is for another package");
+      try {
+        session = SessionKey.import(data, this.#opts.seal.sui);
+      } catch (e) {
+        if (e instanceof ExpiredSessionKeyError) throw new PortError(PORT, "forbidden", "encryption session expired");
+        throw new PortError(PORT, "invalid", "malformed encryption session");
+      }
+    } else {
+      let keypair;
+      try {
+        keypair = delegateKeypair(credential.privateKeyHex);
+      } catch {
+        throw new PortError(PORT, "invalid", "malformed delegate key");
+      }
+      try {
+        const signed = await SessionKey.create({
+          address: keypair.toSuiAddress(),
+          packageId: this.#opts.packageId,
+          ttlMin: this.#opts.legacySessionTtlMin ?? 2,
+          signer: keypair,
+          suiClient: this.#opts.seal.sui,
+        });
+        await signed.getCertificate();
+        // Re-import without the signer so the cached session does not retain the delegate's private key.
+        session = SessionKey.import({ ...signed.export() }, this.#opts.seal.sui);
+      } catch (e) {
+        throw mapSealError(e, "create session");
+      }
+    }
+    const exp = session.export();
+    const expiresAt = sessionExpiry(exp.creationTimeMs, exp.ttlMin);
+    let self: SessionEntry | undefined;
+    // One client per session: SealClient caches fetched keys by identity only, so sharing one across sessions
+    // would hand one session's keys to another.
+    const newClient = () =>
+      newSealClient(this.#opts.seal, false, () => {
+        if (self) self.refusals++;
+      });
+    const entry: SessionEntry = {
+      fingerprint: fp,
+      session,
+      client: newClient(),
+      clientAt: Date.now(),
+      newClient,
+      expiresAt,
+      keys: new Map(),
+      pending: new Map(),
+      refusals: 0,
+    };
+    self = entry;
+    const delay = expiresAt - Date.now();
+    if (delay <= 0) throw new PortError(PORT, "forbidden", "encryption session expired");
+    entry.timer = setTimeout(() => this.#evict(fp), Math.min(delay, 2 ** 31 - 1));
+    entry.timer.unref();
+    this.#sessions.set(fp, entry);
+    const max = this.#opts.maxSessions ?? 1000;
+    while (this.#sessions.size > max) this.#evict(this.#sessions.keys().next().value!);
+    return entry;
+  }
+
+  #evict(fp: string): void {
+    const e = this.#sessions.get(fp);
+    if (!e) return;
+    this.#sessions.delete(fp);
+    if (e.timer) clearTimeout(e.timer);
+    for (const k of e.keys.values()) k.key.fill(0);
+    e.keys.clear();
+  }
+
+  /** Returns ref → data key for every ref it could unlock (fetching the missing ones in one round). */
+  async unlock(entry: SessionEntry, owner: string, items: readonly SealedItem[]): Promise<Map<string, Buffer>> {
+    const result = new Map<string, Buffer>();
+    const waits: Promise<void>[] = [];
+    const toFetch = new Map<string, { identity: string; sealed: Uint8Array }>();
+    for (const { env, ref } of items) {
+      if (result.has(ref) || toFetch.has(ref)) continue;
+      const cached = entry.keys.get(ref);
+      if (cached && Date.now() - cached.at < this.#opts.keyMaxAge) {
+        result.set(ref, Buffer.from(cached.key)); // a copy: eviction may zero the cached one meanwhile
+        continue;
+      }
+      const inflight = entry.pending.get(ref);
+      if (inflight) {
+        waits.push(inflight.then((k) => void (k && result.set(ref, k))));
+        continue;
+      }
+      toFetch.set(ref, { identity: env.identity, sealed: env.sealedKey });
+    }
+    if (toFetch.size > 0) {
+      const batch = this.#fetchDataKeys(entry, owner, toFetch);
+      for (const ref of toFetch.keys()) {
+        const p = batch.then((m) => m.get(ref) ?? null);
+        entry.pending.set(ref, p);
+        p.catch(() => undefined).finally(() => {
+          if (entry.pending.get(ref) === p) entry.pending.delete(ref);
+        });
+        waits.push(p.then((k) => void (k && result.set(ref, k))));
+      }
+    }
+    await Promise.all(waits);
+    return result;
+  }
+
+  async #fetchDataKeys(entry: SessionEntry, owner: string, wanted: Map<string, { identity: string; sealed: Uint8Array }>): Promise<Map<string, Buffer>> {
+    const got = new Map<string, Buffer>();
+    // Only Seal objects that name exactly their identity under our package, with a threshold our servers can meet.
+    const valid: { ref: string; id: string; sealed: Uint8Array; threshold: number }[] = [];
+    for (const [ref, { identity, sealed }] of wanted) {
+      try {
+        const parsed = EncryptedObject.parse(sealed);
+        if (normalizeSuiAddress(parsed.packageId) !== this.#opts.packageId || parsed.id !== identity) continue;
+        if (parsed.threshold < 1 || parsed.threshold > this.#opts.totalWeight) continue;
+        valid.push({ ref, id: identity, sealed, threshold: parsed.threshold });
+      } catch {
+        // unparseable sealed key: its items stay null
+      }
+    }
+    if (valid.length === 0) return got;
+    if (Date.now() - entry.clientAt >= this.#opts.keyMaxAge) {
+      entry.client = entry.newClient();
+      entry.clientAt = Date.now();
+    }
+    let extra: readonly string[] = [];
+    if (this.#opts.approveObjects) {
+      try {
+        extra = await this.#opts.approveObjects(owner);
+      } catch {
+        throw new PortError(PORT, "unavailable", "approve objects lookup failed");
+      }
+    }
+    const identities = [...new Set(valid.map((v) => v.id))];
+    const threshold = Math.max(...valid.map((v) => v.threshold));
+    // Key servers cap identities per request; stay well under.
+    for (let i = 0; i < identities.length; i += 50) {
+      const chunk = identities.slice(i, i + 50);
+      const tx = new Transaction();
+      for (const id of chunk) {
+        tx.moveCall({ target: this.#opts.target, arguments: [tx.pure.vector("u8", Buffer.from(id, "hex")), ...extra.map((x) => tx.object(x))] });
+      }
+      let txBytes: Uint8Array;
+      try {
+        txBytes = await tx.build(extra.length ? { client: this.#opts.seal.sui, onlyTransactionKind: true } : { onlyTransactionKind: true });
+      } catch (e) {
+        throw new PortError(PORT, "unavailable", `build approve transaction: ${e instanceof Error ? e.constructor.name : "error"}`);
+      }
+      const refusedBefore = entry.refusals;
+      try {
+        await entry.client.fetchKeys({ ids: chunk, txBytes, sessionKey: entry.session, threshold });
+      } catch (e) {
+        const mapped = mapSealError(e, "fetch keys");
+        if (mapped.kind === "unavailable" && entry.refusals > refusedBefore) {
+          throw new PortError(PORT, "forbidden", "fetch keys: key servers refused the credential (others unreachable)");
+        }
+        throw mapped;
+      }
+      const inChunk = new Set(chunk);
+      for (const { ref, id, sealed } of valid) {
+        if (!inChunk.has(id)) continue;
+        try {
+          // Keys for this identity are cached in the client now: decrypt makes no further requests.
+          const key = await entry.client.decrypt({ data: sealed, sessionKey: entry.session, txBytes });
+          if (key.length !== 32) continue;
+          // The cache holds its own copy: eviction zeroes it without touching keys a caller is still using.
+          if (entry.expiresAt > Date.now() && this.#sessions.get(entry.fingerprint) === entry) {
+            entry.keys.get(ref)?.key.fill(0);
+            entry.keys.set(ref, { key: Buffer.from(key), at: Date.now() });
+          }
+          got.set(ref, Buffer.from(key));
+        } catch (e) {
+          if (e instanceof ExpiredSessionKeyError) throw mapSealError(e, "decrypt");
+          // a bad sealed key: its items stay null
+        }
+      }
+    }
+    return got;
+  }
+
+  /** Number of live sessions and of the data keys they hold unlocked. */
+  stats(): { sessions: number; unlockedKeys: number } {
+    let unlocked = 0;
+    for (const e of this.#sessions.values()) unlocked += e.keys.size;
+    return { sessions: this.#sessions.size, unlockedKeys: unlocked };
+  }
+
+  /** Evicts every session (zeroing its keys and stopping its timer). */
+  close(): void {
+    for (const fp of [...this.#sessions.keys()]) this.#evict(fp);
+  }
+}

@@ -1,0 +1,146 @@
+// The blob store benchmark's measurement: closed-loop load on a number of connections, and the comparison of the
+// service, the raw backend and the HTTP floor in alternating slices, with the CPU each side cost and how busy the
+// rest of the machine was.
+import { readFileSync } from "node:fs";
+
+export interface Scenario {
+  ops: number;
+  seconds: number;
+  ops_per_s: number;
+  mib_per_s: number;
+  p50_ms: number;
+  p99_ms: number;
+  errors: number;
+}
+
+const MiB = 1024 * 1024;
+
+function percentile(sorted: Float64Array, p: number): number {
+  if (!sorted.length) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+interface Sample {
+  lat: number[];
+  errors: number;
+  seconds: number;
+  /** every op run, warm-up included (CPU is measured over the whole slice) */
+  all: number;
+}
+
+/** Runs `op` on `concurrency` workers for `seconds` (after `warmup` seconds), collecting latencies. */
+async function load(concurrency: number, seconds: number, op: (worker: number, i: number) => Promise<boolean>, warmup = 0.3): Promise<Sample> {
+  const lat: number[] = [];
+  let errors = 0;
+  const warmEnd = performance.now() + warmup * 1000;
+  const end = warmEnd + seconds * 1000;
+  let counter = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, w) => {
+      for (;;) {
+        const s = performance.now();
+        if (s >= end) return;
+        const ok = await op(w, counter++).catch(() => false);
+        if (s < warmEnd) continue;
+        if (ok) lat.push(performance.now() - s);
+        else errors++;
+      }
+    }),
+  );
+  // ops started in the window, over the window plus the tail of the last ones still running at its end
+  return { lat, errors, seconds: (Math.max(end, performance.now()) - warmEnd) / 1000, all: counter };
+}
+
+function summarise(samples: Sample[], size: number): Scenario {
+  const lat = samples.flatMap((x) => x.lat);
+  const seconds = samples.reduce((a, x) => a + x.seconds, 0);
+  const sorted = Float64Array.from(lat).sort();
+  const r = (n: number) => Math.round(n * 1000) / 1000;
+  return {
+    ops: lat.length,
+    seconds: r(seconds),
+    ops_per_s: Math.round(lat.length / seconds),
+    mib_per_s: r((lat.length * size) / MiB / seconds),
+    p50_ms: r(percentile(sorted, 50)),
+    p99_ms: r(percentile(sorted, 99)),
+    errors: samples.reduce((a, x) => a + x.errors, 0),
+  };
+}
+
+/**
+ * Service and backend alternate in short slices, so that whatever else the machine is doing weighs on both
+ * sides of the ratio alike.
+ */
+export async function compare(
+  ctx: { conns: number; seconds: number; size: number; servicePid: number },
+  service: (w: number, i: number) => Promise<boolean>,
+  backend: (w: number, i: number) => Promise<boolean>,
+  floor: (w: number, i: number) => Promise<boolean>,
+) {
+  const slices = Math.max(2, Math.round(ctx.seconds));
+  const slice = ctx.seconds / slices;
+  const m0 = machineCpuMs();
+  const own0 = cpuMsOf(process.pid) + cpuMsOf(ctx.servicePid);
+  const s: Sample[] = [];
+  const b: Sample[] = [];
+  const f: Sample[] = [];
+  let serviceCpu = 0;
+  let backendCpu = 0;
+  let floorCpu = 0;
+  // the load generator's own CPU (this process) on the HTTP sides: part of what the raw side does not pay
+  let serviceClientCpu = 0;
+  let floorClientCpu = 0;
+  for (let i = 0; i < slices; i++) {
+    const c0 = process.cpuUsage();
+    b.push(await load(ctx.conns, slice, backend));
+    backendCpu += cpuMs(process.cpuUsage(c0));
+    let t0 = cpuMsOf(ctx.servicePid);
+    let l0 = process.cpuUsage();
+    s.push(await load(ctx.conns, slice, service));
+    serviceCpu += cpuMsOf(ctx.servicePid) - t0;
+    serviceClientCpu += cpuMs(process.cpuUsage(l0));
+    t0 = cpuMsOf(ctx.servicePid);
+    l0 = process.cpuUsage();
+    f.push(await load(ctx.conns, slice, floor));
+    floorCpu += cpuMsOf(ctx.servicePid) - t0;
+    floorClientCpu += cpuMs(process.cpuUsage(l0));
+  }
+  const m1 = machineCpuMs();
+  const own = cpuMsOf(process.pid) + cpuMsOf(ctx.servicePid) - own0;
+  const span = Math.max(1, m1.total - m0.total);
+  const sv = summarise(s, ctx.size);
+  const bk = summarise(b, ctx.size);
+  const fl = summarise(f, ctx.size);
+  const perOp = (cpuMs: number, xs: Sample[]) => Math.round((cpuMs * 1000) / Math.max(1, xs.reduce((a, x) => a + x.all, 0)));
+  return {
+    service: { ...sv, cpu_us_per_op: perOp(serviceCpu, s), client_cpu_us_per_op: perOp(serviceClientCpu, s) },
+    backend: { ...bk, cpu_us_per_op: perOp(backendCpu, b) },
+    http_floor: { ...fl, cpu_us_per_op: perOp(floorCpu, f), client_cpu_us_per_op: perOp(floorClientCpu, f) },
+    throughput_ratio: round(sv.ops_per_s / bk.ops_per_s),
+    overhead_pct: round((bk.ops_per_s / sv.ops_per_s - 1) * 100),
+    overhead_over_http_floor_pct: round((fl.ops_per_s / sv.ops_per_s - 1) * 100),
+    // share of the machine (100 % = all cores) used while this comparison ran, and by processes other than the
+    // bench and the service (nats-server and Postgres count as other here, as do unrelated workloads)
+    machine_cpu_pct: Math.round(((m1.busy - m0.busy) / span) * 100),
+    other_processes_cpu_pct: Math.round(((m1.busy - m0.busy - own) / span) * 100),
+  };
+}
+
+const cpuMs = (u: NodeJS.CpuUsage) => (u.user + u.system) / 1000;
+
+/** Machine-wide busy and total CPU time in ms (from /proc/stat). */
+function machineCpuMs(): { busy: number; total: number } {
+  const f = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+  const idle = f[3] + (f[4] ?? 0);
+  const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
+  return { busy: (total - idle) * 10, total: total * 10 };
+}
+
+/** CPU time (user + system) a process has used, in ms (from /proc, 10 ms resolution). */
+function cpuMsOf(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = f.slice(f.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+const round = (n: number) => Math.round(n * 1000) / 1000;

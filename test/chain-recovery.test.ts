@@ -1,0 +1,167 @@
+// The local chain against a private nats-server (test/support/local-chain-suite.ts): concurrent writers, restart
+// and crash recovery.
+import { describe, expect, it } from "vitest";
+import { connect } from "@nats-io/transport-node";
+import { STREAMS } from "../eventlog/subjects.ts";
+import { LocalChain } from "../adapters/chain/local/local-chain.ts";
+import { addDelegateKey, createAccount, generateKeypair } from "../adapters/chain/local/accounts.ts";
+import { buildSignedTx } from "../adapters/chain/local/tx.ts";
+import { GAS_FEE_MIST, type ChainBlock } from "../adapters/chain/local/model.ts";
+import type { SubmitResult } from "../adapters/chain/local/ledger.ts";
+import { CHAIN_STATE_BUCKET, CHAIN_TX_SUBJECT } from "../adapters/chain/local/state-keys.ts";
+import { NETWORK, PACKAGE_ID, a, b, blobId, chainTxCount, fundedKey, log, operator, server, useLocalChainSuite } from "./support/local-chain-suite.ts";
+
+useLocalChainSuite();
+
+/** Transactions in all chain.tx blocks. */
+async function chainRecordCount(): Promise<number> {
+  const info = await log.jsm.streams.info(STREAMS.chain);
+  let count = 0;
+  for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+    const m = await log.jsm.streams.getMessage(STREAMS.chain, { seq }).catch(() => null);
+    if (m?.subject === CHAIN_TX_SUBJECT) count += (m.json() as ChainBlock).records.length;
+  }
+  return count;
+}
+
+describe("concurrency, restart and recovery", () => {
+  it("two instances submitting concurrently never lose a transaction", async () => {
+    const wallet = await fundedKey();
+    const owner = generateKeypair().keypair.address;
+    const receivers = Array.from({ length: 10 }, () => generateKeypair().keypair.address);
+    const blocksBefore = await chainTxCount();
+    const recordsBefore = await chainRecordCount();
+    const n = 100;
+    const jobs: Promise<SubmitResult>[] = [];
+    for (let i = 0; i < n; i++) {
+      const chain = i % 2 ? a : b;
+      jobs.push(chain.signAndSubmit("record_blob", wallet.secretKey, { owner, namespace: "race", blob_id: blobId(`race-${i}`), package_id: PACKAGE_ID, size: i }));
+      jobs.push(chain.signAndSubmit("mint", operator.secretKey, { to: receivers[i % receivers.length]!, token: "SUI", amount: "1" }));
+    }
+    const results = await Promise.all(jobs);
+    expect(results.every((r) => r.appended)).toBe(true);
+    expect(new Set(results.map((r) => r.digest)).size).toBe(2 * n);
+    const positions = new Set<string>();
+    for (const r of results) {
+      const receipt = await a.getTransaction(r.digest);
+      expect(receipt?.seq).toBe(r.seq);
+      positions.add(`${receipt!.seq}/${receipt!.index}`);
+    }
+    expect(positions.size).toBe(2 * n);
+    expect(await chainRecordCount()).toBe(recordsBefore + 2 * n);
+    expect(await chainTxCount()).toBeLessThan(blocksBefore + 2 * n); // group commit
+    expect(await a.listBlobs(owner, { limit: 1000 })).toHaveLength(n);
+    expect(await b.listBlobs(owner, { namespace: "race", limit: 1000 })).toHaveLength(n);
+    expect((await b.balance(wallet.keypair.address)).balances.SUI).toBe(1_000_000_000n - BigInt(n) * GAS_FEE_MIST);
+    for (const r of receivers) expect((await a.balance(r)).balances.SUI).toBe(BigInt(n / receivers.length));
+  });
+
+  it("concurrent writers from separate processes over separate connections all land", async () => {
+    const wallet = await fundedKey();
+    const owner = generateKeypair().keypair.address;
+    const conns = await Promise.all([0, 1, 2].map(() => connect({ servers: server.url })));
+    try {
+      const chains = await Promise.all(conns.map((nc) => LocalChain.open(nc, { packageId: PACKAGE_ID, network: NETWORK, healIntervalMs: 0, maxBlockTxs: 1 })));
+      const ids = Array.from({ length: 45 }, (_, i) => blobId(`p-${i}`));
+      await Promise.all(ids.map((id, i) => chains[i % 3]!.recordBlob({ owner, namespace: "p", blobId: id, size: 1, walletSecretKey: wallet.secretKey })));
+      const listed = await a.listBlobs(owner, { limit: 100 });
+      expect(new Set(listed.map((x) => x.blobId))).toEqual(new Set(ids));
+      expect((await a.balance(wallet.keypair.address)).balances.SUI).toBe(1_000_000_000n - 45n * GAS_FEE_MIST);
+      await Promise.all(chains.map((c) => c.close()));
+    } finally {
+      await Promise.all(conns.map((nc) => nc.close()));
+    }
+  });
+
+  it("a new instance on a new connection sees the same state", async () => {
+    const owner = await fundedKey();
+    const account = await createAccount(a, { ownerKey: owner.secretKey });
+    const delegate = generateKeypair();
+    await addDelegateKey(a, { ownerKey: owner.secretKey, publicKey: delegate.keypair.publicKeyHex });
+    await a.recordBlob({ owner: owner.keypair.address, namespace: "r", blobId: blobId("restart"), size: 9, walletSecretKey: owner.secretKey });
+    const nc = await connect({ servers: server.url });
+    try {
+      const c = await LocalChain.open(nc, { packageId: PACKAGE_ID, network: NETWORK, healIntervalMs: 0 });
+      expect(await c.resolveDelegate(delegate.keypair.publicKeyHex, account.id)).toEqual({ owner: owner.keypair.address, accountId: account.id });
+      expect(await c.listBlobs(owner.keypair.address, { limit: 10 })).toHaveLength(1);
+      expect(await c.balance(owner.keypair.address)).toEqual(await a.balance(owner.keypair.address));
+      await c.close();
+    } finally {
+      await nc.close();
+    }
+  });
+
+  it("catches up after a crash between the append and the KV write", async () => {
+    const owner = await fundedKey();
+    const account = await createAccount(a, { ownerKey: owner.secretKey });
+    const delegate = generateKeypair();
+    await addDelegateKey(a, { ownerKey: owner.secretKey, publicKey: delegate.keypair.publicKeyHex });
+
+    // the writer "crashes" right after appending the removal
+    const removal = buildSignedTx({ chain: NETWORK, kind: "remove_delegate_key", args: { account_id: account.id, public_key: delegate.keypair.publicKeyHex }, sender: owner.secretKey });
+    const crashed = await a.submit(removal, { materialise: false });
+    expect(crashed.appended).toBe(true);
+    expect(await b.resolveDelegate(delegate.keypair.publicKeyHex)).not.toBeNull(); // the state is behind the stream
+
+    // a new process catches up on open
+    const nc = await connect({ servers: server.url });
+    try {
+      const c = await LocalChain.open(nc, { packageId: PACKAGE_ID, network: NETWORK, healIntervalMs: 0 });
+      expect(await c.resolveDelegate(delegate.keypair.publicKeyHex)).toBeNull();
+      expect(await b.resolveDelegate(delegate.keypair.publicKeyHex)).toBeNull();
+      expect((await b.getTransaction(crashed.digest))?.seq).toBe(crashed.seq);
+      await c.close();
+    } finally {
+      await nc.close();
+    }
+
+    // a later writer catches up too: crash again, then write through the other instance
+    const second = generateKeypair();
+    const add = buildSignedTx({ chain: NETWORK, kind: "add_delegate_key", args: { account_id: account.id, public_key: second.keypair.publicKeyHex, label: "" }, sender: owner.secretKey });
+    await b.submit(add, { materialise: false });
+    const third = generateKeypair();
+    const after = await addDelegateKey(a, { ownerKey: owner.secretKey, publicKey: third.keypair.publicKeyHex });
+    expect(after.delegate_keys.map((k) => k.public_key)).toEqual([second.keypair.publicKeyHex, third.keypair.publicKeyHex]);
+    expect(await b.resolveDelegate(second.keypair.publicKeyHex)).not.toBeNull();
+  });
+
+  it("background healing repairs a crashed writer's state without any new write", async () => {
+    const nc = await connect({ servers: server.url });
+    try {
+      const healer = await LocalChain.open(nc, { packageId: PACKAGE_ID, network: NETWORK, healIntervalMs: 50 });
+      const owner = await fundedKey();
+      const tx = buildSignedTx({ chain: NETWORK, kind: "create_account", args: {}, sender: owner.secretKey });
+      await b.submit(tx, { materialise: false });
+      const deadline = Date.now() + 5_000;
+      while (!(await a.accountExists(owner.keypair.address)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+      expect(await a.accountExists(owner.keypair.address)).toBe(true);
+      await healer.close();
+    } finally {
+      await nc.close();
+    }
+  });
+
+  it("rebuilds the whole state from the CHAIN stream when the KV bucket is lost", async () => {
+    const owner = await fundedKey();
+    const account = await createAccount(a, { ownerKey: owner.secretKey });
+    const delegate = generateKeypair();
+    await addDelegateKey(a, { ownerKey: owner.secretKey, publicKey: delegate.keypair.publicKeyHex });
+    const blob = await a.recordBlob({ owner: owner.keypair.address, namespace: "lost", blobId: blobId("lost"), size: 1, walletSecretKey: owner.secretKey });
+    const balance = await a.balance(owner.keypair.address);
+    const txs = await chainTxCount();
+    expect(txs).toBeGreaterThan(32); // exercises the consumer-based range read
+
+    await log.jsm.streams.delete(`KV_${CHAIN_STATE_BUCKET}`);
+    const nc = await connect({ servers: server.url });
+    try {
+      const c = await LocalChain.open(nc, { packageId: PACKAGE_ID, network: NETWORK, healIntervalMs: 0 });
+      expect(await c.resolveDelegate(delegate.keypair.publicKeyHex, account.id)).toEqual({ owner: owner.keypair.address, accountId: account.id });
+      expect(await c.listBlobs(owner.keypair.address, { namespace: "lost", limit: 5 })).toEqual([blob]);
+      expect(await c.balance(owner.keypair.address)).toEqual(balance);
+      expect((await c.genesis())?.operator_address).toBe(operator.keypair.address);
+      await c.close();
+    } finally {
+      await nc.close();
+    }
+  });
+});

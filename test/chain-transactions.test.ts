@@ -1,0 +1,189 @@
+// The local chain against a private nats-server (test/support/local-chain-suite.ts): signatures, blob objects and
+// gas, and the objects the Sui RPC serves.
+import { describe, expect, it } from "vitest";
+import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
+import { bcs } from "@mysten/sui/bcs";
+import { deriveDynamicFieldID } from "@mysten/sui/utils";
+import { TypeTagSerializer } from "@mysten/sui/bcs";
+import type { PortError } from "../adapters/ports.ts";
+import { createAccount, generateKeypair, mint, transfer } from "../adapters/chain/local/accounts.ts";
+import { buildSignedTx } from "../adapters/chain/local/tx.ts";
+import { GAS_FEE_MIST, type TxBody } from "../adapters/chain/local/model.ts";
+import { NETWORK, PACKAGE_ID, a, b, blobId, chainTxCount, expectPortError, fundedKey, operator, useLocalChainSuite } from "./support/local-chain-suite.ts";
+
+useLocalChainSuite();
+
+describe("signatures", () => {
+  it("rejects forged, tampered, replayed-elsewhere and wrongly signed transactions", async () => {
+    const owner = await fundedKey();
+    const account = await createAccount(a, { ownerKey: owner.secretKey });
+    const attacker = await fundedKey();
+    const delegate = generateKeypair().keypair.publicKeyHex;
+    const args = { account_id: account.id, public_key: delegate, label: "" };
+
+    // signature by another key over a body naming the owner as sender
+    const signed = buildSignedTx({ chain: NETWORK, kind: "add_delegate_key", args, sender: owner.secretKey });
+    const forged = buildSignedTx({ chain: NETWORK, kind: "add_delegate_key", args, sender: attacker.secretKey });
+    await expectPortError(a.submit({ tx_bytes: signed.tx_bytes, signatures: forged.signatures }), "forbidden");
+
+    // body altered after signing
+    const body = JSON.parse(Buffer.from(signed.tx_bytes, "base64").toString()) as TxBody<"add_delegate_key">;
+    const altered = { ...body, args: { ...body.args, public_key: generateKeypair().keypair.publicKeyHex } };
+    await expectPortError(a.submit({ tx_bytes: Buffer.from(JSON.stringify(altered)).toString("base64"), signatures: signed.signatures }), "forbidden");
+
+    // a corrupted signature
+    const raw = Buffer.from(signed.signatures[0]!, "base64");
+    raw[10] ^= 0xff;
+    await expectPortError(a.submit({ tx_bytes: signed.tx_bytes, signatures: [raw.toString("base64")] }), "forbidden");
+
+    // validly signed by the attacker, for the owner's account
+    await expectPortError(a.submit(forged), "forbidden");
+
+    // for another network
+    await expectPortError(a.submit(buildSignedTx({ chain: "testnet", kind: "add_delegate_key", args, sender: owner.secretKey })), "invalid");
+
+    // stale timestamp
+    await expectPortError(a.submit(buildSignedTx({ chain: NETWORK, kind: "add_delegate_key", args, sender: owner.secretKey, timestampMs: Date.now() - 3_600_000 })), "invalid");
+
+    expect(await a.resolveDelegate(delegate)).toBeNull();
+
+    // the genuine one works; submitting it again returns the same result without a second execution
+    const first = await a.submit(signed);
+    const again = await b.submit(signed);
+    expect(first.appended).toBe(true);
+    expect(again.appended).toBe(false);
+    expect(again.digest).toBe(first.digest);
+    expect(again.outcome.account?.version).toBe(first.outcome.account?.version);
+    expect(await b.resolveDelegate(delegate)).toEqual({ owner: owner.keypair.address, accountId: account.id });
+    expect((await a.getTransaction(first.digest))?.seq).toBe(first.seq);
+  });
+
+  it("accepts a transaction signed with @mysten/sui's Ed25519Keypair.signTransaction", async () => {
+    const sui = Ed25519Keypair.generate();
+    await mint(a, { operatorKey: operator.secretKey, to: sui.toSuiAddress(), amount: 10n * GAS_FEE_MIST });
+    const body: TxBody<"create_account"> = { v: 1, chain: NETWORK, kind: "create_account", sender: sui.toSuiAddress(), nonce: "n-1", timestamp_ms: Date.now(), args: {} };
+    const txBytes = new TextEncoder().encode(JSON.stringify(body));
+    const { signature } = await sui.signTransaction(txBytes);
+    const res = await b.submit({ tx_bytes: Buffer.from(txBytes).toString("base64"), signatures: [signature] });
+    expect(res.outcome.account?.owner).toBe(sui.toSuiAddress());
+  });
+});
+
+describe("blob objects and gas", () => {
+  it("records blob objects idempotently per (owner, blob_id), charging gas once", async () => {
+    const wallet = await fundedKey();
+    const owner = generateKeypair().keypair.address;
+    const id = blobId("idem");
+    const before = (await a.balance(wallet.keypair.address)).balances.SUI;
+    const first = await a.recordBlob({ owner, namespace: "notes", blobId: id, size: 123, walletSecretKey: wallet.secretKey });
+    expect(first).toMatchObject({ owner, namespace: "notes", blobId: id, size: 123, packageId: PACKAGE_ID });
+    expect(first.objectId).toMatch(/^0x[0-9a-f]{64}$/);
+    expect((await a.balance(wallet.keypair.address)).balances.SUI).toBe(before - GAS_FEE_MIST);
+
+    const txsBefore = await chainTxCount();
+    const second = await b.recordBlob({ owner, namespace: "notes", blobId: id, size: 123, walletSecretKey: wallet.secretKey });
+    expect(second).toEqual(first);
+    expect((await a.balance(wallet.keypair.address)).balances.SUI).toBe(before - GAS_FEE_MIST);
+    expect(await chainTxCount()).toBe(txsBefore);
+
+    const obj = await b.getObject(first.objectId);
+    expect(obj?.owner).toEqual({ AddressOwner: owner });
+    expect(await b.getBlob(owner, id)).toEqual(first);
+  });
+
+  it("lists an owner's blobs newest first, by namespace, across index pages", async () => {
+    const wallet = await fundedKey();
+    const owner = generateKeypair().keypair.address;
+    const ids: string[] = [];
+    for (let i = 0; i < 140; i++) {
+      const id = blobId(i);
+      ids.push(id);
+      await (i % 2 ? a : b).recordBlob({ owner, namespace: i % 3 === 0 ? "three" : "other", blobId: id, size: i, walletSecretKey: wallet.secretKey });
+    }
+    const all = await a.listBlobs(owner, { limit: 1000 });
+    expect(all.map((x) => x.blobId)).toEqual([...ids].reverse());
+    const top = await b.listBlobs(owner, { limit: 5 });
+    expect(top.map((x) => x.blobId)).toEqual(ids.slice(-5).reverse());
+    const three = await b.listBlobs(owner, { namespace: "three", limit: 1000 });
+    expect(three.map((x) => x.blobId)).toEqual(ids.filter((_, i) => i % 3 === 0).reverse());
+    expect(await b.listBlobs(owner, { namespace: "three", limit: 3 })).toEqual(three.slice(0, 3));
+    expect(await b.listBlobs(owner, { namespace: "none", limit: 10 })).toEqual([]);
+    expect(await b.listBlobs(generateKeypair().keypair.address, { limit: 10 })).toEqual([]);
+    expect((await a.balance(wallet.keypair.address)).balances.SUI).toBe(1_000_000_000n - 140n * GAS_FEE_MIST);
+  });
+
+  it("fails with insufficient_funds when the paying wallet lacks gas", async () => {
+    const empty = generateKeypair();
+    const owner = generateKeypair().keypair.address;
+    await expectPortError(a.recordBlob({ owner, namespace: "n", blobId: blobId("poor"), size: 1, walletSecretKey: empty.secretKey }), "insufficient_funds");
+    await expectPortError(createAccount(a, { ownerKey: empty.secretKey }), "insufficient_funds");
+    expect(await a.listBlobs(owner, { limit: 10 })).toEqual([]);
+
+    const almost = generateKeypair();
+    await mint(a, { operatorKey: operator.secretKey, to: almost.keypair.address, amount: GAS_FEE_MIST - 1n });
+    await expectPortError(a.recordBlob({ owner, namespace: "n", blobId: blobId("poor2"), size: 1, walletSecretKey: almost.secretKey }), "insufficient_funds");
+    expect((await a.balance(almost.keypair.address)).balances.SUI).toBe(GAS_FEE_MIST - 1n);
+  });
+
+  it("transactions committed in one block see each other: no double spend of the last gas", async () => {
+    const wallet = generateKeypair();
+    await mint(a, { operatorKey: operator.secretKey, to: wallet.keypair.address, amount: GAS_FEE_MIST });
+    const owner = generateKeypair().keypair.address;
+    const shared = blobId("same");
+    const attempts = await Promise.allSettled([
+      a.recordBlob({ owner, namespace: "n", blobId: blobId("one"), size: 1, walletSecretKey: wallet.secretKey }),
+      a.recordBlob({ owner, namespace: "n", blobId: blobId("two"), size: 1, walletSecretKey: wallet.secretKey }),
+      b.recordBlob({ owner, namespace: "n", blobId: blobId("three"), size: 1, walletSecretKey: wallet.secretKey }),
+    ]);
+    expect(attempts.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+    for (const r of attempts) if (r.status === "rejected") expect((r.reason as PortError).kind).toBe("insufficient_funds");
+    expect((await b.balance(wallet.keypair.address)).balances.SUI).toBe(0n);
+    expect(await b.listBlobs(owner, { limit: 10 })).toHaveLength(1);
+
+    // the same blob twice in one block: one object, one charge
+    const payer = await fundedKey();
+    const [x, y] = await Promise.all([
+      a.recordBlob({ owner, namespace: "n", blobId: shared, size: 1, walletSecretKey: payer.secretKey }),
+      a.recordBlob({ owner, namespace: "n", blobId: shared, size: 1, walletSecretKey: payer.secretKey }),
+    ]);
+    expect(x).toEqual(y);
+    expect((await b.balance(payer.keypair.address)).balances.SUI).toBe(1_000_000_000n - GAS_FEE_MIST);
+  });
+
+  it("transfers balances, charging gas on top", async () => {
+    const from = await fundedKey();
+    const to = generateKeypair();
+    await transfer(b, { fromKey: from.secretKey, to: to.keypair.address, amount: 500n });
+    await mint(a, { operatorKey: operator.secretKey, to: from.keypair.address, amount: 7n, token: "WAL" });
+    await transfer(a, { fromKey: from.secretKey, to: to.keypair.address, amount: 7n, token: "WAL" });
+    expect((await a.balance(from.keypair.address)).balances).toEqual({ SUI: 1_000_000_000n - 500n - 2n * GAS_FEE_MIST, WAL: 0n });
+    expect((await b.balance(to.keypair.address)).balances).toEqual({ SUI: 500n, WAL: 7n });
+    await expectPortError(transfer(a, { fromKey: to.secretKey, to: from.keypair.address, amount: 1n }), "insufficient_funds");
+  });
+});
+
+describe("objects for the Sui RPC", () => {
+  it("publishes objects with dynamic fields readable by value, by BCS and at the derived field id", async () => {
+    const ksId = "0x" + "5e".repeat(32);
+    const nameBcs = Buffer.from(bcs.u64().serialize(1).toBytes()).toString("base64");
+    const valueBcs = Buffer.from([1, 2, 3]).toString("base64");
+    const stored = await a.putObject(ksId, {
+      type: `${PACKAGE_ID}::key_server::KeyServer`,
+      version: 7,
+      owner: { Shared: { initial_shared_version: "1" } },
+      fields: { first_version: "1", last_version: "1" },
+      dynamicFields: [{ name: { type: "u64", value: "1", bcs: nameBcs }, value_type: `${PACKAGE_ID}::key_server::KeyServerV1`, value: { url: "http://127.0.0.1:1" }, value_bcs: valueBcs }],
+    });
+    expect(stored.version).toBe("7");
+    expect((await b.getObject(ksId))?.type).toBe(`${PACKAGE_ID}::key_server::KeyServer`);
+    const byValue = await b.getDynamicField(ksId, { type: "u64", value: 1 });
+    expect(byValue?.value).toEqual({ url: "http://127.0.0.1:1" });
+    const byBcs = await b.getDynamicField(ksId, { type: "u64", bcs: nameBcs });
+    expect(byBcs?.field_id).toBe(deriveDynamicFieldID(ksId, TypeTagSerializer.parseFromStr("u64"), bcs.u64().serialize(1).toBytes()));
+    const fieldObject = await b.getObject(byBcs!.field_id!);
+    expect(fieldObject?.type).toBe(`0x2::dynamic_field::Field<u64, ${PACKAGE_ID}::key_server::KeyServerV1>`);
+    const content = Buffer.from(fieldObject!.bcs!, "base64");
+    expect(content.subarray(32 + 8).toString("base64")).toBe(valueBcs);
+    expect(await b.getDynamicField(ksId, { type: "u64", value: "2" })).toBeNull();
+  });
+});
