@@ -49,7 +49,10 @@ export async function startCommand(args: string[], env = process.env): Promise<n
     services.push(nats);
     const postgres = await startPostgres(base.dataDir);
     services.push(postgres);
-    const config = loadConfig({ ...env, NATS_URL: nats.url, DATABASE_URL: postgres.url });
+    // OAuth consents are answered on the dashboard started below (unless the operator points elsewhere).
+    const dashboardPort = intVar(env, "DASHBOARD_PORT", 5173, 0, 65535);
+    const consent = env.MCP_OAUTH_CONSENT_URL ?? (dashboardPort ? `http://${base.host}:${dashboardPort}/connect/claude` : undefined);
+    const config = loadConfig({ ...env, NATS_URL: nats.url, DATABASE_URL: postgres.url, ...(consent ? { MCP_OAUTH_CONSENT_URL: consent } : {}) });
     const operatorSecretKey = secretFile(join(base.dataDir, "operator.key"), () => generateKeypair().secretKey);
     // The sidecar watchdog giving up ends the process like a signal does, but with a failure status (spec).
     let sidecarLost = false;
@@ -102,7 +105,7 @@ export async function startCommand(args: string[], env = process.env): Promise<n
       writeCredentials(creds, credPath);
     }
     // The dashboard manages the development account with its owner key (the local network's development wallet).
-    const dashboard = await startDevDashboard(stack, base.dataDir, intVar(env, "DASHBOARD_PORT", 5173, 0, 65535), logger);
+    const dashboard = await startDevDashboard(stack, base.dataDir, dashboardPort, logger);
     if (dashboard) services.push({ url: dashboard.url, description: "", stop: () => dashboard.close() });
     const lines = [
       "memrelay is running",
@@ -151,5 +154,5 @@ async function startDevDashboard(stack: LocalStack, dataDir: string, port: numbe
   const ownerSecretKey = Uint8Array.from(Buffer.from(readFileSync(path, "utf8").trim(), "hex"));
   const account = await stack.chain.getAccountByOwner(keypairFromSecret(ownerSecretKey).address);
   if (!account) return undefined;
-  return startDashboard({ chain: stack.chain, ownerSecretKey, accountId: account.id, packageId: stack.encryptionStack.packageId, host: stack.config.host, port, logger: logger.child({ component: "dashboard" }) });
+  return startDashboard({ chain: stack.chain, ownerSecretKey, accountId: account.id, packageId: stack.encryptionStack.packageId, host: stack.config.host, port, relayerUrl: stack.relayerUrl, logger: logger.child({ component: "dashboard" }) });
 }

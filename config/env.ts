@@ -1,5 +1,6 @@
 // Operator configuration from environment variables. The names are a public contract (spec/relayer.md,
 // Operator configuration): read them here only, with their documented defaults.
+import { parseOperatorKey, type OAuthSettings } from "../schemas/relayer/oauth.ts";
 
 export interface RelayerConfig {
   readonly port: number;
@@ -68,6 +69,8 @@ export interface RelayerConfig {
   /** The MCP sidecar (spec: SIDECAR_URL, SIDECAR_AUTH_TOKEN, SIDECAR_WATCHDOG_*): where the agent transports go. */
   readonly sidecar: SidecarLinkConfig;
   readonly mcpSessions: McpSessionConfig;
+  /** OAuth 2.1 for the agent transports; undefined: the OAuth routes are absent. */
+  readonly oauth: OAuthSettings | undefined;
 }
 
 /** A malformed operator variable: the message names it and says what it accepts. */
@@ -233,6 +236,31 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
       watchdogMaxFailures: intVar(env, "SIDECAR_WATCHDOG_MAX_FAILURES", 6, 1),
     },
     mcpSessions: mcpSessionsFromEnv(env),
+    oauth: oauthFromEnv(env),
+  };
+}
+
+/** OAuth is on when MCP_OAUTH_DELEGATE_ENCRYPTION_KEY is set (a malformed key is a configuration error). */
+export function oauthFromEnv(env: Env): OAuthSettings | undefined {
+  const raw = env.MCP_OAUTH_DELEGATE_ENCRYPTION_KEY?.trim();
+  if (!raw) return undefined;
+  let key: Uint8Array;
+  try {
+    key = parseOperatorKey(raw);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
+  return {
+    key,
+    accessTtlSecs: intVar(env, "MCP_OAUTH_ACCESS_TTL_SECS", 3600, 1),
+    refreshTtlSecs: intVar(env, "MCP_OAUTH_REFRESH_TTL_SECS", 2_592_000, 1),
+    codeTtlSecs: intVar(env, "MCP_OAUTH_CODE_TTL_SECS", 300, 1),
+    sessionTtlSecs: intVar(env, "MCP_OAUTH_SESSION_TTL_SECS", 900, 1),
+    allowedRegistrationHosts: list(env.MCP_OAUTH_ALLOWED_REGISTRATION_HOSTS ?? "claude.ai").map((h) => h.toLowerCase()),
+    registrationPerHourPerIp: intVar(env, "MCP_OAUTH_REGISTRATION_PER_HOUR_PER_IP", 20, 0),
+    registrationTrustedCidrs: list(env.MCP_OAUTH_REGISTRATION_TRUSTED_CIDRS ?? "160.79.104.0/21"),
+    consentUrl: env.MCP_OAUTH_CONSENT_URL?.trim() || undefined,
+    issuer: env.MEMORY_RELAYER_URL?.trim().replace(/\/+$/, "") || undefined,
   };
 }
 

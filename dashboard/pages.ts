@@ -104,3 +104,56 @@ async function load() {
 }
 load().catch((e) => { status.textContent = "Could not load the keys: " + e.message; status.className = "err"; });`,
   );
+
+/**
+ * `/connect/claude?grant=<id>` (OAuth consent, spec: consent URL): the relayer made a delegate key for an agent
+ * platform; approving adds its public key to the account with the wallet, then tells the relayer, which sends the
+ * browser back to the platform with a single-use code. The relayer is the dashboard's own, never one from the URL.
+ */
+export const consentPage = (token: string, relayerUrl: string) =>
+  shell(
+    "Authorize an agent platform",
+    token,
+    `<h1>Authorize <span id="client"></span></h1>
+<p><b id="client2"></b> (returning to <code id="host"></code>) asks to use your memory. Approving adds a key held by
+the memory service to your account (signed by this stack's development wallet); you can revoke it on the
+<a href="/keys">keys page</a>, which ends the platform's access.</p>
+<p><button class="primary" id="approve">Approve</button> <button id="deny">Deny</button></p>
+<p id="status" role="status"></p>`,
+    `const relayer = ${JSON.stringify(relayerUrl)};
+const grant = new URLSearchParams(location.search).get("grant") || "";
+const status = document.getElementById("status");
+const say = (text, cls) => { status.textContent = text; status.className = cls || ""; };
+const buttons = [document.getElementById("approve"), document.getElementById("deny")];
+const enable = (on) => buttons.forEach((b) => (b.disabled = !on));
+async function relayerCall(path, body) {
+  const res = await fetch(relayer + path, body === undefined ? {} : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const data = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error(data.error_description || data.error || ("status " + res.status));
+  return data;
+}
+let info;
+enable(false);
+relayerCall("/oauth/consent/" + encodeURIComponent(grant)).then((i) => {
+  info = i;
+  document.getElementById("client").textContent = i.client_name;
+  document.getElementById("client2").textContent = i.client_name;
+  document.getElementById("host").textContent = i.redirect_host;
+  enable(true);
+}, (e) => say("This authorization cannot be answered: " + e.message + ". Start again from the agent platform.", "err"));
+document.getElementById("approve").addEventListener("click", async () => {
+  enable(false);
+  try {
+    say("Adding the key to your account…");
+    const approved = await api("/api/approve", { publicKey: info.delegate_public_key, label: "OAuth · " + info.client_name });
+    say("Returning to " + info.client_name + "…");
+    const done = await relayerCall("/oauth/consent", { grant_id: grant, account_id: approved.accountId, decision: "approve" });
+    location.assign(done.redirect);
+  } catch (e) { say("Not authorized: " + e.message, "err"); enable(true); }
+});
+document.getElementById("deny").addEventListener("click", async () => {
+  enable(false);
+  try { location.assign((await relayerCall("/oauth/consent", { grant_id: grant, decision: "deny" })).redirect); }
+  catch (e) { say(e.message, "err"); enable(true); }
+});`,
+  );

@@ -8,7 +8,7 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import type { LocalChain } from "../adapters/chain/local/local-chain.ts";
 import { addDelegateKey, removeDelegateKey } from "../adapters/chain/local/accounts.ts";
 import type { Logger } from "../config/logger.ts";
-import { connectPage, keysPage } from "./pages.ts";
+import { connectPage, consentPage, keysPage } from "./pages.ts";
 
 export interface DashboardOptions {
   readonly chain: LocalChain;
@@ -19,6 +19,8 @@ export interface DashboardOptions {
   readonly host: string;
   readonly port: number;
   readonly logger: Logger;
+  /** The relayer whose OAuth consents the page answers (`/connect/claude`); never taken from the URL. */
+  readonly relayerUrl?: string;
 }
 
 export interface Dashboard {
@@ -56,7 +58,8 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   const token = randomBytes(24).toString("hex");
   let origin = "";
   const send = (res: ServerResponse, status: number, body: string, type = "application/json") => {
-    res.writeHead(status, { "content-type": type, "cache-control": "no-store", "x-frame-options": "DENY", "content-security-policy": "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self' http://127.0.0.1:*" });
+    const relayer = o.relayerUrl ? ` ${new URL(o.relayerUrl).origin}` : "";
+    res.writeHead(status, { "content-type": type, "cache-control": "no-store", "x-frame-options": "DENY", "content-security-policy": `default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self' http://127.0.0.1:*${relayer}` });
     res.end(body);
   };
   const account = async () => {
@@ -105,6 +108,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     }
     if (req.method !== "GET") return send(res, 405, JSON.stringify({ error: "pages are read with GET" }));
     if (url.pathname === "/connect") return send(res, 200, connectPage(token), "text/html; charset=utf-8");
+    if (url.pathname === "/connect/claude" && o.relayerUrl) return send(res, 200, consentPage(token, o.relayerUrl), "text/html; charset=utf-8");
     if (url.pathname === "/" || url.pathname === "/keys") return send(res, 200, keysPage(token), "text/html; charset=utf-8");
     send(res, 404, JSON.stringify({ error: "not found" }));
   });

@@ -80,7 +80,7 @@ export interface ServerOptions {
 }
 
 const STATUS_TEXT: Record<number, string> = {
-  200: "OK", 201: "Created", 202: "Accepted", 204: "No Content", 206: "Partial Content", 304: "Not Modified",
+  200: "OK", 201: "Created", 202: "Accepted", 204: "No Content", 206: "Partial Content", 302: "Found", 304: "Not Modified",
   400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 409: "Conflict",
   412: "Precondition Failed", 413: "Payload Too Large", 416: "Range Not Satisfiable", 422: "Unprocessable Entity", 423: "Locked", 426: "Upgrade Required",
   429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout",

@@ -19,6 +19,7 @@ import { lexicalIndexProjection } from "../projections/relayer/lexical-index.ts"
 import { LexicalKeyring } from "../adapters/lexical/keys.ts";
 import { hybridSettings, lexicalSecretFor } from "./lexical.ts";
 import { jobStatusProjection } from "../projections/relayer/job-status.ts";
+import { oauthProjection } from "../projections/relayer/oauth.ts";
 import { alertsProjection } from "../projections/relayer/alerts.ts";
 import { startAlerting } from "./alerting.ts";
 import { createRelayerServer } from "../gateway/relayer/routes.ts";
@@ -26,6 +27,7 @@ import { SignedAuth } from "../gateway/relayer/signed-auth.ts";
 import { KvNonceStore, nonceTtlSecs } from "../gateway/relayer/nonce-store.ts";
 import { startSidecarWatchdog, type SidecarLink } from "../gateway/relayer/mcp-routes.ts";
 import { startSidecar } from "../mcp/sidecar/server.ts";
+import { DelegateVault } from "../adapters/oauth/delegate-vault.ts";
 import { sidecarSettings } from "../mcp/sidecar/settings.ts";
 
 export interface RelayerPorts {
@@ -52,7 +54,7 @@ export interface RelayerStack {
 
 /** The relayer's projections; with `alerts`, also the one publishing upload-failure alerts (it needs the log). */
 export function relayerProjections(dims: number, alerts?: { log: EventLog; network: string }, embedder?: string): Projection[] {
-  return [memoryIndexProjection(dims, embedder), lexicalIndexProjection, jobStatusProjection, ...(alerts ? [alertsProjection(alerts.log, { network: alerts.network })] : [])];
+  return [memoryIndexProjection(dims, embedder), lexicalIndexProjection, jobStatusProjection, oauthProjection, ...(alerts ? [alertsProjection(alerts.log, { network: alerts.network })] : [])];
 }
 
 export async function startRelayer(opts: {
@@ -145,6 +147,7 @@ export async function startRelayer(opts: {
         projectionRunners: () => runners,
         llm: createLanguageModel(config.llm),
         sidecar,
+        oauth: config.oauth && { settings: config.oauth, vault: await DelegateVault.open(log, config.oauth.key) },
       });
       port = await server.listen(config.host, config.port);
       stops.push(() => server.close());

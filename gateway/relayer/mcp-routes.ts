@@ -22,15 +22,36 @@ const RETURNED = ["content-type", "cache-control", "mcp-session-id", "www-authen
 /** CORS: what browsers may send and read on these routes. */
 export const MCP_CORS_HEADERS = ["authorization", "x-memory-account-id", "mcp-session-id", "mcp-protocol-version", "last-event-id"];
 
-const rpcReply = (status: number, message: string, headers: Record<string, string> = {}): Reply =>
-  json(status, { jsonrpc: "2.0", error: { code: RPC_ERROR.internal, message }, id: null }, headers);
+const rpcReply = (status: number, message: string, headers: Record<string, string> = {}, code: number = RPC_ERROR.internal): Reply =>
+  json(status, { jsonrpc: "2.0", error: { code, message }, id: null }, headers);
 
-export function registerMcpRoutes(server: HttpServer, link: SidecarLink, opts: { trustedProxyHops: number; logger: Logger; wrap: (name: string, h: Handler) => Handler }): void {
+/** OAuth on the transports: an access token stands for its grant's delegate key (gateway/relayer/oauth-routes.ts). */
+export interface McpOAuth {
+  resolveAccessToken(token: string): Promise<{ delegateKeyHex: string; accountId: string } | undefined>;
+  resourceMetadataUrl(): string;
+}
+
+export function registerMcpRoutes(server: HttpServer, link: SidecarLink, opts: { trustedProxyHops: number; logger: Logger; wrap: (name: string, h: Handler) => Handler; oauth?: McpOAuth }): void {
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  const challenge = (error?: string) => ({
+    "www-authenticate": `Bearer realm="memrelay"${error ? `, error="${error}"` : ""}, resource_metadata="${opts.oauth!.resourceMetadataUrl()}"`,
+  });
   const forward = (sidecarPath: string): Handler => async (req: Request) => {
     if (!link.token) return rpcReply(503, "the agent transports are not configured on this relayer (SIDECAR_AUTH_TOKEN)");
     const headers: Record<string, string> = { [SIDECAR_HEADERS.token]: link.token, [SIDECAR_HEADERS.clientIp]: clientIp(req, opts.trustedProxyHops) };
     for (const h of FORWARDED) if (req.headers[h]) headers[h] = req.headers[h];
+    if (opts.oauth) {
+      // No credential: point the client at the OAuth metadata (RFC 9728). An access token: its grant's delegate key.
+      const auth = req.headers["authorization"];
+      if (!auth) return rpcReply(401, "authorization required: sign in with OAuth, or send Authorization: Bearer <delegate key> and x-memory-account-id", challenge(), RPC_ERROR.unauthorized);
+      const token = /^Bearer\s+(mra\.\S+)$/i.exec(auth)?.[1];
+      if (token) {
+        const grant = await opts.oauth.resolveAccessToken(token);
+        if (!grant) return rpcReply(401, "the access token is invalid, expired or revoked", challenge("invalid_token"), RPC_ERROR.unauthorized);
+        headers["authorization"] = `Bearer ${grant.delegateKeyHex}`;
+        headers["x-memory-account-id"] = grant.accountId;
+      }
+    }
     if (req.body.length) headers["content-length"] = String(req.body.length);
     const target = new URL(sidecarPath + (req.query ? `?${req.query}` : ""), link.url());
     const upstream = await new Promise<IncomingMessage>((resolve, reject) => {

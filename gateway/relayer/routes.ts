@@ -28,6 +28,11 @@ import { registerMaintenanceRoutes } from "./maintenance-routes.ts";
 import { CREDENTIAL_HEADERS, decryptCredential } from "./decrypt-credential.ts";
 import { registerLanguageModelRoutes } from "./language-model-routes.ts";
 import { MCP_CORS_HEADERS, registerMcpRoutes, type SidecarLink } from "./mcp-routes.ts";
+import { registerOAuthRoutes } from "./oauth-routes.ts";
+import { OAuthStore } from "../../actors/relayer/oauth-store.ts";
+import type { DelegateVault } from "../../adapters/oauth/delegate-vault.ts";
+import { PgRateLimiter } from "../rate-limit.ts";
+import { consentUrlFor, type OAuthSettings } from "../../schemas/relayer/oauth.ts";
 
 export interface RelayerDeps {
   readonly config: RelayerConfig;
@@ -50,6 +55,8 @@ export interface RelayerDeps {
   readonly llm: LanguageModelPort;
   /** The MCP sidecar behind the agent transports (`/api/mcp*`). */
   readonly sidecar: SidecarLink;
+  /** OAuth 2.1 for the agent transports, when MCP_OAUTH_DELEGATE_ENCRYPTION_KEY is set. */
+  readonly oauth?: { readonly settings: OAuthSettings; readonly vault: DelegateVault };
   /** Projection runners of this process, for the lag gauges of `/metrics`. */
   readonly projectionRunners?: () => readonly ProjectionRunner[];
 }
@@ -69,8 +76,10 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
     consumerPrefix: `actor-${JOB}`,
   });
   const jobs = new JobLookup(db, log);
+  // The consent page (another origin) calls the consent routes.
+  const consentOrigin = deps.oauth && (deps.oauth.settings.consentUrl ?? (deps.oauth.settings.issuer && consentUrlFor(deps.oauth.settings.issuer)));
   const server = new HttpServer({
-    corsOrigins: config.corsAllowedOrigins,
+    corsOrigins: consentOrigin ? [...config.corsAllowedOrigins, new URL(consentOrigin).origin] : config.corsAllowedOrigins,
     corsHeaders: ["content-type", "x-public-key", "x-signature", "x-timestamp", "x-nonce", "x-account-id", ...CREDENTIAL_HEADERS, ...MCP_CORS_HEADERS].join(", "),
     onError: (err, req) => logger.error("request failed", { method: req.method, path: req.path, error: err instanceof Error ? err.message : String(err) }),
   });
@@ -160,7 +169,18 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
         embedder: { name: deps.embedder.name, dims: deps.embedder.dims },
       })))
     .route("get", "/metrics", () => metrics.reply());
-  registerMcpRoutes(server, deps.sidecar, { trustedProxyHops: config.trustedProxyHops, logger, wrap });
+  const oauth = deps.oauth && registerOAuthRoutes(server, {
+    settings: deps.oauth.settings,
+    store: new OAuthStore(log),
+    vault: deps.oauth.vault,
+    chain: deps.chain,
+    limiter: new PgRateLimiter(db),
+    logger,
+    issuer: () => deps.oauth!.settings.issuer ?? `http://${config.host}:${server.port}`,
+    trustedProxyHops: config.trustedProxyHops,
+    wrap,
+  });
+  registerMcpRoutes(server, deps.sidecar, { trustedProxyHops: config.trustedProxyHops, logger, wrap, oauth });
   registerMaintenanceRoutes(server, { config, log, db, chain: deps.chain, blobs: deps.blobs, embedder: deps.embedder, logger }, { wrap, signed });
   server.fallback();
   return server;

@@ -1,0 +1,50 @@
+// The OAuth aggregates on the event log: a client's and a grant's current state is the last event on its subject
+// (each event carries the whole state, hashes only), read straight from JetStream so no decision waits for a read
+// model; appends expect the sequence they decided on, so a code or a refresh token is spent once under concurrency.
+import type { EventLog } from "../../eventlog/connection.ts";
+import { ConcurrencyConflict, EventStore } from "../../eventlog/event-store.ts";
+import { lastCommit } from "../../eventlog/command-bus.ts";
+import { OAUTH_EVENTS, OAuthError, clientAggregate, grantAggregate, type GrantEvent, type GrantState, type OAuthClientState } from "../../schemas/relayer/oauth.ts";
+
+export class OAuthStore {
+  private readonly store: EventStore;
+
+  constructor(private readonly log: EventLog) {
+    this.store = new EventStore(log.js, log.jsm);
+  }
+
+  async client(clientId: string): Promise<OAuthClientState | undefined> {
+    const c = await lastCommit(this.log, `evt.${clientAggregate(clientId)}`);
+    return c?.events.at(-1)?.data as OAuthClientState | undefined;
+  }
+
+  async registerClient(client: OAuthClientState): Promise<void> {
+    await this.store.append(clientAggregate(client.client_id), [{ type: OAUTH_EVENTS.clientRegistered, version: 1, data: client }], 0, { causationId: client.client_id, correlationId: client.client_id });
+  }
+
+  async grant(grantId: string): Promise<{ state: GrantState; seq: number } | undefined> {
+    const c = await lastCommit(this.log, `evt.${grantAggregate(grantId)}`);
+    const last = c?.events.at(-1)?.data as GrantEvent | undefined;
+    return last && c ? { state: last.state, seq: c.seq } : undefined;
+  }
+
+  /** Appends the grant's next state as `type`, expecting `seq` (0 for a new grant). */
+  async save(type: (typeof OAUTH_EVENTS)[keyof typeof OAUTH_EVENTS], state: GrantState, seq: number): Promise<void> {
+    try {
+      await this.store.append(grantAggregate(state.grant_id), [{ type, version: 1, data: { state } satisfies GrantEvent }], seq, { causationId: state.grant_id, correlationId: state.grant_id });
+    } catch (err) {
+      // Someone else moved the grant first (a concurrent exchange of the same code or refresh token): this one loses.
+      if (err instanceof ConcurrencyConflict) throw new OAuthError("invalid_grant", "the grant changed concurrently; the code or token was already used");
+      throw err;
+    }
+  }
+
+  /** Decides on the current state and appends the result; the decision may throw an OAuthError. */
+  async decide(grantId: string, type: (typeof OAUTH_EVENTS)[keyof typeof OAUTH_EVENTS], decide: (g: GrantState) => GrantState | undefined): Promise<GrantState | undefined> {
+    const current = await this.grant(grantId);
+    if (!current) throw new OAuthError("invalid_grant", "unknown grant");
+    const next = decide(current.state);
+    if (next) await this.save(type, next, current.seq);
+    return next;
+  }
+}
