@@ -97,6 +97,13 @@ describe("MCP bad input", () => {
     expect(JSON.parse(await sse.body.text())).toMatchObject({ error: { code: -32001 } });
   });
 
+  it("has no OAuth routes when MCP_OAUTH_DELEGATE_ENCRYPTION_KEY is unset", async () => {
+    for (const path of ["/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource"]) {
+      expect((await request(t.stack.relayerUrl + path)).statusCode).toBe(404);
+    }
+    expect((await rpc({}, {}, "/oauth/token")).status).toBe(404);
+  });
+
   it("answers malformed JSON-RPC, requests without a session and unknown sessions with JSON-RPC errors", async () => {
     const id = await t.stack.createIdentity();
     const parse = await rpc("{not json", bearer(id));

@@ -57,7 +57,7 @@ describe("GET /metrics", () => {
     expect(checkpoint(after, "memory_index")).toBeGreaterThan(checkpoint(before, "memory_index"));
     expect(checkpoint(after, "job_status")).toBeGreaterThan(checkpoint(before, "job_status"));
     const lag = after.family("memrelay_projection_lag_events")!.metrics;
-    expect(lag.map((m) => m.labels?.projection).sort()).toEqual(["alerts", "job_status", "lexical_index", "memory_index"].sort());
+    expect(lag.map((m) => m.labels?.projection).sort()).toEqual(["alerts", "job_status", "lexical_index", "memory_index", "oauth"].sort());
     for (const m of lag) expect(Number(m.value)).toBe(0);
     const pending = after.family("memrelay_commands_pending")!.metrics.find((m) => m.labels?.consumer === "actor-job");
     expect(Number(pending?.value)).toBe(0);

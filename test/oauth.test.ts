@@ -31,6 +31,7 @@ let owner: DevIdentity;
 let callback: Server;
 let callbackUrl: string;
 const CODE_TTL = 3;
+const REGISTRATIONS_PER_HOUR = 3;
 
 beforeAll(async () => {
   const dashPort = await freePort();
@@ -39,6 +40,9 @@ beforeAll(async () => {
     MCP_OAUTH_CONSENT_URL: `http://127.0.0.1:${dashPort}/connect/claude`,
     MCP_OAUTH_CODE_TTL_SECS: String(CODE_TTL),
     MCP_OAUTH_ALLOWED_REGISTRATION_HOSTS: "agents.example",
+    MCP_OAUTH_REGISTRATION_PER_HOUR_PER_IP: String(REGISTRATIONS_PER_HOUR),
+    MCP_OAUTH_REGISTRATION_TRUSTED_CIDRS: "127.0.0.0/8,198.51.100.0/24",
+    TRUSTED_PROXY_HOPS: "1",
   });
   owner = await t.stack.createIdentity("memrelay-dev");
   const c = await t.client(owner);
@@ -89,8 +93,13 @@ async function form(path: string, body: Record<string, string>, json = false) {
   return { status: res.status, body: (await res.json().catch(() => ({}))) as Record<string, any> };
 }
 
-async function register(redirect = callbackUrl) {
-  return form("/oauth/register", { client_name: "raw", redirect_uris: [redirect], token_endpoint_auth_method: "none" } as never, true);
+async function register(redirect = callbackUrl, from?: string) {
+  const res = await fetch(new URL("/oauth/register", t.stack.relayerUrl), {
+    method: "POST",
+    headers: { "content-type": "application/json", ...(from ? { "x-forwarded-for": from } : {}) },
+    body: JSON.stringify({ client_name: "raw", redirect_uris: [redirect], token_endpoint_auth_method: "none" }),
+  });
+  return { status: res.status, headers: res.headers, body: (await res.json().catch(() => ({}))) as Record<string, any> };
 }
 
 /** Authorize → (the wallet adds the key, as the consent page does) → consent → the code, without a browser. */
@@ -100,13 +109,13 @@ async function codeFor(clientId: string, verifier: string) {
   const res = await fetch(new URL(`/oauth/authorize?${q}`, t.stack.relayerUrl), { redirect: "manual" });
   expect(res.status).toBe(302);
   const grant = new URL(res.headers.get("location")!).searchParams.get("grant")!;
-  const info = await (await fetch(new URL(`/oauth/consent/${grant}`, t.stack.relayerUrl))).json();
+  const info = (await (await fetch(new URL(`/oauth/consent/${grant}`, t.stack.relayerUrl))).json()) as { delegate_public_key: string };
   await addDelegateKey(t.stack.chain, { ownerKey: owner.ownerSecretKey, publicKey: info.delegate_public_key, label: "raw", accountId: owner.accountId });
   const done = await form("/oauth/consent", { grant_id: grant, account_id: owner.accountId, decision: "approve" }, true);
   expect(done.status).toBe(200);
   const back = new URL(done.body.redirect);
   expect(back.searchParams.get("state")).toBe("s1");
-  return { code: back.searchParams.get("code")!, grant, publicKey: info.delegate_public_key as string };
+  return { code: back.searchParams.get("code")!, grant, publicKey: info.delegate_public_key };
 }
 
 describe("OAuth 2.1 on the agent transports", () => {
@@ -148,7 +157,7 @@ describe("OAuth 2.1 on the agent transports", () => {
       const r = await (await fetch(new URL(path, t.stack.relayerUrl))).json();
       expect(r).toMatchObject({ resource: `${t.stack.relayerUrl}/api/mcp`, authorization_servers: [t.stack.relayerUrl] });
     }
-    const as = await (await fetch(new URL("/.well-known/oauth-authorization-server", t.stack.relayerUrl))).json();
+    const as = (await (await fetch(new URL("/.well-known/oauth-authorization-server", t.stack.relayerUrl))).json()) as Record<string, string[]>;
     expect(as).toMatchObject({ issuer: t.stack.relayerUrl, code_challenge_methods_supported: ["S256"], token_endpoint: `${t.stack.relayerUrl}/oauth/token` });
     expect(as.scopes_supported).toContain("offline_access");
     const unauth = await fetch(mcpUrl(), { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
@@ -165,12 +174,21 @@ describe("OAuth 2.1 on the agent transports", () => {
     const res = await fetch(new URL(`/oauth/authorize?${q}`, t.stack.relayerUrl), { redirect: "manual" });
     expect(res.status).toBe(400);
     expect(res.headers.get("location")).toBeNull();
-    expect((await res.json()).error).toBe("invalid_request");
+    expect(((await res.json()) as { error: string }).error).toBe("invalid_request");
+  });
+
+  it("limits registrations per client address per hour, except from trusted networks", async () => {
+    for (let i = 0; i < REGISTRATIONS_PER_HOUR; i++) expect((await register(callbackUrl, "203.0.113.5")).status).toBe(201);
+    const refused = await register(callbackUrl, "203.0.113.5");
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("retry-after")).toBeTruthy();
+    expect((await register(callbackUrl, "203.0.113.6")).status).toBe(201);
+    for (let i = 0; i <= REGISTRATIONS_PER_HOUR; i++) expect((await register(callbackUrl, "198.51.100.7")).status).toBe(201);
   });
 
   it("requires PKCE S256: a missing or plain challenge is sent back as invalid_request", async () => {
     const { body } = await register();
-    for (const extra of [{}, { code_challenge: "abc", code_challenge_method: "plain" }]) {
+    for (const extra of [{}, { code_challenge: "abc", code_challenge_method: "plain" }] as Record<string, string>[]) {
       const q = new URLSearchParams({ response_type: "code", client_id: body.client_id, redirect_uri: callbackUrl, state: "st", ...extra });
       const res = await fetch(new URL(`/oauth/authorize?${q}`, t.stack.relayerUrl), { redirect: "manual" });
       expect(res.status).toBe(302);

@@ -18,6 +18,7 @@ import { MEMORY_INDEX } from "../../projections/relayer/memory-index.ts";
 import { LEXICAL_INDEX } from "../../projections/relayer/lexical-index.ts";
 import { JOB_STATUS } from "../../projections/relayer/job-status.ts";
 import { ALERTS_PROJECTION } from "../../projections/relayer/alerts.ts";
+import { OAUTH_PROJECTION } from "../../projections/relayer/oauth.ts";
 import { recallMemories, type RecallPorts } from "../../projections/relayer/recall.ts";
 import type { HybridSettings } from "../../projections/relayer/hybrid-rank.ts";
 import type { LexicalKeyring } from "../../adapters/lexical/keys.ts";
@@ -71,7 +72,7 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
   registerPipelineGauges(metrics, {
     log,
     db,
-    projections: [MEMORY_INDEX, LEXICAL_INDEX, JOB_STATUS, ALERTS_PROJECTION],
+    projections: [MEMORY_INDEX, LEXICAL_INDEX, JOB_STATUS, ALERTS_PROJECTION, OAUTH_PROJECTION],
     runners: deps.projectionRunners ?? (() => []),
     consumerPrefix: `actor-${JOB}`,
   });
