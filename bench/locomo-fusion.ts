@@ -104,3 +104,22 @@ console.log(`best on 5-9: w ${best("b").w} → R@10 on 0-4 ${best("b").a.toFixed
 console.log(`best on all ten: w ${best("all").w} → R@10 ${best("all").all.toFixed(3)} (in-sample)`);
 const denseWeight = defaultDenseWeight("use-lite-512");
 line(`shipped: coverage-weighted sum, w ${denseWeight}`, fused(denseWeight));
+
+// "The fusion must not lose what the dense signal finds": the dense top hit keeps rank 1 unless some memory's
+// lexical match covers at least θ of the query's terms (θ > 1: always). θ is chosen here, on LoCoMo.
+const pinned = (w: number, theta: number) => (p: P) => {
+  const s = fused(w)(p);
+  let cov = 0;
+  for (const c of p.coverage) cov = Math.max(cov, c);
+  if (cov >= theta) return s;
+  let top = 0;
+  for (let i = 1; i < p.sim.length; i++) if (p.sim[i] > p.sim[top]) top = i;
+  const out = Float64Array.from(s);
+  out[top] = Infinity;
+  return out;
+};
+for (const theta of [0.34, 0.5, 0.67, 0.75, 1.01]) {
+  const f = pinned(denseWeight, theta);
+  const a = evaluate(f, A), b = evaluate(f, B), all = evaluate(f, ALL);
+  console.log(`dense top hit pinned unless coverage ≥ ${theta}: R@10 conv 0-4 ${a.r10.toFixed(3)}  5-9 ${b.r10.toFixed(3)}  all ${all.r10.toFixed(3)}  MRR ${all.mrr.toFixed(3)}`);
+}

@@ -49,6 +49,8 @@ export interface RelayerStack {
   readonly port: number;
   readonly projections: readonly ProjectionRunner[];
   readonly actorHost?: ActorHost<never>;
+  /** Where the MCP sidecar this process started (or the gateway forwards to) listens. */
+  readonly sidecarUrl: () => string;
   stop(): Promise<void>;
 }
 
@@ -79,6 +81,9 @@ export async function startRelayer(opts: {
   const runners: ProjectionRunner[] = [];
   let actorHost: ActorHost<never> | undefined;
   let port = 0;
+  // The sidecar's address is known once it listens (port 0 in tests): the gateway reads it per request.
+  let sidecarUrl = config.sidecar.url;
+  const sidecar: SidecarLink = { url: () => sidecarUrl, token: config.sidecar.authToken };
 
   // A role that fails to start stops the ones already running: nothing keeps the process alive without a relayer.
   try {
@@ -127,9 +132,6 @@ export async function startRelayer(opts: {
       await restores.start();
       stops.push(() => restores.stop());
     }
-    // The sidecar's address is known once it listens (port 0 in tests): the gateway reads it per request.
-    let sidecarUrl = config.sidecar.url;
-    const sidecar: SidecarLink = { url: () => sidecarUrl, token: config.sidecar.authToken };
     if (roles.gateway) {
       const nonces = new KvNonceStore(await openNonceStore(log, nonceTtlSecs(config.authMaxClockDriftSecs)));
       const server = createRelayerServer({
@@ -174,6 +176,7 @@ export async function startRelayer(opts: {
     port,
     projections: runners,
     actorHost,
+    sidecarUrl: () => sidecarUrl,
     stop: async () => {
       for (const s of stops.reverse()) await s();
     },

@@ -10,6 +10,8 @@ import { startTestStack, type TestStack } from "./support/stack.ts";
 import type { DevIdentity } from "../runtime/local-stack.ts";
 import { removeDelegateKey } from "../adapters/chain/local/accounts.ts";
 import { TOOL } from "../schemas/mcp-tools.ts";
+import { startWorkerProcess } from "./support/worker-process.ts";
+import { freePort } from "./support/free-port.ts";
 
 let t: TestStack;
 beforeAll(async () => {
@@ -74,6 +76,30 @@ describe.each(["streamable", "sse"] as const)("MCP over %s", (kind) => {
       await client.close();
     }
   }, 60_000);
+});
+
+describe("MCP across a relayer restart", () => {
+  it("a Streamable HTTP session lives in the sidecar: it keeps working after the relayer in front of it restarts", async () => {
+    const id = await t.stack.createIdentity();
+    const port = await freePort();
+    const env = { SIDECAR_URL: t.stack.relayer.sidecarUrl(), PORT: String(port) };
+    let gateway = await startWorkerProcess(t.stack.workerEnv, "gateway", env);
+    const transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/api/mcp`), { requestInit: { headers: bearer(id) } });
+    const client = new Client({ name: "memrelay-test", version: "1.0.0" });
+    try {
+      await client.connect(transport);
+      const session = transport.sessionId;
+      expect(textOf(await client.callTool({ name: TOOL.recall, arguments: { query: "anything" } }))).toMatch(/No memories/);
+      gateway.kill("SIGKILL");
+      await new Promise((r) => gateway.once("exit", r));
+      gateway = await startWorkerProcess(t.stack.workerEnv, "gateway", env);
+      expect(textOf(await client.callTool({ name: TOOL.recall, arguments: { query: "anything" } }))).toMatch(/No memories/);
+      expect(transport.sessionId).toBe(session);
+    } finally {
+      await client.close().catch(() => undefined);
+      gateway.kill("SIGTERM");
+    }
+  }, 120_000);
 });
 
 describe("MCP bad input", () => {

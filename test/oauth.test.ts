@@ -2,7 +2,6 @@
 // dynamic registration, PKCE, the authorization redirect, token exchange) against the relayer, with the consent page
 // driven in headless Chromium; then every RFC error case on raw HTTP, each answering the RFC's error code.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createServer as createNetServer } from "node:net";
 import { createServer, type Server } from "node:http";
 import { createHash, randomBytes } from "node:crypto";
 import { chromium, type Browser } from "playwright-core";
@@ -11,18 +10,13 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { UnauthorizedError, type OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { startTestStack, type TestStack } from "./support/stack.ts";
+import { freePort } from "./support/free-port.ts";
 import { startDashboard, type Dashboard } from "../dashboard/server.ts";
 import { silentLogger } from "../config/logger.ts";
 import { addDelegateKey, removeDelegateKey } from "../adapters/chain/local/accounts.ts";
 import type { DevIdentity } from "../runtime/local-stack.ts";
 import { TOOL } from "../schemas/mcp-tools.ts";
 
-const freePort = () => new Promise<number>((resolve) => {
-  const s = createNetServer().listen(0, "127.0.0.1", () => {
-    const { port } = s.address() as { port: number };
-    s.close(() => resolve(port));
-  });
-});
 
 let t: TestStack;
 let dashboard: Dashboard;

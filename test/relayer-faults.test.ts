@@ -1,32 +1,14 @@
 // Fault tests: a killed actor host, a NATS outage, a Postgres outage and a dropped index. Nothing acknowledged is
 // lost, nothing is duplicated, and the services recover without a restart.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawn, type ChildProcess } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { request } from "undici";
 import { startTestStack, type TestStack } from "./support/stack.ts";
+import { startWorkerProcess } from "./support/worker-process.ts";
 import type { MemrelayClient } from "../client/memrelay-client.ts";
 import { resetProjection } from "../projections/runtime.ts";
 import { MEMORY_INDEX } from "../projections/relayer/memory-index.ts";
 
-const bin = fileURLToPath(new URL("../bin/memrelay.mjs", import.meta.url));
-
-function startWorker(env: Record<string, string>, roles: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [bin, "worker", "--roles", roles], { env: { ...process.env, ...env, PORT: "0", LOG_FORMAT: "json" }, stdio: ["ignore", "pipe", "pipe"] });
-  return new Promise((resolve, reject) => {
-    let out = "";
-    const timer = setTimeout(() => reject(new Error(`worker did not start: ${out}`)), 60_000);
-    child.stdout!.on("data", (d) => {
-      out += d;
-      if (out.includes("ready")) {
-        clearTimeout(timer);
-        resolve(child);
-      }
-    });
-    child.stderr!.on("data", (d) => (out = (out + d).slice(-4000)));
-    child.once("exit", (code) => reject(new Error(`worker exited with ${code}: ${out}`)));
-  });
-}
+const startWorker = (env: Record<string, string>, roles: string) => startWorkerProcess(env, roles);
 
 async function until(cond: () => Promise<boolean>, timeoutMs: number, what: string) {
   const deadline = Date.now() + timeoutMs;

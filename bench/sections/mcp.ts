@@ -2,7 +2,6 @@
 // as plain signed POST /api/recall and as MCP `memory_recall` calls over Streamable HTTP (the MCP SDK's client, one
 // session per concurrent client) through the relayer's /api/mcp to the sidecar in its own process. Goal: the MCP
 // path costs at most 1.3× the plain route (throughput ratio, one run), with CPU per call per process beside it.
-import { createServer } from "node:net";
 import { randomBytes } from "node:crypto";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -15,6 +14,7 @@ import { queries } from "../lib/texts.ts";
 import { latencyLine, rate, summarize } from "../lib/stats.ts";
 import type { SectionResult } from "../lib/report.ts";
 import { TOOL } from "../../schemas/mcp-tools.ts";
+import { freePort } from "../../test/support/free-port.ts";
 
 const CLIENTS = 16;
 const NS = "mcp-bench";
@@ -23,16 +23,6 @@ export const MCP_TARGET_RATIO = 1.3;
 /** CPU ms per call of the service's processes (not the load generator, not other processes on the machine). */
 const serviceCpuMs = (w: { shares: { label: string; share: number }[]; seconds: number }, calls: number) =>
   (w.shares.filter((x) => !/^(bench|other processes|machine total)/.test(x.label)).reduce((s, x) => s + x.share, 0) * w.seconds * 1000) / calls;
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
 
 /** Runs `calls` across `clients` workers, each with its own session; latencies in ms. */
 async function mcpLoop(sessions: Client[], qs: readonly string[]): Promise<{ latencies: number[]; seconds: number; errors: number }> {
