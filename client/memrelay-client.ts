@@ -47,24 +47,23 @@ export class MemrelayClient {
     return this.call<{ job_ids: string[]; total: number; status: string }>("POST", "/api/remember/bulk", { items });
   }
 
-  job(jobId: string) {
-    return this.call<Job>("GET", `/api/remember/${jobId}`);
+  /** The job's status; with `waitSecs`, the relayer answers once it is done or failed, or after that long. */
+  job(jobId: string, waitSecs = 0) {
+    return this.call<Job>("GET", `/api/remember/${jobId}${waitSecs ? `?wait=${waitSecs}` : ""}`);
   }
 
   bulkStatus(jobIds: string[]) {
     return this.call<{ results: Job[] }>("POST", "/api/remember/bulk/status", { job_ids: jobIds });
   }
 
-  /** Polls until the job is done or failed, backing off from 50 ms to 2 s. */
+  /** Long-polls (`?wait=`) until the job is done or failed. */
   async waitForJob(jobId: string, timeoutMs = 60_000): Promise<Job> {
     const deadline = Date.now() + timeoutMs;
-    let delay = 50;
     for (;;) {
-      const j = await this.job(jobId);
+      const left = Math.ceil((deadline - Date.now()) / 1000);
+      const j = await this.job(jobId, Math.max(0, Math.min(20, left)));
       if (j.status === "done" || j.status === "failed") return j;
-      if (Date.now() > deadline) throw new Error(`job ${jobId} still ${j.status} after ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, delay));
-      delay = Math.min(2_000, delay * 2);
+      if (Date.now() >= deadline) throw new Error(`job ${jobId} still ${j.status} after ${timeoutMs} ms`);
     }
   }
 

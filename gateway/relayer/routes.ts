@@ -8,7 +8,7 @@ import type { RelayerConfig } from "../../config/env.ts";
 import type { Logger } from "../../config/logger.ts";
 import { PortError, type BlobPort, type ChainPort, type DecryptCredential, type EmbeddingPort, type EncryptionPort, type LanguageModelPort } from "../../adapters/ports.ts";
 import { isUnavailable } from "../../adapters/unavailable.ts";
-import { HttpError, HttpServer, decodePathParam, errorReply, json, parseJsonObject, type Handler, type Reply, type Request } from "../http.ts";
+import { HttpError, HttpServer, decodePathParam, errorReply, json, parseJsonObject, queryParams, type Handler, type Reply, type Request } from "../http.ts";
 import { SignedAuth, type Authenticated } from "./signed-auth.ts";
 import { JobLookup } from "../../projections/relayer/job-lookup.ts";
 import { ServiceMetrics, measured } from "../metrics.ts";
@@ -136,7 +136,9 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
     }))
     .route("get", "/api/remember/:job_id", signed("remember_status", async (req, who) => {
       const id = decodePathParam(req.params[0])?.toLowerCase();
-      const j = id && isUuid(id) ? await jobs.one(id, who.owner) : undefined;
+      // `?wait=<seconds>` (0-30, this project's addition): a long poll until the job is done or failed.
+      const waitMs = waitOf(queryParams(req).get("wait")) * 1000;
+      const j = id && isUuid(id) ? await jobs.settled(id, who.owner, waitMs) : undefined;
       if (!j) return errorReply(404, "job not found");
       return json(200, j);
     }))
@@ -185,6 +187,14 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
   registerMaintenanceRoutes(server, { config, log, db, chain: deps.chain, blobs: deps.blobs, embedder: deps.embedder, logger }, { wrap, signed });
   server.fallback();
   return server;
+}
+
+/** The `wait` query parameter of a job lookup: whole seconds, 0 to 30. */
+function waitOf(raw: string | null): number {
+  if (raw === null || raw === "") return 0;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > LIMITS.jobWaitSecsMax) throw new ValidationError(`wait must be a whole number of seconds from 0 to ${LIMITS.jobWaitSecsMax}`);
+  return n;
 }
 
 /** Maps known failures to replies; unknown ones propagate as 500. */

@@ -21,8 +21,40 @@ export interface JobView {
 
 interface SnapshotShape { seq: number; value: JobStatus; context: { owner: string; namespace: string; blob_id?: string; error?: string } }
 
+const FINAL: readonly JobStatus[] = ["done", "failed"];
+
 export class JobLookup {
   constructor(private readonly db: Db, private readonly log: EventLog) {}
+
+  /**
+   * `one`, but while the job is not done or failed, waits up to `waitMs` for it to be (a long poll): woken by the
+   * job's events on the log, and rechecked every 250 ms because "done" also waits for the indexes to apply them.
+   */
+  async settled(id: string, owner: string, waitMs: number): Promise<JobView | undefined> {
+    let j = await this.one(id, owner);
+    if (!j || !waitMs || FINAL.includes(j.status)) return j;
+    const deadline = Date.now() + waitMs;
+    const sub = this.log.nc.subscribe(`evt.job.${id}`);
+    let wake: () => void = () => undefined;
+    void (async () => {
+      for await (const _ of sub) wake();
+    })().catch(() => undefined);
+    try {
+      while (j && !FINAL.includes(j.status) && Date.now() < deadline) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.min(250, Math.max(0, deadline - Date.now())));
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        j = await this.one(id, owner);
+      }
+      return j;
+    } finally {
+      sub.unsubscribe();
+    }
+  }
 
   async many(ids: readonly string[], owner: string): Promise<Map<string, JobView>> {
     const found = new Map<string, JobView>();

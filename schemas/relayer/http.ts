@@ -18,6 +18,8 @@ export const LIMITS = {
   /** Manual remember: largest decoded `encrypted_data` (1 MiB of memory plus 64 KiB of encryption overhead). */
   manualBytes: 1_114_112,
   manualBodyBytes: 2_000_000,
+  /** Longest long poll of GET /api/remember/{id}?wait=<seconds>. */
+  jobWaitSecsMax: 30,
   /** Largest magnitude a halfvec component holds. */
   vectorMaxAbs: 65_504,
 } as const;
