@@ -1,7 +1,7 @@
 // Paraphrase recall through the real relayer API with the default configuration (loadConfig of an empty
 // environment: USE-lite and hybrid ranking without a key): the facts of bench/paraphrase-set.ts remembered in one
 // namespace, each queried by its paraphrase (no content word in common); hit@1 and hit@5. Targets: ≥ 0.85, ≥ 0.95.
-//   node --import tsx bench/paraphrase.ts [--embedder hashing|use-lite] [--ranking hybrid|cosine]
+//   node --import tsx bench/paraphrase.ts [--embedder hashing|use-lite] [--ranking hybrid|cosine] [--keep-dense-top 0..1]
 import { startTestStack } from "../test/support/stack.ts";
 import { loadConfig } from "../config/env.ts";
 import { PARAPHRASE_SET } from "./paraphrase-set.ts";
@@ -9,7 +9,13 @@ import { PARAPHRASE_SET } from "./paraphrase-set.ts";
 const args = process.argv.slice(2);
 const value = (n: string) => (args.indexOf(n) >= 0 ? args[args.indexOf(n) + 1] : undefined);
 const defaults = loadConfig({});
-const env = { RATE_LIMIT_DISABLED: "true", MEMRELAY_EMBEDDER: value("--embedder") ?? defaults.embedder, MEMRELAY_RECALL_RANKING: value("--ranking") ?? defaults.recallRanking };
+const keep = value("--keep-dense-top");
+const env = {
+  RATE_LIMIT_DISABLED: "true",
+  MEMRELAY_EMBEDDER: value("--embedder") ?? defaults.embedder,
+  MEMRELAY_RECALL_RANKING: value("--ranking") ?? defaults.recallRanking,
+  ...(keep !== undefined ? { MEMRELAY_HYBRID_KEEP_DENSE_TOP: keep } : {}),
+};
 
 /** hit@1 and hit@5 of the paraphrase set against a started stack configured by `env`. */
 export async function paraphraseRecall(stackEnv: Record<string, string>): Promise<{ n: number; hit1: number; hit5: number; misses: string[] }> {

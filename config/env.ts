@@ -62,6 +62,8 @@ export interface RelayerConfig {
   readonly recallRanking: "hybrid" | "cosine";
   /** MEMRELAY_HYBRID_DENSE_WEIGHT: weight of the cosine rank in the hybrid rank fusion, 0..1; unset: by embedder (projections/relayer/hybrid-rank.ts). */
   readonly hybridDenseWeight: number | undefined;
+  /** MEMRELAY_HYBRID_KEEP_DENSE_TOP: query-term coverage below which the cosine top hit keeps rank 1 (0 turns it off). */
+  readonly hybridKeepDenseTop: number | undefined;
   /** MEMRELAY_HYBRID_CONTEXT: weights of neighbours 1, 2, … places away in submission order ("0.5,0.3,0.15"; "none" disables); unset: default. */
   readonly hybridContext: readonly number[] | undefined;
   /** The developer console's limits (CONSOLE_*; see consoleLimitsFromEnv); unset fields: the console's defaults. */
@@ -226,6 +228,7 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     lexicalKey: env.MEMRELAY_LEXICAL_KEY?.trim() || undefined,
     recallRanking: env.MEMRELAY_RECALL_RANKING?.trim().toLowerCase() === "cosine" ? "cosine" : "hybrid",
     hybridDenseWeight: unitVar(env, "MEMRELAY_HYBRID_DENSE_WEIGHT"),
+    hybridKeepDenseTop: unitVar(env, "MEMRELAY_HYBRID_KEEP_DENSE_TOP"),
     hybridContext: contextVar(env.MEMRELAY_HYBRID_CONTEXT),
     consoleLimits: consoleLimitsFromEnv(env),
     sidecar: {

@@ -22,5 +22,6 @@ export function hybridSettings(config: RelayerConfig, embedder: Pick<EmbeddingPo
     ...DEFAULT_HYBRID,
     context: config.hybridContext ?? DEFAULT_HYBRID.context,
     denseWeight: config.hybridDenseWeight ?? defaultDenseWeight(embedder.name),
+    keepDenseTopBelowCoverage: config.hybridKeepDenseTop ?? DEFAULT_HYBRID.keepDenseTopBelowCoverage,
   };
 }

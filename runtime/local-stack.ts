@@ -192,6 +192,7 @@ export async function startLocalStack(opts: {
         MEMRELAY_LEXICAL_KEY: Buffer.from(lexicalSecret).toString("hex"),
         MEMRELAY_RECALL_RANKING: config.recallRanking,
         ...(config.hybridDenseWeight !== undefined ? { MEMRELAY_HYBRID_DENSE_WEIGHT: String(config.hybridDenseWeight) } : {}),
+        ...(config.hybridKeepDenseTop !== undefined ? { MEMRELAY_HYBRID_KEEP_DENSE_TOP: String(config.hybridKeepDenseTop) } : {}),
         ...(config.hybridContext !== undefined ? { MEMRELAY_HYBRID_CONTEXT: config.hybridContext.join(",") || "none" } : {}),
       },
       createIdentity,

@@ -25,8 +25,14 @@ import { halfvecBinary } from "../../db/halfvec.ts";
 import type { ScoringWeights } from "../../schemas/relayer/http.ts";
 import { rankMemories, type Hit } from "./recall.ts";
 
-// Chosen on LoCoMo conversations 0-4 and checked on 5-9 (bench/locomo-fusion.ts; figures in bench/RESULTS.md).
+// Chosen on LoCoMo conversations 0-4 and checked on 5-9 (bench/locomo-fusion.ts; figures in bench/NOTES.md).
 const SEMANTIC_DENSE_WEIGHT = 0.25;
+/**
+ * The fusion must not lose what the dense signal finds: with a semantic embedder the cosine top hit keeps rank 1
+ * unless some memory's lexical match covers at least this share of the query's terms. Chosen like the weight, on
+ * LoCoMo evidence R@10 (bench/locomo-fusion.ts).
+ */
+export const DENSE_TOP_KEEPS_RANK_BELOW_COVERAGE = 0.67;
 
 export interface HybridSettings {
   readonly k1: number;
@@ -35,13 +41,18 @@ export interface HybridSettings {
   readonly context: readonly number[];
   /** Weight of the dense (cosine) similarity in the fused relevance, in [0, 1]; 0: the lexical relevance alone. */
   readonly denseWeight: number;
+  /**
+   * With a dense weight: the cosine top hit keeps rank 1 unless a lexical match covers at least this share of the
+   * query's terms (0: never kept; above 1: always).
+   */
+  readonly keepDenseTopBelowCoverage: number;
 }
 
 /**
  * Tuned on LoCoMo (bench/locomo-tuning.ts: BM25 and context; bench/locomo-fusion.ts: the fusion, with USE-lite);
  * the dense weight depends on the embedder (defaultDenseWeight).
  */
-export const DEFAULT_HYBRID: HybridSettings = { k1: 0.9, b: 0.4, context: [0.5, 0.3, 0.15], denseWeight: 0 };
+export const DEFAULT_HYBRID: HybridSettings = { k1: 0.9, b: 0.4, context: [0.5, 0.3, 0.15], denseWeight: 0, keepDenseTopBelowCoverage: DENSE_TOP_KEEPS_RANK_BELOW_COVERAGE };
 
 /**
  * The hashing embedder is itself a lexical signal (feature hashing of the same tokens): fusing it adds nothing
@@ -212,7 +223,12 @@ export async function rankHybrid(db: Db, q: HybridQuery, settings: HybridSetting
   let max = 0;
   for (let d = 0; d < n; d++) if (rel[d] > max) max = rel[d];
   for (let d = 0; d < n; d++) rel[d] /= max;
-  if (settings.denseWeight > 0) return rankComposite(db, q, lex.nsId, fusedLexical(rel, spreadCoverage(lex.pos, lex.coverage, n, settings.context), settings.denseWeight), settings);
+  if (settings.denseWeight > 0) {
+    const coverage = spreadCoverage(lex.pos, lex.coverage, n, settings.context);
+    let best = 0;
+    for (const c of coverage) if (c > best) best = c;
+    return rankComposite(db, q, lex.nsId, fusedLexical(rel, coverage, settings.denseWeight), settings, best < settings.keepDenseTopBelowCoverage);
+  }
   if (q.composite) return rankComposite(db, q, lex.nsId, Array.from(rel, (x) => (x > 0 ? x : 0)), settings);
   return rankLexicalFirst(db, q, lex.nsId, rel);
 }
@@ -319,7 +335,8 @@ async function rankLexicalFirst(db: Db, q: HybridQuery, nsId: number, rel: Float
  * through lexical_docs' (ns_id, pos) index; the distance range that normalises the dense part is taken over every row
  * of the namespace.
  */
-async function rankComposite(db: Db, q: HybridQuery, nsId: number, lexical: number[], s: HybridSettings): Promise<Hit[]> {
+/** `pinDenseTop`: the rows at the namespace's smallest cosine distance rank first (their relevance is raised above any). */
+async function rankComposite(db: Db, q: HybridQuery, nsId: number, lexical: number[], s: HybridSettings, pinDenseTop = false): Promise<Hit[]> {
   const weights = q.composite ? q.weights : { semantic: 1, recency: 0, recency_half_life_days: 1, importance: 0 };
   const w = s.denseWeight;
   // `m` is materialised so that each row's distance is computed once (an inlined subquery would repeat it per use).
@@ -328,7 +345,8 @@ async function rankComposite(db: Db, q: HybridQuery, nsId: number, lexical: numb
           m AS MATERIALIZED (SELECT id, blob_id, (vector <=> $1::halfvec) AS distance, created_at, importance FROM memories WHERE owner = $2 AND namespace = $3),
           ranked AS (SELECT m.*, min(m.distance) OVER () AS dmin, max(m.distance) OVER () AS dmax FROM m)
      SELECT m.id, m.blob_id, m.distance, m.created_at, m.importance,
-            $9::float8 * (coalesce(lex.rel, 0) + $8::float8 * coalesce((m.dmax - m.distance) / nullif(m.dmax - m.dmin, 0), 1))
+            $9::float8 * (coalesce(lex.rel, 0) + $8::float8 * coalesce((m.dmax - m.distance) / nullif(m.dmax - m.dmin, 0), 1)
+                          + CASE WHEN $13::boolean AND m.distance = m.dmin THEN 2 ELSE 0 END)
           + $10::float8 * power(2, -(date_part('epoch', now() - m.created_at) / 86400.0) / $11::float8)
           + $12::float8 * m.importance AS score
      FROM ranked m LEFT JOIN lex ON lex.memory_id = m.id
@@ -346,6 +364,7 @@ async function rankComposite(db: Db, q: HybridQuery, nsId: number, lexical: numb
       weights.recency,
       weights.recency_half_life_days,
       weights.importance,
+      pinDenseTop,
     ],
   );
   return r.rows.map((x) => ({
