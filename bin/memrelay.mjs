@@ -3,6 +3,13 @@
 import { register } from "tsx/esm/api";
 
 register();
+// A reader that goes away (`memrelay lag | head`) only ends the output: the command finishes its work (a running
+// `memrelay start` still stops what it started) instead of dying on an unhandled EPIPE.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on("error", (err) => {
+    if (err.code !== "EPIPE") throw err;
+  });
+}
 const { main } = await import("../cli/main.ts");
 const code = await main(process.argv.slice(2));
 process.exitCode = code;

@@ -82,6 +82,11 @@ describe("memrelay start and the operator commands in a second terminal", () => 
       const lag = memrelay(dataDir, "lag");
       expect(lag.out).toMatch(/memory_index\s+checkpoint/);
       expect(lag.status).toBe(0);
+      // A reader that leaves early is not an error (it was an unhandled EPIPE with a stack trace).
+      const piped = spawnSync("bash", ["-c", `"${process.execPath}" "${bin}" lag | head -1; exit \${PIPESTATUS[0]}`], { env: cleanEnv(dataDir), encoding: "utf8", timeout: 60_000 });
+      expect(piped.stderr).not.toMatch(/EPIPE|Error/);
+      expect(piped.status).toBe(0);
+      expect(piped.stdout.trim().split("\n")).toHaveLength(1);
       const user = memrelay(dataDir, "console", "signup", "--email", "new@example.com", "--json");
       expect(user.status, user.out).toBe(0);
       expect(JSON.parse(user.out).user_id).toMatch(/^[0-9a-f-]{36}$/);
