@@ -73,7 +73,7 @@ export async function restoreCommand(args: string[], env: Record<string, string 
   const log = await openEventLog({ servers: config.natsUrl, name: "memrelay-restore" });
   const db = createPool(config.databaseUrl, 4);
   const chain = await LocalChain.open(log, { packageId: config.packageId, network: config.network, healIntervalMs: 0 });
-  const blobs = new WalrusHttpBlobs({ publisherUrl: config.blobstorePublisherUrl, aggregatorUrl: config.blobstoreAggregatorUrl, cacheTtlSecs: 0, cacheMaxBytes: 0 });
+  const blobs = new WalrusHttpBlobs({ publisherUrl: config.blobstorePublisherUrl, aggregatorUrl: config.blobstoreAggregatorUrl, extraAggregatorUrls: config.blobstoreAggregatorUrls, raceAfterMs: config.blobstoreAggregatorRaceAfterMs, cacheTtlSecs: 0, cacheMaxBytes: 0 });
   const embedder = createEmbedder({ kind: config.embedder, dims: config.embeddingDims, apiBase: config.embeddingApiBase, apiKey: config.embeddingApiKey, model: config.embeddingModel });
   const encryption = servers?.length
     ? createEnvelopeEncryption({ packageId: config.packageId, rpcUrl: config.chainRpcUrl, serverConfigs: servers, threshold: thresholdFromEnv(servers.reduce((s, c) => s + c.weight, 0), env) })

@@ -23,6 +23,10 @@ export interface RelayerConfig {
   readonly chainGrpcUrl: string;
   readonly blobstorePublisherUrl: string;
   readonly blobstoreAggregatorUrl: string;
+  /** BLOBSTORE_AGGREGATOR_URLS: further aggregators for cold reads (comma-separated). */
+  readonly blobstoreAggregatorUrls: readonly string[];
+  /** BLOBSTORE_AGGREGATOR_RACE_AFTER_MS: delay before racing the next aggregator (150; 0 races all). */
+  readonly blobstoreAggregatorRaceAfterMs: number;
   readonly blobCacheTtlSecs: number;
   readonly blobCacheMaxBytes: number;
   readonly serverChainPrivateKeys: readonly string[];
@@ -202,6 +206,8 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     chainGrpcUrl: env.CHAIN_GRPC_URL ?? "",
     blobstorePublisherUrl: env.BLOBSTORE_PUBLISHER_URL ?? `http://127.0.0.1:${blobstorePort}`,
     blobstoreAggregatorUrl: env.BLOBSTORE_AGGREGATOR_URL ?? `http://127.0.0.1:${blobstorePort}`,
+    blobstoreAggregatorUrls: list(env.BLOBSTORE_AGGREGATOR_URLS),
+    blobstoreAggregatorRaceAfterMs: intVar(env, "BLOBSTORE_AGGREGATOR_RACE_AFTER_MS", 150, 0, 60_000),
     blobCacheTtlSecs: intVar(env, "BLOB_CACHE_TTL_SECS", 1_209_600, 0),
     blobCacheMaxBytes: intVar(env, "BLOB_CACHE_MAX_BYTES", 524_288, 0),
     serverChainPrivateKeys: list(env.SERVER_CHAIN_PRIVATE_KEYS ?? env.SERVER_CHAIN_PRIVATE_KEY),

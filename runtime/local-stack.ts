@@ -92,7 +92,7 @@ export async function startLocalStack(opts: {
     const blobstoreUrl = blobstore.url;
     const publisher = process.env.BLOBSTORE_PUBLISHER_URL ?? blobstoreUrl;
     const aggregator = process.env.BLOBSTORE_AGGREGATOR_URL ?? blobstoreUrl;
-    const blobs = new WalrusHttpBlobs({ publisherUrl: publisher, aggregatorUrl: aggregator, cacheTtlSecs: opts.config.blobCacheTtlSecs, cacheMaxBytes: opts.config.blobCacheMaxBytes });
+    const blobs = new WalrusHttpBlobs({ publisherUrl: publisher, aggregatorUrl: aggregator, extraAggregatorUrls: opts.config.blobstoreAggregatorUrls, raceAfterMs: opts.config.blobstoreAggregatorRaceAfterMs, cacheTtlSecs: opts.config.blobCacheTtlSecs, cacheMaxBytes: opts.config.blobCacheMaxBytes });
     stops.unshift(() => blobs.close());
 
     // The upload wallet pool: configured keys, or fresh funded dev wallets.

@@ -27,7 +27,7 @@ export async function startWorker(config: RelayerConfig, roles: RelayerRoles, lo
     serverConfigs: servers,
     threshold: thresholdFromEnv(servers.reduce((s, c) => s + c.weight, 0), env),
   });
-  const blobs = new WalrusHttpBlobs({ publisherUrl: config.blobstorePublisherUrl, aggregatorUrl: config.blobstoreAggregatorUrl, cacheTtlSecs: config.blobCacheTtlSecs, cacheMaxBytes: config.blobCacheMaxBytes });
+  const blobs = new WalrusHttpBlobs({ publisherUrl: config.blobstorePublisherUrl, aggregatorUrl: config.blobstoreAggregatorUrl, extraAggregatorUrls: config.blobstoreAggregatorUrls, raceAfterMs: config.blobstoreAggregatorRaceAfterMs, cacheTtlSecs: config.blobCacheTtlSecs, cacheMaxBytes: config.blobCacheMaxBytes });
   const embedder = createEmbedder({ kind: config.embedder, dims: config.embeddingDims, apiBase: config.embeddingApiBase, apiKey: config.embeddingApiKey, model: config.embeddingModel });
   const relayer = await startRelayer({ config, log, db, ports: { chain, encryption, blobs, embedder }, logger, roles, env, onSidecarLost });
   return {

@@ -1,5 +1,8 @@
 // The blob port over the Walrus HTTP API (publisher `PUT /v1/blobs`, aggregator `GET /v1/blobs/{id}`), real Walrus
 // or our blob storage service. Reads go through a ciphertext cache: blobs are immutable, so caching by id is safe.
+// A cold read asks the aggregators in order (BLOBSTORE_AGGREGATOR_URL, then BLOBSTORE_AGGREGATOR_URLS), racing the
+// next one when the previous has not answered within BLOBSTORE_AGGREGATOR_RACE_AFTER_MS (0 races all at once) or has
+// failed; the first good answer wins and the others are cancelled.
 import { Agent, request } from "undici";
 import { PortError, type BlobPort, type StoredBlob } from "../ports.ts";
 import { CiphertextCache } from "./ciphertext-cache.ts";
@@ -7,6 +10,10 @@ import { CiphertextCache } from "./ciphertext-cache.ts";
 export interface WalrusHttpOptions {
   readonly publisherUrl: string;
   readonly aggregatorUrl: string;
+  /** Further aggregators for cold reads, asked after `aggregatorUrl`. */
+  readonly extraAggregatorUrls?: readonly string[];
+  /** Delay before racing the next aggregator (default 150 ms); 0 races all at once. */
+  readonly raceAfterMs?: number;
   readonly epochs?: number;
   readonly timeoutMs?: number;
   readonly cacheTtlSecs: number;
@@ -46,18 +53,22 @@ export class WalrusHttpBlobs implements BlobPort {
   async read(blobId: string): Promise<Uint8Array> {
     const hit = this.cache.get(blobId);
     if (hit) return hit;
-    const res = await this.call(`${this.opts.aggregatorUrl}/v1/blobs/${encodeURIComponent(blobId)}`, { method: "GET" });
-    const bytes = new Uint8Array(await res.body.arrayBuffer());
+    const urls = [this.opts.aggregatorUrl, ...(this.opts.extraAggregatorUrls ?? [])];
+    const bytes = await raceInOrder(urls, this.opts.raceAfterMs ?? 150, async (base, signal) => {
+      const res = await this.call(`${base}/v1/blobs/${encodeURIComponent(blobId)}`, { method: "GET", signal });
+      return new Uint8Array(await res.body.arrayBuffer());
+    });
     this.cache.put(blobId, bytes);
     return bytes;
   }
 
-  private async call(url: string, init: { method: string; body?: Uint8Array }) {
+  private async call(url: string, init: { method: string; body?: Uint8Array; signal?: AbortSignal }) {
     let res;
     try {
       res = await request(url, {
         method: init.method as "GET",
         body: init.body,
+        signal: init.signal,
         dispatcher: this.agent,
         headersTimeout: this.opts.timeoutMs ?? 30_000,
         bodyTimeout: this.opts.timeoutMs ?? 30_000,
@@ -75,4 +86,45 @@ export class WalrusHttpBlobs implements BlobPort {
   async close(): Promise<void> {
     await this.agent.close();
   }
+}
+
+/**
+ * Runs `attempt` against each target in order, starting the next one `raceAfterMs` after the previous (at once when
+ * it fails); resolves with the first success and aborts the others. When all fail: a not_found only if every target
+ * said so (a blob missing from one aggregator may be on another), else the last unavailability.
+ */
+export async function raceInOrder<T>(targets: readonly string[], raceAfterMs: number, attempt: (target: string, signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controllers = targets.map(() => new AbortController());
+  const errors: unknown[] = [];
+  return new Promise<T>((resolve, reject) => {
+    let next = 0;
+    let settled = false;
+    let timer: NodeJS.Timeout | undefined;
+    const launch = () => {
+      clearTimeout(timer);
+      if (settled || next >= targets.length) return;
+      const i = next++;
+      attempt(targets[i], controllers[i].signal).then(
+        (value) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          controllers.forEach((c, j) => j !== i && c.abort());
+          resolve(value);
+        },
+        (err) => {
+          if (settled) return;
+          errors.push(err);
+          if (errors.length === targets.length) {
+            settled = true;
+            const allMissing = errors.every((e) => e instanceof PortError && e.kind === "not_found");
+            reject(allMissing ? errors[errors.length - 1] : errors.find((e) => !(e instanceof PortError && e.kind === "not_found")));
+          } else launch();
+        },
+      );
+      if (next < targets.length) timer = setTimeout(launch, raceAfterMs);
+    };
+    if (raceAfterMs === 0) while (next < targets.length) launch();
+    else launch();
+  });
 }
