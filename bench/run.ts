@@ -3,7 +3,7 @@
 // bench/results.json (merged: sections not run keep their previous results).
 //
 //   node --import tsx bench/run.ts                      every section (≈ 15–20 min on 2 cores)
-//   node --import tsx bench/run.ts --only recall        one section (remember, pipeline, use-lite, recall, mcp, replay, memory,
+//   node --import tsx bench/run.ts --only recall        one section (remember, pipeline, use-lite, recall, mcp, peer, replay, memory,
 //                                                       blobstore, console)
 //   node --import tsx bench/run.ts --only remember,pipeline --quick    smaller counts, for a smoke run
 // Flags: --plain-nats (JetStream store not encrypted), --cpu-prof (worker processes write V8 CPU profiles to
@@ -22,6 +22,7 @@ import { pipelineSection } from "./sections/pipeline.ts";
 import { useLiteSection } from "./sections/use-lite.ts";
 import { recallSection } from "./sections/recall.ts";
 import { mcpSection } from "./sections/mcp.ts";
+import { peerSection } from "./sections/peer.ts";
 import { replaySection } from "./sections/replay.ts";
 import { memorySection } from "./sections/memory.ts";
 import { blobstoreSection, consoleSection } from "./service-sections.ts";
@@ -93,6 +94,7 @@ try {
     ["pipeline", () => pipelineSection(ctx)],
     ["recall", () => recallSection(ctx)],
     ["mcp", () => mcpSection(ctx)],
+    ["peer", () => peerSection(ctx)],
     ["replay", () => replaySection(ctx)],
   ];
   // A section that fails is reported as such and the next ones still run.

@@ -46,7 +46,7 @@ export const RESULTS_JSON = join(repoRoot, "bench", "results.json");
 export const RESULTS_MD = join(repoRoot, "bench", "RESULTS.md");
 export const NOTES_MD = join(repoRoot, "bench", "NOTES.md");
 
-export const ORDER = ["remember", "pipeline", "use-lite", "recall", "mcp", "replay", "memory", "blobstore", "console"];
+export const ORDER = ["remember", "pipeline", "use-lite", "recall", "mcp", "peer", "replay", "memory", "blobstore", "console"];
 
 export function loadResults(): ResultsFile | undefined {
   if (!existsSync(RESULTS_JSON)) return undefined;
@@ -88,7 +88,7 @@ export function render(r: ResultsFile): string {
     for (const row of s.rows) if (row.pass !== undefined) summary.push(`| ${esc(s.title)} | ${esc(row.metric)} | ${esc(row.target ?? "")} | ${esc(row.measured)} | ${row.pass ? "pass" : "**FAIL**"} |`);
   }
   if (summary.length) {
-    out.push("## Summary against the targets (issue 2, Performance; blob store: issue 3; console: issue 5; agent transport: issue 13)", "");
+    out.push("## Summary against the targets (issue 2, Performance; blob store: issue 3; console: issue 5; agent transport: issue 13; mem0: issue 15)", "");
     out.push("| Section | Metric | Target | Measured | Result |", "|---|---|---|---|---|", ...summary, "");
   }
   for (const name of ORDER) {

@@ -28,7 +28,8 @@ export class JobLookup {
 
   /**
    * `one`, but while the job is not done or failed, waits up to `waitMs` for it to be (a long poll): woken by the
-   * job's events on the log, and rechecked every 250 ms because "done" also waits for the indexes to apply them.
+   * job's events on the log, and rechecked soon after each (then backing off to 250 ms) because "done" also waits for
+   * the indexes to apply them.
    */
   async settled(id: string, owner: string, waitMs: number): Promise<JobView | undefined> {
     let j = await this.one(id, owner);
@@ -40,14 +41,18 @@ export class JobLookup {
       for await (const _ of sub) wake();
     })().catch(() => undefined);
     try {
+      // After an event the indexes apply it within milliseconds: recheck soon, then back off to 250 ms.
+      let delay = 10;
       while (j && !FINAL.includes(j.status) && Date.now() < deadline) {
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, Math.min(250, Math.max(0, deadline - Date.now())));
+          const timer = setTimeout(resolve, Math.min(delay, Math.max(0, deadline - Date.now())));
           wake = () => {
             clearTimeout(timer);
+            delay = 5;
             resolve();
           };
         });
+        delay = Math.min(250, delay * 2);
         j = await this.one(id, owner);
       }
       return j;

@@ -1,0 +1,149 @@
+// Section: memrelay against the peer an agent developer would pick instead, mem0 (the `mem0ai` npm package, OSS
+// mode), on the same native Postgres + pgvector with the same near-free embedder (the hashing embedder; the bench
+// serves it to mem0 over an OpenAI-compatible /v1/embeddings). Workload (issue 15): 2,000 memories over 10 users by 16
+// concurrent clients, each waiting until its memory is recallable (mem0: `add` with infer:false returns once it is
+// searchable; memrelay: remember → done, with encryption, the blob upload and the chain record), then 1,000 recalls by
+// 8 concurrent clients, 10 results each. Goals are the ratios, taken in this run.
+import { createServer, type Server } from "node:http";
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { join } from "node:path";
+import { pidsByCmdline, repoRoot } from "../lib/processes.ts";
+import { closedOps, type ClosedOpsResult } from "../lib/closed-ops.ts";
+import { HashingEmbedder } from "../../adapters/embeddings/hashing.ts";
+import { createTestDatabase } from "../../test/support/postgres.ts";
+import type { Ctx } from "../lib/context.ts";
+import { log } from "../lib/context.ts";
+import type { BenchEnv } from "../lib/env.ts";
+import type { MemrelayClient } from "../../client/memrelay-client.ts";
+import { memoryTexts, queries } from "../lib/texts.ts";
+import { latencyLine, rate, summarize, type LatencySummary } from "../lib/stats.ts";
+import type { Row, SectionResult } from "../lib/report.ts";
+
+const USERS = 10;
+const WRITERS = 16;
+const READERS = 8;
+
+/** The hashing embedder behind an OpenAI-compatible embeddings route, for mem0. */
+async function embeddingServer(dims: number): Promise<{ url: string; server: Server }> {
+  const embedder = new HashingEmbedder({ dims });
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", async () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { input: string | string[] };
+      const inputs = Array.isArray(body.input) ? body.input : [body.input];
+      const vectors = await embedder.embed(inputs);
+      res.setHeader("content-type", "application/json");
+      res.end(JSON.stringify({ object: "list", model: "hashing", usage: { prompt_tokens: 0, total_tokens: 0 }, data: vectors.map((v, index) => ({ object: "embedding", index, embedding: Array.from(v) })) }));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`, server };
+}
+
+interface Side { add: { rate: number; s: LatencySummary; errors: number; perOp: string }; search: { rate: number; s: LatencySummary; errors: number; perOp: string } }
+
+async function runMem0(ctx: Ctx, dims: number, n: number, searches: number): Promise<Side> {
+  const db = await createTestDatabase("mem0_bench");
+  const emb = await embeddingServer(dims);
+  const child = spawn(process.execPath, ["--import", "tsx", join(repoRoot, "bench", "peer-mem0.ts")], {
+    cwd: repoRoot,
+    env: { ...process.env, PEER_DB_URL: db.url, PEER_EMBED_URL: emb.url, PEER_DIMS: String(dims), PEER_ADDS: String(n), PEER_SEARCHES: String(searches), PEER_USERS: String(USERS), PEER_WRITERS: String(WRITERS), PEER_READERS: String(READERS) },
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const exited = new Promise<number | null>((r) => child.once("exit", r));
+  const out = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+  const expectLine = async (prefix: string) => {
+    for (;;) {
+      const { value, done } = await out.next();
+      if (done) throw new Error(`the mem0 process ended before "${prefix}" (exit ${await exited})`);
+      if (value.startsWith(prefix)) return value.slice(prefix.length).trim();
+    }
+  };
+  ctx.sampler.track("mem0 (library, its own process)", child.pid!);
+  ctx.sampler.track("postgres backends (mem0 database)", () => pidsByCmdline(` ${db.name} `));
+  try {
+    const phase = async (name: string, ops: number) => {
+      await expectLine(`ready ${name}`);
+      await ctx.quiet();
+      log(`peer: mem0 ${name}, ${ops} operations ...`);
+      const w = await ctx.cpuWindow(async () => {
+        child.stdin!.write("go\n");
+        return JSON.parse(await expectLine(`done ${name}`)) as ClosedOpsResult;
+      });
+      if (w.result.firstError) log(`  first error: ${w.result.firstError}`);
+      return { rate: ops / w.result.seconds, s: summarize(w.result.latencies), errors: w.result.errors, perOp: w.perOp(ops) };
+    };
+    const add = await phase("add", n);
+    const search = await phase("search", searches);
+    return { add, search };
+  } finally {
+    child.kill();
+    await exited;
+    emb.server.close();
+    await db.drop().catch(() => undefined);
+  }
+}
+
+async function runMemrelay(ctx: Ctx, env: BenchEnv, texts: string[], qs: string[]): Promise<Side> {
+  const users = await Promise.all(Array.from({ length: USERS }, (_, i) => env.identity(`peer-${i}`)));
+  const clients: MemrelayClient[] = await Promise.all(users.map((u) => env.client(u, undefined, true)));
+  // Warm-up per user: a remember to done and a recall (each user's first recall fetches its decryption keys).
+  await Promise.all(clients.map(async (c) => {
+    const { job_id } = await c.remember("warm-up", "peer");
+    await c.waitForJob(job_id);
+    await c.recall("warm-up", { namespace: "peer", limit: 10 });
+  }));
+  await ctx.quiet();
+  log(`peer: memrelay remember → done, ${texts.length} memories, ${WRITERS} clients ...`);
+  const add = await ctx.cpuWindow(() => closedOps(texts.length, WRITERS, async (i) => {
+    const c = clients[i % USERS];
+    const { job_id } = await c.remember(texts[i], "peer");
+    const j = await c.waitForJob(job_id, 120_000);
+    if (j.status !== "done") throw new Error(`job ${j.status}: ${j.error ?? ""}`);
+  }));
+  if (add.result.firstError) log(`  first error: ${add.result.firstError}`);
+  log(`peer: memrelay recall, ${qs.length} queries, ${READERS} clients ...`);
+  const search = await ctx.cpuWindow(() => closedOps(qs.length, READERS, (i) => clients[i % USERS].recall(qs[i], { namespace: "peer", limit: 10 })));
+  return {
+    add: { rate: texts.length / add.result.seconds, s: summarize(add.result.latencies), errors: add.result.errors, perOp: add.perOp(texts.length) },
+    search: { rate: qs.length / search.result.seconds, s: summarize(search.result.latencies), errors: search.result.errors, perOp: search.perOp(qs.length) },
+  };
+}
+
+export async function peerSection(ctx: Ctx): Promise<SectionResult> {
+  const started = new Date();
+  const t0 = performance.now();
+  const env = await ctx.env(["gateway", "projections", "actors"]);
+  const n = ctx.n(2_000, 300);
+  const texts = memoryTexts(n, 120_000);
+  const qs = queries(ctx.n(1_000, 200), 0);
+  const m = await runMemrelay(ctx, env, texts, qs);
+  log(`  memrelay: done ${rate(m.add.rate, "/s")} (${latencyLine(m.add.s)}), recall ${rate(m.search.rate, "/s")} (${latencyLine(m.search.s)})`);
+  const p = await runMem0(ctx, env.services.embedderDims, n, qs.length);
+  log(`  mem0: add ${rate(p.add.rate, "/s")} (${latencyLine(p.add.s)}), search ${rate(p.search.rate, "/s")} (${latencyLine(p.search.s)})`);
+  const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`;
+  const rows: Row[] = [
+    { metric: `mem0 add (infer: false), ${WRITERS} clients`, measured: `${rate(p.add.rate, "/s")}; ${latencyLine(p.add.s)}; ${p.add.errors} errors; CPU ms per memory: ${p.add.perOp}` },
+    { metric: `memrelay remember → done, ${WRITERS} clients (encrypted, uploaded, recorded on chain)`, measured: `${rate(m.add.rate, "/s")}; ${latencyLine(m.add.s)}; ${m.add.errors} errors; CPU ms per memory: ${m.add.perOp}` },
+    { metric: "remember → done throughput ÷ mem0 add", target: "≥ 1.0×", measured: ratio(m.add.rate, p.add.rate), pass: m.add.rate >= p.add.rate && m.add.errors === 0 },
+    { metric: "remember → done p99 ÷ mem0 add p99", target: "≤ 2×", measured: ratio(m.add.s.p99, p.add.s.p99), pass: m.add.s.p99 <= 2 * p.add.s.p99 },
+    { metric: `mem0 search, ${READERS} clients, 10 results`, measured: `${rate(p.search.rate, "/s")}; ${latencyLine(p.search.s)}; CPU ms per search: ${p.search.perOp}` },
+    { metric: `memrelay recall, ${READERS} clients, 10 results (decrypted)`, measured: `${rate(m.search.rate, "/s")}; ${latencyLine(m.search.s)}; CPU ms per recall: ${m.search.perOp}` },
+    { metric: "recall throughput ÷ mem0 search", target: "≥ 1.0×", measured: ratio(m.search.rate, p.search.rate), pass: m.search.rate >= p.search.rate && m.search.errors === 0 },
+    { metric: "recall p99 ÷ mem0 search p99", target: "≤ 1.0×", measured: ratio(m.search.s.p99, p.search.s.p99), pass: m.search.s.p99 <= p.search.s.p99 },
+  ];
+  return {
+    name: "peer",
+    title: "Against mem0 on the same machine (issue 15)",
+    startedAt: started.toISOString(),
+    seconds: (performance.now() - t0) / 1000,
+    rows,
+    notes: [
+      `${n} memories over ${USERS} users (memrelay: ${USERS} accounts, one namespace each), ${qs.length} recalls; the same texts and queries for both; hashing embedder (${env.services.embedderDims} dims) for both, served to mem0 over HTTP by the bench.`,
+      "mem0 3.3.1 OSS: pgvector on a fresh database of the same Postgres, history off, no language model (infer: false), as a library in its own process (bench/peer-mem0.ts: its row is mem0 and its load loop). memrelay: the gateway, actor host and projections in their own processes, the waiting clients use the long poll (`?wait=`).",
+    ],
+    data: { mem0: p, memrelay: m },
+  };
+}
