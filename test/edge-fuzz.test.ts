@@ -4,7 +4,7 @@
 // answers (never a 5xx, never a dropped connection), after which ordinary work still completes.
 //   FUZZ_CASES (per service, default 400) and FUZZ_SEED; `npm run fuzz` runs the full count.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { startTestStack, type TestStack } from "./support/stack.ts";
 import { httpClient, type HttpClient } from "./support/blobstore-testkit.ts";
 import { RequestSigner } from "../client/signer.ts";
@@ -32,7 +32,7 @@ async function cliJson(cmd: typeof blobstoreCommand, args: string[]): Promise<an
 }
 
 beforeAll(async () => {
-  t = await startTestStack();
+  t = await startTestStack({ MCP_OAUTH_DELEGATE_ENCRYPTION_KEY: randomBytes(32).toString("base64url") });
   relayer = httpClient(t.stack.relayerUrl, 8);
   blobs = httpClient(t.stack.blobstoreUrl, 8);
   consoleHttp = httpClient(t.stack.consoleUrl, 8);
@@ -136,6 +136,16 @@ function targets(): Target[] {
     { service: "relayer", method: "GET", path: `/api/remember/${job}`, params: [3], authed: true },
     { service: "relayer", method: "GET", path: `/api/accounts/0x${"1".repeat(64)}/exists`, params: [3], authed: false },
     { service: "relayer", method: "GET", path: "/health", authed: false },
+    // agent transports (bearer credentials; the signed headers the fuzzer sends are no credential there) and OAuth
+    { service: "relayer", method: "POST", path: "/api/mcp", body: { jsonrpc: "2.0", id: 1, method: "tools/list" }, fields: { jsonrpc: "str", method: "str" }, authed: true },
+    { service: "relayer", method: "POST", path: "/api/mcp/messages", query: true, body: { jsonrpc: "2.0", id: 1, method: "tools/list" }, fields: { jsonrpc: "str", method: "str" }, authed: true },
+    { service: "relayer", method: "DELETE", path: "/api/mcp", authed: true },
+    { service: "relayer", method: "POST", path: "/oauth/register", body: { client_name: "fz", redirect_uris: ["http://127.0.0.1:9/cb"] }, fields: { client_name: "optstr", redirect_uris: "arr" }, authed: false },
+    { service: "relayer", method: "POST", path: "/oauth/token", body: { grant_type: "authorization_code", code: "mrc.x", client_id: job, code_verifier: "v" }, fields: { grant_type: "str", code: "str", client_id: "str", code_verifier: "str" }, authed: false },
+    { service: "relayer", method: "POST", path: "/oauth/revoke", body: { token: "mra.x" }, fields: { token: "str" }, authed: false },
+    { service: "relayer", method: "POST", path: "/oauth/consent", body: { grant_id: job, account_id: `0x${"1".repeat(64)}`, decision: "approve" }, fields: { grant_id: "str", account_id: "str", decision: "str" }, authed: false },
+    { service: "relayer", method: "GET", path: "/oauth/authorize", query: true, authed: false },
+    { service: "relayer", method: "GET", path: `/oauth/consent/${job}`, params: [3], authed: false },
   ];
   const B = "/api/v1/buckets/fuzz-bucket";
   const blobTargets: Target[] = [

@@ -180,6 +180,25 @@ describe("OAuth 2.1 on the agent transports", () => {
     for (let i = 0; i <= REGISTRATIONS_PER_HOUR; i++) expect((await register(callbackUrl, "198.51.100.7")).status).toBe(201);
   });
 
+  it("refuses what cannot be stored or is malformed before it reaches an event (found by the edge fuzzer)", async () => {
+    const reg = (body: unknown) => fetch(new URL("/oauth/register", t.stack.relayerUrl), { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    for (const client_name of ["a\u0000b", 12345, { a: 1 }, "x".repeat(101)]) {
+      const r = await reg({ client_name, redirect_uris: [callbackUrl] });
+      expect(r.status).toBe(400);
+      expect(((await r.json()) as { error: string }).error).toBe("invalid_client_metadata");
+    }
+    for (const body of [{}, { token: 12345 }, { token: "   " }, { token: "a\u0000" }]) {
+      const r = await form("/oauth/revoke", body as never, true);
+      expect(r.status).toBe(400);
+      expect(r.body.error).toBe("invalid_request");
+    }
+    const { body: client } = await register();
+    const q = new URLSearchParams({ response_type: "code", client_id: client.client_id, redirect_uri: callbackUrl, code_challenge: "x".repeat(43), code_challenge_method: "S256", state: "s\u0000" });
+    const res = await fetch(new URL(`/oauth/authorize?${q}`, t.stack.relayerUrl), { redirect: "manual" });
+    expect(res.status).toBe(400);
+    expect(res.headers.get("location")).toBeNull();
+  });
+
   it("requires PKCE S256: a missing or plain challenge is sent back as invalid_request", async () => {
     const { body } = await register();
     for (const extra of [{}, { code_challenge: "abc", code_challenge_method: "plain" }] as Record<string, string>[]) {

@@ -13,6 +13,7 @@ import { GrantRevokedByReuse, accessValid, approveConsent, exchangeCode, refresh
 import { DEFAULT_SCOPE, OAUTH_EVENTS, OAuthError, SCOPES, TOKEN_PREFIX, consentUrlFor, redirectAllowed, type GrantState, type OAuthSettings } from "../../schemas/relayer/oauth.ts";
 import { decodePathParam, json, type Handler, type HttpServer, type Reply, type Request } from "../http.ts";
 import { clientIp, ipBucket, type PgRateLimiter } from "../rate-limit.ts";
+import { findUnsafeQuery, findUnsafeText } from "../../schemas/text.ts";
 import { ipInCidrs } from "./cidr.ts";
 
 export interface OAuthDeps {
@@ -39,10 +40,14 @@ function parseToken(token: string, prefix: string): { grantId: string; hash: str
 }
 const mint = (prefix: string, grantId: string) => `${prefix}.${grantId}.${randomBytes(32).toString("base64url")}`;
 
-/** application/x-www-form-urlencoded or JSON (the spec accepts both on /oauth/token). */
+/**
+ * application/x-www-form-urlencoded or JSON (the spec accepts both on /oauth/token): every parameter a string that can
+ * be stored, else invalid_request naming it.
+ */
 function formOf(req: Request): Record<string, string> {
   const type = (req.headers["content-type"] ?? "").split(";")[0].trim().toLowerCase();
   const raw = req.body.toString("utf8");
+  let entries: [string, unknown][];
   if (type === "application/json") {
     let v: unknown;
     try {
@@ -51,11 +56,27 @@ function formOf(req: Request): Record<string, string> {
       throw new OAuthError("invalid_request", "malformed JSON body");
     }
     if (!v || typeof v !== "object" || Array.isArray(v)) throw new OAuthError("invalid_request", "the body must be a JSON object");
-    return Object.fromEntries(Object.entries(v).filter(([, x]) => typeof x === "string")) as Record<string, string>;
+    entries = Object.entries(v);
+  } else if (type === "application/x-www-form-urlencoded" || type === "") {
+    entries = [...new URLSearchParams(raw)];
+  } else {
+    throw new OAuthError("invalid_request", "send application/x-www-form-urlencoded or application/json");
   }
-  if (type === "application/x-www-form-urlencoded" || type === "") return Object.fromEntries(new URLSearchParams(raw));
-  throw new OAuthError("invalid_request", "send application/x-www-form-urlencoded or application/json");
+  const out: Record<string, string> = {};
+  for (const [k, value] of entries) {
+    const unsafe = findUnsafeText(k, "parameter name") ?? findUnsafeText(value, k);
+    if (unsafe) throw new OAuthError("invalid_request", unsafe);
+    if (typeof value !== "string") throw new OAuthError("invalid_request", `${k} must be a string`);
+    out[k] = value;
+  }
+  return out;
 }
+
+const CLIENT_NAME_MAX = 100;
+const REDIRECT_URI_MAX = 2_000;
+
+/** RFC 6750's token syntax: anything else is a malformed request, not merely an invalid token. */
+const TOKEN_SYNTAX = /^[A-Za-z0-9\-._~+/]+=*$/;
 
 export function registerOAuthRoutes(server: HttpServer, d: OAuthDeps): { resolveAccessToken: (token: string) => Promise<{ delegateKeyHex: string; accountId: string } | undefined>; resourceMetadataUrl: () => string } {
   const s = d.settings;
@@ -119,13 +140,21 @@ export function registerOAuthRoutes(server: HttpServer, d: OAuthDeps): { resolve
       } catch {
         throw new OAuthError("invalid_client_metadata", "the body must be a JSON object");
       }
-      const uris = body?.redirect_uris;
-      if (!Array.isArray(uris) || !uris.length || uris.length > 10 || !uris.every((u) => typeof u === "string")) throw new OAuthError("invalid_redirect_uri", "redirect_uris must be 1 to 10 URIs");
+      if (!body || typeof body !== "object" || Array.isArray(body)) throw new OAuthError("invalid_client_metadata", "the body must be a JSON object");
+      const unsafe = findUnsafeText(body);
+      if (unsafe) throw new OAuthError("invalid_client_metadata", unsafe);
+      if (body.client_name !== undefined && (typeof body.client_name !== "string" || !body.client_name.trim() || body.client_name.length > CLIENT_NAME_MAX)) {
+        throw new OAuthError("invalid_client_metadata", `client_name must be a non-empty string of at most ${CLIENT_NAME_MAX} characters`);
+      }
+      const uris = body.redirect_uris;
+      if (!Array.isArray(uris) || !uris.length || uris.length > 10 || !uris.every((u) => typeof u === "string" && u.length <= REDIRECT_URI_MAX)) {
+        throw new OAuthError("invalid_redirect_uri", `redirect_uris must be 1 to 10 URIs of at most ${REDIRECT_URI_MAX} characters`);
+      }
       const refused = (uris as string[]).find((u) => !redirectAllowed(u, s.allowedRegistrationHosts));
       if (refused) throw new OAuthError("invalid_redirect_uri", `redirect URI not allowed: ${refused.slice(0, 200)} (loopback, or https on ${s.allowedRegistrationHosts.join(", ") || "no other host"})`);
       const method = body.token_endpoint_auth_method ?? "none";
       if (method !== "none") throw new OAuthError("invalid_client_metadata", "token_endpoint_auth_method must be none (public clients with PKCE)");
-      const name = typeof body.client_name === "string" ? body.client_name.slice(0, 100) : "MCP client";
+      const name = typeof body.client_name === "string" ? body.client_name : "MCP client";
       const client = { client_id: randomUUID(), client_name: name, redirect_uris: uris as string[], created_at: new Date().toISOString() };
       await d.store.registerClient(client);
       return json(201, {
@@ -141,6 +170,8 @@ export function registerOAuthRoutes(server: HttpServer, d: OAuthDeps): { resolve
     // ---------------------------------------------------------------- authorization
     .route("get", "/oauth/authorize", guarded("oauth_authorize", async (req) => {
       const q = new URLSearchParams(req.query);
+      const unsafe = findUnsafeQuery(q);
+      if (unsafe) throw new OAuthError("invalid_request", unsafe);
       const clientId = q.get("client_id") ?? "";
       const redirectUri = q.get("redirect_uri") ?? "";
       // Until client and redirect URI are known good, errors are answered here, never redirected (no open redirect).
@@ -234,7 +265,8 @@ export function registerOAuthRoutes(server: HttpServer, d: OAuthDeps): { resolve
     }))
     .route("post", "/oauth/revoke", guarded("oauth_revoke", async (req) => {
       const f = formOf(req);
-      const t = parseToken(f.token ?? "", TOKEN_PREFIX.access) ?? parseToken(f.token ?? "", TOKEN_PREFIX.refresh);
+      if (!f.token || !TOKEN_SYNTAX.test(f.token)) throw new OAuthError("invalid_request", "token is required");
+      const t = parseToken(f.token, TOKEN_PREFIX.access) ?? parseToken(f.token, TOKEN_PREFIX.refresh);
       const g = t && (await d.store.grant(t.grantId));
       // RFC 7009: an unknown or already revoked token answers 200 as well.
       if (t && g && (g.state.access_hash === t.hash || g.state.refresh_hash === t.hash)) {
