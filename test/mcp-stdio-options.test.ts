@@ -2,6 +2,10 @@
 // the tool-side variables' lower bounds; and the sidecar watchdog giving up after its consecutive failures.
 import { describe, expect, it } from "vitest";
 import { createServer } from "node:http";
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { PRESETS, UsageError, parseOptions } from "../mcp/stdio/options.ts";
 import { startSidecarWatchdog } from "../gateway/relayer/mcp-routes.ts";
 import { silentLogger } from "../config/logger.ts";
@@ -31,6 +35,37 @@ describe("memrelay-mcp options", () => {
     expect(() => parseOptions(["--relayer"], {})).toThrow(/needs a value/);
     expect(() => parseOptions(["--relayer", "not a url"], {})).toThrow(/not a URL/);
   });
+});
+
+describe("memrelay-mcp over stdio", () => {
+  it("answers every request a host sent before closing stdin (a scripted host pipes requests, then EOF)", async () => {
+    const home = mkdtempSync(join(tmpdir(), "memrelay-mcp-eof-"));
+    // A relayer that takes its time, so the calls are still running when stdin ends.
+    const slow = createServer((_req, res) => setTimeout(() => res.writeHead(503, { "content-type": "application/json" }).end('{"error":"busy"}'), 400)).listen(0, "127.0.0.1");
+    await new Promise((r) => slow.once("listening", r));
+    const relayer = `http://127.0.0.1:${(slow.address() as { port: number }).port}`;
+    const credentials = join(home, "credentials.json");
+    writeFileSync(credentials, JSON.stringify({ delegatePrivateKey: "ab".repeat(32), delegatePublicKeyHex: "", delegateAddress: "", walletAddress: "", accountId: "0x" + "cd".repeat(32), packageId: "", relayerUrl: relayer, label: "t", createdAt: "", version: 1 }));
+    try {
+      const requests = [
+        { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "script", version: "1" } } },
+        { jsonrpc: "2.0", method: "notifications/initialized" },
+        { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "memory_recall", arguments: { query: "anything" } } },
+        { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "memory_health", arguments: {} } },
+      ];
+      const child = spawn(process.execPath, ["bin/memrelay-mcp.mjs"], { env: { ...process.env, HOME: home, MEMORY_CREDENTIALS_FILE: credentials }, stdio: ["pipe", "pipe", "ignore"] });
+      let out = "";
+      child.stdout!.on("data", (d) => (out += d));
+      child.stdin!.end(requests.map((m) => JSON.stringify(m)).join("\n") + "\n");
+      await new Promise((r) => child.once("exit", r));
+      const answers = out.trim().split("\n").map((l) => JSON.parse(l) as { id: number; result?: { isError?: boolean } });
+      expect(answers.map((a) => a.id).sort()).toEqual([1, 2, 3]);
+      expect(answers.find((a) => a.id === 2)?.result?.isError).toBe(true);
+    } finally {
+      slow.close();
+      rmSync(home, { recursive: true, force: true });
+    }
+  }, 40_000);
 });
 
 describe("sidecar watchdog", () => {

@@ -2,6 +2,7 @@
 // (stdout carries only protocol messages; diagnostics go to stderr), or signs in / out and exits.
 import { rmSync } from "node:fs";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { credentialsPath, readCredentials } from "../../cli/credentials.ts";
 import { USAGE, UsageError, parseOptions, PRESETS } from "./options.ts";
 import { createStdioServer } from "./server.ts";
@@ -45,11 +46,33 @@ export async function main(argv: readonly string[], env: Record<string, string |
       const transport = new StdioServerTransport();
       const closed = new Promise<void>((resolve) => (transport.onclose = resolve));
       await server.connect(transport);
+      const drained = answeredAll(transport);
       log(readCredentials(path) ? `serving; relayer ${link.relayerUrl()}` : "serving without credentials: memory_login signs in");
-      process.stdin.once("end", () => void server.close());
+      // A host that closes stdin after its last request still gets every answer before the server closes.
+      process.stdin.once("end", () => void drained().then(() => server.close()));
       await closed;
       await link.close();
       return 0;
     }
   }
+}
+
+/** Tracks the requests the transport received and the answers it sent; resolves once every request is answered. */
+function answeredAll(transport: StdioServerTransport): () => Promise<void> {
+  const open = new Set<string | number>();
+  let wake: () => void = () => undefined;
+  const receive = transport.onmessage;
+  transport.onmessage = (message: JSONRPCMessage) => {
+    if ("id" in message && "method" in message) open.add(message.id);
+    receive?.(message);
+  };
+  const send = transport.send.bind(transport);
+  transport.send = async (message: JSONRPCMessage) => {
+    await send(message);
+    if ("id" in message && !("method" in message)) {
+      open.delete(message.id as string | number);
+      if (!open.size) wake();
+    }
+  };
+  return () => (open.size ? new Promise<void>((resolve) => (wake = resolve)) : Promise.resolve());
 }
