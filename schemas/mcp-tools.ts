@@ -14,12 +14,6 @@ export const TOOL = {
   logout: "memory_logout",
 } as const;
 
-/** Tools the stdio package handles itself; they never reach the relayer. */
-export const LOCAL_TOOLS: readonly string[] = [TOOL.login, TOOL.logout];
-
-/** Tools that take a namespace, where the stdio package injects its default. */
-export const NAMESPACED_TOOLS: readonly string[] = [TOOL.remember, TOOL.rememberBulk, TOOL.recall, TOOL.analyze, TOOL.restore];
-
 /** memory_restore's limit: default and upper bound; values outside 1..max are clamped, not refused. */
 export const RESTORE_TOOL_LIMIT = { default: 10, max: 100 } as const;
 export const BULK_FACTS = { min: 1, max: LIMITS.bulkItems } as const;

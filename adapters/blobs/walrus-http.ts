@@ -93,7 +93,7 @@ export class WalrusHttpBlobs implements BlobPort {
  * it fails); resolves with the first success and aborts the others. When all fail: a not_found only if every target
  * said so (a blob missing from one aggregator may be on another), else the last unavailability.
  */
-export async function raceInOrder<T>(targets: readonly string[], raceAfterMs: number, attempt: (target: string, signal: AbortSignal) => Promise<T>): Promise<T> {
+async function raceInOrder<T>(targets: readonly string[], raceAfterMs: number, attempt: (target: string, signal: AbortSignal) => Promise<T>): Promise<T> {
   const controllers = targets.map(() => new AbortController());
   const errors: unknown[] = [];
   return new Promise<T>((resolve, reject) => {
