@@ -9,6 +9,7 @@ import type { LocalChain } from "../adapters/chain/local/local-chain.ts";
 import { addDelegateKey, removeDelegateKey } from "../adapters/chain/local/accounts.ts";
 import type { Logger } from "../config/logger.ts";
 import { connectPage, consentPage, keysPage } from "./pages.ts";
+import { BodyTooLarge, readBody } from "../mcp/node-body.ts";
 
 export interface DashboardOptions {
   readonly chain: LocalChain;
@@ -38,15 +39,11 @@ class Refused extends Error {
 }
 
 async function jsonBody(req: IncomingMessage): Promise<Record<string, unknown>> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const c of req as AsyncIterable<Buffer>) {
-    size += c.length;
-    if (size > 16_384) throw new Refused(413, "body too large");
-    chunks.push(c);
-  }
+  const body = await readBody(req, 16_384).catch((err) => {
+    throw err instanceof BodyTooLarge ? new Refused(413, "body too large") : err;
+  });
   try {
-    const v = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    const v = JSON.parse(body.toString("utf8"));
     if (v && typeof v === "object" && !Array.isArray(v)) return v as Record<string, unknown>;
   } catch {
     /* answered below */
@@ -57,9 +54,9 @@ async function jsonBody(req: IncomingMessage): Promise<Record<string, unknown>> 
 export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   const token = randomBytes(24).toString("hex");
   let origin = "";
+  const csp = `default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self' http://127.0.0.1:*${o.relayerUrl ? ` ${new URL(o.relayerUrl).origin}` : ""}`;
   const send = (res: ServerResponse, status: number, body: string, type = "application/json") => {
-    const relayer = o.relayerUrl ? ` ${new URL(o.relayerUrl).origin}` : "";
-    res.writeHead(status, { "content-type": type, "cache-control": "no-store", "x-frame-options": "DENY", "content-security-policy": `default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self' http://127.0.0.1:*${relayer}` });
+    res.writeHead(status, { "content-type": type, "cache-control": "no-store", "x-frame-options": "DENY", "content-security-policy": csp });
     res.end(body);
   };
   const account = async () => {

@@ -1,5 +1,6 @@
 // Publishing a command to an actor and awaiting its outcome event: how a gateway answers synchronously for work that
 // an actor does (the console's bucket and file routes, the relayer's restore). Shared kernel of every service.
+import { randomUUID } from "node:crypto";
 import type { EventLog } from "./connection.ts";
 import { decodeCommit } from "./event-store.ts";
 import { STREAMS } from "./subjects.ts";
@@ -28,6 +29,11 @@ export async function lastEventSeq(log: EventLog, filter: string): Promise<numbe
     throw err;
   });
   return msg?.seq ?? 0;
+}
+
+/** A version-1 command for an aggregate, with a fresh command id (its dedup id on the work queue). */
+export function command<D>(type: string, aggregateType: string, aggregateId: string, data: D, correlationId: string = randomUUID()): CommandEnvelope<string, D> {
+  return { type, version: 1, id: randomUUID(), aggregate: `${aggregateType}.${aggregateId}`, issued_at: new Date().toISOString(), correlation_id: correlationId, data };
 }
 
 /** Publishes a command on the work queue; its id is the dedup id, so a re-published command is taken once. */

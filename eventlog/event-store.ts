@@ -17,6 +17,9 @@ export interface NewEvent<D = unknown> {
   readonly data: D;
 }
 
+/** A version-1 event of `type` carrying `data`. */
+export const newEvent = <D>(type: string, data: D): NewEvent<D> => ({ type, version: 1, data });
+
 export interface AppendContext {
   readonly causationId: string;
   readonly correlationId: string;

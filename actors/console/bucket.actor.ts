@@ -17,7 +17,7 @@ import {
   type BucketUpdateCommandData,
 } from "../../schemas/console/events.ts";
 import { CODE } from "../../schemas/console/http.ts";
-import { newEvent } from "./log.ts";
+import { newEvent } from "../../eventlog/event-store.ts";
 import { cosign } from "./chain.ts";
 import { bucketPolicyType } from "../../schemas/chain.ts";
 import { StorageError } from "../../adapters/file-storage/blobstore-http.ts";

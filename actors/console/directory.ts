@@ -6,7 +6,9 @@ import { randomUUID } from "node:crypto";
 import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
 import { AGG, CMD, EV, type KeyMinted, type KeyRole, type SpaceMember, type SpaceRole, type SpaceState, type UserState } from "../../schemas/console/events.ts";
 import { CODE, ConsoleHttpError, PLAN_TIERS, badRequest, isUuid, type PlanTier } from "../../schemas/console/http.ts";
-import { ConsoleLog, command, newEvent } from "./log.ts";
+import { ConsoleLog } from "./log.ts";
+import { command } from "../../eventlog/command-bus.ts";
+import { newEvent } from "../../eventlog/event-store.ts";
 import { newApiKey } from "./api-keys.ts";
 
 export interface DirectoryContext {

@@ -5,7 +5,7 @@ import type { ActorDefinition } from "../host.ts";
 import { Transient } from "../host.ts";
 import type { CommandEnvelope } from "../../schemas/envelope.ts";
 import { AGG, CMD, EV, type FileDeleteCommandData } from "../../schemas/console/events.ts";
-import { newEvent } from "./log.ts";
+import { newEvent } from "../../eventlog/event-store.ts";
 import { fileMachine, type FileContext } from "./file.machine.ts";
 import type { ConsoleActorPorts } from "./ports.ts";
 

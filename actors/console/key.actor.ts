@@ -6,7 +6,7 @@ import type { ActorDefinition } from "../host.ts";
 import { Transient } from "../host.ts";
 import type { CommandEnvelope } from "../../schemas/envelope.ts";
 import { AGG, CMD, EV, type KeyMinted, type SpaceState } from "../../schemas/console/events.ts";
-import { newEvent } from "./log.ts";
+import { newEvent } from "../../eventlog/event-store.ts";
 import { keyMachine, type KeyContext } from "./key.machine.ts";
 import type { ConsoleActorPorts } from "./ports.ts";
 

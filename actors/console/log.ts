@@ -5,14 +5,12 @@
 // the outcome event on the aggregate's subject.
 import { createHash, randomUUID } from "node:crypto";
 import type { EventLog } from "../../eventlog/connection.ts";
-import { ConcurrencyConflict, EventStore, type NewEvent } from "../../eventlog/event-store.ts";
+import { ConcurrencyConflict, EventStore, newEvent, type NewEvent } from "../../eventlog/event-store.ts";
 import { STREAMS } from "../../eventlog/subjects.ts";
 import { dispatchAndAwait, lastCommit, lastEventSeq, publishCommand, type LastCommit } from "../../eventlog/command-bus.ts";
 import type { CommandEnvelope, EventEnvelope } from "../../schemas/envelope.ts";
 import { AGG, EV, type AggregateType, type ClaimHeld } from "../../schemas/console/events.ts";
 import { CODE, ConsoleHttpError } from "../../schemas/console/http.ts";
-
-export const newEvent = <D>(type: string, data: D): NewEvent<D> => ({ type, version: 1, data });
 
 export class ConsoleLog {
   readonly store: EventStore;
@@ -113,10 +111,6 @@ export class ConsoleLog {
     const msg = await this.log.jsm.streams.getMessage(STREAMS.commands, { last_by_subj: `cmd.${type}.${id}` }).catch(() => null);
     return msg ? (msg.json() as CommandEnvelope<string, D>) : null;
   }
-}
-
-export function command<D>(type: string, aggregateType: AggregateType, aggregateId: string, data: D, correlationId = randomUUID()): CommandEnvelope<string, D> {
-  return { type, version: 1, id: randomUUID(), aggregate: `${aggregateType}.${aggregateId}`, issued_at: new Date().toISOString(), correlation_id: correlationId, data };
 }
 
 export type ClaimScope = "bucket" | "file" | "email";

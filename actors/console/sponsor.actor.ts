@@ -8,7 +8,7 @@ import type { CommandEnvelope } from "../../schemas/envelope.ts";
 import { PortError } from "../../adapters/ports.ts";
 import { AGG, CMD, EV, type SponsorExecuteCommandData, type SponsorReserved } from "../../schemas/console/events.ts";
 import { CODE } from "../../schemas/console/http.ts";
-import { newEvent } from "./log.ts";
+import { newEvent } from "../../eventlog/event-store.ts";
 import { cosign } from "./chain.ts";
 import { transientOf } from "./bucket.actor.ts";
 import { sponsorMachine, type SponsorContext } from "./sponsor.machine.ts";

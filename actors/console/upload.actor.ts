@@ -8,7 +8,7 @@ import { Transient } from "../host.ts";
 import type { CommandEnvelope } from "../../schemas/envelope.ts";
 import { AGG, CMD, EV, type UploadQueued } from "../../schemas/console/events.ts";
 import { CODE } from "../../schemas/console/http.ts";
-import { newEvent } from "./log.ts";
+import { newEvent } from "../../eventlog/event-store.ts";
 import { transientOf } from "./bucket.actor.ts";
 import { uploadMachine, type UploadContext } from "./upload.machine.ts";
 import type { ConsoleActorPorts } from "./ports.ts";

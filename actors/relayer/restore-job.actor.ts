@@ -8,13 +8,12 @@ import type { ActorDefinition } from "../host.ts";
 import { restoreJobMachine } from "./restore-job.machine.ts";
 import { IndexCatchingUp, restoreNamespace, type RestorePorts } from "./restore-namespace.ts";
 import { RESTORE, RESTORE_EVENTS, type RestoreAccepted, type RestoreCommand, type RestoreCompleted, type RestoreFailed } from "../../schemas/relayer/restore-job.ts";
-import type { NewEvent } from "../../eventlog/event-store.ts";
+import { newEvent } from "../../eventlog/event-store.ts";
 import type { Logger } from "../../config/logger.ts";
 import { missingCredential } from "../../schemas/encryption.ts";
 
 class MissingCredential extends Error {}
 
-const event = <D>(type: string, data: D): NewEvent<D> => ({ type, version: 1, data });
 
 export function restoreJobActor(ports: RestorePorts, logger: Logger): ActorDefinition<RestoreCommand> {
   return {
@@ -22,11 +21,11 @@ export function restoreJobActor(ports: RestorePorts, logger: Logger): ActorDefin
     machine: restoreJobMachine,
     snapshotVersion: 1,
     freshOnFirstDelivery: true,
-    setAside: (_command, error) => [event<RestoreFailed>(RESTORE_EVENTS.failed, { error: `set aside: ${error}`, status: 500, set_aside: true })],
+    setAside: (_command, error) => [newEvent<RestoreFailed>(RESTORE_EVENTS.failed, { error: `set aside: ${error}`, status: 500, set_aside: true })],
     decide: (snapshot, command) => {
       if (command.type !== "restore.start" || snapshot.value !== "pending") return [];
       const d = command.data;
-      return [event<RestoreAccepted>(RESTORE_EVENTS.accepted, { owner: d.owner, namespace: d.namespace, limit: d.limit, include_forgotten: d.include_forgotten, scope: d.scope })];
+      return [newEvent<RestoreAccepted>(RESTORE_EVENTS.accepted, { owner: d.owner, namespace: d.namespace, limit: d.limit, include_forgotten: d.include_forgotten, scope: d.scope })];
     },
     effects: {
       restore: ({ aggregateId, command, heartbeat }) =>
@@ -48,13 +47,13 @@ export function restoreJobActor(ports: RestorePorts, logger: Logger): ActorDefin
               correlationId: command.correlation_id,
               onProgress: heartbeat,
             });
-            return [event<RestoreCompleted>(RESTORE_EVENTS.completed, r)];
+            return [newEvent<RestoreCompleted>(RESTORE_EVENTS.completed, r)];
           } catch (err) {
-            if (err instanceof MissingCredential) return [event<RestoreFailed>(RESTORE_EVENTS.failed, { error: missingCredential("restore needs a decrypt credential to re-embed missing memories"), status: 400 })];
-            if (err instanceof IndexCatchingUp) return [event<RestoreFailed>(RESTORE_EVENTS.failed, { error: err.message, status: 503, retry_after_secs: 2 })];
+            if (err instanceof MissingCredential) return [newEvent<RestoreFailed>(RESTORE_EVENTS.failed, { error: missingCredential("restore needs a decrypt credential to re-embed missing memories"), status: 400 })];
+            if (err instanceof IndexCatchingUp) return [newEvent<RestoreFailed>(RESTORE_EVENTS.failed, { error: err.message, status: 503, retry_after_secs: 2 })];
             // The message may name a backing service; it never holds the credential (that stays in this scope).
             logger.warn("restore job failed", { job: aggregateId, error: err instanceof Error ? err.message : String(err) });
-            return [event<RestoreFailed>(RESTORE_EVENTS.failed, { error: "a backing service did not answer during the restore; retry shortly", status: 503, retry_after_secs: 5 })];
+            return [newEvent<RestoreFailed>(RESTORE_EVENTS.failed, { error: "a backing service did not answer during the restore; retry shortly", status: 503, retry_after_secs: 5 })];
           }
         }),
     },

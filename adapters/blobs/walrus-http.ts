@@ -122,9 +122,9 @@ async function raceInOrder<T>(targets: readonly string[], raceAfterMs: number, a
           } else launch();
         },
       );
-      if (next < targets.length) timer = setTimeout(launch, raceAfterMs);
+      if (raceAfterMs > 0 && next < targets.length) timer = setTimeout(launch, raceAfterMs);
     };
-    if (raceAfterMs === 0) while (next < targets.length) launch();
-    else launch();
+    do launch();
+    while (raceAfterMs === 0 && next < targets.length);
   });
 }

@@ -14,6 +14,7 @@ import { queries } from "../lib/texts.ts";
 import { latencyLine, rate, summarize } from "../lib/stats.ts";
 import type { SectionResult } from "../lib/report.ts";
 import { TOOL } from "../../schemas/mcp-tools.ts";
+import { closedOps } from "../lib/closed-ops.ts";
 import { freePort } from "../../test/support/free-port.ts";
 
 const CLIENTS = 16;
@@ -24,22 +25,12 @@ export const MCP_TARGET_RATIO = 1.3;
 const serviceCpuMs = (w: { shares: { label: string; share: number }[]; seconds: number }, calls: number) =>
   (w.shares.filter((x) => !/^(bench|other processes|machine total)/.test(x.label)).reduce((s, x) => s + x.share, 0) * w.seconds * 1000) / calls;
 
-/** Runs `calls` across `clients` workers, each with its own session; latencies in ms. */
-async function mcpLoop(sessions: Client[], qs: readonly string[]): Promise<{ latencies: number[]; seconds: number; errors: number }> {
-  const latencies: number[] = [];
-  let next = 0;
-  let errors = 0;
-  const t0 = performance.now();
-  await Promise.all(sessions.map(async (c) => {
-    for (let i = next++; i < qs.length; i = next++) {
-      const t = performance.now();
-      const r = await c.callTool({ name: TOOL.recall, arguments: { query: qs[i], namespace: NS, limit: 10 } }).catch(() => ({ isError: true }));
-      latencies.push(performance.now() - t);
-      if (r.isError) errors++;
-    }
-  }));
-  return { latencies, seconds: (performance.now() - t0) / 1000, errors };
-}
+/** The queries as memory_recall calls, one closed loop per session; a tool error counts as an error. */
+const mcpLoop = (sessions: Client[], qs: readonly string[]) =>
+  closedOps(qs.length, sessions.length, async (i, worker) => {
+    const r = await sessions[worker].callTool({ name: TOOL.recall, arguments: { query: qs[i], namespace: NS, limit: 10 } });
+    if (r.isError) throw new Error("memory_recall answered a tool error");
+  });
 
 export async function mcpSection(ctx: Ctx): Promise<SectionResult> {
   const started = new Date();

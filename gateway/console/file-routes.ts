@@ -4,7 +4,7 @@ import { randomUUID } from "node:crypto";
 import { json, type Request } from "../http.ts";
 import { AGG, CMD, EV, type FileDeleteCommandData, type UploadQueued, type UploadState } from "../../schemas/console/events.ts";
 import { CODE, CONSOLE_LIMITS, ConsoleHttpError, badRequest, notFound, parseFileListQuery, parseFileMetadata, pathUuid, validateFileName, validateMimeType } from "../../schemas/console/http.ts";
-import { command } from "../../actors/console/log.ts";
+import { command } from "../../eventlog/command-bus.ts";
 import { storageBucketName, type StoredObject } from "../../adapters/file-storage/blobstore-http.ts";
 import { Admission } from "./admission.ts";
 import { requireWrite } from "./auth.ts";

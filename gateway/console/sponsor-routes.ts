@@ -7,7 +7,7 @@ import type { StoredObject as ChainObject } from "../../schemas/chain.ts";
 import { AGG, CMD, EV, type SponsorExecuted, type SponsorFailed, type SponsorReserved } from "../../schemas/console/events.ts";
 import { parseJsonObject } from "../http.ts";
 import { CODE, CONSOLE_LIMITS, ConsoleHttpError, badRequest, notFound, parseSignatureBody, parseSponsor } from "../../schemas/console/http.ts";
-import { command } from "../../actors/console/log.ts";
+import { command } from "../../eventlog/command-bus.ts";
 import { requireWrite, type Principal } from "./auth.ts";
 import { buildSponsoredTx, verifySenderSignature } from "../../actors/console/chain.ts";
 import { type ConsoleRouteKit } from "./route-kit.ts";

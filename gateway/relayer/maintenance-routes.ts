@@ -17,9 +17,9 @@ import { forgetDeleted, namespaceStats } from "../../projections/relayer/memory-
 import { ManualStoreError, storeManualMemory, type ManualMemoryPorts, type ManualStoreFailure } from "../../actors/relayer/manual-memory.ts";
 import { IndexLog } from "../../projections/relayer/index-log.ts";
 import { DEFAULT_CANDIDATE_CAP } from "../../actors/relayer/restore-namespace.ts";
-import { dispatchAndAwait } from "../../eventlog/command-bus.ts";
-import { aggregateKey, commandSubject, eventSubject } from "../../eventlog/subjects.ts";
-import { RESTORE, RESTORE_EVENTS, type RestoreCommand, type RestoreCommandData, type RestoreCompleted, type RestoreFailed } from "../../schemas/relayer/restore-job.ts";
+import { command, dispatchAndAwait } from "../../eventlog/command-bus.ts";
+import { commandSubject, eventSubject } from "../../eventlog/subjects.ts";
+import { RESTORE, RESTORE_EVENTS, type RestoreCommandData, type RestoreCompleted, type RestoreFailed } from "../../schemas/relayer/restore-job.ts";
 import { PgRateLimiter, clientIp, ipBucket, type WindowLimit } from "../rate-limit.ts";
 import { LIMITS, ValidationError, ownerAddressOf, parseManualRecall, parseManualRemember, parseNamespaceBody, parseRestore } from "../../schemas/relayer/http.ts";
 import { MAX_WALLET_ATTEMPTS } from "../../schemas/relayer/remember-job.ts";
@@ -191,11 +191,10 @@ export function registerMaintenanceRoutes(server: HttpServer, deps: MaintenanceD
         scope: "owner",
         credential: offeredCredential(req),
       };
-      const command: RestoreCommand = { type: "restore.start", version: 1, id: randomUUID(), aggregate: aggregateKey(RESTORE, job), issued_at: new Date().toISOString(), correlation_id: job, data };
       const outcome = await dispatchAndAwait(deps.log, {
         commandSubject: commandSubject(RESTORE, job),
         eventSubject: eventSubject(RESTORE, job),
-        command,
+        command: command("restore.start", RESTORE, job, data, job),
         until: (e) => (e.type === RESTORE_EVENTS.completed || e.type === RESTORE_EVENTS.failed ? e : undefined),
         timeoutMs: settings.restoreTimeoutMs,
       });

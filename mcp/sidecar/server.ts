@@ -13,6 +13,7 @@ import type { Logger } from "../../config/logger.ts";
 import { MAX_MESSAGE_BYTES, RPC_ERROR, SIDECAR_HEADERS } from "../../schemas/mcp-tools.ts";
 import { RELAYER_VERSION } from "../../gateway/relayer/versioning.ts";
 import { SessionLimits } from "./session-limits.ts";
+import { BodyTooLarge, readBody } from "../node-body.ts";
 import type { SidecarSettings } from "./settings.ts";
 import { registerMemoryTools } from "../memory-tools.ts";
 import { BearerRefused, SessionCredentials, type BearerSession } from "./bearer.ts";
@@ -56,17 +57,11 @@ function tokenMatches(given: string | undefined, expected: string): boolean {
 }
 
 async function readJson(req: IncomingMessage): Promise<unknown> {
-  const declared = Number(req.headers["content-length"] ?? 0);
-  if (declared > MAX_MESSAGE_BYTES) throw new RpcRefusal(413, RPC_ERROR.invalidRequest, `message exceeds ${MAX_MESSAGE_BYTES} bytes`);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_MESSAGE_BYTES) throw new RpcRefusal(413, RPC_ERROR.invalidRequest, `message exceeds ${MAX_MESSAGE_BYTES} bytes`);
-    chunks.push(chunk);
-  }
+  const body = await readBody(req, MAX_MESSAGE_BYTES).catch((err) => {
+    throw err instanceof BodyTooLarge ? new RpcRefusal(413, RPC_ERROR.invalidRequest, `message exceeds ${MAX_MESSAGE_BYTES} bytes`) : err;
+  });
   try {
-    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    return JSON.parse(body.toString("utf8"));
   } catch {
     throw new RpcRefusal(400, RPC_ERROR.parse, "parse error: the body is not JSON");
   }

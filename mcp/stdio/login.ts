@@ -8,6 +8,7 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import { delegateKeypair } from "../../adapters/encryption/session.ts";
 import { MemrelayClient, RelayerError } from "../../client/memrelay-client.ts";
 import { writeCredentials, type Credentials } from "../../cli/credentials.ts";
+import { readBody } from "../node-body.ts";
 
 export const LOGIN_TTL_MS = 5 * 60_000;
 
@@ -28,22 +29,7 @@ export interface LoginOptions {
 }
 
 const HEX_ADDRESS = /^0x[0-9a-fA-F]{64}$/;
-
-function readBody(req: IncomingMessage, max = 16 * 1024): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let size = 0;
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => {
-      size += c.length;
-      if (size > max) {
-        reject(new Error("body too large"));
-        req.destroy();
-      } else chunks.push(c);
-    });
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
-  });
-}
+const CALLBACK_MAX_BYTES = 16 * 1024;
 
 export async function startLogin(o: LoginOptions): Promise<LoginRequest> {
   const secret = new Uint8Array(randomBytes(32));
@@ -64,7 +50,7 @@ export async function startLogin(o: LoginOptions): Promise<LoginRequest> {
     if (req.headers.origin !== dashboard) return send(res, 403, { error: `callbacks are accepted from ${dashboard} only` });
     let body: Record<string, unknown>;
     try {
-      body = JSON.parse(await readBody(req)) as Record<string, unknown>;
+      body = JSON.parse((await readBody(req, CALLBACK_MAX_BYTES)).toString("utf8")) as Record<string, unknown>;
     } catch {
       return send(res, 400, { error: "the body must be a JSON object" });
     }

@@ -1,0 +1,22 @@
+// Reading a node:http request body with a size bound, for the small node:http servers beside the uWS gateways (the
+// MCP sidecar, the stdio package's login callback, the dashboard): the declared length is checked first, then what
+// arrives; past the bound the read stops and the stream is released.
+import type { IncomingMessage } from "node:http";
+
+export class BodyTooLarge extends Error {
+  constructor(readonly maxBytes: number) {
+    super(`body exceeds ${maxBytes} bytes`);
+  }
+}
+
+export async function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+  if (Number(req.headers["content-length"] ?? 0) > maxBytes) throw new BodyTooLarge(maxBytes);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxBytes) throw new BodyTooLarge(maxBytes);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
