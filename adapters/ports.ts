@@ -1,6 +1,6 @@
 // Ports to the outside world (DESIGN.md section 5). Each has a real and a local implementation chosen by
 // configuration; machines and gateways depend only on these interfaces.
-import type { SignedTx, StoredObject } from "../schemas/chain.ts";
+import type { ChainTarget, SignedTx, StoredObject } from "../schemas/chain.ts";
 import type { DecryptCredential } from "../schemas/encryption.ts";
 
 /** Failure classes every port reports, so hosts can decide: retry later, try another wallet, or give up. */
@@ -87,6 +87,8 @@ export interface ExecutedTx {
 export interface SponsoredChainPort {
   readonly packageId: string;
   readonly network: string;
+  /** What the transactions it executes must name. */
+  readonly target: ChainTarget;
   /** Executes a transaction carrying the sender's and the gas sponsor's signatures. PortError kinds: forbidden, rejected, unavailable. */
   execute(tx: SignedTx): Promise<ExecutedTx>;
   getObject(objectId: string): Promise<StoredObject | null>;

@@ -25,6 +25,13 @@ export interface StoredObject {
   readonly previous_transaction: string;
 }
 
+/** Where transactions go: the network (its chain identifier is signed), the Move package and the account registry. */
+export interface ChainTarget {
+  readonly network: string;
+  readonly packageId: string;
+  readonly registryId: string;
+}
+
 /** What travels to the chain: the exact signed bytes and Sui serialized signatures over their intent digest. */
 export interface SignedTx {
   /** base64 of the transaction bytes */

@@ -98,7 +98,7 @@ describe("concurrency, restart and recovery", () => {
     await addDelegateKey(a, { ownerKey: owner.secretKey, publicKey: delegate.keypair.publicKeyHex });
 
     // the writer "crashes" right after appending the removal
-    const removal = buildSignedTx({ chain: NETWORK, kind: "remove_delegate_key", args: { account_id: account.id, public_key: delegate.keypair.publicKeyHex }, sender: owner.secretKey });
+    const removal = buildSignedTx({ target: a.target, kind: "remove_delegate_key", args: { account_id: account.id, public_key: delegate.keypair.publicKeyHex }, sender: owner.secretKey });
     const crashed = await a.submit(removal, { materialise: false });
     expect(crashed.appended).toBe(true);
     expect(await b.resolveDelegate(delegate.keypair.publicKeyHex)).not.toBeNull(); // the state is behind the stream
@@ -117,7 +117,7 @@ describe("concurrency, restart and recovery", () => {
 
     // a later writer catches up too: crash again, then write through the other instance
     const second = generateKeypair();
-    const add = buildSignedTx({ chain: NETWORK, kind: "add_delegate_key", args: { account_id: account.id, public_key: second.keypair.publicKeyHex, label: "" }, sender: owner.secretKey });
+    const add = buildSignedTx({ target: a.target, kind: "add_delegate_key", args: { account_id: account.id, public_key: second.keypair.publicKeyHex, label: "" }, sender: owner.secretKey });
     await b.submit(add, { materialise: false });
     const third = generateKeypair();
     const after = await addDelegateKey(a, { ownerKey: owner.secretKey, publicKey: third.keypair.publicKeyHex });
@@ -130,7 +130,7 @@ describe("concurrency, restart and recovery", () => {
     try {
       const healer = await LocalChain.open(nc, { packageId: PACKAGE_ID, network: NETWORK, healIntervalMs: 50 });
       const owner = await fundedKey();
-      const tx = buildSignedTx({ chain: NETWORK, kind: "create_account", args: {}, sender: owner.secretKey });
+      const tx = buildSignedTx({ target: a.target, kind: "create_account", args: {}, sender: owner.secretKey });
       await b.submit(tx, { materialise: false });
       const deadline = Date.now() + 5_000;
       while (!(await a.accountExists(owner.keypair.address)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));

@@ -8,7 +8,9 @@ import { TypeTagSerializer } from "@mysten/sui/bcs";
 import type { PortError } from "../adapters/ports.ts";
 import { createAccount, generateKeypair, mint, transfer } from "../adapters/chain/local/accounts.ts";
 import { buildSignedTx } from "../adapters/chain/local/tx.ts";
-import { GAS_FEE_MIST, type TxBody } from "../adapters/chain/local/model.ts";
+import { GAS_FEE_MIST } from "../adapters/chain/local/model.ts";
+import { chainIdentifierDigest } from "../adapters/chain/local/transaction-data.ts";
+import { Transaction } from "@mysten/sui/transactions";
 import { NETWORK, PACKAGE_ID, a, b, blobId, chainTxCount, expectPortError, fundedKey, operator, useLocalChainSuite } from "./support/local-chain-suite.ts";
 
 useLocalChainSuite();
@@ -22,14 +24,14 @@ describe("signatures", () => {
     const args = { account_id: account.id, public_key: delegate, label: "" };
 
     // signature by another key over a body naming the owner as sender
-    const signed = buildSignedTx({ chain: NETWORK, kind: "add_delegate_key", args, sender: owner.secretKey });
-    const forged = buildSignedTx({ chain: NETWORK, kind: "add_delegate_key", args, sender: attacker.secretKey });
+    const signed = buildSignedTx({ target: a.target, kind: "add_delegate_key", args, sender: owner.secretKey });
+    const forged = buildSignedTx({ target: a.target, kind: "add_delegate_key", args, sender: attacker.secretKey });
     await expectPortError(a.submit({ tx_bytes: signed.tx_bytes, signatures: forged.signatures }), "forbidden");
 
     // body altered after signing
-    const body = JSON.parse(Buffer.from(signed.tx_bytes, "base64").toString()) as TxBody<"add_delegate_key">;
-    const altered = { ...body, args: { ...body.args, public_key: generateKeypair().keypair.publicKeyHex } };
-    await expectPortError(a.submit({ tx_bytes: Buffer.from(JSON.stringify(altered)).toString("base64"), signatures: signed.signatures }), "forbidden");
+    const altered = bcs.TransactionData.parse(Buffer.from(signed.tx_bytes, "base64"));
+    altered.V1!.gasData.budget = String(BigInt(altered.V1!.gasData.budget) * 2n);
+    await expectPortError(a.submit({ tx_bytes: bcs.TransactionData.serialize(altered).toBase64(), signatures: signed.signatures }), "forbidden");
 
     // a corrupted signature
     const raw = Buffer.from(signed.signatures[0]!, "base64");
@@ -40,10 +42,10 @@ describe("signatures", () => {
     await expectPortError(a.submit(forged), "forbidden");
 
     // for another network
-    await expectPortError(a.submit(buildSignedTx({ chain: "testnet", kind: "add_delegate_key", args, sender: owner.secretKey })), "invalid");
+    await expectPortError(a.submit(buildSignedTx({ target: { ...a.target, network: "testnet" }, kind: "add_delegate_key", args, sender: owner.secretKey })), "invalid");
 
     // stale timestamp
-    await expectPortError(a.submit(buildSignedTx({ chain: NETWORK, kind: "add_delegate_key", args, sender: owner.secretKey, timestampMs: Date.now() - 3_600_000 })), "invalid");
+    await expectPortError(a.submit(buildSignedTx({ target: a.target, kind: "add_delegate_key", args, sender: owner.secretKey, timestampMs: Date.now() - 3_600_000 })), "invalid");
 
     expect(await a.resolveDelegate(delegate)).toBeNull();
 
@@ -58,14 +60,25 @@ describe("signatures", () => {
     expect((await a.getTransaction(first.digest))?.seq).toBe(first.seq);
   });
 
-  it("accepts a transaction signed with @mysten/sui's Ed25519Keypair.signTransaction", async () => {
+  it("executes a transaction built with @mysten/sui's Transaction and signed with Ed25519Keypair.signTransaction; its digest is the SDK's", async () => {
     const sui = Ed25519Keypair.generate();
     await mint(a, { operatorKey: operator.secretKey, to: sui.toSuiAddress(), amount: 10n * GAS_FEE_MIST });
-    const body: TxBody<"create_account"> = { v: 1, chain: NETWORK, kind: "create_account", sender: sui.toSuiAddress(), nonce: "n-1", timestamp_ms: Date.now(), args: {} };
-    const txBytes = new TextEncoder().encode(JSON.stringify(body));
+    const tx = new Transaction();
+    tx.setSender(sui.toSuiAddress());
+    tx.setGasPayment([]);
+    tx.setGasPrice(1000);
+    tx.setGasBudget(GAS_FEE_MIST);
+    const now = Date.now();
+    tx.setExpiration({ ValidDuring: { minEpoch: null, maxEpoch: null, minTimestamp: String(now - 60_000), maxTimestamp: String(now + 60_000), chain: chainIdentifierDigest(NETWORK), nonce: 7 } });
+    tx.moveCall({
+      target: `${a.packageId}::account::create_account`,
+      arguments: [tx.sharedObjectRef({ objectId: a.target.registryId, initialSharedVersion: 1, mutable: true }), tx.object.clock()],
+    });
+    const txBytes = await tx.build();
     const { signature } = await sui.signTransaction(txBytes);
     const res = await b.submit({ tx_bytes: Buffer.from(txBytes).toString("base64"), signatures: [signature] });
     expect(res.outcome.account?.owner).toBe(sui.toSuiAddress());
+    expect(res.digest).toBe(await tx.getDigest());
   });
 });
 

@@ -2,6 +2,8 @@
 // and the sponsored transactions that grant and take back access to them. Over HTTP against a console on its real
 // backbone, one stack for the file (test/support/console-api-suite.ts).
 import { describe, expect, it } from "vitest";
+import { Transaction } from "@mysten/sui/transactions";
+import { bcs } from "@mysten/sui/bcs";
 import { addMember, createTeamSpace, mintKey } from "../actors/console/directory.ts";
 import { signTransactionBytes } from "../client/console-client.ts";
 import { ProjectionRunner } from "../projections/runtime.ts";
@@ -15,12 +17,19 @@ describe("private buckets (spec: States, private bucket)", () => {
     const u = await user();
     const r = await u.c.reserveBucket(u.spaceId, "vault");
     expect(r.state).toBe("pending_policy");
-    const body = JSON.parse(Buffer.from(r.bytes, "base64").toString());
-    expect(body).toMatchObject({ kind: "bucket_policy_create", sender: u.rw.service_key!.address, gas_owner: s.console.sponsorAddress, args: { bucket_id: r.bucket_id, space_id: u.spaceId } });
+    // Sui TransactionData as the SDK reads it: the sponsored call of the bucket_policy module
+    const data = Transaction.from(r.bytes).getData();
+    expect(data.sender).toBe(u.rw.service_key!.address);
+    expect(data.gasData.owner).toBe(s.console.sponsorAddress);
+    expect(data.commands).toHaveLength(1);
+    expect(data.commands[0]!.MoveCall).toMatchObject({ package: s.chain.packageId, module: "bucket_policy", function: "create_policy" });
+    expect(data.inputs.map((i) => bcs.String.parse(Buffer.from(i.Pure!.bytes, "base64")))).toEqual([r.bucket_id, u.spaceId]);
     // another key's signature, or a signature of other bytes, is not a signature over the reserved bytes
     const other = await mintKey(s.console.directory, { userId: u.userId, role: "read_write" });
     await expectError(u.c.finalize(r.bucket_id, await signTransactionBytes(r.bytes, other.service_key!.secret_key)), 400, "bad_request");
-    const tampered = Buffer.from(JSON.stringify({ ...body, nonce: "00" })).toString("base64");
+    data.gasData.budget = String(BigInt(data.gasData.budget!) + 1n);
+    const tampered = Buffer.from(await Transaction.from(JSON.stringify(data)).build()).toString("base64");
+    expect(tampered).not.toBe(r.bytes);
     await expectError(u.c.finalize(r.bucket_id, await signTransactionBytes(tampered, u.rw.service_key!.secret_key)), 400, "bad_request");
     await expectError(u.c.finalize(r.bucket_id, "not base64!"), 400, "bad_request");
     expect((await u.c.bucket(r.bucket_id)).state).toBe("pending_policy");

@@ -2,12 +2,12 @@
 // builds the bytes naming the caller as sender and its sponsor as gas owner, then co-signs at execution), and
 // reading bucket policies and access groups back for the access checks. Signatures follow Sui, so the client can
 // sign the bytes with `Ed25519Keypair.signTransaction` from @mysten/sui.
-import { randomBytes } from "node:crypto";
 import type { SponsoredChainPort } from "../../adapters/ports.ts";
-import type { TxArgs, TxBody, TxKind } from "../../adapters/chain/local/model.ts";
-import type { SignedTx } from "../../schemas/chain.ts";
+import type { TxArgs, TxKind } from "../../adapters/chain/local/model.ts";
+import type { ChainTarget, SignedTx } from "../../schemas/chain.ts";
 import { keypairFromSecret, parseSerializedSignature, suiAddressOf, toSerializedSignature, verifyEd25519, type SecretKeyInput } from "../../adapters/chain/local/keys.ts";
-import { signingDigest, txDigest } from "../../adapters/chain/local/tx.ts";
+import { buildTransactionBytes, signingDigest, txDigest } from "../../adapters/chain/local/tx.ts";
+import { transactionValidUntil } from "../../adapters/chain/local/transaction-data.ts";
 import { accessGroupType, bucketPolicyType, type AccessGroupFields, type AccessScope, type BucketPolicyFields } from "../../schemas/chain.ts";
 
 export interface UnsignedTx {
@@ -16,20 +16,10 @@ export interface UnsignedTx {
   readonly digest: string;
 }
 
-/** Builds a transaction for `sender`, with the sponsor paying the gas. Nothing is signed yet. */
-export function buildSponsoredTx<K extends TxKind>(input: { network: string; kind: K; args: TxArgs[K]; sender: string; sponsorAddress: string; timestampMs?: number }): UnsignedTx {
-  const body: TxBody<K> = {
-    v: 1,
-    chain: input.network,
-    kind: input.kind,
-    sender: input.sender,
-    ...(input.sponsorAddress !== input.sender ? { gas_owner: input.sponsorAddress } : {}),
-    nonce: randomBytes(16).toString("hex"),
-    timestamp_ms: input.timestampMs ?? Date.now(),
-    args: input.args,
-  };
-  const txBytes = Buffer.from(JSON.stringify(body));
-  return { bytes: txBytes.toString("base64"), digest: txDigest(txBytes) };
+/** Builds the Sui `TransactionData` for `sender`, with the sponsor paying the gas. Nothing is signed yet. */
+export function buildSponsoredTx<K extends TxKind>(input: { target: ChainTarget; kind: K; args: TxArgs[K]; sender: string; sponsorAddress: string; timestampMs?: number }): UnsignedTx {
+  const txBytes = buildTransactionBytes({ target: input.target, kind: input.kind, args: input.args, sender: input.sender, gasOwner: input.sponsorAddress, timestampMs: input.timestampMs });
+  return { bytes: Buffer.from(txBytes).toString("base64"), digest: txDigest(txBytes) };
 }
 
 /** true when `signature` is a Sui Ed25519 signature of exactly `bytes` by `address`. */
@@ -47,12 +37,9 @@ export function cosign(bytes: string, senderSignature: string, sponsorKey: Secre
   return { tx_bytes: bytes, signatures: [senderSignature, sig] };
 }
 
-export function txTimestamp(bytes: string): number {
-  try {
-    return (JSON.parse(Buffer.from(bytes, "base64").toString("utf8")) as TxBody).timestamp_ms;
-  } catch {
-    return 0;
-  }
+/** When the sponsored bytes stop being executable (ms); 0 for bytes that are not a ledger transaction. */
+export function txValidUntil(bytes: string): number {
+  return transactionValidUntil(Buffer.from(bytes, "base64")) ?? 0;
 }
 
 const satisfies = (have: AccessScope, need: AccessScope) => have === "readwrite" || need === "read";

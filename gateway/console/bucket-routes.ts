@@ -2,7 +2,6 @@
 // a private bucket, rename, delete.
 import { randomUUID } from "node:crypto";
 import { json } from "../http.ts";
-import { TX_CLOCK_SKEW_MS } from "../../adapters/chain/local/model.ts";
 import { AGG, CMD, EV, type BucketFinalizeFailed, type BucketReserveCommandData, type BucketUpdateCommandData } from "../../schemas/console/events.ts";
 import { parseJsonObject } from "../http.ts";
 import { CODE, CONSOLE_LIMITS, ConsoleHttpError, badRequest, parseBucketListQuery, parseCreateBucket, parseSignatureBody, parseSpaceType, parseUpdateBucket, pathUuid } from "../../schemas/console/http.ts";
@@ -10,7 +9,7 @@ import { claimId } from "../../actors/console/log.ts";
 import { command } from "../../eventlog/command-bus.ts";
 import { storageBucketName } from "../../adapters/file-storage/blobstore-http.ts";
 import { requireWrite } from "./auth.ts";
-import { buildSponsoredTx, txTimestamp, verifySenderSignature } from "../../actors/console/chain.ts";
+import { buildSponsoredTx, txValidUntil, verifySenderSignature } from "../../actors/console/chain.ts";
 import { bucketJson, spaceJson, type ConsoleRouteKit } from "./route-kit.ts";
 
 export function registerBucketRoutes(kit: ConsoleRouteKit): void {
@@ -45,7 +44,7 @@ export function registerBucketRoutes(kit: ConsoleRouteKit): void {
     }
     const bucketId = randomUUID();
     const claim = await clog.claim("bucket", spaceId, body.name, bucketId);
-    const tx = buildSponsoredTx({ network: chain.network, kind: "bucket_policy_create", args: { bucket_id: bucketId, space_id: spaceId }, sender: p.serviceAddress, sponsorAddress: sponsor.address });
+    const tx = buildSponsoredTx({ target: chain.target, kind: "bucket_policy_create", args: { bucket_id: bucketId, space_id: spaceId }, sender: p.serviceAddress, sponsorAddress: sponsor.address });
     const data: BucketReserveCommandData = {
       bucket_id: bucketId,
       space_id: spaceId,
@@ -125,7 +124,7 @@ export function registerBucketRoutes(kit: ConsoleRouteKit): void {
     if (!verifySenderSignature(reserved.tx_bytes, signature, reserved.sender)) {
       throw badRequest(`signature is not a signature of the reserved bytes by the service key ${reserved.sender}`);
     }
-    if (txTimestamp(reserved.tx_bytes) + TX_CLOCK_SKEW_MS < Date.now()) {
+    if (txValidUntil(reserved.tx_bytes) < Date.now()) {
       throw badRequest("the reservation expired: delete the bucket and reserve it again");
     }
     const r = await clog.dispatch(

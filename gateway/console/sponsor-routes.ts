@@ -28,7 +28,7 @@ export function registerSponsorRoutes(kit: ConsoleRouteKit): void {
     if (!p.serviceAddress) throw badRequest("this API key has no service key to sign with");
     const body = parseSponsor(parseJsonObject(req.body));
     let built: { kind: SponsorReserved["kind"]; bucketIds: string[]; tx: { bytes: string; digest: string } };
-    const base = { network: chain.network, sender: p.serviceAddress, sponsorAddress: sponsor.address };
+    const base = { target: chain.target, sender: p.serviceAddress, sponsorAddress: sponsor.address };
     switch (body.kind) {
       case "bucket_group_create": {
         const b = await scopeBucket(p, body.bucketId);

@@ -10,11 +10,12 @@ import { STREAMS } from "../../../eventlog/subjects.ts";
 import { AppendConflict, reject, StoreUnavailable, TxRejected, unavailable, type LedgerError } from "./errors.ts";
 import { decide, keysToPrefetch } from "./decide.ts";
 import { StateView, type TxOutcome } from "./state-view.ts";
-import { TX_CLOCK_SKEW_MS, type ChainBlock, type ChainEvent, type ChainRecord, type TxReceipt } from "./model.ts";
+import { type ChainBlock, type ChainEvent, type ChainRecord, type TxReceipt } from "./model.ts";
 import { type SignedTx } from "../../../schemas/chain.ts";
 import { CHAIN_TX_SUBJECT, KEYS } from "./state-keys.ts";
 import type { ChainStateStore } from "./state-store.ts";
 import { isVerifyFailure, verifySignedTx, type VerifiedTx } from "./tx.ts";
+import type { ChainTarget } from "../../../schemas/chain.ts";
 import { opsOf, type SequencedBlock } from "./writes.ts";
 
 export interface SubmitResult {
@@ -35,7 +36,8 @@ export interface SubmitOptions {
 }
 
 export interface LedgerOptions {
-  readonly network: string;
+  /** The network, package and registry this ledger's transactions must name. */
+  readonly target: ChainTarget;
   readonly submitTimeoutMs?: number;
   readonly clock?: () => number;
   /** Most transactions per appended block. Default 128. */
@@ -133,7 +135,7 @@ export class Ledger {
   /** Verifies a signed transaction, then executes it in this process's next block. */
   submit(tx: SignedTx, options: SubmitOptions = {}): Effect.Effect<SubmitResult, LedgerError> {
     return Effect.suspend(() => {
-      const vtx = verifySignedTx(tx, this.opts.network, this.clock(), TX_CLOCK_SKEW_MS);
+      const vtx = verifySignedTx(tx, this.opts.target, this.clock());
       if (isVerifyFailure(vtx)) return Effect.fail(reject(vtx.kind, vtx.message));
       return Effect.callback<SubmitResult, LedgerError>((resume) => {
         this.queue.push({

@@ -12,10 +12,11 @@ import { PORT, toPortError } from "./errors.ts";
 import { keypairFromSecret, normalizeAddress, PUBLIC_KEY_HEX_RE, type ChainKeypair, type SecretKeyInput } from "./keys.ts";
 import { Ledger, type SubmitOptions, type SubmitResult } from "./ledger.ts";
 import { DEFAULT_TOKENS, type Account, type BlobRecord, type DynamicFieldInput, type GenesisState, type StoredDynamicField, type TxArgs, type TxKind, type TxReceipt } from "./model.ts";
-import { type ObjectOwner, type SignedTx, type StoredObject } from "../../../schemas/chain.ts";
+import { type ChainTarget, type ObjectOwner, type SignedTx, type StoredObject } from "../../../schemas/chain.ts";
 import { ALL_SCOPE, KEYS, dynamicFieldBcsKey, dynamicFieldNameKey, namespaceScope, pageOf } from "./state-keys.ts";
 import { ChainStateStore } from "./state-store.ts";
 import { buildSignedTx } from "./tx.ts";
+import { localTarget } from "./transaction-data.ts";
 import type { DelegateEntry } from "./writes.ts";
 
 export interface LocalChainOptions {
@@ -72,6 +73,8 @@ async function run<A>(effect: Effect.Effect<A, unknown>): Promise<A> {
 export class LocalChain implements ChainPort, SponsoredChainPort {
   readonly packageId: string;
   readonly network: string;
+  /** What this ledger's transactions name: network (chain identifier), package and account registry. */
+  readonly target: ChainTarget;
   private readonly operator: ChainKeypair | null;
   private healTimer: NodeJS.Timeout | null = null;
   private healing = false;
@@ -86,6 +89,7 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
     if (!pkg) throw new PortError(PORT, "invalid", "packageId must be 0x followed by 64 hex characters");
     this.packageId = pkg;
     this.network = opts.network ?? "localnet";
+    this.target = localTarget(this.network, pkg);
     this.operator = opts.operatorKey === undefined ? null : keypairFromSecret(opts.operatorKey);
   }
 
@@ -112,8 +116,9 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
       }
     }
     const store = await ChainStateStore.open(kvm, replicas);
-    const network = opts.network ?? "localnet";
-    const ledger = new Ledger(js, jsm, store, { network, submitTimeoutMs: opts.submitTimeoutMs, maxBlockTxs: opts.maxBlockTxs });
+    const pkg = normalizeAddress(opts.packageId);
+    if (!pkg) throw new PortError(PORT, "invalid", "packageId must be 0x followed by 64 hex characters");
+    const ledger = new Ledger(js, jsm, store, { target: localTarget(opts.network ?? "localnet", pkg), submitTimeoutMs: opts.submitTimeoutMs, maxBlockTxs: opts.maxBlockTxs });
     const chain = new LocalChain(ledger, store, opts.operatorKey, opts);
     await chain.catchUp();
     await chain.ensureGenesis();
@@ -258,7 +263,7 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
   signAndSubmit<K extends TxKind>(kind: K, sender: SecretKeyInput, args: TxArgs[K], opts: { gasOwner?: SecretKeyInput; submit?: SubmitOptions } = {}): Promise<SubmitResult> {
     let tx: SignedTx;
     try {
-      tx = buildSignedTx({ chain: this.network, kind, args, sender, gasOwner: opts.gasOwner });
+      tx = buildSignedTx({ target: this.target, kind, args, sender, gasOwner: opts.gasOwner });
     } catch (err) {
       return Promise.reject(new PortError(PORT, "invalid", err instanceof Error ? err.message : String(err)));
     }

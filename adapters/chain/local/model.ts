@@ -9,7 +9,7 @@ export const MAX_DELEGATE_KEYS = 20;
 export const MAX_LABEL_BYTES = 64;
 export const MAX_NAMESPACE_BYTES = 256;
 export const U64_MAX = (1n << 64n) - 1n;
-/** A transaction's timestamp may differ from the ledger clock by at most this much. */
+/** Builders make a transaction valid this long either side of its build time; the ledger accepts windows up to twice it. */
 export const TX_CLOCK_SKEW_MS = 10 * 60 * 1000;
 /** Blob index page size (items per KV value). */
 export const BLOB_PAGE_SIZE = 64;
@@ -46,17 +46,19 @@ export interface TxArgs extends ConsoleTxArgs {
   put_object: { object: ObjectInput };
 }
 
+/** A transaction as the ledger reads it from its Sui `TransactionData` (transaction-data.ts). */
 export interface TxBody<K extends TxKind = TxKind> {
-  readonly v: 1;
-  /** The network the transaction is meant for (replay protection across ledgers). */
+  /** The network the transaction is meant for (its chain identifier is signed; replay protection across ledgers). */
   readonly chain: string;
   readonly kind: K;
   readonly sender: string;
   /** Pays the gas when it is not the sender (a sponsored transaction); must co-sign. */
   readonly gas_owner?: string;
-  /** Unique per transaction (random); with the digest record it makes a signed transaction single-use. */
-  readonly nonce: string;
-  readonly timestamp_ms: number;
+  /** u32 chosen by the builder; with the digest record it makes a signed transaction single-use. */
+  readonly nonce: number;
+  /** The validity window (ms since the epoch) outside which the ledger refuses it. */
+  readonly valid_from_ms: number;
+  readonly valid_until_ms: number;
   readonly args: TxArgs[K];
 }
 

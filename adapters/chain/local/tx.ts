@@ -1,31 +1,19 @@
-// Building, signing and verifying local-ledger transactions. Signatures follow Sui: Ed25519 over
-// blake2b-256(intent [0,0,0] ‖ tx_bytes), serialized as flag ‖ sig ‖ pk; so `Ed25519Keypair.signTransaction(tx_bytes)`
-// from @mysten/sui produces a valid signature too. The digest is base58(blake2b-256("TransactionData::" ‖ tx_bytes)).
+// Building, signing and verifying local-ledger transactions. The bytes are Sui `TransactionData` (transaction-data.ts);
+// signatures follow Sui: Ed25519 over blake2b-256(intent [0,0,0] ‖ tx_bytes), serialized as flag ‖ sig ‖ pk, so
+// `Ed25519Keypair.signTransaction(tx_bytes)` from @mysten/sui produces a valid signature too. The digest is the Sui
+// transaction digest, base58(blake2b-256("TransactionData::" ‖ tx_bytes)).
 import { randomBytes } from "node:crypto";
 import { blake2b } from "@noble/hashes/blake2.js";
 import { toBase58 } from "@mysten/sui/utils";
-import { keypairFromSecret, parseSerializedSignature, suiAddressOf, toSerializedSignature, verifyEd25519, type SecretKeyInput, isAddress } from "./keys.ts";
-import type { TxArgs, TxBody, TxKind } from "./model.ts";
+import { keypairFromSecret, parseSerializedSignature, suiAddressOf, toSerializedSignature, verifyEd25519, type SecretKeyInput } from "./keys.ts";
+import { TX_CLOCK_SKEW_MS, type TxArgs, type TxBody, type TxKind } from "./model.ts";
 import type { SignedTx } from "../../../schemas/chain.ts";
-import { CONSOLE_TX_KINDS } from "./console-model.ts";
+import { decodeTransactionData, encodeTransactionData } from "./transaction-data.ts";
+import type { ChainTarget } from "../../../schemas/chain.ts";
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder("utf-8", { fatal: true });
 const TX_INTENT = new Uint8Array([0, 0, 0]);
 const DIGEST_PREFIX = encoder.encode("TransactionData::");
-const TX_KINDS: ReadonlySet<string> = new Set<TxKind>([
-  "genesis",
-  "create_account",
-  "add_delegate_key",
-  "remove_delegate_key",
-  "deactivate_account",
-  "reactivate_account",
-  "record_blob",
-  "transfer",
-  "mint",
-  "put_object",
-  ...CONSOLE_TX_KINDS,
-]);
 const MAX_TX_BYTES = 256 * 1024;
 
 function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
@@ -47,33 +35,45 @@ export function txDigest(txBytes: Uint8Array): string {
   return toBase58(txDigestBytes(txBytes));
 }
 
-export interface BuildTxInput<K extends TxKind> {
-  readonly chain: string;
+export interface UnsignedTxInput<K extends TxKind> {
+  readonly target: ChainTarget;
   readonly kind: K;
   readonly args: TxArgs[K];
+  readonly sender: string;
+  /** Pays the gas when it is not the sender. */
+  readonly gasOwner?: string;
+  /** Build time; the transaction is valid TX_CLOCK_SKEW_MS either side of it. */
+  readonly timestampMs?: number;
+}
+
+/** The `TransactionData` bytes of one ledger transaction, unsigned. Throws when the args cannot be encoded. */
+export function buildTransactionBytes<K extends TxKind>(input: UnsignedTxInput<K>): Uint8Array {
+  const at = input.timestampMs ?? Date.now();
+  const body: TxBody<K> = {
+    chain: input.target.network,
+    kind: input.kind,
+    sender: input.sender,
+    ...(input.gasOwner && input.gasOwner !== input.sender ? { gas_owner: input.gasOwner } : {}),
+    nonce: randomBytes(4).readUInt32LE(0),
+    valid_from_ms: at - TX_CLOCK_SKEW_MS,
+    valid_until_ms: at + TX_CLOCK_SKEW_MS,
+    args: input.args,
+  };
+  return encodeTransactionData(body, input.target);
+}
+
+export interface BuildTxInput<K extends TxKind> extends Omit<UnsignedTxInput<K>, "sender" | "gasOwner"> {
   /** The sender's secret key; the sender address is derived from it. */
   readonly sender: SecretKeyInput;
   /** Sponsor paying the gas; co-signs. */
   readonly gasOwner?: SecretKeyInput;
-  readonly nonce?: string;
-  readonly timestampMs?: number;
 }
 
 /** Builds and signs a transaction with the sender (and sponsor) keys. */
 export function buildSignedTx<K extends TxKind>(input: BuildTxInput<K>): SignedTx {
   const sender = keypairFromSecret(input.sender);
   const sponsor = input.gasOwner === undefined ? undefined : keypairFromSecret(input.gasOwner);
-  const body: TxBody<K> = {
-    v: 1,
-    chain: input.chain,
-    kind: input.kind,
-    sender: sender.address,
-    ...(sponsor && sponsor.address !== sender.address ? { gas_owner: sponsor.address } : {}),
-    nonce: input.nonce ?? randomBytes(16).toString("hex"),
-    timestamp_ms: input.timestampMs ?? Date.now(),
-    args: input.args,
-  };
-  const txBytes = encoder.encode(JSON.stringify(body));
+  const txBytes = buildTransactionBytes({ ...input, sender: sender.address, gasOwner: sponsor?.address });
   const digest = signingDigest(txBytes);
   const signers = sponsor && sponsor.address !== sender.address ? [sender, sponsor] : [sender];
   return {
@@ -94,29 +94,18 @@ export interface VerifiedTx {
 
 export type VerifyFailure = { readonly kind: "invalid" | "forbidden"; readonly message: string };
 
-/** Decodes the body and checks every signature and that sender and gas owner signed. Pure apart from the clock. */
-export function verifySignedTx(tx: SignedTx, chain: string, now: number, maxSkewMs: number): VerifiedTx | VerifyFailure {
+/**
+ * Decodes the `TransactionData` and checks it the way a validator does: inside its validity window, every signature
+ * over the intent message, signed by the sender and by the gas owner, nobody else. Pure apart from the clock.
+ */
+export function verifySignedTx(tx: SignedTx, target: ChainTarget, now: number): VerifiedTx | VerifyFailure {
   if (!tx || typeof tx.tx_bytes !== "string" || !Array.isArray(tx.signatures)) return { kind: "invalid", message: "malformed transaction" };
   const txBytes = new Uint8Array(Buffer.from(tx.tx_bytes, "base64"));
   if (txBytes.length === 0 || txBytes.length > MAX_TX_BYTES) return { kind: "invalid", message: "transaction bytes empty or too large" };
-  let body: TxBody;
-  try {
-    body = JSON.parse(decoder.decode(txBytes)) as TxBody;
-  } catch {
-    return { kind: "invalid", message: "transaction bytes are not JSON" };
-  }
-  if (typeof body !== "object" || body === null || body.v !== 1) return { kind: "invalid", message: "unsupported transaction version" };
-  if (body.chain !== chain) return { kind: "invalid", message: `transaction is for chain ${String(body.chain)}, not ${chain}` };
-  if (!TX_KINDS.has(body.kind)) return { kind: "invalid", message: "unknown transaction kind" };
-  if (!isAddress(body.sender)) return { kind: "invalid", message: "sender is not an address" };
-  if (body.gas_owner !== undefined && (!isAddress(body.gas_owner) || body.gas_owner === body.sender)) {
-    return { kind: "invalid", message: "gas_owner must be another address" };
-  }
-  if (typeof body.nonce !== "string" || body.nonce.length === 0 || body.nonce.length > 128) return { kind: "invalid", message: "bad nonce" };
-  if (!Number.isSafeInteger(body.timestamp_ms) || Math.abs(now - body.timestamp_ms) > maxSkewMs) {
-    return { kind: "invalid", message: "transaction timestamp outside the accepted window" };
-  }
-  if (typeof body.args !== "object" || body.args === null || Array.isArray(body.args)) return { kind: "invalid", message: "args must be an object" };
+  const decoded = decodeTransactionData(txBytes, target);
+  if ("error" in decoded) return { kind: "invalid", message: decoded.error };
+  const { body } = decoded;
+  if (now < body.valid_from_ms || now > body.valid_until_ms) return { kind: "invalid", message: "transaction is outside its validity window" };
   if (tx.signatures.length === 0 || tx.signatures.length > 2) return { kind: "invalid", message: "one or two signatures expected" };
   const digest = signingDigest(txBytes);
   const signers = new Map<string, string>();

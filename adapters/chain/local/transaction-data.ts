@@ -1,0 +1,203 @@
+// Sui `TransactionData` (BCS, version 1) for the ledger's transaction kinds: a programmable transaction of MoveCall
+// commands (move-calls.ts), gas paid from the gas owner's address balance (no gas coins), and a `ValidDuring`
+// expiration carrying the chain identifier, a validity window and a nonce. Decoding is strict: anything a builder of
+// these calls would not produce is refused with the reason, so the ledger executes exactly what was signed.
+import { createHash } from "node:crypto";
+import { blake2b } from "@noble/hashes/blake2.js";
+import { bcs } from "@mysten/sui/bcs";
+import { normalizeSuiAddress, toBase58 } from "@mysten/sui/utils";
+import { isAddress } from "./keys.ts";
+import { CLOCK_ID, decodePure, encodePure, kindOfCall, LEDGER_INITIAL_SHARED_VERSION, MOVE_CALLS, type MoveParam } from "./move-calls.ts";
+import { GAS_FEE_MIST, TX_CLOCK_SKEW_MS, type TxArgs, type TxBody, type TxKind } from "./model.ts";
+import type { ChainTarget } from "../../../schemas/chain.ts";
+
+/** The chain identifier transactions carry: the digest of the network's genesis checkpoint, as the JSON-RPC serves it. */
+export function chainIdentifierDigest(network: string): string {
+  return toBase58(new Uint8Array(createHash("sha256").update(network).digest()));
+}
+
+/** The local ledger's account registry: a fixed object id per package (a published package has it from its `init`). */
+export function localRegistryId(packageId: string): string {
+  return "0x" + Buffer.from(blake2b(new TextEncoder().encode(`memrelay::account::AccountRegistry@${normalizeSuiAddress(packageId)}`), { dkLen: 32 })).toString("hex");
+}
+
+export function localTarget(network: string, packageId: string): ChainTarget {
+  return { network, packageId: normalizeSuiAddress(packageId), registryId: localRegistryId(packageId) };
+}
+
+/** Reference gas price the ledger's transactions name; the fee itself is fixed (GAS_FEE_MIST). */
+export const GAS_PRICE = 1000n;
+
+type CallArg = { Pure: { bytes: Uint8Array } } | { Object: { SharedObject: { objectId: string; initialSharedVersion: string; mutable: boolean } } };
+
+/** BCS `TransactionData` of one ledger transaction. Throws when the args cannot be encoded. */
+export function encodeTransactionData<K extends TxKind>(body: TxBody<K>, target: ChainTarget): Uint8Array {
+  const spec = MOVE_CALLS[body.kind];
+  const args = body.args as unknown as Record<string, unknown>;
+  const inputs: CallArg[] = [];
+  const indexOf = new Map<string, number>();
+  const input = (key: string, make: () => CallArg) => {
+    let i = indexOf.get(key);
+    if (i === undefined) {
+      i = inputs.push(make()) - 1;
+      indexOf.set(key, i);
+    }
+    return { Input: i };
+  };
+  const sharedRef = (objectId: string, mutable: boolean): CallArg => ({
+    Object: { SharedObject: { objectId: normalizeSuiAddress(objectId), initialSharedVersion: LEDGER_INITIAL_SHARED_VERSION, mutable } },
+  });
+  const argument = (p: MoveParam, element: unknown) => {
+    switch (p.input) {
+      case "shared": {
+        const id = spec.each?.field === p.field ? element : args[p.field];
+        if (!isAddress(typeof id === "string" ? id.toLowerCase() : id)) throw new Error(`${p.field} must be an object id`);
+        return input(`shared:${String(id).toLowerCase()}`, () => sharedRef(String(id), p.mutable));
+      }
+      case "registry":
+        return input("registry", () => sharedRef(target.registryId, true));
+      case "clock":
+        return input("clock", () => sharedRef(CLOCK_ID, false));
+      case "pure":
+        return input(`pure:${p.field}`, () => ({ Pure: { bytes: encodePure(p.codec, args[p.field]) } }));
+      case "derived":
+        return input(`derived:${p.name}`, () => ({ Pure: { bytes: encodePure("address", p.derive(args)) } }));
+    }
+  };
+  const elements = spec.each ? args[spec.each.field] : [undefined];
+  if (!Array.isArray(elements) || elements.length === 0 || (spec.each && elements.length > spec.each.max)) {
+    throw new Error(`${spec.each?.field} must list 1 to ${spec.each?.max} object ids`);
+  }
+  const commands = elements.map((element) => ({
+    MoveCall: { package: target.packageId, module: spec.module, function: spec.fn, typeArguments: [], arguments: spec.params.map((p) => argument(p, element)) },
+  }));
+  return bcs.TransactionData.serialize({
+    V1: {
+      kind: { ProgrammableTransaction: { inputs, commands } },
+      sender: body.sender,
+      gasData: { payment: [], owner: body.gas_owner ?? body.sender, price: GAS_PRICE.toString(), budget: GAS_FEE_MIST.toString() },
+      expiration: {
+        ValidDuring: {
+          minEpoch: null,
+          maxEpoch: null,
+          minTimestamp: String(body.valid_from_ms),
+          maxTimestamp: String(body.valid_until_ms),
+          chain: chainIdentifierDigest(body.chain),
+          nonce: body.nonce,
+        },
+      },
+    },
+  }).toBytes();
+}
+
+/** The end of a transaction's validity window (ms), or null when the bytes are not such a transaction. */
+export function transactionValidUntil(bytes: Uint8Array): number | null {
+  try {
+    const end = bcs.TransactionData.parse(bytes).V1?.expiration.ValidDuring?.maxTimestamp;
+    return end == null ? null : Number(end);
+  } catch {
+    return null;
+  }
+}
+
+export type Decoded = { readonly body: TxBody } | { readonly error: string };
+
+type ParsedInput = ReturnType<typeof bcs.CallArg.parse>;
+
+/** Reads `bytes` as a ledger transaction for `target`; every deviation from what the builders produce is an error. */
+export function decodeTransactionData(bytes: Uint8Array, target: ChainTarget): Decoded {
+  let parsed: ReturnType<typeof bcs.TransactionData.parse>;
+  try {
+    parsed = bcs.TransactionData.parse(bytes);
+  } catch {
+    return { error: "transaction bytes are not BCS TransactionData" };
+  }
+  // BCS parsing ignores trailing bytes; a signed transaction must be exactly its encoding.
+  if (bcs.TransactionData.serialize(parsed).toBytes().length !== bytes.length) return { error: "trailing bytes after the TransactionData" };
+  const data = parsed.V1;
+  if (!data) return { error: "unsupported TransactionData version" };
+  const ptb = data.kind.ProgrammableTransaction;
+  if (!ptb) return { error: `transaction kind ${data.kind.$kind} is not supported; send a programmable transaction` };
+  const validity = data.expiration.ValidDuring;
+  if (!validity) return { error: "the expiration must be ValidDuring (chain identifier, validity window and nonce)" };
+  if (validity.chain !== chainIdentifierDigest(target.network)) return { error: `transaction is for another chain than ${target.network}` };
+  if (validity.minEpoch !== null || validity.maxEpoch !== null) return { error: "epoch bounds are not supported; use the timestamp window" };
+  if (validity.minTimestamp === null || validity.maxTimestamp === null) return { error: "the validity window needs both timestamps" };
+  const validFrom = Number(validity.minTimestamp);
+  const validUntil = Number(validity.maxTimestamp);
+  if (validUntil < validFrom || validUntil - validFrom > 2 * TX_CLOCK_SKEW_MS) {
+    return { error: `the validity window must be at most ${(2 * TX_CLOCK_SKEW_MS) / 60_000} minutes` };
+  }
+  if (data.gasData.payment.length > 0) return { error: "gas coins are not accepted: gas is paid from the gas owner's address balance (empty payment)" };
+  if (BigInt(data.gasData.budget) < GAS_FEE_MIST) return { error: `gas budget below the fee of ${GAS_FEE_MIST} MIST` };
+  if (BigInt(data.gasData.price) < GAS_PRICE) return { error: `gas price below the reference price ${GAS_PRICE}` };
+
+  const calls = ptb.commands.map((c) => c.MoveCall);
+  const first = calls[0];
+  if (!first || calls.some((c) => !c)) return { error: "only MoveCall commands are supported" };
+  const kind = kindOfCall(first.module, first.function);
+  if (!kind) return { error: `unknown Move call ${first.module}::${first.function}` };
+  const spec = MOVE_CALLS[kind];
+  for (const c of calls) {
+    if (!c || normalizeSuiAddress(c.package) !== target.packageId) return { error: `calls must target the memory package ${target.packageId}` };
+    if (c.module !== spec.module || c.function !== spec.fn) return { error: "a transaction calls one function (repeated only where it takes one object per call)" };
+    if (c.typeArguments.length > 0) return { error: `${spec.module}::${spec.fn} takes no type arguments` };
+    if (c.arguments.length !== spec.params.length) return { error: `${spec.module}::${spec.fn} takes ${spec.params.length} arguments` };
+  }
+  if (calls.length > (spec.each?.max ?? 1)) return { error: `at most ${spec.each?.max ?? 1} ${spec.fn} calls in one transaction` };
+
+  const used = new Set<number>();
+  const args: Record<string, unknown> = {};
+  const eachValues: string[] = [];
+  const derived = new Map<string, unknown>();
+  for (const c of calls) {
+    for (let i = 0; i < spec.params.length; i++) {
+      const p = spec.params[i];
+      const ref = c!.arguments[i];
+      const at = ref.Input;
+      if (at === undefined || at >= ptb.inputs.length) return { error: "arguments must be transaction inputs" };
+      used.add(at);
+      const got = readParam(p, ptb.inputs[at], target);
+      if ("error" in got) return got;
+      if (p.input === "shared" && spec.each?.field === p.field) eachValues.push(got.value as string);
+      else if (p.input === "pure" || p.input === "shared") {
+        if (p.field in args && JSON.stringify(args[p.field]) !== JSON.stringify(got.value)) return { error: `every ${spec.fn} call must pass the same ${p.field}` };
+        args[p.field] = got.value;
+      } else if (p.input === "derived") derived.set(p.name, got.value);
+    }
+  }
+  if (used.size !== ptb.inputs.length) return { error: "the transaction has inputs no call uses" };
+  if (spec.each) args[spec.each.field] = eachValues;
+  for (const p of spec.params) {
+    if (p.input === "derived" && derived.get(p.name) !== p.derive(args)) return { error: `${p.name} does not match the other arguments` };
+  }
+  const gasOwner = normalizeSuiAddress(data.gasData.owner);
+  const sender = normalizeSuiAddress(data.sender);
+  return {
+    body: {
+      chain: target.network,
+      kind,
+      sender,
+      ...(gasOwner !== sender ? { gas_owner: gasOwner } : {}),
+      nonce: validity.nonce,
+      valid_from_ms: validFrom,
+      valid_until_ms: validUntil,
+      args: args as unknown as TxArgs[TxKind],
+    },
+  };
+}
+
+function readParam(p: MoveParam, arg: ParsedInput, target: ChainTarget): { value: unknown } | { error: string } {
+  if (p.input === "pure" || p.input === "derived") {
+    if (!arg.Pure) return { error: `${p.input === "pure" ? p.field : p.name} must be a pure argument` };
+    return decodePure(p.input === "pure" ? p.codec : "address", new Uint8Array(Buffer.from(arg.Pure.bytes, "base64")));
+  }
+  const ref = arg.Object?.SharedObject;
+  if (!ref) return { error: "object arguments must be shared objects" };
+  const id = normalizeSuiAddress(ref.objectId);
+  if (String(ref.initialSharedVersion) !== LEDGER_INITIAL_SHARED_VERSION) return { error: `object ${id} was shared at version ${LEDGER_INITIAL_SHARED_VERSION}` };
+  if (p.input === "clock") return id === CLOCK_ID ? { value: id } : { error: "expected the Clock object 0x6" };
+  if (p.input === "registry") return id === target.registryId ? { value: id } : { error: `expected the account registry ${target.registryId}` };
+  if (p.mutable && !ref.mutable) return { error: `${p.field} must be passed mutably` };
+  return { value: id };
+}
