@@ -81,6 +81,7 @@ export async function startLocalStack(opts: {
       packageId: opts.config.packageId,
       host: opts.config.host,
       ledger: chain,
+      transactions: chain,
       isAuthorized: ownerOrDelegate(chain),
     });
     stops.unshift(() => encryptionStack.close());

@@ -11,6 +11,9 @@ import { buildSignedTx } from "../adapters/chain/local/tx.ts";
 import { GAS_FEE_MIST } from "../adapters/chain/local/model.ts";
 import { chainIdentifierDigest } from "../adapters/chain/local/transaction-data.ts";
 import { Transaction } from "@mysten/sui/transactions";
+import { SuiJsonRpcClient } from "@mysten/sui/jsonRpc";
+import { startChainRpcServer } from "../adapters/chain/local/rpc/server.ts";
+import { ledgerObjectSource } from "../adapters/chain/local/rpc/ledger-source.ts";
 import { NETWORK, PACKAGE_ID, a, b, blobId, chainTxCount, expectPortError, fundedKey, operator, useLocalChainSuite } from "./support/local-chain-suite.ts";
 
 useLocalChainSuite();
@@ -198,5 +201,42 @@ describe("objects for the Sui RPC", () => {
     const content = Buffer.from(fieldObject!.bcs!, "base64");
     expect(content.subarray(32 + 8).toString("base64")).toBe(valueBcs);
     expect(await b.getDynamicField(ksId, { type: "u64", value: "2" })).toBeNull();
+  });
+});
+
+describe("transactions over the Sui JSON-RPC", () => {
+  it("SuiJsonRpcClient executes SDK-built transactions on the ledger, reads them back and the balances; a refusal is a JSON-RPC error with the reason", async () => {
+    const rpc = await startChainRpcServer({ objects: ledgerObjectSource(a), transactions: a, chainName: NETWORK });
+    try {
+      const client = new SuiJsonRpcClient({ url: rpc.url, network: "localnet" });
+      const kp = Ed25519Keypair.generate();
+      await mint(a, { operatorKey: operator.secretKey, to: kp.toSuiAddress(), amount: 10n * GAS_FEE_MIST });
+      const checkpointDigest = (await client.getCheckpoint({ id: "0" })).digest;
+      const createAccountTx = () => {
+        const tx = new Transaction();
+        tx.setGasPayment([]);
+        tx.setGasPrice(BigInt(1000));
+        tx.setGasBudget(GAS_FEE_MIST);
+        const now = Date.now();
+        tx.setExpiration({ ValidDuring: { minEpoch: null, maxEpoch: null, minTimestamp: String(now - 60_000), maxTimestamp: String(now + 60_000), chain: checkpointDigest, nonce: (now & 0xffff) + Math.floor(Math.random() * 1000) } });
+        tx.moveCall({ target: `${PACKAGE_ID}::account::create_account`, arguments: [tx.sharedObjectRef({ objectId: a.target.registryId, initialSharedVersion: 1, mutable: true }), tx.object.clock()] });
+        return tx;
+      };
+      const executed = await client.signAndExecuteTransaction({ transaction: createAccountTx(), signer: kp, options: { showEffects: true, showObjectChanges: true, showBalanceChanges: true, showRawInput: true } });
+      expect(executed.effects?.status.status).toBe("success");
+      const account = executed.objectChanges?.find((c) => c.type === "created");
+      expect(account).toMatchObject({ objectType: `${PACKAGE_ID}::account::MemWalAccount`, sender: kp.toSuiAddress() });
+      expect(await a.accountExists(kp.toSuiAddress())).toBe(true);
+      expect(executed.balanceChanges).toEqual([{ owner: { AddressOwner: kp.toSuiAddress() }, coinType: "0x2::sui::SUI", amount: String(-GAS_FEE_MIST) }]);
+      expect(bcs.SenderSignedData.parse(Buffer.from(executed.rawTransaction!, "base64"))[0]!.txSignatures).toHaveLength(1);
+      const read = await client.getTransactionBlock({ digest: executed.digest, options: { showEffects: true } });
+      expect(read).toMatchObject({ digest: executed.digest, effects: { status: { status: "success" } } });
+      expect(await client.getBalance({ owner: kp.toSuiAddress() })).toMatchObject({ totalBalance: String(9n * GAS_FEE_MIST), fundsInAddressBalance: String(9n * GAS_FEE_MIST) });
+      expect(await client.getReferenceGasPrice()).toBe(1000n);
+      await expect(client.signAndExecuteTransaction({ transaction: createAccountTx(), signer: kp })).rejects.toThrow(/already has account/);
+      await expect(client.executeTransactionBlock({ transactionBlock: "AAAA", signature: [] })).rejects.toThrow(/Transaction refused/);
+    } finally {
+      await rpc.close();
+    }
   });
 });

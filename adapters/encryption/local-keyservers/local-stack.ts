@@ -7,6 +7,7 @@ import { normalizeSuiAddress } from "@mysten/sui/utils";
 import { MemoryObjectSource, packageObject, sealApproveFunction, type ChainObject, type ObjectSource } from "../../chain/local/rpc/objects.ts";
 import { startChainRpcServer, type ChainRpcServerHandle } from "../../chain/local/rpc/server.ts";
 import { ledgerObjectSource, type LedgerObjectReader } from "../../chain/local/rpc/ledger-source.ts";
+import type { LedgerTransactions } from "../../chain/local/rpc/transactions.ts";
 import { keyServerLedgerInput } from "./onchain.ts";
 import { startKeyServerCluster, type KeyServerCluster } from "./cluster.ts";
 import type { IsAuthorized } from "./server.ts";
@@ -28,6 +29,8 @@ export interface LocalEncryptionStackOptions {
    * RPC reads through `ledgerObjectSource` (the package object is served as version 1 if the ledger has none).
    */
   readonly ledger?: LedgerObjectReader & { putObject(objectId: string, input: ReturnType<typeof keyServerLedgerInput>["input"]): Promise<unknown> };
+  /** The ledger's transactions and network, so the started RPC also executes and reads transactions. */
+  readonly transactions?: LedgerTransactions & { readonly network: string };
   /** When the ledger already serves the JSON-RPC subset, its URL; otherwise one is started over `objects`. */
   readonly rpcUrl?: string;
   readonly host?: string;
@@ -56,7 +59,7 @@ export async function startLocalEncryptionStack(opts: LocalEncryptionStackOption
     await registry.putObject(packageObject(packageId, { "account::seal_approve": sealApproveFunction(packageId) }));
   }
   let rpc: ChainRpcServerHandle | undefined;
-  if (!opts.rpcUrl) rpc = await startChainRpcServer({ objects, host: opts.host, port: opts.rpcPort });
+  if (!opts.rpcUrl) rpc = await startChainRpcServer({ objects, host: opts.host, port: opts.rpcPort, transactions: opts.transactions, chainName: opts.transactions?.network });
   let cluster: KeyServerCluster;
   try {
     cluster = await startKeyServerCluster({

@@ -8,21 +8,26 @@
 //   sui_getNormalizedMoveFunction            PTB argument resolution (tx.object / raw pure values)
 //   sui_getChainIdentifier, sui_getCheckpoint chain identity ("0" checkpoint digest)
 //   rpc.discover                             version
+//   with a ledger (transactions.ts): sui_executeTransactionBlock, sui_getTransactionBlock, suix_getBalance,
+//   suix_getReferenceGasPrice
 //
 // Everything else answers JSON-RPC error -32601. Objects come from an injected ObjectSource.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createHash } from "node:crypto";
-import { fromBase64, isValidSuiObjectId, normalizeSuiAddress, toBase58 } from "@mysten/sui/utils";
+import { fromBase58, fromBase64, isValidSuiObjectId, normalizeSuiAddress } from "@mysten/sui/utils";
 import type { ChainObject, ChainOwner, DynamicFieldName, ObjectSource } from "./objects.ts";
+import { RpcError, transactionMethods, type LedgerTransactions } from "./transactions.ts";
+import { chainIdentifierDigest } from "../transaction-data.ts";
 
 export interface ChainRpcServerOptions {
   readonly objects: ObjectSource;
   readonly host?: string;
   readonly port?: number;
-  /** Any stable string; its sha256 (base58) is the digest of checkpoint 0 = the chain identifier. */
+  /** The network name; its chain identifier (digest of checkpoint 0) is what transactions must carry. */
   readonly chainName?: string;
+  /** The ledger, to execute and read transactions and balances; without it only objects are served. */
+  readonly transactions?: LedgerTransactions;
   /** Largest accepted request body. */
   readonly maxBodyBytes?: number;
 }
@@ -41,12 +46,6 @@ interface ObjectDataOptions {
   showContent?: boolean;
   showBcs?: boolean;
   showStorageRebate?: boolean;
-}
-
-class RpcError extends Error {
-  constructor(readonly code: number, message: string) {
-    super(message);
-  }
 }
 
 const JSON_RPC_VERSION = "1.60.0";
@@ -105,9 +104,8 @@ function checkId(value: unknown, what = "object id"): string {
 export async function startChainRpcServer(opts: ChainRpcServerOptions): Promise<ChainRpcServerHandle> {
   const source = opts.objects;
   const maxBody = opts.maxBodyBytes ?? 1 << 20;
-  const genesis = new Uint8Array(createHash("sha256").update(opts.chainName ?? "memrelay-local").digest());
-  const checkpointDigest = toBase58(genesis);
-  const chainIdentifier = Buffer.from(genesis.subarray(0, 4)).toString("hex");
+  const checkpointDigest = chainIdentifierDigest(opts.chainName ?? "memrelay-local");
+  const chainIdentifier = Buffer.from(fromBase58(checkpointDigest).subarray(0, 4)).toString("hex");
 
   async function readObject(id: string, options: ObjectDataOptions): Promise<unknown> {
     const o = await source.getObject(id);
@@ -155,6 +153,7 @@ export async function startChainRpcServer(opts: ChainRpcServerOptions): Promise<
       if (!f) throw new RpcError(-32602, `Invalid Params: function ${module}::${fn} not found in package ${id}`);
       return f;
     },
+    ...(opts.transactions ? transactionMethods(opts.transactions) : {}),
   };
 
   async function handleOne(req: unknown): Promise<unknown> {

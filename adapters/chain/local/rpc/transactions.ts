@@ -1,0 +1,123 @@
+// The JSON-RPC methods that execute and read transactions on the local ledger, in the shapes `SuiJsonRpcClient`
+// parses: sui_executeTransactionBlock, sui_getTransactionBlock, suix_getBalance, suix_getReferenceGasPrice. A
+// refused transaction is a JSON-RPC error carrying the ledger's reason (the ledger records only executed ones).
+import { bcs } from "@mysten/sui/bcs";
+import { fromBase64, normalizeStructTag, normalizeSuiAddress } from "@mysten/sui/utils";
+import type { SignedTx } from "../../../../schemas/chain.ts";
+import type { ChainEvent, TxReceipt } from "../model.ts";
+import { GAS_PRICE } from "../transaction-data.ts";
+
+/** What the methods need from the ledger (LocalChain provides it). */
+export interface LedgerTransactions {
+  readonly packageId: string;
+  submit(tx: SignedTx): Promise<{ readonly digest: string }>;
+  getTransaction(digest: string): Promise<TxReceipt | null>;
+  balance(address: string): Promise<{ readonly balances: Readonly<Record<string, bigint>> }>;
+}
+
+/** A JSON-RPC error answer (code and message). */
+export class RpcError extends Error {
+  constructor(readonly code: number, message: string) {
+    super(message);
+  }
+}
+
+interface BlockOptions {
+  showInput?: boolean;
+  showRawInput?: boolean;
+  showEffects?: boolean;
+  showEvents?: boolean;
+  showObjectChanges?: boolean;
+  showBalanceChanges?: boolean;
+}
+
+const SUI = "0x2::sui::SUI";
+/** Coin types of the ledger's tokens; WAL is the Walrus token. */
+const COIN_TYPES: Readonly<Record<string, string>> = { SUI, WAL: "0x356a26eb9e012a68958082340d4c4116e7f55615cf27affcff209cf0ae544f59::wal::WAL" };
+const tokenOf = (coinType: string) => Object.entries(COIN_TYPES).find(([, t]) => normalizeStructTag(t) === normalizeStructTag(coinType))?.[0];
+
+const DIGEST_RE = /^[1-9A-HJ-NP-Za-km-z]{32,64}$/;
+
+/** SenderSignedData (intent TransactionData v0 Sui) of a signed transaction, base64 — the `rawTransaction` field. */
+function senderSignedData(tx: SignedTx): string {
+  const value = bcs.TransactionData.parse(fromBase64(tx.tx_bytes));
+  return bcs.SenderSignedData.serialize([
+    {
+      intentMessage: { intent: { scope: { TransactionData: true }, version: { V0: true }, appId: { Sui: true } }, value },
+      txSignatures: [...tx.signatures],
+    },
+  ]).toBase64();
+}
+
+function createdObjects(events: readonly ChainEvent[], packageId: string): { objectId: string; objectType: string; owner: unknown }[] {
+  const out: { objectId: string; objectType: string; owner: unknown }[] = [];
+  for (const e of events) {
+    if (e.type === "AccountCreated") out.push({ objectId: e.account.id, objectType: `${packageId}::account::MemWalAccount`, owner: { Shared: { initial_shared_version: 1 } } });
+    else if (e.type === "BlobRecorded") out.push({ objectId: e.blob.object_id, objectType: `${packageId}::blob_registry::MemoryBlob`, owner: { AddressOwner: e.blob.owner } });
+    else if (e.type === "ObjectPut") out.push({ objectId: e.object.object_id, objectType: e.object.type, owner: e.object.owner });
+  }
+  return out;
+}
+
+/** A transaction block as the JSON-RPC answers it, showing what `options` asks for. */
+function blockJson(receipt: TxReceipt, options: BlockOptions, packageId: string, signed?: SignedTx): Record<string, unknown> {
+  const out: Record<string, unknown> = { digest: receipt.digest, timestampMs: String(receipt.executed_at), checkpoint: String(receipt.seq) };
+  if (options.showRawInput && signed) out.rawTransaction = senderSignedData(signed);
+  if (options.showEffects) {
+    out.effects = {
+      messageVersion: "v1",
+      status: { status: "success" },
+      executedEpoch: "0",
+      gasUsed: { computationCost: receipt.gas_used, storageCost: "0", storageRebate: "0", nonRefundableStorageFee: "0" },
+      transactionDigest: receipt.digest,
+      created: createdObjects(receipt.events, packageId).map((o) => ({ owner: o.owner, reference: { objectId: o.objectId, version: 1, digest: receipt.digest } })),
+    };
+  }
+  if (options.showEvents) out.events = [];
+  if (options.showObjectChanges) {
+    out.objectChanges = createdObjects(receipt.events, packageId).map((o) => ({ type: "created", sender: receipt.sender, owner: o.owner, objectType: o.objectType, objectId: o.objectId, version: "1", digest: receipt.digest }));
+  }
+  if (options.showBalanceChanges) {
+    out.balanceChanges = receipt.events.flatMap((e) =>
+      e.type === "BalanceChanged" && COIN_TYPES[e.token] ? [{ owner: { AddressOwner: e.address }, coinType: COIN_TYPES[e.token], amount: e.delta }] : [],
+    );
+  }
+  return out;
+}
+
+export function transactionMethods(ledger: LedgerTransactions): Record<string, (params: unknown[]) => Promise<unknown>> {
+  const options = (o: unknown): BlockOptions => (o && typeof o === "object" ? (o as BlockOptions) : {});
+  return {
+    sui_executeTransactionBlock: async ([txBytes, signatures, opts]) => {
+      if (typeof txBytes !== "string" || !Array.isArray(signatures) || !signatures.every((s) => typeof s === "string")) {
+        throw new RpcError(-32602, "Invalid Params: expected (tx_bytes base64, signatures[])");
+      }
+      const signed: SignedTx = { tx_bytes: txBytes, signatures: signatures as string[] };
+      let digest: string;
+      try {
+        ({ digest } = await ledger.submit(signed));
+      } catch (err) {
+        // -32002 is the full node's "transaction execution failed / refused" family.
+        throw new RpcError(-32002, `Transaction refused: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      const receipt = await ledger.getTransaction(digest);
+      if (!receipt) throw new RpcError(-32603, "executed transaction not readable yet");
+      return blockJson(receipt, options(opts), ledger.packageId, signed);
+    },
+    sui_getTransactionBlock: async ([digest, opts]) => {
+      if (typeof digest !== "string" || !DIGEST_RE.test(digest)) throw new RpcError(-32602, "Invalid Params: digest");
+      const receipt = await ledger.getTransaction(digest);
+      if (!receipt) throw new RpcError(-32602, `Could not find the referenced transaction [TransactionDigest(${digest})].`);
+      return blockJson(receipt, options(opts), ledger.packageId);
+    },
+    suix_getBalance: async ([owner, coinType]) => {
+      if (typeof owner !== "string") throw new RpcError(-32602, "Invalid Params: owner");
+      const type = typeof coinType === "string" ? coinType : SUI;
+      const token = tokenOf(type);
+      const amount = token ? ((await ledger.balance(normalizeSuiAddress(owner))).balances[token] ?? 0n) : 0n;
+      // Ledger balances are address balances: no coin objects.
+      return { coinType: normalizeStructTag(type), coinObjectCount: 0, totalBalance: amount.toString(), lockedBalance: {}, fundsInAddressBalance: amount.toString() };
+    },
+    suix_getReferenceGasPrice: async () => GAS_PRICE.toString(),
+  };
+}
