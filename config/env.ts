@@ -58,6 +58,10 @@ export interface RelayerConfig {
   readonly walletBalanceLowAlertDedupSecs: number;
   /** SPONSOR_WALLET_ADDRESS: the wallet that pays sponsored gas, watched by the balance monitor when set. */
   readonly sponsorWalletAddress: string | undefined;
+  /** SPONSOR_PRIVATE_KEY: the gas station's key behind /sponsor (hex or suiprivkey); the local stack makes one. */
+  readonly sponsorPrivateKey: string | undefined;
+  /** SPONSOR_TRANSIENT_MAX_ATTEMPTS / _BASE_DELAY_MS / _MAX_DELAY_MS (2 / 5000 / 30000): retries of transient failures. */
+  readonly sponsorTransientRetry: { readonly maxAttempts: number; readonly baseDelayMs: number; readonly maxDelayMs: number };
   readonly trustedProxyHops: number;
   readonly dataDir: string;
   /** MEMRELAY_LEXICAL_KEY: server secret of the keyed lexical index (hex or base64, ≥ 32 bytes); unset: the data dir's lexical.key. */
@@ -229,6 +233,12 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     sponsorBalanceLowThresholdSui: amountVar(env, "SPONSOR_BALANCE_LOW_THRESHOLD_SUI", 5_000_000_000n),
     walletBalanceLowAlertDedupSecs: intVar(env, "WALLET_BALANCE_LOW_ALERT_DEDUP_SECS", 43_200, 0),
     sponsorWalletAddress: env.SPONSOR_WALLET_ADDRESS?.trim().toLowerCase() || undefined,
+    sponsorPrivateKey: env.SPONSOR_PRIVATE_KEY?.trim() || undefined,
+    sponsorTransientRetry: {
+      maxAttempts: intVar(env, "SPONSOR_TRANSIENT_MAX_ATTEMPTS", 2, 1, 20),
+      baseDelayMs: intVar(env, "SPONSOR_TRANSIENT_BASE_DELAY_MS", 5_000, 0, 600_000),
+      maxDelayMs: intVar(env, "SPONSOR_TRANSIENT_MAX_DELAY_MS", 30_000, 0, 3_600_000),
+    },
     trustedProxyHops: intVar(env, "TRUSTED_PROXY_HOPS", 0, 0, 16),
     dataDir: dataDirOf(env),
     lexicalKey: env.MEMRELAY_LEXICAL_KEY?.trim() || undefined,

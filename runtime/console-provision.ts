@@ -13,6 +13,7 @@ import { BlobstoreLog } from "../actors/blobstore/log.ts";
 import { createAccount, ensureApp, type Core } from "../actors/blobstore/commands.ts";
 import type { Kind } from "../schemas/blobstore/events.ts";
 import { generateKeypair, keypairFromSecret, mint } from "../adapters/chain/local/accounts.ts";
+import { seedOf } from "../adapters/chain/local/keys.ts";
 import type { LocalChain } from "../adapters/chain/local/local-chain.ts";
 
 export const CONSOLE_STORAGE_APP = "memrelay-console";
@@ -65,12 +66,15 @@ export async function provisionStorage(opts: {
   return { url: opts.blobstoreUrl, apiKey: key.secret };
 }
 
-/** The console's sponsor key (from `hex`, the data directory, or new), funded for gas by the ledger operator. */
-export async function provisionSponsor(opts: { chain: LocalChain; operatorSecretKey: Uint8Array; dataDir: string; hex?: string; funding?: bigint }): Promise<Uint8Array> {
+/**
+ * A sponsor key (from `secret` — hex or suiprivkey —, the data directory's `<service>/sponsor.key`, or new), funded for gas by the ledger
+ * operator: the console's (bucket policies) and the relayer's gas station (/sponsor) each have one.
+ */
+export async function provisionSponsor(opts: { chain: LocalChain; operatorSecretKey: Uint8Array; dataDir: string; service?: "console" | "relayer"; secret?: string; funding?: bigint }): Promise<Uint8Array> {
   let secret: Uint8Array;
-  if (opts.hex) secret = Uint8Array.from(Buffer.from(opts.hex.replace(/^0x/, ""), "hex"));
+  if (opts.secret) secret = seedOf(opts.secret);
   else {
-    const dir = join(opts.dataDir, "console");
+    const dir = join(opts.dataDir, opts.service ?? "console");
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const file = join(dir, "sponsor.key");
     if (!existsSync(file)) writeFileSync(file, Buffer.from(generateKeypair().secretKey).toString("hex") + "\n", { mode: 0o600 });

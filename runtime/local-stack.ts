@@ -113,14 +113,22 @@ export async function startLocalStack(opts: {
     const embedder = createEmbedder({ kind: opts.config.embedder, dims: opts.config.embeddingDims, apiBase: opts.config.embeddingApiBase, apiKey: opts.config.embeddingApiKey, model: opts.config.embeddingModel });
     // The MCP sidecar runs beside the relayer; both ends share SIDECAR_AUTH_TOKEN, generated here when not given.
     const sidecar = { ...opts.config.sidecar, authToken: opts.config.sidecar.authToken ?? randomBytes(24).toString("hex") };
-    const config: RelayerConfig = { ...opts.config, serverChainPrivateKeys: walletKeys, chainRpcUrl: opts.config.chainRpcUrl || encryptionStack.rpcUrl, sidecar };
+    // The relayer's gas station (/sponsor): SPONSOR_PRIVATE_KEY, else a funded key kept in the data dir.
+    const relayerSponsor = await provisionSponsor({ chain, operatorSecretKey, dataDir: opts.config.dataDir, service: "relayer", secret: opts.config.sponsorPrivateKey });
+    const config: RelayerConfig = {
+      ...opts.config,
+      serverChainPrivateKeys: walletKeys,
+      chainRpcUrl: opts.config.chainRpcUrl || encryptionStack.rpcUrl,
+      sidecar,
+      sponsorWalletAddress: opts.config.sponsorWalletAddress ?? keypairFromSecret(relayerSponsor).address,
+    };
     // The keyed lexical index's secret: MEMRELAY_LEXICAL_KEY, else generated once in the data dir (lexical.key).
     const lexicalSecret = lexicalSecretFor(config, logger);
     const relayer = await startRelayer({
       config,
       log,
       db,
-      ports: { chain, encryption, blobs, embedder },
+      ports: { chain, encryption, blobs, embedder, sponsor: { chain, key: relayerSponsor } },
       logger,
       actorConcurrency: opts.actorConcurrency,
       attemptDelayMs: opts.attemptDelayMs,

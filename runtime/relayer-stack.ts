@@ -6,7 +6,7 @@ import { openNonceStore } from "../eventlog/connection.ts";
 import type { Db } from "../db/pool.ts";
 import type { RelayerConfig } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
-import type { BlobPort, ChainPort, EmbeddingPort, EncryptionPort } from "../adapters/ports.ts";
+import type { BlobPort, ChainPort, EmbeddingPort, EncryptionPort, SponsoredChainPort } from "../adapters/ports.ts";
 import { WalletPool } from "../adapters/chain/wallet-pool.ts";
 import { EmbedBatcher } from "../adapters/embeddings/batcher.ts";
 import { ActorHost } from "../actors/host.ts";
@@ -29,12 +29,18 @@ import { startSidecarWatchdog, type SidecarLink } from "../gateway/relayer/mcp-r
 import { startSidecar } from "../mcp/sidecar/server.ts";
 import { DelegateVault } from "../adapters/oauth/delegate-vault.ts";
 import { sidecarSettings } from "../mcp/sidecar/settings.ts";
+import { Sponsorship } from "../actors/relayer/sponsorship.ts";
+import { SponsorBindings } from "../adapters/sponsor/bindings.ts";
+import { SPONSOR_LIMITS } from "../schemas/relayer/sponsor.ts";
+import type { SecretKeyInput } from "../adapters/chain/local/keys.ts";
 
 export interface RelayerPorts {
   readonly chain: ChainPort;
   readonly encryption: EncryptionPort;
   readonly blobs: BlobPort;
   readonly embedder: EmbeddingPort;
+  /** The gas station behind /sponsor: the chain that executes sponsored transactions and the key paying their gas. */
+  readonly sponsor?: { readonly chain: SponsoredChainPort; readonly key: SecretKeyInput };
 }
 
 export interface RelayerRoles {
@@ -161,7 +167,14 @@ export async function startRelayer(opts: {
         ...(config.sidecar.authToken ? { authToken: config.sidecar.authToken } : {}),
         ...(roles.gateway ? { relayerUrl: `http://${config.host}:${port}` } : {}),
       });
-      const mcp = await startSidecar(settings, logger.child({ component: "mcp-sidecar" }));
+      const sponsorship = ports.sponsor && new Sponsorship({
+        bindings: await SponsorBindings.open(log, { nonceTtlMs: (2 * config.authMaxClockDriftSecs + 60) * 1000, bindingTtlMs: SPONSOR_LIMITS.bindingTtlMs }),
+        chain: ports.sponsor.chain,
+        sponsorKey: ports.sponsor.key,
+        clockWindowSecs: config.authMaxClockDriftSecs,
+        transientRetry: config.sponsorTransientRetry,
+      });
+      const mcp = await startSidecar(settings, logger.child({ component: "mcp-sidecar" }), { sponsorship });
       sidecarUrl = `http://${settings.url.hostname}:${mcp.port}`;
       stops.push(() => mcp.close());
     }

@@ -29,7 +29,7 @@ export async function startWorker(config: RelayerConfig, roles: RelayerRoles, lo
   });
   const blobs = new WalrusHttpBlobs({ publisherUrl: config.blobstorePublisherUrl, aggregatorUrl: config.blobstoreAggregatorUrl, extraAggregatorUrls: config.blobstoreAggregatorUrls, raceAfterMs: config.blobstoreAggregatorRaceAfterMs, cacheTtlSecs: config.blobCacheTtlSecs, cacheMaxBytes: config.blobCacheMaxBytes });
   const embedder = createEmbedder({ kind: config.embedder, dims: config.embeddingDims, apiBase: config.embeddingApiBase, apiKey: config.embeddingApiKey, model: config.embeddingModel });
-  const relayer = await startRelayer({ config, log, db, ports: { chain, encryption, blobs, embedder }, logger, roles, env, onSidecarLost });
+  const relayer = await startRelayer({ config, log, db, ports: { chain, encryption, blobs, embedder, ...(config.sponsorPrivateKey ? { sponsor: { chain, key: config.sponsorPrivateKey } } : {}) }, logger, roles, env, onSidecarLost });
   return {
     relayer,
     stop: async () => {

@@ -140,6 +140,9 @@ function targets(): Target[] {
     { service: "relayer", method: "POST", path: "/api/mcp", body: { jsonrpc: "2.0", id: 1, method: "tools/list" }, fields: { jsonrpc: "str", method: "str" }, authed: true },
     { service: "relayer", method: "POST", path: "/api/mcp/messages", query: true, body: { jsonrpc: "2.0", id: 1, method: "tools/list" }, fields: { jsonrpc: "str", method: "str" }, authed: true },
     { service: "relayer", method: "DELETE", path: "/api/mcp", authed: true },
+    // sponsorship: valid shapes (the signature is no signature of the request, so the sidecar refuses them too)
+    { service: "relayer", method: "POST", path: "/sponsor", body: { sender: `0x${"2".repeat(64)}`, transactionBlockKindBytes: Buffer.alloc(40, 1).toString("base64"), authTimestamp: Math.floor(Date.now() / 1000), authNonce: randomUUID(), authSignature: Buffer.alloc(97, 1).toString("base64") }, fields: { sender: "str", transactionBlockKindBytes: "str", authTimestamp: "num", authNonce: "str", authSignature: "str" }, authed: false },
+    { service: "relayer", method: "POST", path: "/sponsor/execute", body: { digest: "4".repeat(44), signature: Buffer.alloc(97, 1).toString("base64"), sender: `0x${"2".repeat(64)}` }, fields: { digest: "str", signature: "str", sender: "str" }, authed: false },
     { service: "relayer", method: "POST", path: "/oauth/register", body: { client_name: "fz", redirect_uris: ["http://127.0.0.1:9/cb"] }, fields: { client_name: "optstr", redirect_uris: "arr" }, authed: false },
     { service: "relayer", method: "POST", path: "/oauth/token", body: { grant_type: "authorization_code", code: "mrc.x", client_id: job, code_verifier: "v" }, fields: { grant_type: "str", code: "str", client_id: "str", code_verifier: "str" }, authed: false },
     { service: "relayer", method: "POST", path: "/oauth/revoke", body: { token: "mra.x" }, fields: { token: "str" }, authed: false },

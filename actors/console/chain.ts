@@ -4,9 +4,8 @@
 // sign the bytes with `Ed25519Keypair.signTransaction` from @mysten/sui.
 import type { SponsoredChainPort } from "../../adapters/ports.ts";
 import type { TxArgs, TxKind } from "../../adapters/chain/local/model.ts";
-import type { ChainTarget, SignedTx } from "../../schemas/chain.ts";
-import { keypairFromSecret, parseSerializedSignature, suiAddressOf, toSerializedSignature, verifyEd25519, type SecretKeyInput } from "../../adapters/chain/local/keys.ts";
-import { buildTransactionBytes, signingDigest, txDigest } from "../../adapters/chain/local/tx.ts";
+import type { ChainTarget } from "../../schemas/chain.ts";
+import { buildTransactionBytes, txDigest } from "../../adapters/chain/local/tx.ts";
 import { transactionValidUntil } from "../../adapters/chain/local/transaction-data.ts";
 import { accessGroupType, bucketPolicyType, type AccessGroupFields, type AccessScope, type BucketPolicyFields } from "../../schemas/chain.ts";
 
@@ -20,21 +19,6 @@ export interface UnsignedTx {
 export function buildSponsoredTx<K extends TxKind>(input: { target: ChainTarget; kind: K; args: TxArgs[K]; sender: string; sponsorAddress: string; timestampMs?: number }): UnsignedTx {
   const txBytes = buildTransactionBytes({ target: input.target, kind: input.kind, args: input.args, sender: input.sender, gasOwner: input.sponsorAddress, timestampMs: input.timestampMs });
   return { bytes: Buffer.from(txBytes).toString("base64"), digest: txDigest(txBytes) };
-}
-
-/** true when `signature` is a Sui Ed25519 signature of exactly `bytes` by `address`. */
-export function verifySenderSignature(bytes: string, signature: string, address: string): boolean {
-  const parsed = parseSerializedSignature(signature);
-  if (!parsed) return false;
-  if (suiAddressOf(parsed.publicKey) !== address) return false;
-  return verifyEd25519(parsed.publicKey, signingDigest(Buffer.from(bytes, "base64")), parsed.signature);
-}
-
-/** The sender's signature plus the sponsor's, ready to submit. */
-export function cosign(bytes: string, senderSignature: string, sponsorKey: SecretKeyInput): SignedTx {
-  const sponsor = keypairFromSecret(sponsorKey);
-  const sig = toSerializedSignature(sponsor.sign(signingDigest(Buffer.from(bytes, "base64"))), sponsor.publicKey);
-  return { tx_bytes: bytes, signatures: [senderSignature, sig] };
 }
 
 /** When the sponsored bytes stop being executable (ms); 0 for bytes that are not a ledger transaction. */

@@ -9,7 +9,8 @@ import { parseJsonObject } from "../http.ts";
 import { CODE, CONSOLE_LIMITS, ConsoleHttpError, badRequest, notFound, parseSignatureBody, parseSponsor } from "../../schemas/console/http.ts";
 import { command } from "../../eventlog/command-bus.ts";
 import { requireWrite, type Principal } from "./auth.ts";
-import { buildSponsoredTx, verifySenderSignature } from "../../actors/console/chain.ts";
+import { buildSponsoredTx } from "../../actors/console/chain.ts";
+import { verifySenderSignature } from "../../adapters/chain/local/tx.ts";
 import { type ConsoleRouteKit } from "./route-kit.ts";
 
 export function registerSponsorRoutes(kit: ConsoleRouteKit): void {

@@ -30,6 +30,7 @@ import { CREDENTIAL_HEADERS, decryptCredential } from "./decrypt-credential.ts";
 import { registerLanguageModelRoutes } from "./language-model-routes.ts";
 import { MCP_CORS_HEADERS, registerMcpRoutes, type SidecarLink } from "./mcp-routes.ts";
 import { registerOAuthRoutes } from "./oauth-routes.ts";
+import { registerSponsorRoutes } from "./sponsor-routes.ts";
 import { OAuthStore } from "../../actors/relayer/oauth-store.ts";
 import type { DelegateVault } from "../../adapters/oauth/delegate-vault.ts";
 import { PgRateLimiter } from "../rate-limit.ts";
@@ -184,6 +185,7 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
     wrap,
   });
   registerMcpRoutes(server, deps.sidecar, { trustedProxyHops: config.trustedProxyHops, logger, wrap, oauth });
+  registerSponsorRoutes(server, deps.sidecar, { trustedProxyHops: config.trustedProxyHops, logger, wrap });
   registerMaintenanceRoutes(server, { config, log, db, chain: deps.chain, blobs: deps.blobs, embedder: deps.embedder, logger }, { wrap, signed });
   server.fallback();
   return server;

@@ -17,6 +17,8 @@ import { BodyTooLarge, readBody } from "../node-body.ts";
 import type { SidecarSettings } from "./settings.ts";
 import { registerMemoryTools } from "../memory-tools.ts";
 import { BearerRefused, SessionCredentials, type BearerSession } from "./bearer.ts";
+import { handleSponsorRoute, SPONSOR_PATHS } from "./sponsor-routes.ts";
+import type { Sponsorship } from "../../actors/relayer/sponsorship.ts";
 
 const SSE_KEEPALIVE_MS = 15_000;
 
@@ -69,7 +71,12 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
 
 const isInitialize = (body: unknown) => (Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body));
 
-export async function startSidecar(settings: SidecarSettings, logger: Logger): Promise<Sidecar> {
+/** What else the sidecar serves: the relayer's gas station behind /sponsor, when one is configured. */
+export interface SidecarExtras {
+  readonly sponsorship?: Sponsorship;
+}
+
+export async function startSidecar(settings: SidecarSettings, logger: Logger, extras: SidecarExtras = {}): Promise<Sidecar> {
   const sessions = new Map<string, Session>();
   const limits = new SessionLimits(settings.sessions);
   const credentials = new SessionCredentials(settings.relayerUrl);
@@ -196,6 +203,9 @@ export async function startSidecar(settings: SidecarSettings, logger: Logger): P
       }
       if (!tokenMatches(req.headers[SIDECAR_HEADERS.token] as string | undefined, settings.authToken)) {
         throw new RpcRefusal(401, RPC_ERROR.unauthorized, "the sidecar only answers the relayer");
+      }
+      if (req.method === "POST" && (SPONSOR_PATHS as readonly string[]).includes(url.pathname)) {
+        return handleSponsorRoute(req, res, url.pathname, extras.sponsorship, logger);
       }
       if (url.pathname === "/mcp/sse" && req.method === "GET") return handleSseOpen(req, res);
       if (url.pathname === "/mcp/messages" && req.method === "POST") return handleSseMessage(req, res, url);

@@ -71,19 +71,39 @@ export function encodeTransactionData<K extends TxKind>(body: TxBody<K>, target:
   const commands = elements.map((element) => ({
     MoveCall: { package: target.packageId, module: spec.module, function: spec.fn, typeArguments: [], arguments: spec.params.map((p) => argument(p, element)) },
   }));
+  return wrapTransactionKind(
+    { ProgrammableTransaction: { inputs, commands } },
+    { target, sender: body.sender, gasOwner: body.gas_owner ?? body.sender, validFromMs: body.valid_from_ms, validUntilMs: body.valid_until_ms, nonce: body.nonce },
+  );
+}
+
+type TransactionKindInput = Parameters<typeof bcs.TransactionKind.serialize>[0];
+
+export interface TransactionEnvelope {
+  readonly target: ChainTarget;
+  readonly sender: string;
+  readonly gasOwner: string;
+  readonly validFromMs: number;
+  readonly validUntilMs: number;
+  /** u32 */
+  readonly nonce: number;
+}
+
+/** The TransactionData around a transaction kind: gas from the owner's address balance, a ValidDuring window. */
+export function wrapTransactionKind(kind: TransactionKindInput, e: TransactionEnvelope): Uint8Array {
   return bcs.TransactionData.serialize({
     V1: {
-      kind: { ProgrammableTransaction: { inputs, commands } },
-      sender: body.sender,
-      gasData: { payment: [], owner: body.gas_owner ?? body.sender, price: GAS_PRICE.toString(), budget: GAS_FEE_MIST.toString() },
+      kind,
+      sender: e.sender,
+      gasData: { payment: [], owner: e.gasOwner, price: GAS_PRICE.toString(), budget: GAS_FEE_MIST.toString() },
       expiration: {
         ValidDuring: {
           minEpoch: null,
           maxEpoch: null,
-          minTimestamp: String(body.valid_from_ms),
-          maxTimestamp: String(body.valid_until_ms),
-          chain: chainIdentifierDigest(body.chain),
-          nonce: body.nonce,
+          minTimestamp: String(e.validFromMs),
+          maxTimestamp: String(e.validUntilMs),
+          chain: chainIdentifierDigest(e.target.network),
+          nonce: e.nonce,
         },
       },
     },
