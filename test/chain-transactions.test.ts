@@ -206,19 +206,23 @@ describe("objects for the Sui RPC", () => {
 
 describe("transactions over the Sui JSON-RPC", () => {
   it("SuiJsonRpcClient executes SDK-built transactions on the ledger, reads them back and the balances; a refusal is a JSON-RPC error with the reason", async () => {
-    const rpc = await startChainRpcServer({ objects: ledgerObjectSource(a), transactions: a, chainName: NETWORK });
+    const rpc = await startChainRpcServer({ objects: ledgerObjectSource(a, { packageIds: [PACKAGE_ID], accounts: { packageId: PACKAGE_ID, getAccount: (id) => a.getAccount(id) } }), transactions: a, chainName: NETWORK });
     try {
       const client = new SuiJsonRpcClient({ url: rpc.url, network: "localnet" });
       const kp = Ed25519Keypair.generate();
       await mint(a, { operatorKey: operator.secretKey, to: kp.toSuiAddress(), amount: 10n * GAS_FEE_MIST });
       const checkpointDigest = (await client.getCheckpoint({ id: "0" })).digest;
-      const createAccountTx = () => {
+      const baseTx = () => {
         const tx = new Transaction();
         tx.setGasPayment([]);
         tx.setGasPrice(BigInt(1000));
         tx.setGasBudget(GAS_FEE_MIST);
         const now = Date.now();
         tx.setExpiration({ ValidDuring: { minEpoch: null, maxEpoch: null, minTimestamp: String(now - 60_000), maxTimestamp: String(now + 60_000), chain: checkpointDigest, nonce: (now & 0xffff) + Math.floor(Math.random() * 1000) } });
+        return tx;
+      };
+      const createAccountTx = () => {
+        const tx = baseTx();
         tx.moveCall({ target: `${PACKAGE_ID}::account::create_account`, arguments: [tx.sharedObjectRef({ objectId: a.target.registryId, initialSharedVersion: 1, mutable: true }), tx.object.clock()] });
         return tx;
       };
@@ -234,6 +238,19 @@ describe("transactions over the Sui JSON-RPC", () => {
       expect(await client.getBalance({ owner: kp.toSuiAddress() })).toMatchObject({ totalBalance: String(9n * GAS_FEE_MIST), fundsInAddressBalance: String(9n * GAS_FEE_MIST) });
       expect(await client.getReferenceGasPrice()).toBe(1000n);
       await expect(client.signAndExecuteTransaction({ transaction: createAccountTx(), signer: kp })).rejects.toThrow(/already has account/);
+
+      // the account is a shared MemWalAccount object: the SDK resolves `tx.object(accountId)` through the RPC
+      const accountId = (account as { objectId: string }).objectId;
+      const delegate = Ed25519Keypair.generate();
+      const addKey = baseTx();
+      addKey.moveCall({
+        target: `${PACKAGE_ID}::account::add_delegate_key`,
+        arguments: [addKey.object(accountId), addKey.pure.vector("u8", delegate.getPublicKey().toRawBytes()), addKey.pure.address(delegate.toSuiAddress()), addKey.pure.string("agent"), addKey.object.clock()],
+      });
+      expect((await client.signAndExecuteTransaction({ transaction: addKey, signer: kp, options: { showEffects: true } })).effects?.status.status).toBe("success");
+      const object = await client.getObject({ id: accountId, options: { showBcs: true, showOwner: true, showContent: true } });
+      expect(object.data?.owner).toEqual({ Shared: { initial_shared_version: 1 } });
+      expect((object.data?.content as unknown as { fields: { delegate_keys: { fields: { sui_address: string } }[] } }).fields.delegate_keys.map((k) => k.fields.sui_address)).toEqual([delegate.toSuiAddress()]);
       await expect(client.executeTransactionBlock({ transactionBlock: "AAAA", signature: [] })).rejects.toThrow(/Transaction refused/);
     } finally {
       await rpc.close();

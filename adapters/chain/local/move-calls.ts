@@ -24,8 +24,8 @@ export type PureCodec =
   | "scope"; // u8 ↔ "read" (0) | "readwrite" (1)
 
 export type MoveParam =
-  /** a shared object whose id is `args[field]` (or, with `each`, one element of it) */
-  | { readonly input: "shared"; readonly field: string; readonly mutable: boolean }
+  /** a shared object of the package's `module::struct` whose id is `args[field]` (or, with `each`, one element of it) */
+  | { readonly input: "shared"; readonly field: string; readonly struct: string; readonly mutable: boolean }
   /** the account registry of the target */
   | { readonly input: "registry" }
   | { readonly input: "clock" }
@@ -41,7 +41,7 @@ export interface MoveCallSpec {
   readonly each?: { readonly field: string; readonly max: number };
 }
 
-const shared = (field: string, mutable = true): MoveParam => ({ input: "shared", field, mutable });
+const shared = (field: string, struct: string, mutable = true): MoveParam => ({ input: "shared", field, struct, mutable });
 const pure = (field: string, codec: PureCodec): MoveParam => ({ input: "pure", field, codec });
 const REGISTRY: MoveParam = { input: "registry" };
 const CLOCK: MoveParam = { input: "clock" };
@@ -62,11 +62,11 @@ export const MOVE_CALLS: { readonly [K in TxKind]: MoveCallSpec } = {
   add_delegate_key: {
     module: "account",
     fn: "add_delegate_key",
-    params: [shared("account_id"), pure("public_key", "key-bytes"), delegateAddress, pure("label", "string"), CLOCK],
+    params: [shared("account_id", "MemWalAccount"), pure("public_key", "key-bytes"), delegateAddress, pure("label", "string"), CLOCK],
   },
-  remove_delegate_key: { module: "account", fn: "remove_delegate_key", params: [shared("account_id"), pure("public_key", "key-bytes")] },
-  deactivate_account: { module: "account", fn: "deactivate_account", params: [shared("account_id")] },
-  reactivate_account: { module: "account", fn: "reactivate_account", params: [shared("account_id")] },
+  remove_delegate_key: { module: "account", fn: "remove_delegate_key", params: [shared("account_id", "MemWalAccount"), pure("public_key", "key-bytes")] },
+  deactivate_account: { module: "account", fn: "deactivate_account", params: [shared("account_id", "MemWalAccount")] },
+  reactivate_account: { module: "account", fn: "reactivate_account", params: [shared("account_id", "MemWalAccount")] },
   // The relayer's blob registration with its namespace and package attributes.
   record_blob: {
     module: "blob_registry",
@@ -75,16 +75,16 @@ export const MOVE_CALLS: { readonly [K in TxKind]: MoveCallSpec } = {
   },
   // The developer console's bucket policies and access groups.
   bucket_policy_create: { module: "bucket_policy", fn: "create_policy", params: [pure("bucket_id", "string"), pure("space_id", "string")] },
-  bucket_group_create: { module: "bucket_policy", fn: "create_group", params: [shared("policy_id"), pure("bucket_id", "string")] },
+  bucket_group_create: { module: "bucket_policy", fn: "create_group", params: [shared("policy_id", "BucketPolicy"), pure("bucket_id", "string")] },
   grant_bucket_access: {
     module: "bucket_policy",
     fn: "grant_access",
-    params: [shared("group_ids"), pure("recipient", "address"), pure("scope", "scope")],
+    params: [shared("group_ids", "AccessGroup"), pure("recipient", "address"), pure("scope", "scope")],
     each: { field: "group_ids", max: MAX_GRANT_GROUPS },
   },
-  share_admin: { module: "bucket_policy", fn: "share_admin", params: [shared("group_id"), pure("member", "address")] },
-  unshare: { module: "bucket_policy", fn: "unshare", params: [shared("group_id"), pure("member", "address")] },
-  unshare_bucket_access: { module: "bucket_policy", fn: "unshare_service_signer", params: [shared("group_id"), pure("service_signer", "address")] },
+  share_admin: { module: "bucket_policy", fn: "share_admin", params: [shared("group_id", "AccessGroup"), pure("member", "address")] },
+  unshare: { module: "bucket_policy", fn: "unshare", params: [shared("group_id", "AccessGroup"), pure("member", "address")] },
+  unshare_bucket_access: { module: "bucket_policy", fn: "unshare_service_signer", params: [shared("group_id", "AccessGroup"), pure("service_signer", "address")] },
 };
 
 const BY_FUNCTION = new Map<string, TxKind>(Object.entries(MOVE_CALLS).map(([kind, spec]) => [`${spec.module}::${spec.fn}`, kind as TxKind]));
@@ -163,4 +163,41 @@ export function decodePure(codec: PureCodec, bytes: Uint8Array): { value: unknow
   } catch (err) {
     return { error: `argument is not a valid ${codec}: ${err instanceof Error ? err.message : String(err)}` };
   }
+}
+
+const STRUCT = (address: string, module: string, name: string) => ({ Struct: { address: normalizeSuiAddress(address), module, name, typeArguments: [] } });
+const PURE_TYPES: Record<PureCodec, unknown> = {
+  address: "Address",
+  string: STRUCT("0x1", "string", "String"),
+  u64: "U64",
+  "u64-decimal": "U64",
+  "key-bytes": { Vector: "U8" },
+  "json-bytes": { Vector: "U8" },
+  scope: "U8",
+};
+
+/**
+ * The calls' signatures as `sui_getNormalizedMoveFunction` answers them (keyed `module::function`), derived from the
+ * same table: what the SDK reads to resolve `tx.object(id)` and raw pure values in a MoveCall.
+ */
+export function normalizedMoveFunctions(packageId: string): Record<string, { visibility: "Private"; isEntry: true; typeParameters: []; parameters: unknown[]; return: [] }> {
+  const out: Record<string, { visibility: "Private"; isEntry: true; typeParameters: []; parameters: unknown[]; return: [] }> = {};
+  for (const spec of Object.values(MOVE_CALLS)) {
+    const parameters = spec.params.map((p) => {
+      switch (p.input) {
+        case "shared":
+          return { [p.mutable ? "MutableReference" : "Reference"]: STRUCT(packageId, spec.module, p.struct) };
+        case "registry":
+          return { MutableReference: STRUCT(packageId, "account", "AccountRegistry") };
+        case "clock":
+          return { Reference: STRUCT("0x2", "clock", "Clock") };
+        case "pure":
+          return PURE_TYPES[p.codec];
+        case "derived":
+          return "Address";
+      }
+    });
+    out[`${spec.module}::${spec.fn}`] = { visibility: "Private", isEntry: true, typeParameters: [], parameters: [...parameters, { MutableReference: STRUCT("0x2", "tx_context", "TxContext") }], return: [] };
+  }
+  return out;
 }

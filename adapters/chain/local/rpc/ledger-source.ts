@@ -3,7 +3,10 @@
 // ObjectSource the JSON-RPC server reads. Structural: it names only the reads it uses, not the ledger's internals.
 
 import { fromBase64, normalizeSuiAddress } from "@mysten/sui/utils";
-import { digestOf, packageObject, sealApproveFunction, type ChainObject, type ChainOwner, type DynamicFieldName, type NormalizedMoveFunction, type ObjectSource } from "./objects.ts";
+import { bcs } from "@mysten/sui/bcs";
+import type { Account } from "../model.ts";
+import { normalizedMoveFunctions } from "../move-calls.ts";
+import { digestOf, moveObject, packageObject, sealApproveFunction, type ChainObject, type ChainOwner, type DynamicFieldName, type NormalizedMoveFunction, type ObjectSource } from "./objects.ts";
 
 export type LedgerOwner = { AddressOwner: string } | { ObjectOwner: string } | { Shared: { initial_shared_version: string | number } } | "Immutable";
 
@@ -52,17 +55,47 @@ export function fromLedgerObject(o: LedgerStoredObject): ChainObject {
   };
 }
 
+const DelegateKeyBcs = bcs.struct("DelegateKey", { public_key: bcs.vector(bcs.u8()), sui_address: bcs.Address, label: bcs.String, created_at: bcs.u64() });
+/** `account::MemWalAccount` as Move lays it out (a UID is its address). */
+const MemWalAccountBcs = bcs.struct("MemWalAccount", { id: bcs.Address, owner: bcs.Address, delegate_keys: bcs.vector(DelegateKeyBcs), created_at: bcs.u64(), active: bcs.bool() });
+
+/** A ledger account as the shared `account::MemWalAccount` object of `packageId`, contents in BCS and as JSON fields. */
+export function accountObject(account: Account, packageId: string): ChainObject {
+  const keys = account.delegate_keys.map((k) => ({ public_key: [...Buffer.from(k.public_key, "hex")], sui_address: k.sui_address, label: k.label, created_at: String(k.created_at) }));
+  return moveObject({
+    objectId: account.id,
+    type: `${normalizeSuiAddress(packageId)}::account::MemWalAccount`,
+    contents: MemWalAccountBcs.serialize({ id: account.id, owner: account.owner, delegate_keys: keys, created_at: String(account.created_at), active: account.active }).toBytes(),
+    owner: { kind: "Shared", initialSharedVersion: "1" },
+    version: String(account.version),
+    fields: {
+      id: { id: account.id },
+      owner: account.owner,
+      delegate_keys: keys.map((fields) => ({ type: `${normalizeSuiAddress(packageId)}::account::DelegateKey`, fields })),
+      created_at: String(account.created_at),
+      active: account.active,
+    },
+  });
+}
+
 /**
- * An ObjectSource over the ledger. `packageIds` are served as version-1 package objects carrying the
- * `account::seal_approve` signature when the ledger has no package object of its own.
+ * An ObjectSource over the ledger. `packageIds` are served as version-1 package objects carrying the signatures of
+ * the ledger's Move calls and `account::seal_approve` when the ledger has no package object of its own; with `accounts`, the ledger's
+ * accounts are served as shared `account::MemWalAccount` objects (what `tx.object(accountId)` and Seal's
+ * `seal_approve(id, &account)` resolve).
  */
-export function ledgerObjectSource(ledger: LedgerObjectReader, opts: { packageIds?: readonly string[] } = {}): ObjectSource {
-  const packages = new Map((opts.packageIds ?? []).map((p) => [normalizeSuiAddress(p), packageObject(p, { "account::seal_approve": sealApproveFunction(p) })]));
+export function ledgerObjectSource(
+  ledger: LedgerObjectReader,
+  opts: { packageIds?: readonly string[]; accounts?: { readonly packageId: string; getAccount(id: string): Promise<Account | null> } } = {},
+): ObjectSource {
+  const packages = new Map((opts.packageIds ?? []).map((p) => [normalizeSuiAddress(p), packageObject(p, { ...normalizedMoveFunctions(p), "account::seal_approve": sealApproveFunction(p) })]));
   return {
     async getObject(objectId: string): Promise<ChainObject | null> {
       const id = normalizeSuiAddress(objectId);
       const o = await ledger.getObject(id);
       if (o) return fromLedgerObject(o);
+      const account = await opts.accounts?.getAccount(id);
+      if (account) return accountObject(account, opts.accounts!.packageId);
       return packages.get(id) ?? null;
     },
     async getDynamicField(parentId: string, name: DynamicFieldName): Promise<ChainObject | null> {
