@@ -21,7 +21,11 @@ async function api(path, body) {
 ${script}
 </script></body></html>`;
 
-/** `/connect?port&publicKey&state[&label&relayer]`: approve the package's new key, then hand the result back to it. */
+/**
+ * `/connect?port&publicKey&state[&label]`: approve the package's new key, then hand the result back to it. The
+ * development wallet approves through the dashboard; a browser wallet (Sui wallet standard: connect,
+ * signPersonalMessage, signTransaction) approves for its own account with the gas sponsored by the relayer.
+ */
 export const connectPage = (token: string) =>
   shell(
     "Connect an agent",
@@ -29,9 +33,10 @@ export const connectPage = (token: string) =>
     `<h1>Connect an agent to your memory</h1>
 <p>An agent asks to use your memory with a new key:</p>
 <p><b id="label"></b><br>key <code id="key"></code></p>
-<p>Approving adds the key to your account (a transaction signed by this stack's development wallet). You can revoke it
-at any time on the <a href="/keys">keys page</a>.</p>
-<p><button class="primary" id="approve">Approve</button></p>
+<p>Approving adds the key to your account, in a transaction your wallet signs: this stack's development wallet, or a
+Sui wallet in your browser (the memory service pays the gas). You can revoke it at any time on the
+<a href="/keys">keys page</a>.</p>
+<p><button class="primary" id="approve">Approve</button> <span id="wallets"></span></p>
 <p id="status" role="status"></p>`,
     `const q = new URLSearchParams(location.search);
 const port = q.get("port"), publicKey = q.get("publicKey"), state = q.get("state"), label = q.get("label") || "agent";
@@ -40,26 +45,63 @@ const say = (text, cls) => { status.textContent = text; status.className = cls |
 document.getElementById("label").textContent = label;
 document.getElementById("key").textContent = publicKey || "(missing)";
 const approve = document.getElementById("approve");
-if (!/^[0-9]{1,5}$/.test(port || "") || !/^[0-9a-fA-F]{64}$/.test(publicKey || "") || !/^[0-9a-f]{64}$/.test(state || "")) {
+const valid = /^[0-9]{1,5}$/.test(port || "") && /^[0-9a-fA-F]{64}$/.test(publicKey || "") && /^[0-9a-f]{64}$/.test(state || "");
+if (!valid) {
   approve.disabled = true;
   say("This link is incomplete or damaged: ask the agent for a new one (memory_login).", "err");
 }
-approve.addEventListener("click", async () => {
-  approve.disabled = true;
-  try {
-    say("Adding the key to your account…");
-    const approved = await api("/api/approve", { publicKey, label });
-    say("Handing the key back to the agent…");
-    const res = await fetch("http://127.0.0.1:" + port + "/callback", { method: "POST", headers: { "content-type": "application/json" },
-      body: JSON.stringify({ state, accountId: approved.accountId, walletAddress: approved.walletAddress, packageId: approved.packageId, label }) });
-    const back = await res.json().catch(() => ({}));
-    if (!res.ok) throw new Error(back.error || ("the agent answered " + res.status));
-    say("Connected. The agent can use your memory now; you can close this tab.", "ok");
-  } catch (e) {
+const buttons = () => [approve, ...document.querySelectorAll("#wallets button")];
+const enable = (on) => buttons().forEach((b) => (b.disabled = !on || !valid));
+async function handBack(approved) {
+  say("Handing the key back to the agent…");
+  const res = await fetch("http://127.0.0.1:" + port + "/callback", { method: "POST", headers: { "content-type": "application/json" },
+    body: JSON.stringify({ state, accountId: approved.accountId, walletAddress: approved.walletAddress, packageId: approved.packageId, label }) });
+  const back = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error(back.error || ("the agent answered " + res.status));
+  say("Connected. The agent can use your memory now; you can close this tab.", "ok");
+}
+async function attempt(steps) {
+  enable(false);
+  try { await steps(); }
+  catch (e) {
     say("Not connected: " + e.message + ". The link is valid 5 minutes; ask the agent for a new one if it expired.", "err");
-    approve.disabled = false;
+    enable(true);
   }
-});`,
+}
+approve.addEventListener("click", () => attempt(async () => {
+  say("Adding the key to your account…");
+  const approved = await api("/api/approve", { publicKey, label });
+  await handBack(approved);
+}));
+// The wallet standard's registry, app side: wallets announce themselves before or after the page is ready.
+const SUI_FEATURES = ["standard:connect", "sui:signPersonalMessage", "sui:signTransaction"];
+const registry = { register: (...wallets) => { wallets.forEach(addWallet); return () => {}; } };
+function addWallet(wallet) {
+  if (!SUI_FEATURES.every((f) => wallet.features && wallet.features[f])) return;
+  const b = document.createElement("button");
+  b.textContent = "Approve with " + wallet.name;
+  b.disabled = !valid;
+  b.addEventListener("click", () => attempt(() => approveWith(wallet)));
+  document.getElementById("wallets").append(b);
+}
+window.addEventListener("wallet-standard:register-wallet", (e) => e.detail(registry));
+window.dispatchEvent(new CustomEvent("wallet-standard:app-ready", { detail: registry }));
+async function approveWith(wallet) {
+  say("Connecting to " + wallet.name + "…");
+  const { accounts } = await wallet.features["standard:connect"].connect();
+  const account = accounts && accounts[0];
+  if (!account) throw new Error(wallet.name + " shared no account");
+  const prepared = await api("/api/wallet/prepare", { owner: account.address, publicKey, label });
+  say("Sign the request for sponsored gas in " + wallet.name + "…");
+  const auth = await wallet.features["sui:signPersonalMessage"].signPersonalMessage({ message: new TextEncoder().encode(prepared.message), account });
+  const sponsored = await api("/api/wallet/sponsor", { sender: account.address, transactionBlockKindBytes: prepared.transactionBlockKindBytes,
+    authTimestamp: prepared.authTimestamp, authNonce: prepared.authNonce, authSignature: auth.signature });
+  say("Approve the transaction in " + wallet.name + "…");
+  const signed = await wallet.features["sui:signTransaction"].signTransaction({ transaction: { toJSON: async () => sponsored.bytes }, account,
+    chain: (account.chains && account.chains[0]) || "sui:localnet" });
+  await api("/api/wallet/execute", { digest: sponsored.digest, signature: signed.signature, sender: account.address });
+  await handBack({ accountId: prepared.accountId, walletAddress: account.address, packageId: prepared.packageId });
+}`,
   );
 
 /** `/keys`: the account's delegate keys, newest first, each with a revoke button. */

@@ -2,13 +2,16 @@
 // opens, where the user approves a new delegate key, and the list of the account's delegate keys with revoke. On the
 // local network the wallet is the stack's development wallet (the dev account's owner key, held by this process),
 // which signs add/remove-delegate-key transactions on the local chain; the relayer refuses a removed key at once.
+// A browser wallet speaking the Sui wallet standard approves for its own account instead, gas paid by /sponsor.
 // The JSON API answers only same-origin requests carrying the page's token, so another site cannot drive the wallet.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { randomBytes, timingSafeEqual } from "node:crypto";
+import { randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
 import type { LocalChain } from "../adapters/chain/local/local-chain.ts";
 import { addDelegateKey, removeDelegateKey } from "../adapters/chain/local/accounts.ts";
 import type { Logger } from "../config/logger.ts";
 import { connectPage, consentPage, keysPage } from "./pages.ts";
+import { encodeTransactionKind } from "../adapters/chain/local/transaction-data.ts";
+import { sponsorAuthMessage, transactionKindHash } from "../schemas/relayer/sponsor.ts";
 import { BodyTooLarge, readBody } from "../mcp/node-body.ts";
 
 export interface DashboardOptions {
@@ -75,6 +78,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     }
     if (req.method !== "POST") throw new Refused(405, `${req.method} is not allowed on ${path}`);
     const body = await jsonBody(req);
+    if (path.startsWith("/api/wallet/")) return walletStep(path, body);
     const publicKey = String(body.publicKey ?? "");
     if (!HEX_KEY.test(publicKey)) throw new Refused(400, "publicKey must be 64 hexadecimal characters (an Ed25519 public key)");
     if (path === "/api/approve") {
@@ -89,6 +93,41 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
       return { accountId: a.id, revoked: publicKey.toLowerCase() };
     }
     throw new Refused(404, `no route for ${path}`);
+  };
+
+  /**
+   * A browser wallet (Sui wallet standard) approving a key for its own account, gas paid by the relayer's /sponsor:
+   * prepare builds the add-delegate-key call and the sponsorship request the wallet signs as a personal message;
+   * sponsor and execute forward the wallet's signatures to the relayer. The dashboard never holds the wallet's key.
+   */
+  const walletStep = async (path: string, body: Record<string, unknown>): Promise<unknown> => {
+    if (!o.relayerUrl) throw new Refused(503, "browser wallets need the relayer's /sponsor: this dashboard has no relayer");
+    if (path === "/api/wallet/prepare") {
+      const owner = String(body.owner ?? "").toLowerCase();
+      const publicKey = String(body.publicKey ?? "").toLowerCase();
+      if (!/^0x[0-9a-f]{64}$/.test(owner)) throw new Refused(400, "owner must be the wallet's Sui address");
+      if (!HEX_KEY.test(publicKey)) throw new Refused(400, "publicKey must be 64 hexadecimal characters (an Ed25519 public key)");
+      const a = await o.chain.getAccountByOwner(owner);
+      if (!a) throw new Refused(404, `the wallet ${owner} has no memory account on this network`);
+      const label = String(body.label ?? "").slice(0, LABEL_MAX);
+      const kind = encodeTransactionKind("add_delegate_key", { account_id: a.id, public_key: publicKey, label }, o.chain.target);
+      const authTimestamp = Math.floor(Date.now() / 1000);
+      const authNonce = randomUUID();
+      return {
+        accountId: a.id,
+        packageId: o.packageId,
+        transactionBlockKindBytes: Buffer.from(kind).toString("base64"),
+        authTimestamp,
+        authNonce,
+        message: sponsorAuthMessage(owner, transactionKindHash(kind), authTimestamp, authNonce),
+      };
+    }
+    const relayerPath = path === "/api/wallet/sponsor" ? "/sponsor" : path === "/api/wallet/execute" ? "/sponsor/execute" : null;
+    if (!relayerPath) throw new Refused(404, `no route for ${path}`);
+    const res = await fetch(new URL(relayerPath, o.relayerUrl), { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal: AbortSignal.timeout(60_000) });
+    const answer = (await res.json().catch(() => ({}))) as { error?: string };
+    if (!res.ok) throw new Refused(res.status, answer.error ?? `the relayer answered ${res.status}`);
+    return answer;
   };
 
   const server = createServer((req, res) => {

@@ -1,7 +1,8 @@
 // Black-box, as an agent host runs it: `memrelay-mcp` as a child process over stdio (the MCP SDK's stdio client),
 // signed out at first; memory_login's URL opened in headless Chromium (Debian's package) on the dashboard, the key
 // approved with the development wallet; then memory_recall works without restarting the package; the key revoked
-// on the dashboard's keys page, and the next call is refused with 401 while the credential file stays.
+// on the dashboard's keys page, and the next call is refused with 401 while the credential file stays. And the same
+// sign-in with a browser wallet (Sui wallet standard) for its own account, the gas sponsored by the relayer.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtempSync, rmSync, existsSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -14,6 +15,10 @@ import { startDashboard, type Dashboard } from "../dashboard/server.ts";
 import { silentLogger } from "../config/logger.ts";
 import type { DevIdentity } from "../runtime/local-stack.ts";
 import { TOOL } from "../schemas/mcp-tools.ts";
+import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
+import { Transaction } from "@mysten/sui/transactions";
+import { createAccount, mint } from "../adapters/chain/local/accounts.ts";
+import { GAS_FEE_MIST } from "../adapters/chain/local/model.ts";
 
 let t: TestStack;
 let dashboard: Dashboard;
@@ -27,7 +32,7 @@ beforeAll(async () => {
   const c = await t.client(owner);
   const { job_id } = await c.remember("I drink green tea every morning");
   expect((await c.waitForJob(job_id)).status).toBe("done");
-  dashboard = await startDashboard({ chain: t.stack.chain, ownerSecretKey: owner.ownerSecretKey, accountId: owner.accountId, packageId: t.stack.encryptionStack.packageId, host: "127.0.0.1", port: 0, logger: silentLogger });
+  dashboard = await startDashboard({ chain: t.stack.chain, ownerSecretKey: owner.ownerSecretKey, accountId: owner.accountId, packageId: t.stack.encryptionStack.packageId, host: "127.0.0.1", port: 0, logger: silentLogger, relayerUrl: t.stack.relayerUrl });
   browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium", headless: true, args: ["--no-sandbox"] });
   home = mkdtempSync(join(tmpdir(), "memrelay-mcp-home-"));
 }, 120_000);
@@ -118,4 +123,68 @@ describe("memrelay-mcp over stdio with sign-in through the dashboard", () => {
       await client.close();
     }
   }, 60_000);
+
+  it("signs in with a browser wallet (Sui wallet standard) for its own account, the relayer sponsoring the gas", async () => {
+    // the wallet's owner has an account and no gas left
+    const wallet = Ed25519Keypair.generate();
+    await mint(t.stack.chain, { operatorKey: t.stack.operatorSecretKey, to: wallet.toSuiAddress(), amount: GAS_FEE_MIST });
+    const account = await createAccount(t.stack.chain, { ownerKey: wallet.getSecretKey() });
+    expect((await t.stack.chain.balance(wallet.toSuiAddress())).balances.SUI).toBe(0n);
+
+    const credentials = join(home, "wallet.json");
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: ["bin/memrelay-mcp.mjs", "--relayer", t.stack.relayerUrl, "--web-url", dashboard.url, "--label", "Wallet agent"],
+      env: { ...(process.env as Record<string, string>), HOME: home, MEMORY_CREDENTIALS_FILE: credentials },
+      stderr: "pipe",
+    });
+    const client = new Client({ name: "host", version: "1.0.0" });
+    await client.connect(transport);
+    const page = await browser.newPage();
+    try {
+      // A wallet-standard wallet in the page, its keys in this test: what a wallet extension provides.
+      const signed: string[] = [];
+      await page.exposeFunction("__walletSign", async (what: "message" | "transaction", b64: string) => {
+        const bytes = Buffer.from(b64, "base64");
+        signed.push(what === "transaction" ? Transaction.from(b64).getData().commands[0]!.MoveCall!.function : new TextDecoder().decode(bytes).split("\n")[0]!);
+        return what === "message" ? (await wallet.signPersonalMessage(bytes)).signature : (await wallet.signTransaction(bytes)).signature;
+      });
+      await page.addInitScript((address: string) => {
+        // runs in the page (no DOM types here): the window as far as the wallet uses it
+        const win = globalThis as unknown as { __walletSign: (w: string, b: string) => Promise<string>; addEventListener(t: string, f: (e: CustomEvent) => void): void; dispatchEvent(e: Event): void };
+        const sign = win.__walletSign;
+        const b64 = (u: Uint8Array) => btoa(String.fromCharCode(...u));
+        const account = { address, publicKey: new Uint8Array(32), chains: ["sui:localnet"], features: [] };
+        const testWallet = {
+          version: "1.0.0", name: "Test Wallet", icon: "data:image/svg+xml;base64,", chains: ["sui:localnet"], accounts: [account],
+          features: {
+            "standard:connect": { version: "1.0.0", connect: async () => ({ accounts: [account] }) },
+            "sui:signPersonalMessage": { version: "1.1.0", signPersonalMessage: async ({ message }: { message: Uint8Array }) => ({ bytes: b64(message), signature: await sign("message", b64(message)) }) },
+            "sui:signTransaction": { version: "2.0.0", signTransaction: async ({ transaction }: { transaction: { toJSON(): Promise<string> } }) => { const bytes = await transaction.toJSON(); return { bytes, signature: await sign("transaction", bytes) }; } },
+          },
+        };
+        const register = (api: { register(w: unknown): unknown }) => api.register(testWallet);
+        win.addEventListener("wallet-standard:app-ready", (e) => register(e.detail));
+        win.dispatchEvent(new CustomEvent("wallet-standard:register-wallet", { detail: register }));
+      }, wallet.toSuiAddress());
+
+      const url = /https?:\/\/\S+/.exec(textOf(await client.callTool({ name: TOOL.login, arguments: {} })))![0];
+      await page.goto(url);
+      await page.click("button:has-text('Approve with Test Wallet')");
+      await expect.poll(() => page.locator("#status").textContent(), { timeout: 15_000 }).toMatch(/^Connected/);
+      expect(signed).toEqual(["memrelay sponsor request", "add_delegate_key"]);
+      const keys = (await t.stack.chain.getAccount(account.id))!.delegate_keys;
+      expect(keys.map((k) => k.label)).toEqual(["Wallet agent"]);
+      expect((await t.stack.chain.balance(wallet.toSuiAddress())).balances.SUI).toBe(0n); // the sponsor paid
+
+      // the package now acts for the wallet's account, without a restart
+      const remembered = await client.callTool({ name: TOOL.remember, arguments: { text: "My wallet's favourite colour is teal" } });
+      expect(remembered.isError, textOf(remembered)).toBeFalsy();
+      const recalled = await client.callTool({ name: TOOL.recall, arguments: { query: "favourite colour" } });
+      expect(textOf(recalled)).toContain("teal");
+    } finally {
+      await page.close();
+      await client.close();
+    }
+  }, 90_000);
 });

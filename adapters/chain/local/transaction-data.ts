@@ -32,8 +32,24 @@ type CallArg = { Pure: { bytes: Uint8Array } } | { Object: { SharedObject: { obj
 
 /** BCS `TransactionData` of one ledger transaction. Throws when the args cannot be encoded. */
 export function encodeTransactionData<K extends TxKind>(body: TxBody<K>, target: ChainTarget): Uint8Array {
-  const spec = MOVE_CALLS[body.kind];
-  const args = body.args as unknown as Record<string, unknown>;
+  return wrapTransactionKind(transactionKind(body.kind, body.args, target), {
+    target,
+    sender: body.sender,
+    gasOwner: body.gas_owner ?? body.sender,
+    validFromMs: body.valid_from_ms,
+    validUntilMs: body.valid_until_ms,
+    nonce: body.nonce,
+  });
+}
+
+/** BCS `TransactionKind` of a kind's call (what a wallet asks /sponsor to pay for). Throws when the args cannot be encoded. */
+export function encodeTransactionKind<K extends TxKind>(kind: K, args: TxArgs[K], target: ChainTarget): Uint8Array {
+  return bcs.TransactionKind.serialize(transactionKind(kind, args, target)).toBytes();
+}
+
+function transactionKind<K extends TxKind>(kind: K, rawArgs: TxArgs[K], target: ChainTarget): TransactionKindInput {
+  const spec = MOVE_CALLS[kind];
+  const args = rawArgs as unknown as Record<string, unknown>;
   const inputs: CallArg[] = [];
   const indexOf = new Map<string, number>();
   const input = (key: string, make: () => CallArg) => {
@@ -71,10 +87,7 @@ export function encodeTransactionData<K extends TxKind>(body: TxBody<K>, target:
   const commands = elements.map((element) => ({
     MoveCall: { package: target.packageId, module: spec.module, function: spec.fn, typeArguments: [], arguments: spec.params.map((p) => argument(p, element)) },
   }));
-  return wrapTransactionKind(
-    { ProgrammableTransaction: { inputs, commands } },
-    { target, sender: body.sender, gasOwner: body.gas_owner ?? body.sender, validFromMs: body.valid_from_ms, validUntilMs: body.valid_until_ms, nonce: body.nonce },
-  );
+  return { ProgrammableTransaction: { inputs, commands } };
 }
 
 type TransactionKindInput = Parameters<typeof bcs.TransactionKind.serialize>[0];
