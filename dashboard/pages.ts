@@ -22,6 +22,39 @@ ${script}
 </script></body></html>`;
 
 /**
+ * The Sui wallet standard, app side, shared by the pages: wallets announce themselves before or after the page is
+ * ready; `walletCall` runs one sponsored account call with a wallet (prepare → sign the sponsorship request → /sponsor
+ * → sign the transaction → execute), the dashboard relaying to the relayer.
+ */
+const WALLETS = `const SUI_FEATURES = ["standard:connect", "sui:signPersonalMessage", "sui:signTransaction"];
+const walletListeners = [];
+const seenWallets = [];
+const registry = { register: (...wallets) => {
+  for (const w of wallets) if (SUI_FEATURES.every((f) => w.features && w.features[f])) { seenWallets.push(w); walletListeners.forEach((l) => l(w)); }
+  return () => {};
+} };
+function onWallet(listener) { walletListeners.push(listener); seenWallets.forEach(listener); }
+window.addEventListener("wallet-standard:register-wallet", (e) => e.detail(registry));
+window.dispatchEvent(new CustomEvent("wallet-standard:app-ready", { detail: registry }));
+async function walletAccount(wallet) {
+  const { accounts } = await wallet.features["standard:connect"].connect();
+  if (!accounts || !accounts[0]) throw new Error(wallet.name + " shared no account");
+  return accounts[0];
+}
+async function walletCall(wallet, account, call, say) {
+  const prepared = await api("/api/wallet/prepare", { owner: account.address, ...call });
+  say("Sign the request for sponsored gas in " + wallet.name + "…");
+  const auth = await wallet.features["sui:signPersonalMessage"].signPersonalMessage({ message: new TextEncoder().encode(prepared.message), account });
+  const sponsored = await api("/api/wallet/sponsor", { sender: account.address, transactionBlockKindBytes: prepared.transactionBlockKindBytes,
+    authTimestamp: prepared.authTimestamp, authNonce: prepared.authNonce, authSignature: auth.signature });
+  say("Approve the transaction in " + wallet.name + "…");
+  const signed = await wallet.features["sui:signTransaction"].signTransaction({ transaction: { toJSON: async () => sponsored.bytes }, account,
+    chain: (account.chains && account.chains[0]) || "sui:localnet" });
+  await api("/api/wallet/execute", { digest: sponsored.digest, signature: signed.signature, sender: account.address });
+  return prepared;
+}`;
+
+/**
  * `/connect?port&publicKey&state[&label]`: approve the package's new key, then hand the result back to it. The
  * development wallet approves through the dashboard; a browser wallet (Sui wallet standard: connect,
  * signPersonalMessage, signTransaction) approves for its own account with the gas sponsored by the relayer.
@@ -38,7 +71,8 @@ Sui wallet in your browser (the memory service pays the gas). You can revoke it 
 <a href="/keys">keys page</a>.</p>
 <p><button class="primary" id="approve">Approve</button> <span id="wallets"></span></p>
 <p id="status" role="status"></p>`,
-    `const q = new URLSearchParams(location.search);
+    `${WALLETS}
+const q = new URLSearchParams(location.search);
 const port = q.get("port"), publicKey = q.get("publicKey"), state = q.get("state"), label = q.get("label") || "agent";
 const status = document.getElementById("status");
 const say = (text, cls) => { status.textContent = text; status.className = cls || ""; };
@@ -73,49 +107,40 @@ approve.addEventListener("click", () => attempt(async () => {
   const approved = await api("/api/approve", { publicKey, label });
   await handBack(approved);
 }));
-// The wallet standard's registry, app side: wallets announce themselves before or after the page is ready.
-const SUI_FEATURES = ["standard:connect", "sui:signPersonalMessage", "sui:signTransaction"];
-const registry = { register: (...wallets) => { wallets.forEach(addWallet); return () => {}; } };
-function addWallet(wallet) {
-  if (!SUI_FEATURES.every((f) => wallet.features && wallet.features[f])) return;
+onWallet((wallet) => {
   const b = document.createElement("button");
   b.textContent = "Approve with " + wallet.name;
   b.disabled = !valid;
-  b.addEventListener("click", () => attempt(() => approveWith(wallet)));
+  b.addEventListener("click", () => attempt(async () => {
+    say("Connecting to " + wallet.name + "…");
+    const account = await walletAccount(wallet);
+    const prepared = await walletCall(wallet, account, { call: "add", publicKey, label }, say);
+    await handBack({ accountId: prepared.accountId, walletAddress: account.address, packageId: prepared.packageId });
+  }));
   document.getElementById("wallets").append(b);
-}
-window.addEventListener("wallet-standard:register-wallet", (e) => e.detail(registry));
-window.dispatchEvent(new CustomEvent("wallet-standard:app-ready", { detail: registry }));
-async function approveWith(wallet) {
-  say("Connecting to " + wallet.name + "…");
-  const { accounts } = await wallet.features["standard:connect"].connect();
-  const account = accounts && accounts[0];
-  if (!account) throw new Error(wallet.name + " shared no account");
-  const prepared = await api("/api/wallet/prepare", { owner: account.address, publicKey, label });
-  say("Sign the request for sponsored gas in " + wallet.name + "…");
-  const auth = await wallet.features["sui:signPersonalMessage"].signPersonalMessage({ message: new TextEncoder().encode(prepared.message), account });
-  const sponsored = await api("/api/wallet/sponsor", { sender: account.address, transactionBlockKindBytes: prepared.transactionBlockKindBytes,
-    authTimestamp: prepared.authTimestamp, authNonce: prepared.authNonce, authSignature: auth.signature });
-  say("Approve the transaction in " + wallet.name + "…");
-  const signed = await wallet.features["sui:signTransaction"].signTransaction({ transaction: { toJSON: async () => sponsored.bytes }, account,
-    chain: (account.chains && account.chains[0]) || "sui:localnet" });
-  await api("/api/wallet/execute", { digest: sponsored.digest, signature: signed.signature, sender: account.address });
-  await handBack({ accountId: prepared.accountId, walletAddress: account.address, packageId: prepared.packageId });
-}`,
+});`,
   );
 
-/** `/keys`: the account's delegate keys, newest first, each with a revoke button. */
+/**
+ * `/keys`: an account's delegate keys, newest first, each with a revoke button: the development account's, revoked
+ * by the development wallet, or — after "Use <wallet>" — a browser wallet's own account's, revoked by that wallet
+ * with the gas sponsored.
+ */
 export const keysPage = (token: string) =>
   shell(
     "Delegate keys",
     token,
     `<h1>Delegate keys</h1>
-<p>Account <code id="account"></code></p>
+<p>Account <code id="account"></code> <span id="wallets"></span></p>
 <table><thead><tr><th>Label</th><th>Created</th><th>Key</th><th></th></tr></thead><tbody id="keys"></tbody></table>
 <p id="status" role="status"></p>`,
-    `const status = document.getElementById("status");
+    `${WALLETS}
+const status = document.getElementById("status");
+const say = (text, cls) => { status.textContent = text; status.className = cls || ""; };
+/** Where the keys come from and how one is revoked: the development wallet, or a browser wallet's own account. */
+let source = { load: () => api("/api/keys"), revoke: (k) => api("/api/revoke", { publicKey: k.publicKey }) };
 async function load() {
-  const data = await api("/api/keys");
+  const data = await source.load();
   document.getElementById("account").textContent = data.accountId;
   const rows = document.getElementById("keys");
   rows.replaceChildren();
@@ -133,18 +158,33 @@ async function load() {
     b.addEventListener("click", async () => {
       b.disabled = true;
       try {
-        await api("/api/revoke", { publicKey: k.publicKey });
-        status.textContent = "Revoked " + (k.label || k.publicKey.slice(0, 12)) + ": the relayer refuses it from the next request.";
-        status.className = "ok";
+        await source.revoke(k);
+        say("Revoked " + (k.label || k.publicKey.slice(0, 12)) + ": the relayer refuses it from the next request.", "ok");
         await load();
-      } catch (e) { status.textContent = "Not revoked: " + e.message; status.className = "err"; b.disabled = false; }
+      } catch (e) { say("Not revoked: " + e.message, "err"); b.disabled = false; }
     });
     td.append(b);
     tr.append(td);
     rows.append(tr);
   }
 }
-load().catch((e) => { status.textContent = "Could not load the keys: " + e.message; status.className = "err"; });`,
+onWallet((wallet) => {
+  const b = document.createElement("button");
+  b.textContent = "Use " + wallet.name;
+  b.addEventListener("click", async () => {
+    try {
+      const account = await walletAccount(wallet);
+      source = {
+        load: () => api("/api/wallet/keys", { owner: account.address }),
+        revoke: (k) => walletCall(wallet, account, { call: "remove", publicKey: k.publicKey }, say),
+      };
+      await load();
+      say("Showing the keys of " + wallet.name + "'s account.");
+    } catch (e) { say("Could not use " + wallet.name + ": " + e.message, "err"); }
+  });
+  document.getElementById("wallets").append(b);
+});
+load().catch((e) => say("Could not load the keys: " + e.message, "err"));`,
   );
 
 /**

@@ -7,6 +7,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
 import type { LocalChain } from "../adapters/chain/local/local-chain.ts";
+import type { Account } from "../adapters/chain/local/model.ts";
 import { addDelegateKey, removeDelegateKey } from "../adapters/chain/local/accounts.ts";
 import type { Logger } from "../config/logger.ts";
 import { connectPage, consentPage, keysPage } from "./pages.ts";
@@ -62,6 +63,12 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     res.writeHead(status, { "content-type": type, "cache-control": "no-store", "x-frame-options": "DENY", "content-security-policy": csp });
     res.end(body);
   };
+  const keysOf = (a: Account) => ({
+    accountId: a.id,
+    owner: a.owner,
+    packageId: o.packageId,
+    keys: a.delegate_keys.map((k) => ({ publicKey: k.public_key, address: k.sui_address, label: k.label, createdAt: new Date(k.created_at).toISOString() })),
+  });
   const account = async () => {
     const a = await o.chain.getAccount(o.accountId);
     if (!a) throw new Refused(404, "the development account does not exist on this chain");
@@ -72,10 +79,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     const given = Buffer.from(String(req.headers["x-dashboard-token"] ?? ""));
     if (req.headers.origin !== undefined && req.headers.origin !== origin) throw new Refused(403, "cross-origin requests are refused");
     if (given.length !== token.length || !timingSafeEqual(given, Buffer.from(token))) throw new Refused(403, "missing or wrong dashboard token: reload the page");
-    if (path === "/api/keys" && req.method === "GET") {
-      const a = await account();
-      return { accountId: a.id, owner: a.owner, packageId: o.packageId, keys: a.delegate_keys.map((k) => ({ publicKey: k.public_key, address: k.sui_address, label: k.label, createdAt: new Date(k.created_at).toISOString() })) };
-    }
+    if (path === "/api/keys" && req.method === "GET") return keysOf(await account());
     if (req.method !== "POST") throw new Refused(405, `${req.method} is not allowed on ${path}`);
     const body = await jsonBody(req);
     if (path.startsWith("/api/wallet/")) return walletStep(path, body);
@@ -96,21 +100,25 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   };
 
   /**
-   * A browser wallet (Sui wallet standard) approving a key for its own account, gas paid by the relayer's /sponsor:
-   * prepare builds the add-delegate-key call and the sponsorship request the wallet signs as a personal message;
-   * sponsor and execute forward the wallet's signatures to the relayer. The dashboard never holds the wallet's key.
+   * A browser wallet (Sui wallet standard) managing its own account's keys, gas paid by the relayer's /sponsor: keys
+   * lists them; prepare builds the add- or remove-delegate-key call and the sponsorship request the wallet signs as a
+   * personal message; sponsor and execute forward the wallet's signatures to the relayer. The dashboard never holds
+   * the wallet's key.
    */
   const walletStep = async (path: string, body: Record<string, unknown>): Promise<unknown> => {
     if (!o.relayerUrl) throw new Refused(503, "browser wallets need the relayer's /sponsor: this dashboard has no relayer");
-    if (path === "/api/wallet/prepare") {
+    if (path === "/api/wallet/keys" || path === "/api/wallet/prepare") {
       const owner = String(body.owner ?? "").toLowerCase();
-      const publicKey = String(body.publicKey ?? "").toLowerCase();
       if (!/^0x[0-9a-f]{64}$/.test(owner)) throw new Refused(400, "owner must be the wallet's Sui address");
-      if (!HEX_KEY.test(publicKey)) throw new Refused(400, "publicKey must be 64 hexadecimal characters (an Ed25519 public key)");
       const a = await o.chain.getAccountByOwner(owner);
       if (!a) throw new Refused(404, `the wallet ${owner} has no memory account on this network`);
-      const label = String(body.label ?? "").slice(0, LABEL_MAX);
-      const kind = encodeTransactionKind("add_delegate_key", { account_id: a.id, public_key: publicKey, label }, o.chain.target);
+      if (path === "/api/wallet/keys") return keysOf(a);
+      const publicKey = String(body.publicKey ?? "").toLowerCase();
+      if (!HEX_KEY.test(publicKey)) throw new Refused(400, "publicKey must be 64 hexadecimal characters (an Ed25519 public key)");
+      const kind =
+        body.call === "remove"
+          ? encodeTransactionKind("remove_delegate_key", { account_id: a.id, public_key: publicKey }, o.chain.target)
+          : encodeTransactionKind("add_delegate_key", { account_id: a.id, public_key: publicKey, label: String(body.label ?? "").slice(0, LABEL_MAX) }, o.chain.target);
       const authTimestamp = Math.floor(Date.now() / 1000);
       const authNonce = randomUUID();
       return {

@@ -124,7 +124,7 @@ describe("memrelay-mcp over stdio with sign-in through the dashboard", () => {
     }
   }, 60_000);
 
-  it("signs in with a browser wallet (Sui wallet standard) for its own account, the relayer sponsoring the gas", async () => {
+  it("signs in with a browser wallet (Sui wallet standard) for its own account, the relayer sponsoring the gas, and revokes with it", async () => {
     // the wallet's owner has an account and no gas left
     const wallet = Ed25519Keypair.generate();
     await mint(t.stack.chain, { operatorKey: t.stack.operatorSecretKey, to: wallet.toSuiAddress(), amount: GAS_FEE_MIST });
@@ -182,6 +182,18 @@ describe("memrelay-mcp over stdio with sign-in through the dashboard", () => {
       expect(remembered.isError, textOf(remembered)).toBeFalsy();
       const recalled = await client.callTool({ name: TOOL.recall, arguments: { query: "favourite colour" } });
       expect(textOf(recalled)).toContain("teal");
+
+      // the keys page shows the wallet's own account once the wallet is used there, and the wallet revokes the key
+      await page.goto(`${dashboard.url}/keys`);
+      await page.click("button:has-text('Use Test Wallet')");
+      await expect.poll(() => page.locator("#account").textContent()).toBe(account.id);
+      const row = page.locator("tr", { hasText: "Wallet agent" });
+      await expect.poll(() => row.count()).toBe(1);
+      await row.locator("button", { hasText: "Revoke" }).click();
+      await expect.poll(() => page.locator("#status").textContent(), { timeout: 15_000 }).toMatch(/^Revoked Wallet agent/);
+      expect(signed.slice(2)).toEqual(["memrelay sponsor request", "remove_delegate_key"]);
+      const refused = await client.callTool({ name: TOOL.recall, arguments: { query: "favourite colour" } });
+      expect(textOf(refused)).toMatch(/401/);
     } finally {
       await page.close();
       await client.close();
