@@ -198,16 +198,18 @@ export const consentPage = (token: string, relayerUrl: string) =>
     token,
     `<h1>Authorize <span id="client"></span></h1>
 <p><b id="client2"></b> (returning to <code id="host"></code>) asks to use your memory. Approving adds a key held by
-the memory service to your account (signed by this stack's development wallet); you can revoke it on the
-<a href="/keys">keys page</a>, which ends the platform's access.</p>
-<p><button class="primary" id="approve">Approve</button> <button id="deny">Deny</button></p>
+the memory service to your account, signed by your wallet (this stack's development wallet, or a Sui wallet in your
+browser, the memory service paying the gas); you can revoke it on the <a href="/keys">keys page</a>, which ends the
+platform's access.</p>
+<p><button class="primary" id="approve">Approve</button> <span id="wallets"></span> <button id="deny">Deny</button></p>
 <p id="status" role="status"></p>`,
-    `const relayer = ${JSON.stringify(relayerUrl)};
+    `${WALLETS}
+const relayer = ${JSON.stringify(relayerUrl)};
 const grant = new URLSearchParams(location.search).get("grant") || "";
 const status = document.getElementById("status");
 const say = (text, cls) => { status.textContent = text; status.className = cls || ""; };
-const buttons = [document.getElementById("approve"), document.getElementById("deny")];
-const enable = (on) => buttons.forEach((b) => (b.disabled = !on));
+const buttons = () => [document.getElementById("approve"), document.getElementById("deny"), ...document.querySelectorAll("#wallets button")];
+const enable = (on) => buttons().forEach((b) => (b.disabled = !on));
 async function relayerCall(path, body) {
   const res = await fetch(relayer + path, body === undefined ? {} : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
   const data = await res.json().catch(() => ({}));
@@ -223,15 +225,24 @@ relayerCall("/oauth/consent/" + encodeURIComponent(grant)).then((i) => {
   document.getElementById("host").textContent = i.redirect_host;
   enable(true);
 }, (e) => say("This authorization cannot be answered: " + e.message + ". Start again from the agent platform.", "err"));
-document.getElementById("approve").addEventListener("click", async () => {
+// Adds the grant's key with addKey (which answers the account id), then tells the relayer, which returns to the platform.
+async function approveWith(addKey) {
   enable(false);
   try {
     say("Adding the key to your account…");
-    const approved = await api("/api/approve", { publicKey: info.delegate_public_key, label: "OAuth · " + info.client_name });
+    const accountId = await addKey({ publicKey: info.delegate_public_key, label: "OAuth · " + info.client_name });
     say("Returning to " + info.client_name + "…");
-    const done = await relayerCall("/oauth/consent", { grant_id: grant, account_id: approved.accountId, decision: "approve" });
+    const done = await relayerCall("/oauth/consent", { grant_id: grant, account_id: accountId, decision: "approve" });
     location.assign(done.redirect);
   } catch (e) { say("Not authorized: " + e.message, "err"); enable(true); }
+}
+document.getElementById("approve").addEventListener("click", () => approveWith(async (key) => (await api("/api/approve", key)).accountId));
+onWallet((wallet) => {
+  const b = document.createElement("button");
+  b.textContent = "Approve with " + wallet.name;
+  b.disabled = !info;
+  b.addEventListener("click", () => approveWith(async (key) => (await walletCall(wallet, await walletAccount(wallet), { call: "add", ...key }, say)).accountId));
+  document.getElementById("wallets").append(b);
 });
 document.getElementById("deny").addEventListener("click", async () => {
   enable(false);

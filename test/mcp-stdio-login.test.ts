@@ -16,7 +16,7 @@ import { silentLogger } from "../config/logger.ts";
 import type { DevIdentity } from "../runtime/local-stack.ts";
 import { TOOL } from "../schemas/mcp-tools.ts";
 import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
-import { Transaction } from "@mysten/sui/transactions";
+import { injectSuiWallet } from "./support/browser-wallet.ts";
 import { createAccount, mint } from "../adapters/chain/local/accounts.ts";
 import { GAS_FEE_MIST } from "../adapters/chain/local/model.ts";
 
@@ -142,31 +142,7 @@ describe("memrelay-mcp over stdio with sign-in through the dashboard", () => {
     await client.connect(transport);
     const page = await browser.newPage();
     try {
-      // A wallet-standard wallet in the page, its keys in this test: what a wallet extension provides.
-      const signed: string[] = [];
-      await page.exposeFunction("__walletSign", async (what: "message" | "transaction", b64: string) => {
-        const bytes = Buffer.from(b64, "base64");
-        signed.push(what === "transaction" ? Transaction.from(b64).getData().commands[0]!.MoveCall!.function : new TextDecoder().decode(bytes).split("\n")[0]!);
-        return what === "message" ? (await wallet.signPersonalMessage(bytes)).signature : (await wallet.signTransaction(bytes)).signature;
-      });
-      await page.addInitScript((address: string) => {
-        // runs in the page (no DOM types here): the window as far as the wallet uses it
-        const win = globalThis as unknown as { __walletSign: (w: string, b: string) => Promise<string>; addEventListener(t: string, f: (e: CustomEvent) => void): void; dispatchEvent(e: Event): void };
-        const sign = win.__walletSign;
-        const b64 = (u: Uint8Array) => btoa(String.fromCharCode(...u));
-        const account = { address, publicKey: new Uint8Array(32), chains: ["sui:localnet"], features: [] };
-        const testWallet = {
-          version: "1.0.0", name: "Test Wallet", icon: "data:image/svg+xml;base64,", chains: ["sui:localnet"], accounts: [account],
-          features: {
-            "standard:connect": { version: "1.0.0", connect: async () => ({ accounts: [account] }) },
-            "sui:signPersonalMessage": { version: "1.1.0", signPersonalMessage: async ({ message }: { message: Uint8Array }) => ({ bytes: b64(message), signature: await sign("message", b64(message)) }) },
-            "sui:signTransaction": { version: "2.0.0", signTransaction: async ({ transaction }: { transaction: { toJSON(): Promise<string> } }) => { const bytes = await transaction.toJSON(); return { bytes, signature: await sign("transaction", bytes) }; } },
-          },
-        };
-        const register = (api: { register(w: unknown): unknown }) => api.register(testWallet);
-        win.addEventListener("wallet-standard:app-ready", (e) => register(e.detail));
-        win.dispatchEvent(new CustomEvent("wallet-standard:register-wallet", { detail: register }));
-      }, wallet.toSuiAddress());
+      const signed = await injectSuiWallet(page, wallet);
 
       const url = /https?:\/\/\S+/.exec(textOf(await client.callTool({ name: TOOL.login, arguments: {} })))![0];
       await page.goto(url);

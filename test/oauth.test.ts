@@ -16,6 +16,10 @@ import { silentLogger } from "../config/logger.ts";
 import { addDelegateKey, removeDelegateKey } from "../adapters/chain/local/accounts.ts";
 import type { DevIdentity } from "../runtime/local-stack.ts";
 import { TOOL } from "../schemas/mcp-tools.ts";
+import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
+import { createAccount, mint } from "../adapters/chain/local/accounts.ts";
+import { GAS_FEE_MIST } from "../adapters/chain/local/model.ts";
+import { injectSuiWallet } from "./support/browser-wallet.ts";
 
 
 let t: TestStack;
@@ -113,6 +117,40 @@ async function codeFor(clientId: string, verifier: string) {
 }
 
 describe("OAuth 2.1 on the agent transports", () => {
+  it("a browser wallet (Sui wallet standard) approves the consent for its own account, the gas sponsored; the platform's token acts for it", async () => {
+    const wallet = Ed25519Keypair.generate();
+    await mint(t.stack.chain, { operatorKey: t.stack.operatorSecretKey, to: wallet.toSuiAddress(), amount: GAS_FEE_MIST });
+    const account = await createAccount(t.stack.chain, { ownerKey: wallet.getSecretKey() });
+    const client = (await register()).body;
+    const verifier = randomBytes(32).toString("base64url");
+    const q = new URLSearchParams({ response_type: "code", client_id: client.client_id, redirect_uri: callbackUrl, code_challenge: createHash("sha256").update(verifier).digest("base64url"), code_challenge_method: "S256", state: "w1" });
+    const page = await browser.newPage();
+    try {
+      const signed = await injectSuiWallet(page, wallet);
+      await page.goto(new URL(`/oauth/authorize?${q}`, t.stack.relayerUrl).toString());
+      await expect.poll(() => page.locator("#client").textContent()).toBe("raw");
+      await page.click("button:has-text('Approve with Test Wallet')");
+      await page.waitForURL((u) => u.toString().startsWith(callbackUrl), { timeout: 15_000 });
+      expect(signed).toEqual(["memrelay sponsor request", "add_delegate_key"]);
+      const back = new URL(page.url());
+      expect(back.searchParams.get("state")).toBe("w1");
+      const tokens = await form("/oauth/token", { grant_type: "authorization_code", code: back.searchParams.get("code")!, redirect_uri: callbackUrl, client_id: client.client_id, code_verifier: verifier });
+      expect(tokens.status).toBe(200);
+      expect((await t.stack.chain.getAccount(account.id))!.delegate_keys.map((k) => k.label)).toEqual(["OAuth · raw"]);
+      expect((await t.stack.chain.balance(wallet.toSuiAddress())).balances.SUI).toBe(0n);
+      const mcp = new Client({ name: "platform", version: "1" });
+      await mcp.connect(new StreamableHTTPClientTransport(mcpUrl(), { requestInit: { headers: { authorization: `Bearer ${tokens.body.access_token}` } } }));
+      try {
+        const health = await mcp.callTool({ name: TOOL.health, arguments: {} });
+        expect(health.isError, textOf(health)).toBeFalsy();
+      } finally {
+        await mcp.close();
+      }
+    } finally {
+      await page.close();
+    }
+  }, 60_000);
+
   it("the MCP SDK client signs in through discovery, registration, PKCE and the consent page, then calls tools", async () => {
     const provider = new HostProvider();
     const first = new StreamableHTTPClientTransport(mcpUrl(), { authProvider: provider });
