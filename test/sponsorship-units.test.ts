@@ -45,6 +45,17 @@ function scriptedChain(outcomes: (PortError | "ok")[]): SponsoredChainPort & { c
   };
 }
 
+async function station(chain: SponsoredChainPort, transientRetry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number }, sleep: (ms: number) => Promise<void>) {
+  return new Sponsorship({
+    bindings: await SponsorBindings.open(log, { nonceTtlMs: 60_000, bindingTtlMs: 60_000 }),
+    chain,
+    sponsorKey: generateKeypair().secretKey,
+    clockWindowSecs: 300,
+    transientRetry,
+    sleep,
+  });
+}
+
 async function sponsoredFor(s: Sponsorship, wallet: Ed25519Keypair) {
   const tx = new Transaction();
   tx.moveCall({ target: `${PKG}::account::create_account`, arguments: [tx.sharedObjectRef({ objectId: localTarget("localnet", PKG).registryId, initialSharedVersion: 1, mutable: true }), tx.object.clock()] });
@@ -61,14 +72,7 @@ describe("sponsored execution", () => {
   it("retries transient failures with exponential delays up to the limit, then succeeds", async () => {
     const chain = scriptedChain([new PortError("chain", "unavailable", "down"), new PortError("chain", "unavailable", "down"), "ok"]);
     const delays: number[] = [];
-    const s = new Sponsorship({
-      bindings: await SponsorBindings.open(log, { nonceTtlMs: 60_000, bindingTtlMs: 60_000 }),
-      chain,
-      sponsorKey: generateKeypair().secretKey,
-      clockWindowSecs: 300,
-      transientRetry: { maxAttempts: 3, baseDelayMs: 100, maxDelayMs: 150 },
-      sleep: async (ms) => void delays.push(ms),
-    });
+    const s = await station(chain, { maxAttempts: 3, baseDelayMs: 100, maxDelayMs: 150 }, async (ms) => void delays.push(ms));
     expect(await s.execute(await sponsoredFor(s, Ed25519Keypair.generate()))).toEqual({ digest: "executed" });
     expect(delays).toEqual([100, 150]);
     expect(chain.calls).toHaveLength(3);
@@ -77,14 +81,7 @@ describe("sponsored execution", () => {
 
   it("gives up after the last transient attempt with 503, does not retry a refusal (422), and keeps the binding executable", async () => {
     const chain = scriptedChain([new PortError("chain", "unavailable", "down"), new PortError("chain", "unavailable", "down"), new PortError("chain", "rejected", "account exists"), "ok"]);
-    const s = new Sponsorship({
-      bindings: await SponsorBindings.open(log, { nonceTtlMs: 60_000, bindingTtlMs: 60_000 }),
-      chain,
-      sponsorKey: generateKeypair().secretKey,
-      clockWindowSecs: 300,
-      transientRetry: { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 1 },
-      sleep: async () => undefined,
-    });
+    const s = await station(chain, { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 1 }, async () => undefined);
     const req = await sponsoredFor(s, Ed25519Keypair.generate());
     await expect(s.execute(req)).rejects.toMatchObject({ status: 503 });
     await expect(s.execute(req)).rejects.toMatchObject({ status: 422, message: /account exists/ });
