@@ -28,6 +28,8 @@ export interface StoredObject {
 /** Where transactions go: the network (its chain identifier is signed), the Move package and the account registry. */
 export interface ChainTarget {
   readonly network: string;
+  /** Digest of the network's genesis checkpoint, which every transaction's expiration names. */
+  readonly chainIdentifier: string;
   readonly packageId: string;
   readonly registryId: string;
 }

@@ -5,7 +5,7 @@ import { bcs } from "@mysten/sui/bcs";
 import { Transaction } from "@mysten/sui/transactions";
 import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
 import { decodeTransactionData, encodeTransactionData, localTarget, transactionValidUntil } from "../adapters/chain/local/transaction-data.ts";
-import { MOVE_CALLS } from "../adapters/chain/local/move-calls.ts";
+import { decodePure, encodePure, MOVE_CALLS } from "../adapters/chain/local/move-calls.ts";
 import { generateKeypair, suiAddressOf } from "../adapters/chain/local/keys.ts";
 import { buildSignedTx, verifySignedTx } from "../adapters/chain/local/tx.ts";
 import type { TxArgs, TxBody, TxKind } from "../adapters/chain/local/model.ts";
@@ -89,7 +89,7 @@ describe("TransactionData codec", () => {
     expect(refused(decodeEdited((d) => (d.expiration.ValidDuring!.minEpoch = "1")))).toMatch(/epoch bounds/);
     // the account passed immutably, and a pure argument with a trailing byte
     expect(refused(decodeEdited((d) => ((ptb(d).inputs[0] as { Object: { SharedObject: { mutable: boolean } } }).Object.SharedObject.mutable = false)))).toMatch(/mutably/);
-    expect(refused(decodeEdited((d) => (ptb(d).inputs[3] = { Pure: { bytes: Buffer.concat([Buffer.from(bcs.String.serialize("x").toBytes()), Buffer.from([0])]).toString("base64") } } as never)))).toMatch(/not canonical/);
+    expect(refused(decodeEdited((d) => (ptb(d).inputs[3] = { Pure: { bytes: Buffer.concat([Buffer.from(bcs.String.serialize("x").toBytes()), Buffer.from([0])]).toString("base64") } } as never)))).toMatch(/not a canonical BCS string/);
     // the wrong registry and another object as the Clock
     expect(refused(decodeEdited((d) => ((ptb(d).inputs[0] as { Object: { SharedObject: { objectId: string } } }).Object.SharedObject.objectId = id(77)), "create_account"))).toMatch(/account registry/);
     expect(refused(decodeEdited((d) => ((ptb(d).inputs[1] as { Object: { SharedObject: { objectId: string } } }).Object.SharedObject.objectId = id(77)), "create_account"))).toMatch(/Clock/);
@@ -111,5 +111,23 @@ describe("TransactionData codec", () => {
     // the client's SDK signature over the same bytes is the same kind of signature
     const sdkSig = (await owner.signTransaction(Buffer.from(signed.tx_bytes, "base64"))).signature;
     expect(verifySignedTx({ ...signed, signatures: [sdkSig, signed.signatures[1]!] }, target, now)).toMatchObject({ gasOwner: gas.keypair.address });
+  });
+});
+
+describe("pure arguments", () => {
+  it("decode only canonical BCS: shortest length prefixes, exact sizes, UTF-8 strings", () => {
+    expect(decodePure("string", Uint8Array.of(2, 0x68, 0x69))).toEqual({ value: "hi" });
+    expect(decodePure("string", Uint8Array.of(0x82, 0x00, 0x68, 0x69))).toMatchObject({ error: /canonical/ }); // over-long length
+    expect(decodePure("string", Uint8Array.of(3, 0x68, 0x69))).toMatchObject({ error: /canonical/ }); // short payload
+    expect(decodePure("string", Uint8Array.of(1, 0xff))).toMatchObject({ error: /valid string/ });
+    expect(decodePure("u64", encodePure("u64", 2 ** 40))).toEqual({ value: 2 ** 40 });
+    expect(decodePure("u64", encodePure("u64-decimal", "18446744073709551615"))).toMatchObject({ error: /out of range/ });
+    expect(decodePure("u64-decimal", encodePure("u64-decimal", "18446744073709551615"))).toEqual({ value: "18446744073709551615" });
+    expect(() => encodePure("u64-decimal", "18446744073709551616")).toThrow(/u64/);
+    expect(decodePure("address", new Uint8Array(31))).toMatchObject({ error: /canonical/ });
+    expect(decodePure("scope", Uint8Array.of(2))).toMatchObject({ error: /scope/ });
+    const long = "x".repeat(300);
+    expect(decodePure("key-bytes", encodePure("key-bytes", "ab".repeat(200)))).toEqual({ value: "ab".repeat(200) });
+    expect(decodePure("json-bytes", encodePure("json-bytes", { long }))).toEqual({ value: { long } });
   });
 });

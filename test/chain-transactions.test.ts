@@ -9,7 +9,7 @@ import type { PortError } from "../adapters/ports.ts";
 import { createAccount, generateKeypair, mint, transfer } from "../adapters/chain/local/accounts.ts";
 import { buildSignedTx } from "../adapters/chain/local/tx.ts";
 import { GAS_FEE_MIST } from "../adapters/chain/local/model.ts";
-import { chainIdentifierDigest } from "../adapters/chain/local/transaction-data.ts";
+import { chainIdentifierDigest, localTarget } from "../adapters/chain/local/transaction-data.ts";
 import { Transaction } from "@mysten/sui/transactions";
 import { SuiJsonRpcClient } from "@mysten/sui/jsonRpc";
 import { startChainRpcServer } from "../adapters/chain/local/rpc/server.ts";
@@ -45,7 +45,7 @@ describe("signatures", () => {
     await expectPortError(a.submit(forged), "forbidden");
 
     // for another network
-    await expectPortError(a.submit(buildSignedTx({ target: { ...a.target, network: "testnet" }, kind: "add_delegate_key", args, sender: owner.secretKey })), "invalid");
+    await expectPortError(a.submit(buildSignedTx({ target: localTarget("testnet", a.packageId), kind: "add_delegate_key", args, sender: owner.secretKey })), "invalid");
 
     // stale timestamp
     await expectPortError(a.submit(buildSignedTx({ target: a.target, kind: "add_delegate_key", args, sender: owner.secretKey, timestampMs: Date.now() - 3_600_000 })), "invalid");

@@ -2,7 +2,6 @@
 // inputs. One declarative table serves both directions: builders encode a kind's args into MoveCall inputs, the ledger
 // decodes a MoveCall back into the kind's args and refuses anything else. The functions are those of move/memrelay
 // (the `account` module keeps MemWal's entry signatures).
-import { bcs } from "@mysten/sui/bcs";
 import { normalizeSuiAddress } from "@mysten/sui/utils";
 import { suiAddressOf } from "./keys.ts";
 import { MAX_GRANT_GROUPS } from "./console-model.ts";
@@ -94,72 +93,104 @@ export function kindOfCall(module: string, fn: string): TxKind | null {
   return BY_FUNCTION.get(`${module}::${fn}`) ?? null;
 }
 
-const BYTES = bcs.vector(bcs.u8());
 const SCOPES = ["read", "readwrite"] as const;
+const utf8 = new TextEncoder();
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+// Pure arguments are encoded and checked by hand: they are a few fixed layouts, and the generic BCS serialiser costs
+// tens of microseconds per argument on a path every memory takes (its record_blob).
+function uleb(n: number): number[] {
+  const out: number[] = [];
+  do {
+    let b = n & 0x7f;
+    n = Math.floor(n / 128);
+    if (n > 0) b |= 0x80;
+    out.push(b);
+  } while (n > 0);
+  return out;
+}
+
+function readUleb(bytes: Uint8Array): { value: number; size: number } | null {
+  let value = 0;
+  for (let i = 0, shift = 1; i < Math.min(bytes.length, 5); i++, shift *= 128) {
+    value += (bytes[i]! & 0x7f) * shift;
+    if ((bytes[i]! & 0x80) === 0) return { value, size: i + 1 };
+  }
+  return null;
+}
+
+const withLength = (payload: Uint8Array) => Uint8Array.from([...uleb(payload.length), ...payload]);
+
+function u64Bytes(v: bigint): Uint8Array {
+  const out = new Uint8Array(8);
+  new DataView(out.buffer).setBigUint64(0, v, true);
+  return out;
+}
 
 /** BCS bytes of one pure argument. Throws on a value the codec cannot carry. */
 export function encodePure(codec: PureCodec, value: unknown): Uint8Array {
   switch (codec) {
-    case "address":
-      return bcs.Address.serialize(String(value)).toBytes();
+    case "address": {
+      const hex = typeof value === "string" ? normalizeSuiAddress(value).slice(2) : "";
+      if (!/^[0-9a-f]{64}$/.test(hex)) throw new Error("expected an address");
+      return Uint8Array.from(Buffer.from(hex, "hex"));
+    }
     case "string":
       if (typeof value !== "string") throw new Error("expected a string");
-      return bcs.String.serialize(value).toBytes();
+      return withLength(utf8.encode(value));
     case "u64":
       if (!Number.isSafeInteger(value) || (value as number) < 0) throw new Error("expected a non-negative integer");
-      return bcs.u64().serialize(value as number).toBytes();
+      return u64Bytes(BigInt(value as number));
     case "u64-decimal":
-      if (typeof value !== "string" || !/^(0|[1-9][0-9]{0,19})$/.test(value)) throw new Error("expected a u64 decimal string");
-      return bcs.u64().serialize(value).toBytes();
+      if (typeof value !== "string" || !/^(0|[1-9][0-9]{0,19})$/.test(value) || BigInt(value) >= 1n << 64n) throw new Error("expected a u64 decimal string");
+      return u64Bytes(BigInt(value));
     case "key-bytes":
       if (typeof value !== "string" || !/^([0-9a-fA-F]{2})*$/.test(value)) throw new Error("expected hex bytes");
-      return BYTES.serialize(Buffer.from(value, "hex")).toBytes();
+      return withLength(Buffer.from(value, "hex"));
     case "json-bytes":
-      return BYTES.serialize(Buffer.from(JSON.stringify(value), "utf8")).toBytes();
+      return withLength(utf8.encode(JSON.stringify(value)));
     case "scope": {
       const i = SCOPES.indexOf(value as (typeof SCOPES)[number]);
       if (i < 0) throw new Error("expected read or readwrite");
-      return bcs.u8().serialize(i).toBytes();
+      return Uint8Array.of(i);
     }
   }
 }
 
-const sameBytes = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((x, i) => x === b[i]);
+/** A length-prefixed payload that fills `bytes` exactly, with the shortest length prefix (canonical BCS). */
+function lengthPrefixed(bytes: Uint8Array): Uint8Array | null {
+  const len = readUleb(bytes);
+  if (!len || len.size !== uleb(len.value).length || len.size + len.value !== bytes.length) return null;
+  return bytes.subarray(len.size);
+}
 
 /** The JSON value of one pure argument, or an error message. Trailing or non-canonical bytes are refused. */
 export function decodePure(codec: PureCodec, bytes: Uint8Array): { value: unknown } | { error: string } {
+  const fixed = (n: number) => bytes.length === n;
+  const notCanonical = { error: `argument is not a canonical BCS ${codec}` };
   try {
-    let value: unknown;
     switch (codec) {
       case "address":
-        value = bcs.Address.parse(bytes);
-        break;
-      case "string":
-        value = bcs.String.parse(bytes);
-        break;
-      case "u64": {
-        const n = BigInt(bcs.u64().parse(bytes));
-        if (n > BigInt(Number.MAX_SAFE_INTEGER)) return { error: "u64 argument out of range" };
-        value = Number(n);
-        break;
+        return fixed(32) ? { value: "0x" + Buffer.from(bytes).toString("hex") } : notCanonical;
+      case "u64":
+      case "u64-decimal": {
+        if (!fixed(8)) return notCanonical;
+        const n = new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true);
+        if (codec === "u64-decimal") return { value: n.toString() };
+        return n > BigInt(Number.MAX_SAFE_INTEGER) ? { error: "u64 argument out of range" } : { value: Number(n) };
       }
-      case "u64-decimal":
-        value = bcs.u64().parse(bytes);
-        break;
-      case "key-bytes":
-        value = Buffer.from(BYTES.parse(bytes)).toString("hex");
-        break;
-      case "json-bytes":
-        value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(new Uint8Array(BYTES.parse(bytes))));
-        break;
       case "scope":
-        value = SCOPES[bcs.u8().parse(bytes)];
-        if (value === undefined) return { error: "scope must be 0 (read) or 1 (readwrite)" };
-        break;
+        return fixed(1) && bytes[0]! < SCOPES.length ? { value: SCOPES[bytes[0]!] } : { error: "scope must be 0 (read) or 1 (readwrite)" };
+      case "string":
+      case "key-bytes":
+      case "json-bytes": {
+        const payload = lengthPrefixed(bytes);
+        if (!payload) return notCanonical;
+        if (codec === "key-bytes") return { value: Buffer.from(payload).toString("hex") };
+        const text = strictUtf8.decode(payload);
+        return { value: codec === "string" ? text : JSON.parse(text) };
+      }
     }
-    // Canonical only: re-encoding must give the same bytes (no trailing bytes, no alternative encodings).
-    if (!sameBytes(encodePure(codec, value), bytes)) return { error: "argument bytes are not canonical BCS" };
-    return { value };
   } catch (err) {
     return { error: `argument is not a valid ${codec}: ${err instanceof Error ? err.message : String(err)}` };
   }

@@ -22,7 +22,7 @@ export function localRegistryId(packageId: string): string {
 }
 
 export function localTarget(network: string, packageId: string): ChainTarget {
-  return { network, packageId: normalizeSuiAddress(packageId), registryId: localRegistryId(packageId) };
+  return { network, chainIdentifier: chainIdentifierDigest(network), packageId: normalizeSuiAddress(packageId), registryId: localRegistryId(packageId) };
 }
 
 /** Reference gas price the ledger's transactions name; the fee itself is fixed (GAS_FEE_MIST). */
@@ -115,7 +115,7 @@ export function wrapTransactionKind(kind: TransactionKindInput, e: TransactionEn
           maxEpoch: null,
           minTimestamp: String(e.validFromMs),
           maxTimestamp: String(e.validUntilMs),
-          chain: chainIdentifierDigest(e.target.network),
+          chain: e.target.chainIdentifier,
           nonce: e.nonce,
         },
       },
@@ -153,7 +153,7 @@ export function decodeTransactionData(bytes: Uint8Array, target: ChainTarget): D
   if (!ptb) return { error: `transaction kind ${data.kind.$kind} is not supported; send a programmable transaction` };
   const validity = data.expiration.ValidDuring;
   if (!validity) return { error: "the expiration must be ValidDuring (chain identifier, validity window and nonce)" };
-  if (validity.chain !== chainIdentifierDigest(target.network)) return { error: `transaction is for another chain than ${target.network}` };
+  if (validity.chain !== target.chainIdentifier) return { error: `transaction is for another chain than ${target.network}` };
   if (validity.minEpoch !== null || validity.maxEpoch !== null) return { error: "epoch bounds are not supported; use the timestamp window" };
   if (validity.minTimestamp === null || validity.maxTimestamp === null) return { error: "the validity window needs both timestamps" };
   const validFrom = Number(validity.minTimestamp);
