@@ -75,13 +75,14 @@ function sender(body: Record<string, unknown>): string {
 
 /** Validates a /sponsor body; 400 with the field at fault. */
 export function parseSponsorRequest(body: Record<string, unknown>): SponsorRequest {
+  const who = sender(body);
   base64Field(body, "transactionBlockKindBytes", SPONSOR_LIMITS.kindBytesMin, SPONSOR_LIMITS.kindBytesMax);
   base64Field(body, "authSignature", 65, SPONSOR_LIMITS.signatureMaxBytes);
   const ts = body.authTimestamp;
   if (typeof ts !== "number" || !Number.isSafeInteger(ts) || ts <= 0) throw bad("authTimestamp must be Unix seconds (an integer)");
   if (typeof body.authNonce !== "string" || !UUID_V4_RE.test(body.authNonce)) throw bad("authNonce must be a UUID v4");
   return {
-    sender: sender(body),
+    sender: who,
     transactionBlockKindBytes: body.transactionBlockKindBytes as string,
     authTimestamp: ts,
     authNonce: body.authNonce.toLowerCase(),
@@ -91,7 +92,8 @@ export function parseSponsorRequest(body: Record<string, unknown>): SponsorReque
 
 /** Validates a /sponsor/execute body; 400 with the field at fault. */
 export function parseSponsorExecuteRequest(body: Record<string, unknown>): SponsorExecuteRequest {
+  const who = sender(body);
   if (typeof body.digest !== "string" || !DIGEST_RE.test(body.digest)) throw bad("digest must be a transaction digest (base58)");
   base64Field(body, "signature", 65, SPONSOR_LIMITS.signatureMaxBytes);
-  return { digest: body.digest, signature: body.signature as string, sender: sender(body) };
+  return { digest: body.digest, signature: body.signature as string, sender: who };
 }
