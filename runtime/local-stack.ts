@@ -81,6 +81,7 @@ export async function startLocalStack(opts: {
       packageId: opts.config.packageId,
       host: opts.config.host,
       ledger: chain,
+      accounts: chain,
       transactions: chain,
       isAuthorized: ownerOrDelegate(chain),
     });
@@ -188,7 +189,9 @@ export async function startLocalStack(opts: {
       workerEnv: {
         NATS_URL: config.natsUrl,
         DATABASE_URL: opts.databaseUrl,
+        CHAIN_NETWORK: chain.network,
         CHAIN_RPC_URL: encryptionStack.rpcUrl,
+        MEMORY_REGISTRY_ID: chain.registryId,
         ENCRYPTION_SERVER_CONFIGS: JSON.stringify(encryptionStack.serverConfigs),
         ENCRYPTION_THRESHOLD: String(threshold),
         MEMORY_PACKAGE_ID: encryptionStack.packageId,

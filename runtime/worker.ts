@@ -1,5 +1,5 @@
 // A stateless relayer process joining running services: any mix of the gateway, actor-host and projection roles,
-// with ports built from the operator variables (NATS_URL, DATABASE_URL, CHAIN_RPC_URL, ENCRYPTION_SERVER_CONFIGS,
+// with ports built from the operator variables (NATS_URL, DATABASE_URL, CHAIN_NETWORK, CHAIN_RPC_URL, ENCRYPTION_SERVER_CONFIGS,
 // ENCRYPTION_THRESHOLD, BLOBSTORE_PUBLISHER_URL / _AGGREGATOR_URL, SERVER_CHAIN_PRIVATE_KEYS). This is how the
 // relayer scales out: run as many as needed; they share nothing but NATS and Postgres.
 import { openEventLog } from "../eventlog/connection.ts";
@@ -7,6 +7,7 @@ import { createPool } from "../db/pool.ts";
 import type { RelayerConfig } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
 import { LocalChain } from "../adapters/chain/local/local-chain.ts";
+import { SuiRpcChain } from "../adapters/chain/sui-rpc/sui-rpc-chain.ts";
 import { createEnvelopeEncryption } from "../adapters/encryption/envelope.ts";
 import { parseServerConfigs, thresholdFromEnv } from "../adapters/encryption/config.ts";
 import { createEmbedder } from "../adapters/embeddings/select.ts";
@@ -20,7 +21,12 @@ export async function startWorker(config: RelayerConfig, roles: RelayerRoles, lo
   if (!config.chainRpcUrl) throw new Error("CHAIN_RPC_URL is required");
   const log = await openEventLog({ servers: config.natsUrl, name: "memrelay-worker" });
   const db = createPool(config.databaseUrl, 16);
-  const chain = await LocalChain.open(log, { packageId: config.packageId, network: config.network });
+  // CHAIN_NETWORK=localnet: the ledger on this NATS. Any other network: a Sui node's JSON-RPC at CHAIN_RPC_URL,
+  // with the memory package and registry published there (MEMORY_PACKAGE_ID, MEMORY_REGISTRY_ID).
+  const chain =
+    config.network === "localnet"
+      ? await LocalChain.open(log, { packageId: config.packageId, network: config.network })
+      : await SuiRpcChain.connect({ rpcUrl: config.chainRpcUrl, network: config.network, packageId: config.packageId, registryId: config.registryId, walCoinType: env.WAL_COIN_TYPE?.trim() || undefined });
   const encryption = createEnvelopeEncryption({
     packageId: config.packageId,
     rpcUrl: config.chainRpcUrl,
@@ -35,7 +41,7 @@ export async function startWorker(config: RelayerConfig, roles: RelayerRoles, lo
     stop: async () => {
       await relayer.stop();
       await blobs.close();
-      await chain.close?.();
+      if (chain instanceof LocalChain) await chain.close();
       await log.close();
       await db.end();
     },

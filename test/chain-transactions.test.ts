@@ -206,7 +206,7 @@ describe("objects for the Sui RPC", () => {
 
 describe("transactions over the Sui JSON-RPC", () => {
   it("SuiJsonRpcClient executes SDK-built transactions on the ledger, reads them back and the balances; a refusal is a JSON-RPC error with the reason", async () => {
-    const rpc = await startChainRpcServer({ objects: ledgerObjectSource(a, { packageIds: [PACKAGE_ID], accounts: { packageId: PACKAGE_ID, getAccount: (id) => a.getAccount(id) } }), transactions: a, chainName: NETWORK });
+    const rpc = await startChainRpcServer({ objects: ledgerObjectSource(a, { packageIds: [PACKAGE_ID], accounts: a }), transactions: a, chainName: NETWORK });
     try {
       const client = new SuiJsonRpcClient({ url: rpc.url, network: "localnet" });
       const kp = Ed25519Keypair.generate();

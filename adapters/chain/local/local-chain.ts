@@ -126,6 +126,11 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
     return chain;
   }
 
+  /** The account registry object transactions name (served by the RPC with its accounts table). */
+  get registryId(): string {
+    return this.target.registryId;
+  }
+
   get operatorAddress(): string | null {
     return this.operator?.address ?? null;
   }

@@ -89,7 +89,7 @@ function eventWrites(e: ChainEvent, out: Op[]): void {
         key: KEYS.object(b.object_id),
         value: {
           object_id: b.object_id,
-          type: `${b.package_id}::blob::Blob`,
+          type: `${b.package_id}::blob_registry::MemoryBlob`,
           version: "1",
           owner: { AddressOwner: b.owner },
           fields: { id: b.object_id, blob_id: b.blob_id, namespace: b.namespace, package_id: b.package_id, size: String(b.size), created_at: String(b.created_at) },

@@ -6,9 +6,8 @@ import { join } from "node:path";
 import { normalizeSuiAddress } from "@mysten/sui/utils";
 import { MemoryObjectSource, packageObject, sealApproveFunction, type ChainObject, type ObjectSource } from "../../chain/local/rpc/objects.ts";
 import { startChainRpcServer, type ChainRpcServerHandle } from "../../chain/local/rpc/server.ts";
-import { ledgerObjectSource, type LedgerObjectReader } from "../../chain/local/rpc/ledger-source.ts";
+import { ledgerObjectSource, type LedgerAccounts, type LedgerObjectReader } from "../../chain/local/rpc/ledger-source.ts";
 import type { LedgerTransactions } from "../../chain/local/rpc/transactions.ts";
-import type { Account } from "../../chain/local/model.ts";
 import { keyServerLedgerInput } from "./onchain.ts";
 import { startKeyServerCluster, type KeyServerCluster } from "./cluster.ts";
 import type { IsAuthorized } from "./server.ts";
@@ -31,9 +30,9 @@ export interface LocalEncryptionStackOptions {
    */
   readonly ledger?: LedgerObjectReader & {
     putObject(objectId: string, input: ReturnType<typeof keyServerLedgerInput>["input"]): Promise<unknown>;
-    /** Its accounts, served as `account::MemWalAccount` objects. */
-    getAccount?(accountId: string): Promise<Account | null>;
   };
+  /** The ledger's accounts and registry, served as `account::MemWalAccount` / `AccountRegistry` objects. */
+  readonly accounts?: LedgerAccounts;
   /** The ledger's transactions and network, so the started RPC also executes and reads transactions. */
   readonly transactions?: LedgerTransactions & { readonly network: string };
   /** When the ledger already serves the JSON-RPC subset, its URL; otherwise one is started over `objects`. */
@@ -59,9 +58,7 @@ export async function startLocalEncryptionStack(opts: LocalEncryptionStackOption
   const packageId = normalizeSuiAddress(opts.packageId);
   if (opts.ledger && opts.objects) throw new Error("pass either objects or ledger");
   const registry = opts.ledger ? undefined : (opts.objects ?? new MemoryObjectSource({ file: join(opts.dir, "objects.jsonl") }));
-  const ledger = opts.ledger;
-  const accounts = ledger?.getAccount && { packageId, getAccount: (id: string) => ledger.getAccount!(id) };
-  const objects: ObjectSource = registry ?? ledgerObjectSource(ledger!, { packageIds: [packageId], ...(accounts ? { accounts } : {}) });
+  const objects: ObjectSource = registry ?? ledgerObjectSource(opts.ledger!, { packageIds: [packageId], ...(opts.accounts ? { accounts: opts.accounts } : {}) });
   if (registry && !(await registry.getObject(packageId))) {
     await registry.putObject(packageObject(packageId, { "account::seal_approve": sealApproveFunction(packageId) }));
   }

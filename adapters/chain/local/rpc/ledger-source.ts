@@ -6,7 +6,8 @@ import { fromBase64, normalizeSuiAddress } from "@mysten/sui/utils";
 import { bcs } from "@mysten/sui/bcs";
 import type { Account } from "../model.ts";
 import { normalizedMoveFunctions } from "../move-calls.ts";
-import { digestOf, moveObject, packageObject, sealApproveFunction, type ChainObject, type ChainOwner, type DynamicFieldName, type NormalizedMoveFunction, type ObjectSource } from "./objects.ts";
+import { blake2b } from "@noble/hashes/blake2.js";
+import { digestOf, dynamicFieldObject, moveObject, packageObject, sealApproveFunction, type ChainObject, type ChainOwner, type DynamicFieldName, type NormalizedMoveFunction, type ObjectSource } from "./objects.ts";
 
 export type LedgerOwner = { AddressOwner: string } | { ObjectOwner: string } | { Shared: { initial_shared_version: string | number } } | "Immutable";
 
@@ -84,21 +85,52 @@ export function accountObject(account: Account, packageId: string): ChainObject 
  * accounts are served as shared `account::MemWalAccount` objects (what `tx.object(accountId)` and Seal's
  * `seal_approve(id, &account)` resolve).
  */
-export function ledgerObjectSource(
-  ledger: LedgerObjectReader,
-  opts: { packageIds?: readonly string[]; accounts?: { readonly packageId: string; getAccount(id: string): Promise<Account | null> } } = {},
-): ObjectSource {
+/** The account registry's `accounts` table (owner → account id): a fixed id under the registry on the local ledger. */
+export function registryTableId(registryId: string): string {
+  return "0x" + Buffer.from(blake2b(new TextEncoder().encode(`${normalizeSuiAddress(registryId)}::accounts`), { dkLen: 32 })).toString("hex");
+}
+
+/** The shared `account::AccountRegistry`, as far as readers use it: the id of its `accounts` table (its size is not tracked). */
+function registryObject(registryId: string, packageId: string): ChainObject {
+  const id = normalizeSuiAddress(registryId);
+  return {
+    objectId: id,
+    version: "1",
+    digest: digestOf("registry", id),
+    type: `${normalizeSuiAddress(packageId)}::account::AccountRegistry`,
+    owner: { kind: "Shared", initialSharedVersion: "1" },
+    hasPublicTransfer: false,
+    fields: { id: { id }, accounts: { type: "0x2::table::Table<address, 0x2::object::ID>", fields: { id: { id: registryTableId(id) } } } },
+  };
+}
+
+export interface LedgerAccounts {
+  readonly packageId: string;
+  readonly registryId: string;
+  getAccount(id: string): Promise<Account | null>;
+  getAccountByOwner(owner: string): Promise<Account | null>;
+}
+
+export function ledgerObjectSource(ledger: LedgerObjectReader, opts: { packageIds?: readonly string[]; accounts?: LedgerAccounts } = {}): ObjectSource {
   const packages = new Map((opts.packageIds ?? []).map((p) => [normalizeSuiAddress(p), packageObject(p, { ...normalizedMoveFunctions(p), "account::seal_approve": sealApproveFunction(p) })]));
   return {
     async getObject(objectId: string): Promise<ChainObject | null> {
       const id = normalizeSuiAddress(objectId);
       const o = await ledger.getObject(id);
       if (o) return fromLedgerObject(o);
-      const account = await opts.accounts?.getAccount(id);
-      if (account) return accountObject(account, opts.accounts!.packageId);
+      const accounts = opts.accounts;
+      if (accounts && id === normalizeSuiAddress(accounts.registryId)) return registryObject(id, accounts.packageId);
+      const account = await accounts?.getAccount(id);
+      if (account) return accountObject(account, accounts!.packageId);
       return packages.get(id) ?? null;
     },
     async getDynamicField(parentId: string, name: DynamicFieldName): Promise<ChainObject | null> {
+      const accounts = opts.accounts;
+      if (accounts && normalizeSuiAddress(parentId) === registryTableId(accounts.registryId) && name.type === "address" && name.bcs.length === 32) {
+        const account = await accounts.getAccountByOwner("0x" + Buffer.from(name.bcs).toString("hex"));
+        if (!account) return null;
+        return dynamicFieldObject({ parentId, name, valueType: "0x2::object::ID", valueBcs: bcs.Address.serialize(account.id).toBytes() });
+      }
       const f = await ledger.getDynamicField(normalizeSuiAddress(parentId), { type: name.type, bcs: Buffer.from(name.bcs).toString("base64") });
       if (!f?.field_id) return null;
       const o = await ledger.getObject(f.field_id);

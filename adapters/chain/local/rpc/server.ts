@@ -9,7 +9,7 @@
 //   sui_getChainIdentifier, sui_getCheckpoint chain identity ("0" checkpoint digest)
 //   rpc.discover                             version
 //   with a ledger (transactions.ts): sui_executeTransactionBlock, sui_getTransactionBlock, suix_getBalance,
-//   suix_getReferenceGasPrice
+//   suix_getReferenceGasPrice, suix_getOwnedObjects
 //
 // Everything else answers JSON-RPC error -32601. Objects come from an injected ObjectSource.
 
@@ -133,12 +133,14 @@ export async function startChainRpcServer(opts: ChainRpcServerOptions): Promise<
       const n = name as { type?: unknown; value?: unknown; bcs?: unknown } | undefined;
       if (!n || typeof n.type !== "string") throw new RpcError(-32602, "Invalid Params: name.type required");
       let bcsBytes: Uint8Array;
-      // Name values: raw BCS (base64, field `bcs`) or a u64 number/string (the only kind the Seal SDK uses).
+      // Name values: raw BCS (base64, field `bcs`), a u64 number/string (what the Seal SDK uses) or an address.
       if (typeof n.bcs === "string") bcsBytes = fromBase64(n.bcs);
       else if (n.type === "u64" && (typeof n.value === "string" || typeof n.value === "number")) {
         const b = Buffer.alloc(8);
         b.writeBigUInt64LE(BigInt(n.value));
         bcsBytes = new Uint8Array(b);
+      } else if (n.type === "address" && typeof n.value === "string" && isValidSuiObjectId(normalizeSuiAddress(n.value))) {
+        bcsBytes = new Uint8Array(Buffer.from(normalizeSuiAddress(n.value).slice(2), "hex"));
       } else throw new RpcError(-32602, "Invalid Params: unsupported dynamic field name; pass {type, bcs}");
       const o = await source.getDynamicField(parent, { type: n.type, bcs: bcsBytes } satisfies DynamicFieldName);
       if (!o) return { error: { code: "dynamicFieldNotFound", parent_object_id: parent } };
@@ -153,7 +155,7 @@ export async function startChainRpcServer(opts: ChainRpcServerOptions): Promise<
       if (!f) throw new RpcError(-32602, `Invalid Params: function ${module}::${fn} not found in package ${id}`);
       return f;
     },
-    ...(opts.transactions ? transactionMethods(opts.transactions) : {}),
+    ...(opts.transactions ? transactionMethods(opts.transactions, readObject) : {}),
   };
 
   async function handleOne(req: unknown): Promise<unknown> {

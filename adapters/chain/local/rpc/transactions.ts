@@ -1,5 +1,6 @@
 // The JSON-RPC methods that execute and read transactions on the local ledger, in the shapes `SuiJsonRpcClient`
-// parses: sui_executeTransactionBlock, sui_getTransactionBlock, suix_getBalance, suix_getReferenceGasPrice. A
+// parses: sui_executeTransactionBlock, sui_getTransactionBlock, suix_getBalance, suix_getReferenceGasPrice,
+// suix_getOwnedObjects (an owner's memory blobs). A
 // refused transaction is a JSON-RPC error carrying the ledger's reason (the ledger records only executed ones).
 import { bcs } from "@mysten/sui/bcs";
 import { fromBase64, normalizeStructTag, normalizeSuiAddress } from "@mysten/sui/utils";
@@ -10,6 +11,9 @@ import { GAS_PRICE } from "../transaction-data.ts";
 /** What the methods need from the ledger (LocalChain provides it). */
 export interface LedgerTransactions {
   readonly packageId: string;
+  /** The owner's recorded blob objects, newest first (suix_getOwnedObjects of `blob_registry::MemoryBlob`). */
+  listBlobs(owner: string, opts: { limit: number }): Promise<readonly { readonly objectId: string }[]>;
+  getObject(objectId: string): Promise<{ readonly object_id: string } | null>;
   submit(tx: SignedTx): Promise<{ readonly digest: string }>;
   getTransaction(digest: string): Promise<TxReceipt | null>;
   balance(address: string): Promise<{ readonly balances: Readonly<Record<string, bigint>> }>;
@@ -85,7 +89,10 @@ function blockJson(receipt: TxReceipt, options: BlockOptions, packageId: string,
   return out;
 }
 
-export function transactionMethods(ledger: LedgerTransactions): Record<string, (params: unknown[]) => Promise<unknown>> {
+export function transactionMethods(
+  ledger: LedgerTransactions,
+  readOwned: (objectId: string, options: Record<string, boolean>) => Promise<unknown>,
+): Record<string, (params: unknown[]) => Promise<unknown>> {
   const options = (o: unknown): BlockOptions => (o && typeof o === "object" ? (o as BlockOptions) : {});
   return {
     sui_executeTransactionBlock: async ([txBytes, signatures, opts]) => {
@@ -119,5 +126,21 @@ export function transactionMethods(ledger: LedgerTransactions): Record<string, (
       return { coinType: normalizeStructTag(type), coinObjectCount: 0, totalBalance: amount.toString(), lockedBalance: {}, fundsInAddressBalance: amount.toString() };
     },
     suix_getReferenceGasPrice: async () => GAS_PRICE.toString(),
+    // Owned objects: the ledger indexes only the memory blobs an address owns (its other objects are shared).
+    suix_getOwnedObjects: async ([owner, query, cursor, limit]) => {
+      if (typeof owner !== "string") throw new RpcError(-32602, "Invalid Params: owner");
+      const q = (query ?? {}) as { filter?: { StructType?: string }; options?: Record<string, boolean> };
+      const blobType = `${ledger.packageId}::blob_registry::MemoryBlob`;
+      if (!q.filter?.StructType || normalizeStructTag(q.filter.StructType) !== normalizeStructTag(blobType)) {
+        throw new RpcError(-32602, `Invalid Params: this ledger lists owned objects by the filter {StructType: "${blobType}"} only`);
+      }
+      const size = Math.min(Math.max(Number(limit ?? 50) || 50, 1), 50);
+      const start = typeof cursor === "string" && /^[0-9]{1,9}$/.test(cursor) ? Number(cursor) : 0;
+      const blobs = await ledger.listBlobs(normalizeSuiAddress(owner), { limit: start + size + 1 });
+      const page = blobs.slice(start, start + size);
+      const data = await Promise.all(page.map((b) => readOwned(b.objectId, q.options ?? {})));
+      const more = blobs.length > start + size;
+      return { data, nextCursor: more ? String(start + size) : null, hasNextPage: more };
+    },
   };
 }

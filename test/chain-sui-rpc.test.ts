@@ -1,0 +1,82 @@
+// The chain port over a Sui node's JSON-RPC (adapters/chain/sui-rpc), wire-tested against the local ledger's RPC
+// server, which speaks the same methods: what a deployment on a real network runs, with the local ledger's state as
+// the reference for every answer.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import { startChainRpcServer, type ChainRpcServerHandle } from "../adapters/chain/local/rpc/server.ts";
+import { ledgerObjectSource } from "../adapters/chain/local/rpc/ledger-source.ts";
+import { SuiRpcChain } from "../adapters/chain/sui-rpc/sui-rpc-chain.ts";
+import { addDelegateKey, createAccount, deactivate, generateKeypair, removeDelegateKey } from "../adapters/chain/local/accounts.ts";
+import { buildSponsoredTx } from "../actors/console/chain.ts";
+import { cosign, signingDigest } from "../adapters/chain/local/tx.ts";
+import { toSerializedSignature } from "../adapters/chain/local/keys.ts";
+import { bucketPolicyType } from "../schemas/chain.ts";
+import { NETWORK, PACKAGE_ID, a, blobId, expectPortError, fundedKey, useLocalChainSuite } from "./support/local-chain-suite.ts";
+
+useLocalChainSuite();
+
+let rpc: ChainRpcServerHandle;
+let remote: SuiRpcChain;
+beforeAll(async () => {
+  rpc = await startChainRpcServer({ objects: ledgerObjectSource(a, { packageIds: [PACKAGE_ID], accounts: a }), transactions: a, chainName: NETWORK });
+  remote = await SuiRpcChain.connect({ rpcUrl: rpc.url, network: NETWORK, packageId: PACKAGE_ID, registryId: a.registryId });
+});
+afterAll(async () => rpc?.close());
+
+describe("the chain port over JSON-RPC", () => {
+  it("names the same chain, and answers accounts and delegate keys as the ledger holds them", async () => {
+    expect(remote.target).toEqual(a.target);
+    const owner = await fundedKey();
+    expect(await remote.accountExists(owner.keypair.address)).toBe(false);
+    const account = await createAccount(a, { ownerKey: owner.secretKey });
+    expect(await remote.accountExists(owner.keypair.address)).toBe(true);
+    const delegate = generateKeypair().keypair;
+    await addDelegateKey(a, { ownerKey: owner.secretKey, publicKey: delegate.publicKeyHex, accountId: account.id });
+    expect(await remote.resolveDelegate(delegate.publicKeyHex, account.id)).toEqual({ owner: owner.keypair.address, accountId: account.id });
+    expect(await remote.resolveDelegate(delegate.publicKeyHex)).toBeNull(); // a node has no key → account index: the account id is required
+    expect(await remote.resolveDelegate(generateKeypair().keypair.publicKeyHex, account.id)).toBeNull();
+    await deactivate(a, { signerKey: owner.secretKey, accountId: account.id });
+    expect(await remote.resolveDelegate(delegate.publicKeyHex, account.id)).toBeNull();
+    await removeDelegateKey(a, { ownerKey: owner.secretKey, publicKey: delegate.publicKeyHex, accountId: account.id });
+    expect(await remote.resolveDelegate(delegate.publicKeyHex, account.id)).toBeNull();
+  });
+
+  it("records blobs through the node (idempotently), lists them newest first by namespace, and reads balances", async () => {
+    const wallet = await fundedKey();
+    const owner = generateKeypair().keypair.address;
+    const ids = [blobId("r1"), blobId("r2"), blobId("r3")];
+    const first = await remote.recordBlob({ owner, namespace: "notes", blobId: ids[0]!, size: 10, walletSecretKey: wallet.secretKey });
+    expect(first).toMatchObject({ owner, namespace: "notes", blobId: ids[0], size: 10, packageId: PACKAGE_ID });
+    expect((await a.getBlob(owner, ids[0]!))?.objectId).toBe(first.objectId);
+    await remote.recordBlob({ owner, namespace: "other", blobId: ids[1]!, size: 20, walletSecretKey: wallet.secretKey });
+    await remote.recordBlob({ owner, namespace: "notes", blobId: ids[2]!, size: 30, walletSecretKey: wallet.secretKey });
+    const before = (await remote.balance(wallet.keypair.address)).balances.SUI;
+    expect((await remote.recordBlob({ owner, namespace: "notes", blobId: ids[0]!, size: 10, walletSecretKey: wallet.secretKey })).objectId).toBe(first.objectId);
+    expect((await remote.balance(wallet.keypair.address)).balances.SUI).toBe(before); // nothing executed twice
+    expect(before).toBe((await a.balance(wallet.keypair.address)).balances.SUI);
+
+    const listed = await remote.listBlobs(owner, { namespace: "notes", limit: 10 });
+    expect(listed.map((b) => b.blobId)).toEqual((await a.listBlobs(owner, { namespace: "notes", limit: 10 })).map((b) => b.blobId));
+    expect(listed.map((b) => b.blobId).sort()).toEqual([ids[0], ids[2]].sort());
+    expect((await remote.listBlobs(owner, { limit: 2 })).length).toBe(2);
+  });
+
+  it("executes a sponsored transaction and reads back the objects it made; refusals and outages are typed", async () => {
+    const service = generateKeypair();
+    const sponsor = await fundedKey();
+    const built = buildSponsoredTx({ target: remote.target, kind: "bucket_policy_create", args: { bucket_id: randomUUID(), space_id: randomUUID() }, sender: service.keypair.address, sponsorAddress: sponsor.keypair.address });
+    const senderSig = toSerializedSignature(service.keypair.sign(signingDigest(Buffer.from(built.bytes, "base64"))), service.keypair.publicKey);
+    const executed = await remote.execute(cosign(built.bytes, senderSig, sponsor.secretKey));
+    expect(executed.digest).toBe(built.digest);
+    const policy = executed.objects.find((o) => o.type === bucketPolicyType(PACKAGE_ID));
+    expect(policy?.fields).toMatchObject({ admins: [service.keypair.address] });
+    expect(await remote.getObject(policy!.object_id)).toMatchObject({ object_id: policy!.object_id, owner: { Shared: { initial_shared_version: "1" } } });
+    // the same transaction again answers the same digest (executed once); one the sender did not sign is rejected
+    expect((await remote.execute(cosign(built.bytes, senderSig, sponsor.secretKey))).digest).toBe(built.digest);
+    const forged = toSerializedSignature(generateKeypair().keypair.sign(signingDigest(Buffer.from(built.bytes, "base64"))), generateKeypair().keypair.publicKey);
+    await expectPortError(remote.execute(cosign(built.bytes, forged, sponsor.secretKey)), "rejected");
+    const down = await SuiRpcChain.connect({ rpcUrl: rpc.url, network: NETWORK, packageId: PACKAGE_ID, registryId: a.registryId });
+    await rpc.close();
+    await expectPortError(down.balance(sponsor.keypair.address), "unavailable");
+  });
+});
