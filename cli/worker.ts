@@ -9,8 +9,11 @@ export const WORKER_HELP = `memrelay worker [--roles gateway,actors,projections,
   Runs relayer roles against running services (default: gateway, actors, projections). "mcp" is the agent-tool
   sidecar (SIDECAR_URL, SIDECAR_AUTH_TOKEN required, MEMORY_RELAYER_URL, MCP_* limits); a gateway forwards /api/mcp to
   SIDECAR_URL and exits when SIDECAR_WATCHDOG_MAX_FAILURES health checks fail in a row. Configuration from the operator variables:
-  NATS_URL, DATABASE_URL, CHAIN_RPC_URL, ENCRYPTION_SERVER_CONFIGS, ENCRYPTION_THRESHOLD, BLOBSTORE_PUBLISHER_URL,
-  BLOBSTORE_AGGREGATOR_URL, SERVER_CHAIN_PRIVATE_KEYS, MEMORY_PACKAGE_ID, PORT. Prints "ready" when serving.`;
+  NATS_URL, DATABASE_URL, CHAIN_NETWORK, CHAIN_RPC_URL, ENCRYPTION_SERVER_CONFIGS, ENCRYPTION_THRESHOLD,
+  BLOBSTORE_PUBLISHER_URL, BLOBSTORE_AGGREGATOR_URL, SERVER_CHAIN_PRIVATE_KEYS, MEMORY_PACKAGE_ID, MEMORY_REGISTRY_ID,
+  SPONSOR_PRIVATE_KEY (the /sponsor gas station), PORT. CHAIN_NETWORK=localnet (default) uses the ledger on NATS; any
+  other network goes through the Sui node at CHAIN_RPC_URL (WAL_COIN_TYPE: the storage token for the balance
+  monitor). Prints "ready" when serving.`;
 
 export async function workerCommand(args: string[], env = process.env): Promise<number> {
   if (args.includes("--help") || args.includes("-h")) {
