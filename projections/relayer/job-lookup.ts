@@ -1,9 +1,12 @@
-// Finds a remember job for its owner: the status read model first, then the actor's snapshot, then the command
-// still waiting on the work queue — so a poll right after the 202 never answers 404 to the job's owner.
+// Finds a remember job for its owner: the status read model first, then the actor's snapshot (a job in progress),
+// then the command still waiting on the work queue, then the job's events (a finished job has no snapshot) — so a
+// poll right after the 202 never answers 404 to the job's owner.
 import type { EventLog } from "../../eventlog/connection.ts";
 import { STREAMS } from "../../eventlog/subjects.ts";
+import { EventStore } from "../../eventlog/event-store.ts";
 import type { Db } from "../../db/pool.ts";
-import type { JobStatus } from "../../schemas/relayer/remember-job.ts";
+import { JOB_EVENTS, type JobAccepted, type JobFailed, type JobIndexed, type JobStatus, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
+import type { StoredEvent } from "../../schemas/envelope.ts";
 import { MEMORY_INDEX } from "./memory-index.ts";
 import { LEXICAL_INDEX } from "./lexical-index.ts";
 
@@ -24,7 +27,11 @@ interface SnapshotShape { seq: number; value: JobStatus; context: { owner: strin
 const FINAL: readonly JobStatus[] = ["done", "failed"];
 
 export class JobLookup {
-  constructor(private readonly db: Db, private readonly log: EventLog) {}
+  private readonly store: EventStore;
+
+  constructor(private readonly db: Db, private readonly log: EventLog) {
+    this.store = new EventStore(log.js, log.jsm);
+  }
 
   /**
    * `one`, but while the job is not done or failed, waits up to `waitMs` for it to be (a long poll): woken by the
@@ -97,8 +104,18 @@ export class JobLookup {
       const data = (cmd.json() as { data: { owner: string; namespace: string } }).data;
       return { job_id: id, status: "running", owner: data.owner, namespace: data.namespace };
     }
-    // The command may have been acknowledged between the two reads: its snapshot is then stored.
-    return this.snapshot(id);
+    // The command may have been acknowledged between the two reads: a job still in progress then has its snapshot,
+    // a finished one (the host stores none) its events.
+    return (await this.snapshot(id)) ?? this.fromEvents(id);
+  }
+
+  /** A finished job as its events tell it (the read model lags): rare, so the whole history is read. */
+  private async fromEvents(id: string): Promise<JobView | undefined> {
+    const { events } = await this.store.load(`job.${id}`);
+    const v = foldJob(id, events);
+    if (!v) return undefined;
+    if (v.status === "done" && v.seq > (await this.indexCheckpoint())) return clean({ ...v, status: "uploaded" });
+    return clean(v);
   }
 
   private async indexCheckpoint(): Promise<number> {
@@ -114,6 +131,24 @@ export class JobLookup {
     const status = s.value === "done" && s.seq > (await this.indexCheckpoint()) ? "uploaded" : s.value;
     return clean({ job_id: id, status, owner: s.context.owner, namespace: s.context.namespace, blob_id: s.context.blob_id, error: s.context.error });
   }
+}
+
+/** The job's view from its events, with the sequence of its last commit; undefined when they name no owner. */
+function foldJob(id: string, events: readonly StoredEvent[]): (JobView & { seq: number }) | undefined {
+  let owner: string | undefined, namespace = "default", status: JobStatus = "running", blob_id: string | undefined, error: string | undefined, seq = 0;
+  for (const { event, seq: s } of events) {
+    seq = s;
+    if (event.type === JOB_EVENTS.accepted) ({ owner, namespace } = event.data as JobAccepted);
+    else if (event.type === JOB_EVENTS.uploaded) ({ blob_id } = event.data as JobUploaded), (status = "uploaded");
+    else if (event.type === JOB_EVENTS.indexed) ({ owner, namespace, blob_id } = event.data as JobIndexed), (status = "done");
+    else if (event.type === JOB_EVENTS.failed) {
+      const d = event.data as JobFailed;
+      status = "failed";
+      error = d.error;
+      if (d.owner) ({ owner, namespace = "default" } = d);
+    }
+  }
+  return owner === undefined ? undefined : { job_id: id, status, owner, namespace, blob_id, error, seq };
 }
 
 function clean(v: JobView): JobView {
