@@ -7,7 +7,7 @@
 import { DeliverPolicy } from "@nats-io/jetstream";
 import type { EventLog } from "../eventlog/connection.ts";
 import { decodeCommit } from "../eventlog/event-store.ts";
-import { STREAMS } from "../eventlog/subjects.ts";
+import { STREAMS, projectionAppliedSubject } from "../eventlog/subjects.ts";
 import type { StoredEvent } from "../schemas/envelope.ts";
 import { inTransaction, prepared, type Db, type Tx } from "../db/pool.ts";
 import type { Logger } from "../config/logger.ts";
@@ -167,6 +167,12 @@ export class ProjectionRunner {
 
   private notify() {
     for (const w of this.waiters) if (this.position >= w.seq) { this.waiters.delete(w); w.resolve(); }
+    // Readers in other processes (the job long poll) follow the checkpoint through this announcement.
+    try {
+      this.log.nc.publish(projectionAppliedSubject(this.projection.name), String(this.position));
+    } catch {
+      // a closed connection: the runner stops with it, and readers recheck the stored checkpoint
+    }
   }
 
   private async run(): Promise<void> {

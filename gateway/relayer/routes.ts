@@ -11,6 +11,7 @@ import { isUnavailable } from "../../adapters/unavailable.ts";
 import { HttpError, HttpServer, decodePathParam, errorReply, json, parseJsonObject, queryParams, type Handler, type Reply, type Request } from "../http.ts";
 import { SignedAuth, type Authenticated } from "./signed-auth.ts";
 import { JobLookup } from "../../projections/relayer/job-lookup.ts";
+import { CheckpointFeed } from "../../projections/checkpoint-feed.ts";
 import { ServiceMetrics, measured } from "../metrics.ts";
 import { registerPipelineGauges } from "../pipeline-metrics.ts";
 import type { ProjectionRunner } from "../../projections/runtime.ts";
@@ -76,7 +77,8 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
     runners: deps.projectionRunners ?? (() => []),
     consumerPrefix: `actor-${JOB}`,
   });
-  const jobs = new JobLookup(db, log);
+  const checkpoints = new CheckpointFeed(log, db);
+  const jobs = new JobLookup(db, log, checkpoints);
   // The consent page (another origin) calls the consent routes.
   const consentOrigin = deps.oauth && (deps.oauth.settings.consentUrl ?? (deps.oauth.settings.issuer && consentUrlFor(deps.oauth.settings.issuer)));
   const server = new HttpServer({
