@@ -119,7 +119,14 @@ describe("authentication", () => {
   it("refuses a reused nonce", async () => {
     const h = alice.signer.headers("POST", "/api/remember", body);
     expect((await raw("POST", "/api/remember", h, body)).status).toBe(202);
-    expect((await raw("POST", "/api/remember", h, body)).status).toBe(401);
+    const again = await raw("POST", "/api/remember", h, body);
+    expect(again.status).toBe(401);
+    expect(again.headers["x-auth-error"]).toBe("ERR_NONCE_REUSED");
+    // the same on a route whose nonce is claimed in the nonce store
+    const path = `/api/remember/${randomUUID()}`;
+    const g = alice.signer.headers("GET", path);
+    expect((await raw("GET", path, g)).status).toBe(404);
+    expect((await raw("GET", path, g)).headers["x-auth-error"]).toBe("ERR_NONCE_REUSED");
   });
 
   it("signs GET requests over the empty body and the raw path with query", async () => {

@@ -9,7 +9,7 @@ import type { Logger } from "../../config/logger.ts";
 import { PortError, type BlobPort, type ChainPort, type DecryptCredential, type EmbeddingPort, type EncryptionPort, type LanguageModelPort } from "../../adapters/ports.ts";
 import { isUnavailable } from "../../adapters/unavailable.ts";
 import { HttpError, HttpServer, decodePathParam, errorReply, json, parseJsonObject, queryParams, type Handler, type Reply, type Request } from "../http.ts";
-import { SignedAuth, type Authenticated } from "./signed-auth.ts";
+import { SignedAuth, nonceReused, type Authenticated } from "./signed-auth.ts";
 import { JobLookup } from "../../projections/relayer/job-lookup.ts";
 import { CheckpointFeed } from "../../projections/checkpoint-feed.ts";
 import { ServiceMetrics, measured } from "../metrics.ts";
@@ -89,8 +89,8 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
 
   /** Wraps a handler: metrics, validation errors as 400, infrastructure outages as 503. */
   const wrap = (name: string, h: Handler): Handler => measured(metrics, name, h, toReply);
-  const signed = (name: string, h: (req: Request, who: Authenticated) => Promise<Reply>): Handler =>
-    wrap(name, async (req) => h(req, await auth.authenticate(req)));
+  const signed = (name: string, h: (req: Request, who: Authenticated) => Promise<Reply>, opts?: { nonceInCommand?: boolean }): Handler =>
+    wrap(name, async (req) => h(req, await auth.authenticate(req, opts)));
 
   /** `position`: the item's index in a bulk request (its place in the submission order, see schemas/relayer/lexical.ts). */
   const publishRemember = async (who: Authenticated, item: RememberBody, correlationId: string, position?: number): Promise<string> => {
@@ -104,7 +104,9 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
       correlation_id: correlationId,
       data: { owner: who.owner, namespace: item.namespace, text: item.text, importance: DEFAULT_IMPORTANCE, accepted_at: new Date().toISOString(), ...(position !== undefined ? { position } : {}) },
     };
-    await log.js.publish(commandSubject(JOB, jobId), JSON.stringify(command), { msgID: jobId, timeout: 5_000 });
+    // The request's nonce as the command id when the route left it unclaimed: the queue refuses a replay.
+    const ack = await log.js.publish(commandSubject(JOB, jobId), JSON.stringify(command), { msgID: who.commandNonce ? `nonce.${who.commandNonce}` : jobId, timeout: 5_000 });
+    if (ack.duplicate && who.commandNonce) throw nonceReused();
     return jobId;
   };
 
@@ -118,7 +120,7 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
       const body = parseRemember(parseJsonObject(req.body));
       const jobId = await publishRemember(who, body, randomUUID());
       return json(202, { job_id: jobId, status: "running" });
-    }), { bodyLimit: LIMITS.bodyBytes })
+    }, { nonceInCommand: true }), { bodyLimit: LIMITS.bodyBytes })
     .route("post", "/api/remember/bulk", signed("remember_bulk", async (req, who) => {
       const body = parseBulk(parseJsonObject(req.body));
       const correlation = randomUUID();
