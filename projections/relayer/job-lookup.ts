@@ -146,15 +146,14 @@ export class JobLookup {
   }
 
   private async fromLog(id: string): Promise<JobView | undefined> {
-    const snap = await this.snapshot(id);
-    if (snap) return snap;
+    // The command first: it stays on the queue until the job is finished (a job the host put back to retry may be
+    // further along, and its row in the read model then usually says so already). After it, the snapshot of such a
+    // job, or the events of a finished one (the host stores no snapshot for those).
     const cmd = await this.log.jsm.streams.getMessage(STREAMS.commands, { last_by_subj: `cmd.job.${id}` }).catch(() => null);
     if (cmd) {
       const data = (cmd.json() as { data: { owner: string; namespace: string } }).data;
       return { job_id: id, status: "running", owner: data.owner, namespace: data.namespace };
     }
-    // The command may have been acknowledged between the two reads: a job still in progress then has its snapshot,
-    // a finished one (the host stores none) its events.
     return (await this.snapshot(id)) ?? this.fromEvents(id);
   }
 
