@@ -100,9 +100,7 @@ async function runMemrelay(ctx: Ctx, env: BenchEnv, texts: string[], qs: string[
   // Round trips per memory do not depend on the machine's load, unlike its times: counted around the window.
   const [n0, s0, x0] = await Promise.all([env.natsCounters(), env.streamSeqs(), pgTransactions(env)]);
   const add = await ctx.cpuWindow(() => closedOps(texts.length, WRITERS, async (i) => {
-    const c = clients[i % USERS];
-    const { job_id } = await c.remember(texts[i], "peer");
-    const j = await c.waitForJob(job_id, 120_000);
+    const j = await clients[i % USERS].rememberAndWait(texts[i], "peer", 120_000);
     if (j.status !== "done") throw new Error(`job ${j.status}: ${j.error ?? ""}`);
   }));
   // Postgres publishes a backend's counters when it goes idle, at most once a second.
@@ -156,7 +154,7 @@ export async function peerSection(ctx: Ctx): Promise<SectionResult> {
     rows,
     notes: [
       `${n} memories over ${USERS} users (memrelay: ${USERS} accounts, one namespace each), ${qs.length} recalls; the same texts and queries for both; hashing embedder (${env.services.embedderDims} dims) for both, served to mem0 over HTTP by the bench.`,
-      "mem0 3.3.1 OSS: pgvector on a fresh database of the same Postgres, history off, no language model (infer: false), as a library in its own process (bench/peer-mem0.ts: its row is mem0 and its load loop). memrelay: the gateway, actor host and projections in their own processes, the waiting clients use the long poll (`?wait=`).",
+      "mem0 3.3.1 OSS: pgvector on a fresh database of the same Postgres, history off, no language model (infer: false), as a library in its own process (bench/peer-mem0.ts: its row is mem0 and its load loop). memrelay: the gateway, actor host and projections in their own processes; each client remembers and waits in one request (`POST /api/remember?wait=`, the TypeScript client's `rememberAndWait`), long polling only if that wait ran out.",
     ],
     data: { mem0: p, memrelay: m },
   };

@@ -118,8 +118,14 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
   server
     .route("post", "/api/remember", signed("remember", async (req, who) => {
       const body = parseRemember(parseJsonObject(req.body));
+      // `?wait=<seconds>` (0-30, this project's addition): answers like the job's long poll, saving the client a
+      // second signed request: 200 with the job once done or failed, else 202 with it when the wait is over.
+      const waitMs = waitOf(queryParams(req).get("wait")) * 1000;
       const jobId = await publishRemember(who, body, randomUUID());
-      return json(202, { job_id: jobId, status: "running" });
+      if (!waitMs) return json(202, { job_id: jobId, status: "running" });
+      const running = { job_id: jobId, status: "running" as const, owner: who.owner, namespace: body.namespace };
+      const j = (await jobs.settled(jobId, who.owner, waitMs, running)) ?? running;
+      return json(j.status === "done" || j.status === "failed" ? 200 : 202, j);
     }, { nonceInCommand: true }), { bodyLimit: LIMITS.bodyBytes })
     .route("post", "/api/remember/bulk", signed("remember_bulk", async (req, who) => {
       const body = parseBulk(parseJsonObject(req.body));

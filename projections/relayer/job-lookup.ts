@@ -56,9 +56,10 @@ export class JobLookup {
    * outcome event (indexed or failed, seen on its subject) and then the announced checkpoints of the read models that
    * must apply it (projections/checkpoint-feed.ts) say when to read again, so a wait costs a read before and one after,
    * not a read per tick; a read every SAFETY_RECHECK_MS covers an outcome appended before the subscription.
+   * `justPublished`: the job as the route that published its command knows it (POST /api/remember?wait=).
    */
-  async settled(id: string, owner: string, waitMs: number): Promise<JobView | undefined> {
-    if (!waitMs) return this.one(id, owner);
+  async settled(id: string, owner: string, waitMs: number, justPublished?: JobView): Promise<JobView | undefined> {
+    if (!waitMs) return justPublished ?? this.one(id, owner);
     const deadline = Date.now() + waitMs;
     // Subscribed before the first read: an outcome appended after that read cannot be missed.
     const sub = this.log.nc.subscribe(`evt.job.${id}`);
@@ -74,7 +75,8 @@ export class JobLookup {
       }
     })().catch(() => undefined);
     try {
-      let j = await this.find(id, owner);
+      // A job whose command was just published is running: no read needed to know it.
+      let j = justPublished ? { view: justPublished } : await this.find(id, owner);
       while (j && !FINAL.includes(j.view.status) && Date.now() < deadline) {
         const left = deadline - Date.now();
         if (j.unindexedSeq !== undefined) {
