@@ -1,6 +1,6 @@
-// Finds a remember job for its owner: the status read model first, then the actor's snapshot (a job in progress),
-// then the command still waiting on the work queue, then the job's events (a finished job has no snapshot) — so a
-// poll right after the 202 never answers 404 to the job's owner.
+// Finds a remember job for its owner: the status read model first, then the command still on the work queue, then
+// the actor's snapshot (a job put back to retry), then the job's events (a finished job has no snapshot) — so a poll
+// right after the 202 never answers 404 to the job's owner.
 import type { EventLog } from "../../eventlog/connection.ts";
 import { STREAMS } from "../../eventlog/subjects.ts";
 import { EventStore } from "../../eventlog/event-store.ts";
