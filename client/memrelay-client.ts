@@ -43,6 +43,18 @@ export class MemrelayClient {
     return this.call<{ job_id: string; status: string }>("POST", "/api/remember", { text, ...(namespace ? { namespace } : {}) });
   }
 
+  /**
+   * Remembers and waits until the memory is recallable (or failed): one request that the relayer holds
+   * (`POST /api/remember?wait=`), then long polls if it was not done within that wait.
+   */
+  async rememberAndWait(text: string, namespace?: string, timeoutMs = 60_000): Promise<Job> {
+    const deadline = Date.now() + timeoutMs;
+    const wait = Math.max(1, Math.min(20, Math.floor(timeoutMs / 1000)));
+    const j = await this.call<Job>("POST", `/api/remember?wait=${wait}`, { text, ...(namespace ? { namespace } : {}) });
+    if (j.status === "done" || j.status === "failed") return j;
+    return this.waitForJob(j.job_id, Math.max(0, deadline - Date.now()));
+  }
+
   rememberBulk(items: { text: string; namespace?: string }[]) {
     return this.call<{ job_ids: string[]; total: number; status: string }>("POST", "/api/remember/bulk", { items });
   }

@@ -50,13 +50,20 @@ export async function openEventLog(opts: EventLogOptions): Promise<EventLog> {
   };
 }
 
+/**
+ * How long the work queue remembers a command id. Longer than a signed request's replay window at the default clock
+ * drift (2 × 300 s) with a margin, so a route may use the request's nonce as its command's id and let the queue refuse
+ * a replay (gateway/relayer/signed-auth.ts, nonceInCommand).
+ */
+export const COMMAND_DEDUP_WINDOW_SECS = 11 * 60;
+
 export async function ensureStreams(jsm: JetStreamManager, replicas: number): Promise<void> {
   const specs = [
     {
       name: STREAMS.commands,
       subjects: [SUBJECTS.commands],
       retention: RetentionPolicy.Workqueue,
-      duplicate_window: 10 * 60 * SECOND_NS,
+      duplicate_window: COMMAND_DEDUP_WINDOW_SECS * SECOND_NS,
     },
     { name: STREAMS.events, subjects: [SUBJECTS.events], retention: RetentionPolicy.Limits, duplicate_window: 10 * 60 * SECOND_NS },
     // Alerts are low-volume; a day of msg-id dedup lets a publisher retry (or a projection redo a batch after a

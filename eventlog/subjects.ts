@@ -24,6 +24,13 @@ export const KV_BUCKETS = {
   alertDedup: "alert_dedup",
 } as const;
 
+/**
+ * Core NATS (not a stream): a projection runner announces here the checkpoint of every batch it commits, so readers
+ * can wait for read models without polling Postgres (projections/checkpoint-feed.ts). At most once: readers recheck.
+ */
+export const PROJECTION_APPLIED = "proj.applied";
+export const projectionAppliedSubject = (projection: string) => `${PROJECTION_APPLIED}.${projection}`;
+
 export const commandSubject = (aggregateType: string, aggregateId: string) => `cmd.${aggregateType}.${aggregateId}`;
 export const eventSubject = (aggregateType: string, aggregateId: string) => `evt.${aggregateType}.${aggregateId}`;
 export const aggregateKey = (aggregateType: string, aggregateId: string) => `${aggregateType}.${aggregateId}`;

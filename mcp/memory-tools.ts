@@ -46,10 +46,9 @@ export function registerMemoryTools(server: McpServer, session: ToolSession): vo
     server.registerTool(name, { description: TOOL_DESCRIPTIONS[name], inputSchema: inputSchema as never }, guarded(session, body) as never);
 
   register(TOOL.remember, TOOL_INPUTS[TOOL.remember], async ({ text: fact, namespace }: { text: string; namespace?: string }) => {
-    const { job_id } = await client.remember(fact, namespace);
-    const job = await client.waitForJob(job_id, session.rememberTimeoutMs);
-    if (job.status !== "done") return text(`Not remembered: ${job.error ?? job.status} (job ${job_id}).`, true);
-    return text(`Remembered in ${where(namespace)} (memory ${job.blob_id}, job ${job_id}).`);
+    const job = await client.rememberAndWait(fact, namespace, session.rememberTimeoutMs);
+    if (job.status !== "done") return text(`Not remembered: ${job.error ?? job.status} (job ${job.job_id}).`, true);
+    return text(`Remembered in ${where(namespace)} (memory ${job.blob_id}, job ${job.job_id}).`);
   });
 
   register(TOOL.rememberBulk, TOOL_INPUTS[TOOL.rememberBulk], async ({ facts, namespace }: { facts: string[]; namespace?: string }) => {

@@ -7,7 +7,7 @@
 import { DeliverPolicy } from "@nats-io/jetstream";
 import type { EventLog } from "../eventlog/connection.ts";
 import { decodeCommit } from "../eventlog/event-store.ts";
-import { STREAMS } from "../eventlog/subjects.ts";
+import { STREAMS, projectionAppliedSubject } from "../eventlog/subjects.ts";
 import type { StoredEvent } from "../schemas/envelope.ts";
 import { inTransaction, prepared, type Db, type Tx } from "../db/pool.ts";
 import type { Logger } from "../config/logger.ts";
@@ -35,6 +35,18 @@ export interface Projection {
    * failed). Runs in the transaction that moves the checkpoint past them; must not fail on the data that failed.
    */
   setAside?(tx: Tx, events: readonly StoredEvent[], error: string): Promise<void>;
+}
+
+/**
+ * A `wants` test: does the raw commit name one of these event types? Matches the quoted type string anywhere in the
+ * commit, so a false positive only costs a decode and a commit holding one of them is never skipped.
+ */
+export function carriesEventTypes(types: readonly string[]): (raw: Uint8Array) => boolean {
+  const needles = types.map((t) => Buffer.from(JSON.stringify(t)));
+  return (raw) => {
+    const b = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+    return needles.some((n) => b.includes(n));
+  };
 }
 
 export async function migrateCheckpoints(db: Db): Promise<void> {
@@ -85,6 +97,12 @@ export async function resetProjection(db: Db, p: Projection): Promise<void> {
 class CheckpointMoved extends Error {}
 
 const MAX_BATCH = 2_000;
+/**
+ * Commits a projection skips (`wants` false) move its checkpoint at most this much later, or with the next batch it
+ * applies: under load every remember job's first commit is one, and a statement per commit per projection was a
+ * large share of Postgres's work. Whoever waits for a wanted commit (job done, index barriers) never waits for this.
+ */
+const SKIPPED_MOVE_DELAY_MS = 100;
 const CHECKPOINT_POLL_MS = 1_000;
 const PULL_MAX_MESSAGES = 512;
 /** Attempts at one commit before it is set aside. */
@@ -149,6 +167,12 @@ export class ProjectionRunner {
 
   private notify() {
     for (const w of this.waiters) if (this.position >= w.seq) { this.waiters.delete(w); w.resolve(); }
+    // Readers in other processes (the job long poll) follow the checkpoint through this announcement.
+    try {
+      this.log.nc.publish(projectionAppliedSubject(this.projection.name), String(this.position));
+    } catch {
+      // a closed connection: the runner stops with it, and readers recheck the stored checkpoint
+    }
   }
 
   private async run(): Promise<void> {
@@ -187,9 +211,11 @@ export class ProjectionRunner {
     let lastSeq = this.position;
     let flushing: Promise<void> | undefined;
     let failure: unknown;
-    const flush = async () => {
+    let skippedMove: NodeJS.Timeout | undefined;
+    /** `skipped`: also move past commits that only `wants` skipped (else they wait, see SKIPPED_MOVE_DELAY_MS). */
+    const flush = async (skipped: boolean) => {
       // Everything up to lastSeq is buffered or was skipped by `wants`, so the batch reaches lastSeq.
-      while ((buffer.length || lastSeq > this.position) && !failure) {
+      while ((buffer.length || (skipped && lastSeq > this.position)) && !failure) {
         const batch = buffer.splice(0, buffer.length);
         try {
           try {
@@ -204,6 +230,16 @@ export class ProjectionRunner {
           messages.stop();
         }
       }
+      if (lastSeq > this.position && !failure) moveSkippedLater();
+    };
+    const schedule = (skipped: boolean) => {
+      if (!flushing) flushing = new Promise<void>((r) => setImmediate(r)).then(() => flush(skipped)).finally(() => (flushing = undefined));
+    };
+    const moveSkippedLater = () => {
+      skippedMove ??= setTimeout(() => {
+        skippedMove = undefined;
+        schedule(true);
+      }, SKIPPED_MOVE_DELAY_MS);
     };
     this.stopCurrent = () => messages.stop();
     // An idle runner sees no batch to fail its compare-and-set: poll the checkpoint so a reset made by another
@@ -227,12 +263,14 @@ export class ProjectionRunner {
           for (const event of decodeCommit(m.data).events) buffer.push({ seq: m.seq, subject: m.subject, event });
         }
         this.buffered = buffer.length + 1;
-        if (!flushing) flushing = new Promise<void>((r) => setImmediate(r)).then(flush).finally(() => (flushing = undefined));
+        if (buffer.length) schedule(false);
+        else if (!flushing) moveSkippedLater();
         if (buffer.length >= MAX_BATCH && flushing) await flushing;
         if (failure) break;
       }
     } finally {
       clearInterval(watch);
+      clearTimeout(skippedMove);
     }
     if (flushing) await flushing;
     if (failure) throw failure;

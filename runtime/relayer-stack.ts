@@ -2,7 +2,7 @@
 // can run alone (a replica) or together (one machine); they share nothing but NATS and Postgres.
 import { createLanguageModel } from "../adapters/language-model/select.ts";
 import type { EventLog } from "../eventlog/connection.ts";
-import { openNonceStore } from "../eventlog/connection.ts";
+import { COMMAND_DEDUP_WINDOW_SECS, openNonceStore } from "../eventlog/connection.ts";
 import type { Db } from "../db/pool.ts";
 import type { RelayerConfig } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
@@ -144,7 +144,7 @@ export async function startRelayer(opts: {
         config,
         log,
         db,
-        auth: new SignedAuth(ports.chain, nonces, config.authMaxClockDriftSecs),
+        auth: new SignedAuth(ports.chain, nonces, config.authMaxClockDriftSecs, COMMAND_DEDUP_WINDOW_SECS),
         chain: ports.chain,
         embedder: ports.embedder,
         blobs: ports.blobs,

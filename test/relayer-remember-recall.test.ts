@@ -45,6 +45,15 @@ describe("remember → poll → recall", () => {
     expect(r.results[0].distance).toBeLessThan(r.results[1].distance);
   });
 
+  it("remembers and waits in one request (POST /api/remember?wait=): 200 once recallable", async () => {
+    const j = await alice.call<{ job_id: string; status: string; blob_id?: string; namespace: string }>("POST", "/api/remember?wait=20", { text: "My bike is a green Bianchi", namespace: "waited" });
+    expect(j).toMatchObject({ status: "done", namespace: "waited" });
+    expect(j.blob_id).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const r = await alice.recall("what bike do I ride?", { namespace: "waited", limit: 1 });
+    expect(r.results[0].text).toBe("My bike is a green Bianchi");
+    expect((await alice.rememberAndWait("My bike's name is Verde", "waited")).status).toBe("done");
+  });
+
   it("never answers 404 to the owner between the 202 and done, however early and often it polls", async () => {
     const accepted = await Promise.all(Array.from({ length: 40 }, (_, i) => alice.remember(`poll test fact number ${i}`, "polling")));
     const seen = new Set<string>();
@@ -119,7 +128,14 @@ describe("authentication", () => {
   it("refuses a reused nonce", async () => {
     const h = alice.signer.headers("POST", "/api/remember", body);
     expect((await raw("POST", "/api/remember", h, body)).status).toBe(202);
-    expect((await raw("POST", "/api/remember", h, body)).status).toBe(401);
+    const again = await raw("POST", "/api/remember", h, body);
+    expect(again.status).toBe(401);
+    expect(again.headers["x-auth-error"]).toBe("ERR_NONCE_REUSED");
+    // the same on a route whose nonce is claimed in the nonce store
+    const path = `/api/remember/${randomUUID()}`;
+    const g = alice.signer.headers("GET", path);
+    expect((await raw("GET", path, g)).status).toBe(404);
+    expect((await raw("GET", path, g)).headers["x-auth-error"]).toBe("ERR_NONCE_REUSED");
   });
 
   it("signs GET requests over the empty body and the raw path with query", async () => {

@@ -62,6 +62,8 @@ export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<Remem
     machine: rememberJobMachine,
     snapshotVersion: 1,
     freshOnFirstDelivery: true,
+    // Job lookups read a finished job from its events (projections/relayer/job-lookup.ts): no snapshot write per job.
+    noFinalSnapshot: true,
     setAside: (command, error) => {
       const d = command?.data;
       const who = d && typeof d.owner === "string" && typeof d.namespace === "string" ? { owner: storableText(d.owner), namespace: storableText(d.namespace) } : {};

@@ -13,11 +13,11 @@ import { closedOps, type ClosedOpsResult } from "../lib/closed-ops.ts";
 import { HashingEmbedder } from "../../adapters/embeddings/hashing.ts";
 import { createTestDatabase } from "../../test/support/postgres.ts";
 import type { Ctx } from "../lib/context.ts";
-import { log } from "../lib/context.ts";
+import { appendsPerOp, log, natsPerOp } from "../lib/context.ts";
 import type { BenchEnv } from "../lib/env.ts";
 import type { MemrelayClient } from "../../client/memrelay-client.ts";
 import { memoryTexts, queries } from "../lib/texts.ts";
-import { latencyLine, rate, summarize, type LatencySummary } from "../lib/stats.ts";
+import { latencyLine, rate, sleep, summarize, type LatencySummary } from "../lib/stats.ts";
 import type { Row, SectionResult } from "../lib/report.ts";
 
 const USERS = 10;
@@ -42,7 +42,7 @@ async function embeddingServer(dims: number): Promise<{ url: string; server: Ser
   return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`, server };
 }
 
-interface Side { add: { rate: number; s: LatencySummary; errors: number; perOp: string }; search: { rate: number; s: LatencySummary; errors: number; perOp: string } }
+interface Side { add: { rate: number; s: LatencySummary; errors: number; perOp: string; trips?: string }; search: { rate: number; s: LatencySummary; errors: number; perOp: string } }
 
 async function runMem0(ctx: Ctx, dims: number, n: number, searches: number): Promise<Side> {
   const db = await createTestDatabase("mem0_bench");
@@ -97,19 +97,30 @@ async function runMemrelay(ctx: Ctx, env: BenchEnv, texts: string[], qs: string[
   }));
   await ctx.quiet();
   log(`peer: memrelay remember → done, ${texts.length} memories, ${WRITERS} clients ...`);
+  // Round trips per memory do not depend on the machine's load, unlike its times: counted around the window.
+  const [n0, s0, x0] = await Promise.all([env.natsCounters(), env.streamSeqs(), pgTransactions(env)]);
   const add = await ctx.cpuWindow(() => closedOps(texts.length, WRITERS, async (i) => {
-    const c = clients[i % USERS];
-    const { job_id } = await c.remember(texts[i], "peer");
-    const j = await c.waitForJob(job_id, 120_000);
+    const j = await clients[i % USERS].rememberAndWait(texts[i], "peer", 120_000);
     if (j.status !== "done") throw new Error(`job ${j.status}: ${j.error ?? ""}`);
   }));
+  // Postgres publishes a backend's counters when it goes idle, at most once a second.
+  await sleep(1_500);
+  const [n1, s1, x1] = await Promise.all([env.natsCounters(), env.streamSeqs(), pgTransactions(env)]);
+  const trips = `NATS ${natsPerOp(n0, n1, texts.length)}; appends ${appendsPerOp(s0, s1, texts.length)}; Postgres transactions ${((x1 - x0) / texts.length).toFixed(1)}`;
+  log(`  per memory: ${trips}`);
   if (add.result.firstError) log(`  first error: ${add.result.firstError}`);
   log(`peer: memrelay recall, ${qs.length} queries, ${READERS} clients ...`);
   const search = await ctx.cpuWindow(() => closedOps(qs.length, READERS, (i) => clients[i % USERS].recall(qs[i], { namespace: "peer", limit: 10 })));
   return {
-    add: { rate: texts.length / add.result.seconds, s: summarize(add.result.latencies), errors: add.result.errors, perOp: add.perOp(texts.length) },
+    add: { rate: texts.length / add.result.seconds, s: summarize(add.result.latencies), errors: add.result.errors, perOp: add.perOp(texts.length), trips },
     search: { rate: qs.length / search.result.seconds, s: summarize(search.result.latencies), errors: search.result.errors, perOp: search.perOp(qs.length) },
   };
+}
+
+/** Transactions the bench database has committed or rolled back (every process's, the blob store's included). */
+async function pgTransactions(env: BenchEnv): Promise<number> {
+  const r = await env.db.query<{ n: string }>("SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()");
+  return Number(r.rows[0].n);
 }
 
 export async function peerSection(ctx: Ctx): Promise<SectionResult> {
@@ -127,6 +138,7 @@ export async function peerSection(ctx: Ctx): Promise<SectionResult> {
   const rows: Row[] = [
     { metric: `mem0 add (infer: false), ${WRITERS} clients`, measured: `${rate(p.add.rate, "/s")}; ${latencyLine(p.add.s)}; ${p.add.errors} errors; CPU ms per memory: ${p.add.perOp}` },
     { metric: `memrelay remember → done, ${WRITERS} clients (encrypted, uploaded, recorded on chain)`, measured: `${rate(m.add.rate, "/s")}; ${latencyLine(m.add.s)}; ${m.add.errors} errors; CPU ms per memory: ${m.add.perOp}` },
+    { metric: "memrelay round trips per memory (remember → done)", measured: m.add.trips ?? "" },
     { metric: "remember → done throughput ÷ mem0 add", target: "≥ 1.0×", measured: ratio(m.add.rate, p.add.rate), pass: m.add.rate >= p.add.rate && m.add.errors === 0 },
     { metric: "remember → done p99 ÷ mem0 add p99", target: "≤ 2×", measured: ratio(m.add.s.p99, p.add.s.p99), pass: m.add.s.p99 <= 2 * p.add.s.p99 },
     { metric: `mem0 search, ${READERS} clients, 10 results`, measured: `${rate(p.search.rate, "/s")}; ${latencyLine(p.search.s)}; CPU ms per search: ${p.search.perOp}` },
@@ -142,7 +154,7 @@ export async function peerSection(ctx: Ctx): Promise<SectionResult> {
     rows,
     notes: [
       `${n} memories over ${USERS} users (memrelay: ${USERS} accounts, one namespace each), ${qs.length} recalls; the same texts and queries for both; hashing embedder (${env.services.embedderDims} dims) for both, served to mem0 over HTTP by the bench.`,
-      "mem0 3.3.1 OSS: pgvector on a fresh database of the same Postgres, history off, no language model (infer: false), as a library in its own process (bench/peer-mem0.ts: its row is mem0 and its load loop). memrelay: the gateway, actor host and projections in their own processes, the waiting clients use the long poll (`?wait=`).",
+      "mem0 3.3.1 OSS: pgvector on a fresh database of the same Postgres, history off, no language model (infer: false), as a library in its own process (bench/peer-mem0.ts: its row is mem0 and its load loop). memrelay: the gateway, actor host and projections in their own processes; each client remembers and waits in one request (`POST /api/remember?wait=`, the TypeScript client's `rememberAndWait`), long polling only if that wait ran out.",
     ],
     data: { mem0: p, memrelay: m },
   };

@@ -9,8 +9,9 @@ import type { Logger } from "../../config/logger.ts";
 import { PortError, type BlobPort, type ChainPort, type DecryptCredential, type EmbeddingPort, type EncryptionPort, type LanguageModelPort } from "../../adapters/ports.ts";
 import { isUnavailable } from "../../adapters/unavailable.ts";
 import { HttpError, HttpServer, decodePathParam, errorReply, json, parseJsonObject, queryParams, type Handler, type Reply, type Request } from "../http.ts";
-import { SignedAuth, type Authenticated } from "./signed-auth.ts";
+import { SignedAuth, nonceReused, type Authenticated } from "./signed-auth.ts";
 import { JobLookup } from "../../projections/relayer/job-lookup.ts";
+import { CheckpointFeed } from "../../projections/checkpoint-feed.ts";
 import { ServiceMetrics, measured } from "../metrics.ts";
 import { registerPipelineGauges } from "../pipeline-metrics.ts";
 import type { ProjectionRunner } from "../../projections/runtime.ts";
@@ -77,7 +78,8 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
     runners: deps.projectionRunners ?? (() => []),
     consumerPrefix: `actor-${JOB}`,
   });
-  const jobs = new JobLookup(db, log);
+  const checkpoints = new CheckpointFeed(log, db);
+  const jobs = new JobLookup(db, log, checkpoints);
   // The consent page (another origin) calls the consent routes.
   const consentOrigin = deps.oauth && (deps.oauth.settings.consentUrl ?? (deps.oauth.settings.issuer && consentUrlFor(deps.oauth.settings.issuer)));
   const server = new HttpServer({
@@ -88,8 +90,8 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
 
   /** Wraps a handler: metrics, validation errors as 400, infrastructure outages as 503. */
   const wrap = (name: string, h: Handler): Handler => measured(metrics, name, h, toReply);
-  const signed = (name: string, h: (req: Request, who: Authenticated) => Promise<Reply>): Handler =>
-    wrap(name, async (req) => h(req, await auth.authenticate(req)));
+  const signed = (name: string, h: (req: Request, who: Authenticated) => Promise<Reply>, opts?: { nonceInCommand?: boolean }): Handler =>
+    wrap(name, async (req) => h(req, await auth.authenticate(req, opts)));
 
   /** `position`: the item's index in a bulk request (its place in the submission order, see schemas/relayer/lexical.ts). */
   const publishRemember = async (who: Authenticated, item: RememberBody, correlationId: string, position?: number): Promise<string> => {
@@ -103,7 +105,9 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
       correlation_id: correlationId,
       data: { owner: who.owner, namespace: item.namespace, text: item.text, importance: DEFAULT_IMPORTANCE, accepted_at: new Date().toISOString(), ...(position !== undefined ? { position } : {}) },
     };
-    await log.js.publish(commandSubject(JOB, jobId), JSON.stringify(command), { msgID: jobId, timeout: 5_000 });
+    // The request's nonce as the command id when the route left it unclaimed: the queue refuses a replay.
+    const ack = await log.js.publish(commandSubject(JOB, jobId), JSON.stringify(command), { msgID: who.commandNonce ? `nonce.${who.commandNonce}` : jobId, timeout: 5_000 });
+    if (ack.duplicate && who.commandNonce) throw nonceReused();
     return jobId;
   };
 
@@ -115,9 +119,15 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
   server
     .route("post", "/api/remember", signed("remember", async (req, who) => {
       const body = parseRemember(parseJsonObject(req.body));
+      // `?wait=<seconds>` (0-30, this project's addition): answers like the job's long poll, saving the client a
+      // second signed request: 200 with the job once done or failed, else 202 with it when the wait is over.
+      const waitMs = waitOf(queryParams(req).get("wait")) * 1000;
       const jobId = await publishRemember(who, body, randomUUID());
-      return json(202, { job_id: jobId, status: "running" });
-    }), { bodyLimit: LIMITS.bodyBytes })
+      if (!waitMs) return json(202, { job_id: jobId, status: "running" });
+      const running = { job_id: jobId, status: "running" as const, owner: who.owner, namespace: body.namespace };
+      const j = (await jobs.settled(jobId, who.owner, waitMs, running)) ?? running;
+      return json(j.status === "done" || j.status === "failed" ? 200 : 202, j);
+    }, { nonceInCommand: true }), { bodyLimit: LIMITS.bodyBytes })
     .route("post", "/api/remember/bulk", signed("remember_bulk", async (req, who) => {
       const body = parseBulk(parseJsonObject(req.body));
       const correlation = randomUUID();

@@ -12,7 +12,15 @@ export interface NonceStore {
 
 export interface Authenticated extends ResolvedAccount {
   readonly publicKeyHex: string;
+  /**
+   * Set when the nonce was not claimed here (`nonceInCommand`): the route must publish its one command with this as
+   * its id, and answer `nonceReused()` when the work queue reports a duplicate.
+   */
+  readonly commandNonce?: string;
 }
+
+/** Margin between a replay window and the command id memory before the nonce may be left to the work queue. */
+const COMMAND_NONCE_MARGIN_SECS = 60;
 
 const HEX64 = /^[0-9a-fA-F]{64}$/;
 const HEX128 = /^[0-9a-fA-F]{128}$/;
@@ -20,6 +28,8 @@ const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f
 const SPKI_ED25519_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
 
 const fail = (error: string, code: string, status = 401) => new HttpError(status, error, {}, { "x-auth-error": code });
+
+export const nonceReused = () => fail("nonce already used", "ERR_NONCE_REUSED");
 
 export function signedMessage(timestamp: string, method: string, target: string, body: Uint8Array, nonce: string, accountId: string): Buffer {
   const bodyHash = createHash("sha256").update(body).digest("hex");
@@ -29,12 +39,19 @@ export function signedMessage(timestamp: string, method: string, target: string,
 export class SignedAuth {
   private readonly keys = new Map<string, KeyObject>();
 
+  /** The work queue remembers command ids longer than a replay stays possible (2 × window), margin included. */
+  private readonly queueDedupCoversReplays: boolean;
+
   constructor(
     private readonly chain: ChainPort,
     private readonly nonces: NonceStore,
     private readonly windowSecs: number,
+    /** COMMAND_DEDUP_WINDOW_SECS of the work queue; 0: every nonce is claimed in the nonce store. */
+    commandDedupSecs = 0,
     private readonly now: () => number = () => Date.now(),
-  ) {}
+  ) {
+    this.queueDedupCoversReplays = 2 * windowSecs + COMMAND_NONCE_MARGIN_SECS <= commandDedupSecs;
+  }
 
   private keyObject(hex: string): KeyObject {
     let k = this.keys.get(hex);
@@ -46,7 +63,13 @@ export class SignedAuth {
     return k;
   }
 
-  async authenticate(req: Request): Promise<Authenticated> {
+  /**
+   * `nonceInCommand`: the route publishes exactly one command; when the work queue's id memory outlasts the replay
+   * window, the nonce becomes that command's id instead of a claim in the nonce store (one write less per request).
+   * A nonce is then single-use among such requests and among the others, and a signature binds method, path and body,
+   * so no signed request can be replayed either way.
+   */
+  async authenticate(req: Request, opts: { nonceInCommand?: boolean } = {}): Promise<Authenticated> {
     const h = req.headers;
     const pub = h["x-public-key"], sig = h["x-signature"], ts = h["x-timestamp"], nonce = h["x-nonce"];
     if (!pub || !sig || !ts || !nonce) throw fail("missing signed headers: x-public-key, x-signature, x-timestamp and x-nonce are required", "ERR_MISSING_HEADERS");
@@ -66,16 +89,17 @@ export class SignedAuth {
     }
     if (!valid) throw fail("invalid signature", "ERR_INVALID_SIGNATURE");
     const publicKeyHex = pub.toLowerCase();
+    const commandNonce = opts.nonceInCommand && this.queueDedupCoversReplays ? nonce.toLowerCase() : undefined;
     const [fresh, account] = await Promise.all([
-      this.nonces.claim(nonce.toLowerCase()).catch(() => {
+      commandNonce ? true : this.nonces.claim(nonce.toLowerCase()).catch(() => {
         throw new HttpError(503, "replay protection is unavailable; retry shortly", {}, { "retry-after": "1" });
       }),
       this.chain.resolveDelegate(publicKeyHex, accountId || undefined).catch(() => {
         throw new HttpError(503, "account lookup is unavailable; retry shortly", {}, { "retry-after": "1" });
       }),
     ]);
-    if (!fresh) throw fail("nonce already used", "ERR_NONCE_REUSED");
+    if (!fresh) throw nonceReused();
     if (!account) throw fail("the signing key is not a delegate key of an active account", "ERR_UNKNOWN_DELEGATE_KEY");
-    return { ...account, publicKeyHex };
+    return commandNonce ? { ...account, publicKeyHex, commandNonce } : { ...account, publicKeyHex };
   }
 }

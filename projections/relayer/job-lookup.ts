@@ -1,11 +1,17 @@
-// Finds a remember job for its owner: the status read model first, then the actor's snapshot, then the command
-// still waiting on the work queue — so a poll right after the 202 never answers 404 to the job's owner.
+// Finds a remember job for its owner: the status read model first, then the command still on the work queue, then
+// the actor's snapshot (a job put back to retry), then the job's events (a finished job has no snapshot) — so a poll
+// right after the 202 never answers 404 to the job's owner.
 import type { EventLog } from "../../eventlog/connection.ts";
 import { STREAMS } from "../../eventlog/subjects.ts";
+import { EventStore } from "../../eventlog/event-store.ts";
+import { lastEventSeq } from "../../eventlog/command-bus.ts";
+import type { CheckpointFeed } from "../checkpoint-feed.ts";
 import type { Db } from "../../db/pool.ts";
-import type { JobStatus } from "../../schemas/relayer/remember-job.ts";
+import { JOB_EVENTS, type JobAccepted, type JobFailed, type JobIndexed, type JobStatus, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
+import type { StoredEvent } from "../../schemas/envelope.ts";
 import { MEMORY_INDEX } from "./memory-index.ts";
 import { LEXICAL_INDEX } from "./lexical-index.ts";
+import { JOB_STATUS } from "./job-status.ts";
 
 /** The read models recall reads: a job is done (recallable) once all of them have applied its indexing commit. */
 const RECALL_INDEXES = [MEMORY_INDEX, LEXICAL_INDEX];
@@ -22,40 +28,78 @@ export interface JobView {
 interface SnapshotShape { seq: number; value: JobStatus; context: { owner: string; namespace: string; blob_id?: string; error?: string } }
 
 const FINAL: readonly JobStatus[] = ["done", "failed"];
+/** A job's outcome events, found in a raw commit without decoding its vector. */
+const INDEXED_TYPE = Buffer.from(JSON.stringify(JOB_EVENTS.indexed));
+const FAILED_TYPE = Buffer.from(JSON.stringify(JOB_EVENTS.failed));
+/** A long poll reads the job again this often while no outcome was seen (one appended before it subscribed). */
+const SAFETY_RECHECK_MS = 250;
+
+interface Found {
+  readonly view: JobView;
+  /** Done in the status model, not yet applied by the recall indexes: the sequence they must reach. */
+  readonly unindexedSeq?: number;
+}
 
 export class JobLookup {
-  constructor(private readonly db: Db, private readonly log: EventLog) {}
+  private readonly store: EventStore;
+
+  constructor(
+    private readonly db: Db,
+    private readonly log: EventLog,
+    private readonly feed: CheckpointFeed,
+  ) {
+    this.store = new EventStore(log.js, log.jsm);
+  }
 
   /**
-   * `one`, but while the job is not done or failed, waits up to `waitMs` for it to be (a long poll): woken by the
-   * job's events on the log, and rechecked soon after each (then backing off to 250 ms) because "done" also waits for
-   * the indexes to apply them.
+   * `one`, but while the job is not done or failed, waits up to `waitMs` for it to be (a long poll). The job's
+   * outcome event (indexed or failed, seen on its subject) and then the announced checkpoints of the read models that
+   * must apply it (projections/checkpoint-feed.ts) say when to read again, so a wait costs a read before and one after,
+   * not a read per tick; a read every SAFETY_RECHECK_MS covers an outcome appended before the subscription.
+   * `justPublished`: the job as the route that published its command knows it (POST /api/remember?wait=).
    */
-  async settled(id: string, owner: string, waitMs: number): Promise<JobView | undefined> {
-    let j = await this.one(id, owner);
-    if (!j || !waitMs || FINAL.includes(j.status)) return j;
+  async settled(id: string, owner: string, waitMs: number, justPublished?: JobView): Promise<JobView | undefined> {
+    if (!waitMs) return justPublished ?? this.one(id, owner);
     const deadline = Date.now() + waitMs;
+    // Subscribed before the first read: an outcome appended after that read cannot be missed.
     const sub = this.log.nc.subscribe(`evt.job.${id}`);
+    let outcome: "indexed" | "failed" | undefined;
+    let outcomeAwaited = false;
     let wake: () => void = () => undefined;
     void (async () => {
-      for await (const _ of sub) wake();
+      for await (const m of sub) {
+        const raw = Buffer.from(m.data.buffer, m.data.byteOffset, m.data.byteLength);
+        if (raw.includes(INDEXED_TYPE)) outcome = "indexed";
+        else if (raw.includes(FAILED_TYPE)) outcome = "failed";
+        if (outcome) wake();
+      }
     })().catch(() => undefined);
     try {
-      // After an event the indexes apply it within milliseconds: recheck soon, then back off to 250 ms.
-      let delay = 10;
-      while (j && !FINAL.includes(j.status) && Date.now() < deadline) {
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, Math.min(delay, Math.max(0, deadline - Date.now())));
-          wake = () => {
-            clearTimeout(timer);
-            delay = 5;
-            resolve();
-          };
-        });
-        delay = Math.min(250, delay * 2);
-        j = await this.one(id, owner);
+      // A job whose command was just published is running: no read needed to know it.
+      let j = justPublished ? { view: justPublished } : await this.find(id, owner);
+      while (j && !FINAL.includes(j.view.status) && Date.now() < deadline) {
+        const left = deadline - Date.now();
+        if (j.unindexedSeq !== undefined) {
+          await this.feed.waitFor(RECALL_INDEXES, j.unindexedSeq, left);
+        } else if (outcome && !outcomeAwaited) {
+          // the status model must have the outcome, and for "done" the recall indexes too
+          outcomeAwaited = true;
+          const seq = await lastEventSeq(this.log, `evt.job.${id}`);
+          await this.feed.waitFor(outcome === "indexed" ? [JOB_STATUS, ...RECALL_INDEXES] : [JOB_STATUS], seq, left);
+        } else {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, Math.min(SAFETY_RECHECK_MS, left));
+            wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+          wake = () => undefined;
+          if (outcome && !outcomeAwaited) continue;
+        }
+        j = await this.find(id, owner);
       }
-      return j;
+      return j?.view;
     } finally {
       sub.unsubscribe();
     }
@@ -63,24 +107,38 @@ export class JobLookup {
 
   async many(ids: readonly string[], owner: string): Promise<Map<string, JobView>> {
     const found = new Map<string, JobView>();
+    for (const [id, f] of await this.findMany(ids, owner)) found.set(id, f.view);
+    return found;
+  }
+
+  /** The job as `one` answers it, and, when it is done but not yet recallable, the sequence the indexes must reach. */
+  private async find(id: string, owner: string): Promise<Found | undefined> {
+    return (await this.findMany([id], owner)).get(id);
+  }
+
+  private async findMany(ids: readonly string[], owner: string): Promise<Map<string, Found>> {
+    const found = new Map<string, Found>();
     if (!ids.length) return found;
-    const r = await this.db.query<{ job_id: string; status: JobStatus; owner: string; namespace: string; blob_id: string | null; error: string | null }>(
+    const r = await this.db.query<{ job_id: string; status: JobStatus; owner: string; namespace: string; blob_id: string | null; error: string | null; unindexed_seq: string | null }>(
       // Done means recallable: until the memory and lexical indexes have applied the indexing commit, the job still
       // reads uploaded.
       // A commit of the job that an index set aside (dead_letters) means it will never be recallable: failed.
-      `SELECT job_id::text, owner, namespace, blob_id, coalesce(j.error, 'set aside by ' || d.projection || ': ' || d.error) AS error,
+      `WITH cp AS (SELECT coalesce(min(seq), 0) AS seq FROM projection_checkpoints WHERE name = ANY($3::text[]))
+       SELECT job_id::text, owner, namespace, blob_id, coalesce(j.error, 'set aside by ' || d.projection || ': ' || d.error) AS error,
               CASE WHEN d.projection IS NOT NULL THEN 'failed'
-                   WHEN status = 'done' AND done_seq > coalesce((SELECT min(seq) FROM projection_checkpoints WHERE name = ANY($3::text[])), 0)
-                   THEN 'uploaded' ELSE status END AS status
-       FROM remember_jobs j
+                   WHEN status = 'done' AND done_seq > cp.seq THEN 'uploaded' ELSE status END AS status,
+              CASE WHEN d.projection IS NULL AND status = 'done' AND done_seq > cp.seq THEN done_seq END AS unindexed_seq
+       FROM remember_jobs j CROSS JOIN cp
        LEFT JOIN LATERAL (SELECT projection, error FROM dead_letters WHERE aggregate = 'job.' || j.job_id::text AND projection = ANY($3::text[]) LIMIT 1) d ON true
        WHERE job_id = ANY($1::uuid[]) AND owner = $2`,
       [ids, owner, RECALL_INDEXES],
     );
-    for (const row of r.rows) found.set(row.job_id, clean({ ...row, blob_id: row.blob_id ?? undefined, error: row.error ?? undefined }));
+    for (const row of r.rows) {
+      found.set(row.job_id, { view: clean({ ...row, blob_id: row.blob_id ?? undefined, error: row.error ?? undefined }), unindexedSeq: row.unindexed_seq === null ? undefined : Number(row.unindexed_seq) });
+    }
     await Promise.all(ids.filter((id) => !found.has(id)).map(async (id) => {
       const v = await this.fromLog(id);
-      if (v && v.owner === owner) found.set(id, v);
+      if (v && v.owner === owner) found.set(id, { view: v });
     }));
     return found;
   }
@@ -90,15 +148,24 @@ export class JobLookup {
   }
 
   private async fromLog(id: string): Promise<JobView | undefined> {
-    const snap = await this.snapshot(id);
-    if (snap) return snap;
+    // The command first: it stays on the queue until the job is finished (a job the host put back to retry may be
+    // further along, and its row in the read model then usually says so already). After it, the snapshot of such a
+    // job, or the events of a finished one (the host stores no snapshot for those).
     const cmd = await this.log.jsm.streams.getMessage(STREAMS.commands, { last_by_subj: `cmd.job.${id}` }).catch(() => null);
     if (cmd) {
       const data = (cmd.json() as { data: { owner: string; namespace: string } }).data;
       return { job_id: id, status: "running", owner: data.owner, namespace: data.namespace };
     }
-    // The command may have been acknowledged between the two reads: its snapshot is then stored.
-    return this.snapshot(id);
+    return (await this.snapshot(id)) ?? this.fromEvents(id);
+  }
+
+  /** A finished job as its events tell it (the read model lags): rare, so the whole history is read. */
+  private async fromEvents(id: string): Promise<JobView | undefined> {
+    const { events } = await this.store.load(`job.${id}`);
+    const v = foldJob(id, events);
+    if (!v) return undefined;
+    if (v.status === "done" && v.seq > (await this.indexCheckpoint())) return clean({ ...v, status: "uploaded" });
+    return clean(v);
   }
 
   private async indexCheckpoint(): Promise<number> {
@@ -114,6 +181,24 @@ export class JobLookup {
     const status = s.value === "done" && s.seq > (await this.indexCheckpoint()) ? "uploaded" : s.value;
     return clean({ job_id: id, status, owner: s.context.owner, namespace: s.context.namespace, blob_id: s.context.blob_id, error: s.context.error });
   }
+}
+
+/** The job's view from its events, with the sequence of its last commit; undefined when they name no owner. */
+function foldJob(id: string, events: readonly StoredEvent[]): (JobView & { seq: number }) | undefined {
+  let owner: string | undefined, namespace = "default", status: JobStatus = "running", blob_id: string | undefined, error: string | undefined, seq = 0;
+  for (const { event, seq: s } of events) {
+    seq = s;
+    if (event.type === JOB_EVENTS.accepted) ({ owner, namespace } = event.data as JobAccepted);
+    else if (event.type === JOB_EVENTS.uploaded) ({ blob_id } = event.data as JobUploaded), (status = "uploaded");
+    else if (event.type === JOB_EVENTS.indexed) ({ owner, namespace, blob_id } = event.data as JobIndexed), (status = "done");
+    else if (event.type === JOB_EVENTS.failed) {
+      const d = event.data as JobFailed;
+      status = "failed";
+      error = d.error;
+      if (d.owner) ({ owner, namespace = "default" } = d);
+    }
+  }
+  return owner === undefined ? undefined : { job_id: id, status, owner, namespace, blob_id, error, seq };
 }
 
 function clean(v: JobView): JobView {

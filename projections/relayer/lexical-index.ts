@@ -15,7 +15,7 @@
 //                       scans of one range per query term
 // Document frequencies are counted from the postings a query reads (the same index range), so they are exact per
 // namespace and cost no write.
-import type { Projection } from "../runtime.ts";
+import { carriesEventTypes, type Projection } from "../runtime.ts";
 import type { Db, Tx } from "../../db/pool.ts";
 import type { EventEnvelope } from "../../schemas/envelope.ts";
 import { JOB_EVENTS, type JobIndexed } from "../../schemas/relayer/remember-job.ts";
@@ -179,6 +179,8 @@ export const lexicalIndexProjection: Projection = {
   name: LEXICAL_INDEX,
   filter: "evt.job.>",
   migrate: migrateLexical,
+  // A job's first commit (accepted, uploaded) carries its vector but no terms: not even decoded.
+  wants: carriesEventTypes([JOB_EVENTS.indexed, MEMORY_EVENTS.restored, MEMORY_EVENTS.forgotten]),
   reset: async (tx: Tx) => {
     await tx.query("TRUNCATE lexical_postings, lexical_docs, lexical_namespaces RESTART IDENTITY");
   },

@@ -2,7 +2,7 @@
 // derived from owner and blob id), vectors as halfvec. Forget, restore and manual events: memory-maintenance.ts.
 // Recall scans the (owner, namespace) slice exactly: results always equal an exact search, whatever the size
 // of the namespace or the index (a global ANN index with a post-filter returns short lists; see README).
-import type { Projection } from "../runtime.ts";
+import { carriesEventTypes, type Projection } from "../runtime.ts";
 import { inTransaction, type Db, type Tx } from "../../db/pool.ts";
 import { JOB_EVENTS, type JobIndexed } from "../../schemas/relayer/remember-job.ts";
 import { MEMORY_EVENTS } from "../../schemas/relayer/memory-maintenance.ts";
@@ -91,6 +91,8 @@ export function memoryIndexProjection(dims: number, embedder?: string): Projecti
       if (r.rows[0]?.t !== `halfvec(${dims})`) throw new Error(`memories.vector is ${r.rows[0]?.t} after the rebuild for ${dims} dimensions`);
       await migrateMaintenance(db);
     },
+    // A job's first commit (accepted, uploaded) carries its vector but nothing to index: not even decoded.
+    wants: carriesEventTypes([JOB_EVENTS.indexed, MEMORY_EVENTS.registered, MEMORY_EVENTS.restored, MEMORY_EVENTS.forgotten]),
     reset: async (tx: Tx) => {
       await tx.query("TRUNCATE memories");
       await resetMaintenance(tx);
