@@ -7,7 +7,8 @@ import { startWorker } from "../runtime/worker.ts";
 
 export const WORKER_HELP = `memrelay worker [--roles gateway,actors,projections,mcp]
   Runs relayer roles against running services (default: gateway, actors, projections). "mcp" is the agent-tool
-  sidecar (SIDECAR_URL, SIDECAR_AUTH_TOKEN required, MEMORY_RELAYER_URL, MCP_* limits); a gateway forwards /api/mcp to
+  sidecar (SIDECAR_URL, SIDECAR_AUTH_TOKEN required, MEMORY_RELAYER_URL, MCP_* limits; with DATABASE_URL and the
+  variables below it joins the services and answers memory_recall itself); a gateway forwards /api/mcp to
   SIDECAR_URL and exits when SIDECAR_WATCHDOG_MAX_FAILURES health checks fail in a row. Configuration from the operator variables:
   NATS_URL, DATABASE_URL, CHAIN_NETWORK, CHAIN_RPC_URL, ENCRYPTION_SERVER_CONFIGS, ENCRYPTION_THRESHOLD,
   BLOBSTORE_PUBLISHER_URL, BLOBSTORE_AGGREGATOR_URL, SERVER_CHAIN_PRIVATE_KEYS, MEMORY_PACKAGE_ID, MEMORY_REGISTRY_ID,
@@ -25,7 +26,7 @@ export async function workerCommand(args: string[], env = process.env): Promise<
   const roles = { gateway: names.includes("gateway"), actors: names.includes("actors"), projections: names.includes("projections"), mcp: names.includes("mcp") };
   const config = loadConfig(env);
   const logger = createLogger({ format: config.logFormat });
-  if (names.length === 1 && names[0] === "mcp") return sidecarAlone(env, logger);
+  if (names.length === 1 && names[0] === "mcp" && !config.databaseUrl) return sidecarAlone(env, logger);
   let lost = false;
   let stop: () => void = () => undefined;
   const stopped = new Promise<void>((resolve) => (stop = resolve));
@@ -33,7 +34,8 @@ export async function workerCommand(args: string[], env = process.env): Promise<
     lost = true;
     stop();
   });
-  console.log(`ready${w.relayer.port ? ` port=${w.relayer.port}` : ""}`);
+  const port = w.relayer.port || (roles.mcp ? Number(new URL(w.relayer.sidecarUrl()).port) : 0);
+  console.log(`ready${port ? ` port=${port}` : ""}`);
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
   await stopped;
@@ -41,7 +43,7 @@ export async function workerCommand(args: string[], env = process.env): Promise<
   return lost ? 1 : 0;
 }
 
-/** The sidecar on its own: it needs no NATS or Postgres, only the relayer it calls. */
+/** The sidecar on its own: it needs no NATS or Postgres, only the relayer it calls for every tool. */
 async function sidecarAlone(env: Record<string, string | undefined>, logger: Logger): Promise<number> {
   let sidecar: Sidecar;
   try {

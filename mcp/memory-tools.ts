@@ -1,13 +1,16 @@
 // The six relayer tools on an MCP server, each a signed call to the relayer's own routes with the session's delegate
-// key (client/memrelay-client.ts): the same commands, encryption, blob and index paths as any client, no second
-// implementation. Results are short texts an agent can read; a refused credential is reported, never retried.
+// key (client/memrelay-client.ts) — or, for memory_recall in a sidecar holding the relayer's ports, the route's own
+// recall in process (sidecar/local-recall.ts): the same commands, encryption, blob and index paths as any client, no
+// second implementation. Results are short texts an agent can read; a refused credential is reported, never retried.
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { RelayerError, type MemrelayClient } from "../client/memrelay-client.ts";
+import { RelayerError, type MemrelayClient, type RecallResponse } from "../client/memrelay-client.ts";
 import { TOOL, TOOL_DESCRIPTIONS, TOOL_INPUTS, clampRestoreLimit } from "../schemas/mcp-tools.ts";
 
 export interface ToolSession {
   readonly client: MemrelayClient;
+  /** memory_recall: the client's signed POST /api/recall, or the same recall run in this process (sidecar/local-recall.ts). */
+  readonly recall: (query: string, opts: { limit?: number; namespace?: string }) => Promise<RecallResponse>;
   /** The relayer's base URL, for the unsigned health route. */
   readonly relayerUrl: string;
   /** Called when the relayer refuses the credential (401): the session ends. */
@@ -60,7 +63,7 @@ export function registerMemoryTools(server: McpServer, session: ToolSession): vo
   });
 
   register(TOOL.recall, TOOL_INPUTS[TOOL.recall], async ({ query, limit, namespace }: { query: string; limit: number; namespace?: string }) => {
-    const r = await client.recall(query, { limit, ...ns(namespace) });
+    const r = await session.recall(query, { limit, ...ns(namespace) });
     if (!r.results.length) return text(`No memories in ${where(namespace)} match that query.`);
     const lines = r.results.map((m, i) => `${i + 1}. ${m.text} (relevance ${(1 - m.distance).toFixed(3)})`);
     if (r.dropped_count) lines.push(`(${r.dropped_count} more could not be opened with this credential)`);

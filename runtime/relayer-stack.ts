@@ -94,8 +94,10 @@ export async function startRelayer(opts: {
   // A role that fails to start stops the ones already running: nothing keeps the process alive without a relayer.
   try {
     const wallets = roles.actors ? new WalletPool(config.serverChainPrivateKeys) : undefined;
-    // Actors hash memories' terms, the gateway the queries' terms: both need the same lexical key.
-    const lexical = roles.actors || roles.gateway ? new LexicalKeyring(opts.lexicalSecret ?? lexicalSecretFor(config, logger)) : undefined;
+    // Actors hash memories' terms, the gateway and the MCP sidecar the queries' terms: all need the same lexical key.
+    const lexical = roles.actors || roles.gateway || roles.mcp ? new LexicalKeyring(opts.lexicalSecret ?? lexicalSecretFor(config, logger)) : undefined;
+    // What recall ranks with, for the gateway's route and the sidecar's memory_recall alike.
+    const recallLexical = lexical && { keyring: lexical, settings: config.recallRanking === "hybrid" ? hybridSettings(config, ports.embedder) : undefined };
     // Alerting first: the webhook's durable consumer must exist before the first alert can be published.
     const alerting = await startAlerting({ config, log, chain: ports.chain, logger, uploaders: wallets?.wallets.map((w) => w.address) ?? [], webhook: !!roles.projections, monitor: !!roles.actors });
     stops.push(() => alerting.stop());
@@ -151,7 +153,7 @@ export async function startRelayer(opts: {
         encryption: ports.encryption,
         logger: logger.child({ component: "gateway" }),
         embedderMode: opts.embedderMode ?? `local (${ports.embedder.name})`,
-        lexical: lexical && { keyring: lexical, settings: config.recallRanking === "hybrid" ? hybridSettings(config, ports.embedder) : undefined },
+        lexical: recallLexical,
         projectionRunners: () => runners,
         llm: createLanguageModel(config.llm),
         sidecar,
@@ -174,7 +176,10 @@ export async function startRelayer(opts: {
         clockWindowSecs: config.authMaxClockDriftSecs,
         transientRetry: config.sponsorTransientRetry,
       });
-      const mcp = await startSidecar(settings, logger.child({ component: "mcp-sidecar" }), { sponsorship });
+      const mcp = await startSidecar(settings, logger.child({ component: "mcp-sidecar" }), {
+        sponsorship,
+        recall: { chain: ports.chain, ports: { db, embedder: ports.embedder, blobs: ports.blobs, encryption: ports.encryption, lexical: recallLexical } },
+      });
       sidecarUrl = `http://${settings.url.hostname}:${mcp.port}`;
       stops.push(() => mcp.close());
     }

@@ -102,6 +102,53 @@ describe("MCP across a relayer restart", () => {
   }, 120_000);
 });
 
+describe("memory_recall runs the relayer's recall", () => {
+  it("answers exactly what POST /api/recall answers: the same memories, order and distances", async () => {
+    const id = await t.stack.createIdentity();
+    const http = await t.client(id);
+    const facts = ["I keep bees on the roof", "My hives are painted blue", "The queen bee is named Ada", "I sell honey on Saturdays"];
+    const { job_ids } = await http.rememberBulk(facts.map((text) => ({ text, namespace: "apiary" })));
+    for (const j of job_ids) expect((await http.waitForJob(j)).status).toBe("done");
+    const client = await connect(id, "streamable");
+    try {
+      for (const query of ["what about bees?", "honey", "colour of the hives"]) {
+        const plain = await http.recall(query, { namespace: "apiary", limit: 3 });
+        const lines = plain.results.map((m, i) => `${i + 1}. ${m.text} (relevance ${(1 - m.distance).toFixed(3)})`);
+        expect(textOf(await client.callTool({ name: TOOL.recall, arguments: { query, namespace: "apiary", limit: 3 } }))).toBe(lines.join("\n"));
+      }
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+
+  it("in a sidecar process of its own that joins the services (worker --roles mcp), and refuses a removed delegate", async () => {
+    const id = await t.stack.createIdentity();
+    const [sidecarPort, gatewayPort] = [await freePort(), await freePort()];
+    const link = { SIDECAR_URL: `http://127.0.0.1:${sidecarPort}` };
+    const gateway = await startWorkerProcess(t.stack.workerEnv, "gateway", { ...link, PORT: String(gatewayPort) });
+    const sidecar = await startWorkerProcess(t.stack.workerEnv, "mcp", { ...link, MEMORY_RELAYER_URL: `http://127.0.0.1:${gatewayPort}` });
+    const transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${gatewayPort}/api/mcp`), { requestInit: { headers: bearer(id) } });
+    const client = new Client({ name: "memrelay-test", version: "1.0.0" });
+    try {
+      await client.connect(transport);
+      expect(textOf(await client.callTool({ name: TOOL.remember, arguments: { text: "I collect old maps", namespace: "hobby" } }))).toMatch(/^Remembered/);
+      expect(textOf(await client.callTool({ name: TOOL.recall, arguments: { query: "what do I collect?", namespace: "hobby" } }))).toContain("I collect old maps");
+      // The recall ran in the sidecar: the gateway's recall route answered nothing.
+      const metrics = await (await fetch(`http://127.0.0.1:${gatewayPort}/metrics`)).text();
+      expect(metrics).toMatch(/memrelay_http_requests_total\{route="mcp_post",status="200"\}/);
+      expect(metrics).not.toMatch(/memrelay_http_requests_total\{route="recall"/);
+      await removeDelegateKey(t.stack.chain, { ownerKey: id.ownerSecretKey, publicKey: id.delegatePublicKeyHex, accountId: id.accountId });
+      const refused = await client.callTool({ name: TOOL.recall, arguments: { query: "what do I collect?", namespace: "hobby" } });
+      expect(refused.isError).toBe(true);
+      expect(textOf(refused)).toMatch(/refused this credential \(401\)/);
+    } finally {
+      await client.close().catch(() => undefined);
+      sidecar.kill("SIGTERM");
+      gateway.kill("SIGTERM");
+    }
+  }, 120_000);
+});
+
 describe("MCP bad input", () => {
   it("refuses a missing, malformed or unknown credential with 401 and a JSON-RPC error, and opens no session", async () => {
     const id = await t.stack.createIdentity();

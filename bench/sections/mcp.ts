@@ -96,8 +96,8 @@ export async function mcpSection(ctx: Ctx): Promise<SectionResult> {
         { metric: "MCP ÷ plain: service CPU per call (gateway, sidecar, Postgres, NATS, services)", target: `≤ ${MCP_TARGET_RATIO}×`, measured: `${cpuRatio.toFixed(2)}× (${serviceCpuMs(mcp, mcp.result.latencies.length).toFixed(2)} vs ${serviceCpuMs(plain, plainN).toFixed(2)} ms)`, pass: cpuRatio <= MCP_TARGET_RATIO },
       ],
       notes: [
-        `One owner's namespace of ${ctx.n(1_000, 200)} real memories; the same ${n} queries, limit 10, each way. Plain: signed requests with an encryption session (undici pool). MCP: the MCP SDK's client, one Streamable HTTP session per client, through the relayer (gateway worker) to the sidecar (\`memrelay worker --roles mcp\`), which makes the same signed recall request to the gateway with a cached encryption session.`,
-        "So an MCP call is the plain call plus one JSON-RPC hop through the gateway and the sidecar: the ratio is that hop's cost.",
+        `One owner's namespace of ${ctx.n(1_000, 200)} real memories; the same ${n} queries, limit 10, each way. Plain: signed requests with an encryption session (undici pool). MCP: the MCP SDK's client, one Streamable HTTP session per client, through the relayer (gateway worker) to the sidecar (\`memrelay worker --roles mcp\` joining the services), which runs the recall route's steps in its own process (mcp/sidecar/local-recall.ts: owner lookup, parser, recallMemories) with a cached encryption session.`,
+        "So an MCP call is the plain call's recall plus one JSON-RPC hop through the gateway and the sidecar, without the plain route's signature check and nonce (the sidecar holds the key): the ratio is that hop's cost.",
       ],
       data: { clients: CLIENTS, calls: n, plain: { rate: plainRate, ...plainS }, mcp: { rate: mcpRate, errors: mcp.result.errors, ...mcpS }, ratio, cpuRatio },
     };

@@ -10,6 +10,8 @@ export class BearerRefused extends Error {}
 
 export interface BearerSession {
   readonly client: MemrelayClient;
+  /** The x-encryption-session the client sends, signed once per TTL. */
+  readonly encryptionSession: () => Promise<string>;
 }
 
 const KEY = /^(?:0x)?([0-9a-fA-F]{64})$/;
@@ -50,12 +52,8 @@ export class SessionCredentials {
   async resolve(headers: IncomingHttpHeaders): Promise<BearerSession> {
     const { key, accountId } = bearerOf(headers);
     const chain = await this.chainConfig();
-    const client = new MemrelayClient({
-      baseUrl: this.relayerUrl,
-      delegatePrivateKey: key,
-      accountId,
-      encryptionSession: cachedSessionProvider({ delegateSecretKey: key, packageId: chain.packageId, rpcUrl: chain.rpcUrl }),
-    });
+    const encryptionSession = cachedSessionProvider({ delegateSecretKey: key, packageId: chain.packageId, rpcUrl: chain.rpcUrl });
+    const client = new MemrelayClient({ baseUrl: this.relayerUrl, delegatePrivateKey: key, accountId, encryptionSession });
     // A cheap signed read: the relayer verifies the signature and that the key is a delegate of the account.
     try {
       await client.call("POST", "/api/stats", {});
@@ -63,6 +61,6 @@ export class SessionCredentials {
       if (err instanceof RelayerError && (err.status === 401 || err.status === 403)) throw new BearerRefused("the memory service refused this credential: the delegate key is not on this account");
       throw err;
     }
-    return { client };
+    return { client, encryptionSession };
   }
 }

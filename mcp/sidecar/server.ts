@@ -2,7 +2,8 @@
 // (`/mcp/sse` + `/mcp/messages`) and Streamable HTTP (`/mcp`), behind the relayer, which forwards `/api/mcp*` over
 // loopback with the shared SIDECAR_AUTH_TOKEN and the client's address. A bearer credential (delegate private key +
 // account id) becomes a session only after the relayer accepts a request signed with it; every tool call is then a
-// signed relayer request, so a removed delegate is refused on its next call and its session ends.
+// signed relayer request (memory_recall: the route's recall in process when this process has the relayer's ports,
+// with the owner resolved on every call), so a removed delegate is refused on its next call and its session ends.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -19,6 +20,7 @@ import { registerMemoryTools } from "../memory-tools.ts";
 import { BearerRefused, SessionCredentials, type BearerSession } from "./bearer.ts";
 import { handleSponsorRoute, SPONSOR_PATHS } from "./sponsor-routes.ts";
 import type { Sponsorship } from "../../actors/relayer/sponsorship.ts";
+import { localRecall, type RecallQueries } from "./local-recall.ts";
 
 const SSE_KEEPALIVE_MS = 15_000;
 
@@ -74,6 +76,8 @@ const isInitialize = (body: unknown) => (Array.isArray(body) ? body.some((m) => 
 /** What else the sidecar serves: the relayer's gas station behind /sponsor, when one is configured. */
 export interface SidecarExtras {
   readonly sponsorship?: Sponsorship;
+  /** The relayer's ports, when this process has them: memory_recall then runs here instead of calling the relayer. */
+  readonly recall?: RecallQueries;
 }
 
 export async function startSidecar(settings: SidecarSettings, logger: Logger, extras: SidecarExtras = {}): Promise<Sidecar> {
@@ -98,8 +102,12 @@ export async function startSidecar(settings: SidecarSettings, logger: Logger, ex
 
   const toolServer = (session: () => Session | undefined, bearer: BearerSession) => {
     const server = new McpServer({ name: "memrelay", version: RELAYER_VERSION }, { capabilities: { tools: {} } });
+    const { client } = bearer;
     registerMemoryTools(server, {
-      client: bearer.client,
+      client,
+      recall: extras.recall
+        ? localRecall(extras.recall, { publicKeyHex: client.signer.publicKeyHex, accountId: client.signer.accountId }, bearer.encryptionSession)
+        : (query, opts) => client.recall(query, opts),
       relayerUrl: settings.relayerUrl,
       rememberTimeoutMs: settings.sessions.rememberTimeoutMs,
       onRefused: () => {
