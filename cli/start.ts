@@ -13,8 +13,9 @@ import { credentialsPath, readCredentials, writeCredentials } from "./credential
 import { removeStackFile, stackFilePath, writeStackFile } from "./stack-file.ts";
 import { readMemoryIndexMeta } from "../projections/relayer/memory-index.ts";
 import { reembedDevMemories } from "./reembed.ts";
+import { missingNetworkVariables, startOnNetwork } from "./start-network.ts";
 
-export const START_HELP = `memrelay start
+export const START_HELP = `memrelay start [--network <name>]
   Starts nats-server (with nats.conf; NATS_URL to use a running one), Postgres (DATABASE_URL; else the native
   server on 127.0.0.1:5432 when it has pgvector; else embedded PGlite with pgvector), the local chain, the
   key servers, the blob store (BLOBSTORE_PORT, 8200), the developer console (CONSOLE_PORT, 8100) and the relayer
@@ -23,7 +24,11 @@ export const START_HELP = `memrelay start
   directory gets its own database on the native Postgres. While running, <data dir>/stack.json (0600) tells the
   operator commands (replay, lag, restore, blobstore, console, alerts) in another terminal where NATS and Postgres
   are, and the NATS_URL=/DATABASE_URL= lines it prints can be copied into a shell.
-  If any step fails, everything already started is stopped and the command exits non-zero.`;
+  If any step fails, everything already started is stopped and the command exits non-zero.
+  --network <name> (or CHAIN_NETWORK other than localnet): the relayer, its workers and MCP sidecar against a real
+  network, by configuration only: CHAIN_RPC_URL, MEMORY_PACKAGE_ID, MEMORY_REGISTRY_ID, ENCRYPTION_SERVER_CONFIGS,
+  BLOBSTORE_PUBLISHER_URL, BLOBSTORE_AGGREGATOR_URL, SERVER_CHAIN_PRIVATE_KEY(S) are required (SPONSOR_PRIVATE_KEY
+  for /sponsor); no local chain, key servers, blob store, console or dashboard.`;
 
 function secretFile(path: string, make: () => Uint8Array): Uint8Array {
   if (!existsSync(path)) writeFileSync(path, Buffer.from(make()).toString("hex") + "\n", { mode: 0o600 });
@@ -35,6 +40,20 @@ export async function startCommand(args: string[], env = process.env): Promise<n
   if (args.includes("--help") || args.includes("-h")) {
     console.log(START_HELP);
     return 0;
+  }
+  const i = args.indexOf("--network");
+  const network = i >= 0 ? args[i + 1] : env.CHAIN_NETWORK && env.CHAIN_NETWORK !== "localnet" ? env.CHAIN_NETWORK : undefined;
+  if (i >= 0 && (!network || network.startsWith("-"))) {
+    console.error("memrelay start --network needs a network name (e.g. testnet)");
+    return 2;
+  }
+  const remote = network && network !== "localnet" ? network : undefined;
+  if (remote) {
+    const missing = missingNetworkVariables(env);
+    if (missing.length) {
+      console.error(`memrelay start --network ${remote} needs these variables (what a deployer publishes and funds: see move/README.md): ${missing.join(", ")}`);
+      return 2;
+    }
   }
   const base = loadConfig(env);
   mkdirSync(base.dataDir, { recursive: true, mode: 0o700 });
@@ -49,6 +68,7 @@ export async function startCommand(args: string[], env = process.env): Promise<n
     services.push(nats);
     const postgres = await startPostgres(base.dataDir);
     services.push(postgres);
+    if (remote) return await runOnNetwork(remote, env, { nats, postgres }, logger, services, stopAll);
     // OAuth consents are answered on the dashboard started below (unless the operator points elsewhere).
     const dashboardPort = intVar(env, "DASHBOARD_PORT", 5173, 0, 65535);
     const consent = env.MCP_OAUTH_CONSENT_URL ?? (dashboardPort ? `http://${base.host}:${dashboardPort}/connect/claude` : undefined);
@@ -145,6 +165,25 @@ export async function startCommand(args: string[], env = process.env): Promise<n
     await stopAll();
     return 1;
   }
+}
+
+/** Runs the relayer on a real network until a signal (or the sidecar watchdog giving up). */
+async function runOnNetwork(network: string, env: Record<string, string | undefined>, local: { nats: Service; postgres: Service }, logger: Logger, services: Service[], stopAll: () => Promise<void>): Promise<number> {
+  let sidecarLost = false;
+  let stopSignal: () => void = () => undefined;
+  const stopped = new Promise<void>((resolve) => (stopSignal = resolve));
+  const running = await startOnNetwork(network, env, local, logger, () => {
+    sidecarLost = true;
+    stopSignal();
+  });
+  services.push({ url: "", description: "", stop: running.stop });
+  console.log(running.lines.join("\n"));
+  process.once("SIGINT", stopSignal);
+  process.once("SIGTERM", stopSignal);
+  await stopped;
+  console.log(sidecarLost ? "the MCP sidecar stopped answering; stopping everything" : "stopping…");
+  await stopAll();
+  return sidecarLost ? 1 : 0;
 }
 
 /** The dashboard for the development account, when this data directory holds its owner key. */

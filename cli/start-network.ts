@@ -1,0 +1,46 @@
+// `memrelay start --network <name>` (or CHAIN_NETWORK other than localnet): the relayer against a real network by
+// configuration only. No local chain, key servers or blob store: the Sui node at CHAIN_RPC_URL, the key servers of
+// ENCRYPTION_SERVER_CONFIGS and the Walrus publisher/aggregators do that work; NATS and Postgres still run here.
+import { randomBytes } from "node:crypto";
+import { loadConfig } from "../config/env.ts";
+import type { Logger } from "../config/logger.ts";
+import { startWorker } from "../runtime/worker.ts";
+import type { Service } from "./services.ts";
+
+/** The operator variables a real network needs (spec/relayer.md, operator configuration). */
+export function missingNetworkVariables(env: Record<string, string | undefined>): string[] {
+  const has = (k: string) => !!env[k]?.trim();
+  const missing = ["CHAIN_RPC_URL", "MEMORY_PACKAGE_ID", "MEMORY_REGISTRY_ID", "BLOBSTORE_PUBLISHER_URL", "BLOBSTORE_AGGREGATOR_URL"].filter((k) => !has(k));
+  if (!has("ENCRYPTION_SERVER_CONFIGS") && !has("ENCRYPTION_KEY_SERVERS")) missing.push("ENCRYPTION_SERVER_CONFIGS (or ENCRYPTION_KEY_SERVERS)");
+  if (!has("SERVER_CHAIN_PRIVATE_KEYS") && !has("SERVER_CHAIN_PRIVATE_KEY")) missing.push("SERVER_CHAIN_PRIVATE_KEY(S)");
+  return missing;
+}
+
+/** Starts every relayer role (gateway, actors, projections, MCP sidecar) on `network`; resolves the lines to print. */
+export async function startOnNetwork(
+  network: string,
+  env: Record<string, string | undefined>,
+  local: { nats: Service; postgres: Service },
+  logger: Logger,
+  onSidecarLost: () => void,
+): Promise<{ lines: string[]; stop: () => Promise<void> }> {
+  const vars = { ...env, CHAIN_NETWORK: network, NATS_URL: local.nats.url, DATABASE_URL: local.postgres.url, SIDECAR_AUTH_TOKEN: env.SIDECAR_AUTH_TOKEN ?? randomBytes(24).toString("hex") };
+  const config = loadConfig(vars);
+  const w = await startWorker(config, { gateway: true, actors: true, projections: true, mcp: true }, logger, vars, onSidecarLost);
+  const relayer = `http://${config.host}:${w.relayer.port}`;
+  return {
+    stop: () => w.stop(),
+    lines: [
+      `memrelay is running on ${network}`,
+      `  relayer      ${relayer}`,
+      `  agent tools  ${relayer}/api/mcp (Streamable HTTP), ${relayer}/api/mcp/sse (SSE); stdio: memrelay-mcp --relayer ${relayer}`,
+      `  chain        ${config.chainRpcUrl} (package ${config.packageId}, registry ${config.registryId})`,
+      `  blobs        publisher ${config.blobstorePublisherUrl}, aggregator ${config.blobstoreAggregatorUrl}`,
+      `  NATS         ${local.nats.description}`,
+      `  Postgres     ${local.postgres.description}`,
+      "",
+      "Accounts and delegate keys live on the network: sign agents in with a wallet (memrelay-mcp login against a",
+      "dashboard of that network), and send the account id with signed requests. Ctrl-C stops everything.",
+    ],
+  };
+}

@@ -1,0 +1,66 @@
+// `memrelay start --network <name>` as an operator runs it: the relayer with its workers and MCP sidecar against a
+// network reached by configuration only (its node's JSON-RPC, key servers, Walrus publisher and aggregator). The
+// network here is the local stack's own, named "memnet"; the started process has no chain, key servers or blob store
+// of its own. And the refusal when the network's variables are missing.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startTestStack, type TestStack } from "./support/stack.ts";
+import { freePort } from "./support/free-port.ts";
+import { MemrelayClient } from "../client/memrelay-client.ts";
+import { cachedSessionProvider } from "../client/session-cache.ts";
+
+const bin = join(process.cwd(), "bin", "memrelay.mjs");
+let t: TestStack;
+let child: ChildProcess | undefined;
+let dataDir: string;
+beforeAll(async () => {
+  t = await startTestStack({ CHAIN_NETWORK: "memnet" }, { roles: { gateway: false, projections: true, actors: false } });
+  dataDir = mkdtempSync(join(tmpdir(), "memrelay-network-"));
+}, 120_000);
+afterAll(async () => {
+  child?.kill("SIGTERM");
+  await t?.teardown();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe("memrelay start --network", () => {
+  it("refuses to start without the network's variables, naming them", () => {
+    const r = spawnSync(process.execPath, [bin, "start", "--network", "testnet"], { env: { PATH: process.env.PATH, HOME: dataDir, MEMRELAY_DATA_DIR: dataDir }, encoding: "utf8", timeout: 30_000 });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/needs these variables.*CHAIN_RPC_URL, MEMORY_PACKAGE_ID, MEMORY_REGISTRY_ID, BLOBSTORE_PUBLISHER_URL, BLOBSTORE_AGGREGATOR_URL, ENCRYPTION_SERVER_CONFIGS \(or ENCRYPTION_KEY_SERVERS\), SERVER_CHAIN_PRIVATE_KEY\(S\)/);
+  });
+
+  it("serves remember and recall with the network's chain, key servers and blob store", async () => {
+    const port = await freePort();
+    const env = { ...process.env, ...t.stack.workerEnv, PORT: String(port), SIDECAR_URL: `http://127.0.0.1:${await freePort()}`, MEMRELAY_DATA_DIR: dataDir, HOME: dataDir, LOG_FORMAT: "json" };
+    delete (env as Record<string, string | undefined>).CHAIN_NETWORK; // the flag alone selects the network
+    child = spawn(process.execPath, [bin, "start", "--network", "memnet"], { env, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`not running: ${out}`)), 90_000);
+      child!.stdout!.on("data", (d) => {
+        out += d;
+        if (out.includes("Ctrl-C stops everything")) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      child!.stderr!.on("data", (d) => (out = (out + d).slice(-4000)));
+      child!.once("exit", (code) => reject(new Error(`exited with ${code}: ${out}`)));
+    });
+    expect(out).toContain("memrelay is running on memnet");
+    expect(out).toContain(`chain        ${t.stack.workerEnv.CHAIN_RPC_URL}`);
+
+    const who = await t.stack.createIdentity();
+    const session = cachedSessionProvider({ delegateSecretKey: who.delegateSecretKey, packageId: t.stack.encryptionStack.packageId, rpcUrl: t.stack.encryptionStack.rpcUrl });
+    const client = new MemrelayClient({ baseUrl: `http://127.0.0.1:${port}`, delegatePrivateKey: who.delegateSecretKey, accountId: who.accountId, encryptionSession: session });
+    const { job_id } = await client.remember("The ferry to the island leaves at seven", "travel");
+    const job = await client.waitForJob(job_id);
+    expect(job.status).toBe("done");
+    expect(await t.stack.chain.getBlob(who.owner, job.blob_id!)).toMatchObject({ namespace: "travel" });
+    expect((await client.recall("when does the ferry leave", { namespace: "travel" })).results[0]?.text).toContain("ferry");
+  }, 120_000);
+});
