@@ -1,6 +1,7 @@
 // `memrelay restore --owner <addr> --namespace <ns>`: rebuilds an owner's namespace in the memory index from the blob
 // objects recorded on chain (actors/relayer/restore-namespace.ts), with a progress bar. For when the event log that `memrelay replay`
 // rebuilds from is gone (or never had those memories).
+import { blobPortFrom } from "../runtime/blob-port.ts";
 import { openEventLog } from "../eventlog/connection.ts";
 import { createPool } from "../db/pool.ts";
 import { loadConfig } from "../config/env.ts";
@@ -10,7 +11,6 @@ import { createEnvelopeEncryption } from "../adapters/encryption/envelope.ts";
 import { parseServerConfigs, thresholdFromEnv } from "../adapters/encryption/config.ts";
 import { createDelegateSession } from "../adapters/encryption/session.ts";
 import { createEmbedder } from "../adapters/embeddings/select.ts";
-import { WalrusHttpBlobs } from "../adapters/blobs/walrus-http.ts";
 import type { DecryptCredential } from "../adapters/ports.ts";
 import { IndexLog } from "../projections/relayer/index-log.ts";
 import { DEFAULT_CANDIDATE_CAP, IndexCatchingUp, planRestore, restoreNamespace, type RestorePorts } from "../actors/relayer/restore-namespace.ts";
@@ -73,7 +73,7 @@ export async function restoreCommand(args: string[], env: Record<string, string 
   const log = await openEventLog({ servers: config.natsUrl, name: "memrelay-restore" });
   const db = createPool(config.databaseUrl, 4);
   const chain = await LocalChain.open(log, { packageId: config.packageId, network: config.network, healIntervalMs: 0 });
-  const blobs = new WalrusHttpBlobs({ publisherUrl: config.blobstorePublisherUrl, aggregatorUrl: config.blobstoreAggregatorUrl, extraAggregatorUrls: config.blobstoreAggregatorUrls, raceAfterMs: config.blobstoreAggregatorRaceAfterMs, cacheTtlSecs: 0, cacheMaxBytes: 0 });
+  const blobs = blobPortFrom(config, { cache: false });
   const embedder = createEmbedder({ kind: config.embedder, dims: config.embeddingDims, apiBase: config.embeddingApiBase, apiKey: config.embeddingApiKey, model: config.embeddingModel });
   const encryption = servers?.length
     ? createEnvelopeEncryption({ packageId: config.packageId, rpcUrl: config.chainRpcUrl, serverConfigs: servers, threshold: thresholdFromEnv(servers.reduce((s, c) => s + c.weight, 0), env) })

@@ -29,6 +29,10 @@ export interface RelayerConfig {
   readonly blobstoreAggregatorRaceAfterMs: number;
   readonly blobCacheTtlSecs: number;
   readonly blobCacheMaxBytes: number;
+  /** BLOBSTORE_SKIP_CONSISTENCY_CHECK (false): trust the aggregators' bytes instead of checking them against the blob id. */
+  readonly blobstoreSkipConsistencyCheck: boolean;
+  /** WALRUS_N_SHARDS (1000): shards of the Walrus committee, for the consistency check on mainnet and testnet. */
+  readonly walrusShards: number;
   readonly serverChainPrivateKeys: readonly string[];
   readonly encryptionThreshold: number | undefined;
   readonly embedder: "hashing" | "use-lite" | "openai";
@@ -214,6 +218,8 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     blobstoreAggregatorRaceAfterMs: intVar(env, "BLOBSTORE_AGGREGATOR_RACE_AFTER_MS", 150, 0, 60_000),
     blobCacheTtlSecs: intVar(env, "BLOB_CACHE_TTL_SECS", 1_209_600, 0),
     blobCacheMaxBytes: intVar(env, "BLOB_CACHE_MAX_BYTES", 524_288, 0),
+    blobstoreSkipConsistencyCheck: ["true", "1"].includes(env.BLOBSTORE_SKIP_CONSISTENCY_CHECK?.trim().toLowerCase() ?? ""),
+    walrusShards: intVar(env, "WALRUS_N_SHARDS", 1000, 1, 65_535),
     serverChainPrivateKeys: list(env.SERVER_CHAIN_PRIVATE_KEYS ?? env.SERVER_CHAIN_PRIVATE_KEY),
     encryptionThreshold: env.ENCRYPTION_THRESHOLD ? intVar(env, "ENCRYPTION_THRESHOLD", 2, 1) : undefined,
     embedder: ["hashing", "use-lite", "openai"].includes(embedder) ? embedder : "hashing",

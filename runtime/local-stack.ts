@@ -1,6 +1,7 @@
 // Brings up everything on local adapters (DESIGN.md section 5): the ledger on the CHAIN stream, its JSON-RPC
 // subset and t-of-n Seal-compatible key servers, the blob storage service, an embedder, and the relayer.
 // Used by `memrelay start`, the black-box tests and the benchmarks, so all three run the same wiring.
+import { blobPortFrom } from "./blob-port.ts";
 import { mkdirSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
@@ -14,7 +15,6 @@ import { startLocalEncryptionStack, type LocalEncryptionStack } from "../adapter
 import { ownerOrDelegate } from "../adapters/encryption/local-keyservers/policy.ts";
 import { createEnvelopeEncryption } from "../adapters/encryption/envelope.ts";
 import { createEmbedder } from "../adapters/embeddings/select.ts";
-import { WalrusHttpBlobs } from "../adapters/blobs/walrus-http.ts";
 import { startBlobstore } from "../gateway/blobstore/service.ts";
 import { startRelayer, type RelayerRoles, type RelayerStack } from "./relayer-stack.ts";
 import type { EmbeddingPort } from "../adapters/ports.ts";
@@ -94,7 +94,7 @@ export async function startLocalStack(opts: {
     const blobstoreUrl = blobstore.url;
     const publisher = process.env.BLOBSTORE_PUBLISHER_URL ?? blobstoreUrl;
     const aggregator = process.env.BLOBSTORE_AGGREGATOR_URL ?? blobstoreUrl;
-    const blobs = new WalrusHttpBlobs({ publisherUrl: publisher, aggregatorUrl: aggregator, extraAggregatorUrls: opts.config.blobstoreAggregatorUrls, raceAfterMs: opts.config.blobstoreAggregatorRaceAfterMs, cacheTtlSecs: opts.config.blobCacheTtlSecs, cacheMaxBytes: opts.config.blobCacheMaxBytes });
+    const blobs = blobPortFrom(opts.config, { publisherUrl: publisher, aggregatorUrl: aggregator });
     stops.unshift(() => blobs.close());
 
     // The upload wallet pool: configured keys, or fresh funded dev wallets.

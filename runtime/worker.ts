@@ -2,6 +2,7 @@
 // with ports built from the operator variables (NATS_URL, DATABASE_URL, CHAIN_NETWORK, CHAIN_RPC_URL, ENCRYPTION_SERVER_CONFIGS,
 // ENCRYPTION_THRESHOLD, BLOBSTORE_PUBLISHER_URL / _AGGREGATOR_URL, SERVER_CHAIN_PRIVATE_KEYS). This is how the
 // relayer scales out: run as many as needed; they share nothing but NATS and Postgres.
+import { blobPortFrom } from "./blob-port.ts";
 import { openEventLog } from "../eventlog/connection.ts";
 import { createPool } from "../db/pool.ts";
 import type { RelayerConfig } from "../config/env.ts";
@@ -11,7 +12,6 @@ import { SuiRpcChain } from "../adapters/chain/sui-rpc/sui-rpc-chain.ts";
 import { createEnvelopeEncryption } from "../adapters/encryption/envelope.ts";
 import { parseServerConfigs, thresholdFromEnv } from "../adapters/encryption/config.ts";
 import { createEmbedder } from "../adapters/embeddings/select.ts";
-import { WalrusHttpBlobs } from "../adapters/blobs/walrus-http.ts";
 import { startRelayer, type RelayerRoles } from "./relayer-stack.ts";
 
 export async function startWorker(config: RelayerConfig, roles: RelayerRoles, logger: Logger, env: Record<string, string | undefined> = process.env, onSidecarLost?: () => void) {
@@ -33,7 +33,7 @@ export async function startWorker(config: RelayerConfig, roles: RelayerRoles, lo
     serverConfigs: servers,
     threshold: thresholdFromEnv(servers.reduce((s, c) => s + c.weight, 0), env),
   });
-  const blobs = new WalrusHttpBlobs({ publisherUrl: config.blobstorePublisherUrl, aggregatorUrl: config.blobstoreAggregatorUrl, extraAggregatorUrls: config.blobstoreAggregatorUrls, raceAfterMs: config.blobstoreAggregatorRaceAfterMs, cacheTtlSecs: config.blobCacheTtlSecs, cacheMaxBytes: config.blobCacheMaxBytes });
+  const blobs = blobPortFrom(config);
   const embedder = createEmbedder({ kind: config.embedder, dims: config.embeddingDims, apiBase: config.embeddingApiBase, apiKey: config.embeddingApiKey, model: config.embeddingModel });
   const relayer = await startRelayer({ config, log, db, ports: { chain, encryption, blobs, embedder, ...(config.sponsorPrivateKey ? { sponsor: { chain, key: config.sponsorPrivateKey } } : {}) }, logger, roles, env, onSidecarLost });
   return {

@@ -1,10 +1,14 @@
 // The blob port's cold reads against several Walrus-compatible aggregators on loopback (real HTTP): one slow, one
 // failing, one good; racing after BLOBSTORE_AGGREGATOR_RACE_AFTER_MS or all at once with 0; failover; not_found only
-// when every aggregator says so; the losers' requests are cancelled.
+// when every aggregator says so; the losers' requests are cancelled. And the consistency check of what they answer.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServer, type Server } from "node:http";
 import { WalrusHttpBlobs } from "../adapters/blobs/walrus-http.ts";
 import { PortError } from "../adapters/ports.ts";
+import { createHash } from "node:crypto";
+import { WalrusClient } from "@mysten/walrus";
+import { SuiJsonRpcClient } from "@mysten/sui/jsonRpc";
+import { sha256BlobIds, walrusBlobId, walrusBlobIds } from "../adapters/blobs/blob-ids.ts";
 
 interface Aggregator { url: string; hits: number; aborted: number; server: Server }
 
@@ -86,5 +90,42 @@ describe("cold reads across aggregators", () => {
     expect((err as PortError).kind).toBe("unavailable");
     await none.close();
     await mixed.close();
+  });
+});
+
+describe("the consistency check of cold reads", () => {
+  const real = Buffer.from("the real ciphertext");
+  const realId = createHash("sha256").update(real).digest("base64url");
+  /** An aggregator answering every blob with `body` after `delayMs`. */
+  async function serving(body: Buffer, delayMs: number): Promise<Server> {
+    const server = createServer((_req, res) => setTimeout(() => res.end(body), delayMs));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    return server;
+  }
+  const urlOf = (s: Server) => `http://127.0.0.1:${(s.address() as { port: number }).port}`;
+
+  it("takes the next aggregator's answer when the first answers other bytes, and trusts the first when skipped", async () => {
+    const [tampering, honest] = await Promise.all([serving(Buffer.from("tampered bytes"), 0), serving(real, 50)]);
+    try {
+      const opts = { publisherUrl: "http://127.0.0.1:1", aggregatorUrl: urlOf(tampering), extraAggregatorUrls: [urlOf(honest)], raceAfterMs: 0, cacheTtlSecs: 0, cacheMaxBytes: 0 };
+      const checked = new WalrusHttpBlobs({ ...opts, verify: sha256BlobIds });
+      expect(text(await checked.read(realId))).toBe("the real ciphertext");
+      const trusting = new WalrusHttpBlobs(opts);
+      expect(text(await trusting.read(realId))).toBe("tampered bytes");
+      const alone = new WalrusHttpBlobs({ ...opts, extraAggregatorUrls: [], verify: sha256BlobIds });
+      await expect(alone.read(realId)).rejects.toMatchObject({ kind: "unavailable", message: /consistency check/ });
+      await Promise.all([checked.close(), trusting.close(), alone.close()]);
+    } finally {
+      tampering.close();
+      honest.close();
+    }
+  });
+
+  it("computes Walrus blob ids as the Walrus SDK does (its encoder, the committee's shards)", async () => {
+    const bytes = new TextEncoder().encode("a memory's ciphertext");
+    const sdk = await new WalrusClient({ network: "testnet", suiClient: new SuiJsonRpcClient({ url: "http://127.0.0.1:1", network: "testnet" }) }).computeBlobMetadata({ bytes, numShards: 10 });
+    expect(walrusBlobId(bytes, 10)).toBe(sdk.blobId);
+    expect(walrusBlobIds(10)(sdk.blobId, bytes)).toBe(true);
+    expect(walrusBlobIds(10)(sdk.blobId, new TextEncoder().encode("other bytes"))).toBe(false);
   });
 });

@@ -2,10 +2,11 @@
 // or our blob storage service. Reads go through a ciphertext cache: blobs are immutable, so caching by id is safe.
 // A cold read asks the aggregators in order (BLOBSTORE_AGGREGATOR_URL, then BLOBSTORE_AGGREGATOR_URLS), racing the
 // next one when the previous has not answered within BLOBSTORE_AGGREGATOR_RACE_AFTER_MS (0 races all at once) or has
-// failed; the first good answer wins and the others are cancelled.
+// failed; the first good answer wins and the others are cancelled. Unless skipped, an answer must hash to its blob id.
 import { Agent, request } from "undici";
 import { PortError, type BlobPort, type StoredBlob } from "../ports.ts";
 import { CiphertextCache } from "./ciphertext-cache.ts";
+import type { BlobIdCheck } from "./blob-ids.ts";
 
 export interface WalrusHttpOptions {
   readonly publisherUrl: string;
@@ -19,6 +20,8 @@ export interface WalrusHttpOptions {
   readonly cacheTtlSecs: number;
   readonly cacheMaxBytes: number;
   readonly cacheTotalBytes?: number;
+  /** The consistency check of cold reads (blob-ids.ts); absent: the aggregators are trusted (BLOBSTORE_SKIP_CONSISTENCY_CHECK). */
+  readonly verify?: BlobIdCheck;
 }
 
 interface NewlyCreated { newlyCreated: { blobObject: { id: string; blobId: string; size: number } } }
@@ -56,7 +59,10 @@ export class WalrusHttpBlobs implements BlobPort {
     const urls = [this.opts.aggregatorUrl, ...(this.opts.extraAggregatorUrls ?? [])];
     const bytes = await raceInOrder(urls, this.opts.raceAfterMs ?? 150, async (base, signal) => {
       const res = await this.call(`${base}/v1/blobs/${encodeURIComponent(blobId)}`, { method: "GET", signal });
-      return new Uint8Array(await res.body.arrayBuffer());
+      const got = new Uint8Array(await res.body.arrayBuffer());
+      // Bytes that are not this blob count as that aggregator failing: the race goes on to the next one.
+      if (this.opts.verify && !this.opts.verify(blobId, got)) throw new PortError("blobs", "unavailable", `an aggregator answered bytes that are not blob ${blobId} (consistency check)`);
+      return got;
     });
     this.cache.put(blobId, bytes);
     return bytes;
