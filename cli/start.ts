@@ -74,20 +74,8 @@ export async function startCommand(args: string[], env = process.env): Promise<n
     const consent = env.MCP_OAUTH_CONSENT_URL ?? (dashboardPort ? `http://${base.host}:${dashboardPort}/connect/claude` : undefined);
     const config = loadConfig({ ...env, NATS_URL: nats.url, DATABASE_URL: postgres.url, ...(consent ? { MCP_OAUTH_CONSENT_URL: consent } : {}) });
     const operatorSecretKey = secretFile(join(base.dataDir, "operator.key"), () => generateKeypair().secretKey);
-    // The sidecar watchdog giving up ends the process like a signal does, but with a failure status (spec).
-    let sidecarLost = false;
-    let stopSignal: () => void = () => undefined;
-    const stopped = new Promise<void>((resolve) => (stopSignal = resolve));
-    const stack = await startLocalStack({
-      config,
-      logger,
-      databaseUrl: postgres.url,
-      operatorSecretKey,
-      onSidecarLost: () => {
-        sidecarLost = true;
-        stopSignal();
-      },
-    });
+    const run = runUntilStopped();
+    const stack = await startLocalStack({ config, logger, databaseUrl: postgres.url, operatorSecretKey, onSidecarLost: run.onSidecarLost });
     services.push({ url: "", description: "", stop: () => stack.stop() });
     writeStackFile({
       pid: process.pid,
@@ -154,12 +142,7 @@ export async function startCommand(args: string[], env = process.env): Promise<n
     if (meta?.rebuilt_at_ms && meta.rebuilt_at_ms >= startedAt - 1_000) {
       console.log(await reembedDevMemories(stack, creds, meta.previous_embedder));
     }
-    process.once("SIGINT", stopSignal);
-    process.once("SIGTERM", stopSignal);
-    await stopped;
-    console.log(sidecarLost ? "the MCP sidecar stopped answering; stopping everything" : "stopping…");
-    await stopAll();
-    return sidecarLost ? 1 : 0;
+    return await run.wait(stopAll);
   } catch (err) {
     console.error(`memrelay start failed: ${(err as Error).message}`);
     await stopAll();
@@ -167,23 +150,37 @@ export async function startCommand(args: string[], env = process.env): Promise<n
   }
 }
 
-/** Runs the relayer on a real network until a signal (or the sidecar watchdog giving up). */
-async function runOnNetwork(network: string, env: Record<string, string | undefined>, local: { nats: Service; postgres: Service }, logger: Logger, services: Service[], stopAll: () => Promise<void>): Promise<number> {
+/**
+ * Waits for Ctrl-C / SIGTERM, or the sidecar watchdog giving up (which ends the process like a signal, but with a
+ * failure status, as the spec says), then stops everything; resolves the exit status.
+ */
+function runUntilStopped() {
   let sidecarLost = false;
-  let stopSignal: () => void = () => undefined;
-  const stopped = new Promise<void>((resolve) => (stopSignal = resolve));
-  const running = await startOnNetwork(network, env, local, logger, () => {
-    sidecarLost = true;
-    stopSignal();
-  });
+  let stop: () => void = () => undefined;
+  const stopped = new Promise<void>((resolve) => (stop = resolve));
+  return {
+    onSidecarLost: () => {
+      sidecarLost = true;
+      stop();
+    },
+    async wait(stopAll: () => Promise<void>): Promise<number> {
+      process.once("SIGINT", stop);
+      process.once("SIGTERM", stop);
+      await stopped;
+      console.log(sidecarLost ? "the MCP sidecar stopped answering; stopping everything" : "stopping…");
+      await stopAll();
+      return sidecarLost ? 1 : 0;
+    },
+  };
+}
+
+/** Runs the relayer on a real network until it is stopped. */
+async function runOnNetwork(network: string, env: Record<string, string | undefined>, local: { nats: Service; postgres: Service }, logger: Logger, services: Service[], stopAll: () => Promise<void>): Promise<number> {
+  const run = runUntilStopped();
+  const running = await startOnNetwork(network, env, local, logger, run.onSidecarLost);
   services.push({ url: "", description: "", stop: running.stop });
   console.log(running.lines.join("\n"));
-  process.once("SIGINT", stopSignal);
-  process.once("SIGTERM", stopSignal);
-  await stopped;
-  console.log(sidecarLost ? "the MCP sidecar stopped answering; stopping everything" : "stopping…");
-  await stopAll();
-  return sidecarLost ? 1 : 0;
+  return run.wait(stopAll);
 }
 
 /** The dashboard for the development account, when this data directory holds its owner key. */
