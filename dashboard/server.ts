@@ -13,7 +13,7 @@ import type { Logger } from "../config/logger.ts";
 import { connectPage, consentPage, keysPage } from "./pages.ts";
 import { encodeTransactionKind } from "../adapters/chain/local/transaction-data.ts";
 import { sponsorAuthMessage, transactionKindHash } from "../schemas/relayer/sponsor.ts";
-import { BodyTooLarge, readBody } from "../mcp/node-body.ts";
+import { BodyTooLarge, NotJson, readJson } from "../mcp/node-body.ts";
 
 export interface DashboardOptions {
   readonly chain: LocalChain;
@@ -43,15 +43,12 @@ class Refused extends Error {
 }
 
 async function jsonBody(req: IncomingMessage): Promise<Record<string, unknown>> {
-  const body = await readBody(req, 16_384).catch((err) => {
-    throw err instanceof BodyTooLarge ? new Refused(413, "body too large") : err;
+  const v = await readJson(req, 16_384).catch((err) => {
+    if (err instanceof BodyTooLarge) throw new Refused(413, "body too large");
+    if (err instanceof NotJson) return undefined;
+    throw err;
   });
-  try {
-    const v = JSON.parse(body.toString("utf8"));
-    if (v && typeof v === "object" && !Array.isArray(v)) return v as Record<string, unknown>;
-  } catch {
-    /* answered below */
-  }
+  if (v && typeof v === "object" && !Array.isArray(v)) return v as Record<string, unknown>;
   throw new Refused(400, "the body must be a JSON object");
 }
 

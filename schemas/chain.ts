@@ -69,4 +69,8 @@ export interface AccessGroupFields {
 }
 
 export const bucketPolicyType = (packageId: string) => `${packageId}::bucket_policy::BucketPolicy`;
+// The memory package's account and blob objects (move/memrelay).
+export const memWalAccountType = (packageId: string) => `${packageId}::account::MemWalAccount`;
+export const accountRegistryType = (packageId: string) => `${packageId}::account::AccountRegistry`;
+export const memoryBlobType = (packageId: string) => `${packageId}::blob_registry::MemoryBlob`;
 export const accessGroupType = (packageId: string) => `${packageId}::bucket_policy::AccessGroup`;

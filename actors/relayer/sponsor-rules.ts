@@ -14,12 +14,12 @@ type TransactionKind = ReturnType<typeof bcs.TransactionKind.parse>;
 
 const refuse = (status: number, message: string) => new HttpError(status, message);
 
-/** 401 unless the request is the sender's own, signed within the clock window. */
-export async function checkSponsorAuth(req: SponsorRequest, nowMs: number, clockWindowSecs: number): Promise<void> {
+/** 401 unless the request (its kind bytes decoded) is the sender's own, signed within the clock window. */
+export async function checkSponsorAuth(req: SponsorRequest, kindBytes: Uint8Array, nowMs: number, clockWindowSecs: number): Promise<void> {
   if (Math.abs(nowMs / 1000 - req.authTimestamp) > clockWindowSecs) {
     throw refuse(401, `authTimestamp is outside the clock window of ${clockWindowSecs} s; sign a fresh request`);
   }
-  const kindHash = transactionKindHash(Buffer.from(req.transactionBlockKindBytes, "base64"));
+  const kindHash = transactionKindHash(kindBytes);
   const message = new TextEncoder().encode(sponsorAuthMessage(req.sender, kindHash, req.authTimestamp, req.authNonce));
   try {
     await verifyPersonalMessageSignature(message, req.authSignature, { address: req.sender });

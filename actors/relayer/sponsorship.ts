@@ -42,8 +42,9 @@ export class Sponsorship {
 
   async sponsor(req: SponsorRequest): Promise<SponsoredTransaction> {
     const now = this.now();
-    await checkSponsorAuth(req, now, this.deps.clockWindowSecs);
-    const kind = qualifyingKind(new Uint8Array(Buffer.from(req.transactionBlockKindBytes, "base64")), this.deps.chain.packageId);
+    const kindBytes = new Uint8Array(Buffer.from(req.transactionBlockKindBytes, "base64"));
+    await checkSponsorAuth(req, kindBytes, now, this.deps.clockWindowSecs);
+    const kind = qualifyingKind(kindBytes, this.deps.chain.packageId);
     if (!(await this.deps.bindings.claimNonce(req.authNonce, req.sender))) {
       throw new HttpError(409, "authNonce was already used; sign a new request with a fresh nonce");
     }

@@ -21,6 +21,8 @@ export type TakeResult =
   | { readonly kind: "used" }
   | { readonly kind: "other_sender" };
 
+const withState = (binding: Omit<SponsorBinding, "state">, state: SponsorBinding["state"]) => JSON.stringify({ sender: binding.sender, bytes: binding.bytes, state } satisfies SponsorBinding);
+
 const isExistingKey = (err: unknown) => /wrong last sequence|key exists/i.test(err instanceof Error ? err.message : String(err));
 
 export class SponsorBindings {
@@ -46,7 +48,7 @@ export class SponsorBindings {
   }
 
   async bind(digest: string, binding: Omit<SponsorBinding, "state">): Promise<void> {
-    await this.bindings.put(digest, JSON.stringify({ ...binding, state: "bound" } satisfies SponsorBinding));
+    await this.bindings.put(digest, withState(binding, "bound"));
   }
 
   /** Moves a bound transaction to executing for `sender`; only one caller can win. */
@@ -57,7 +59,7 @@ export class SponsorBindings {
     if (binding.sender !== sender) return { kind: "other_sender" };
     if (binding.state !== "bound") return { kind: "used" };
     try {
-      const revision = await this.bindings.update(digest, JSON.stringify({ ...binding, state: "executing" } satisfies SponsorBinding), e.revision);
+      const revision = await this.bindings.update(digest, withState(binding, "executing"), e.revision);
       return { kind: "taken", binding, revision };
     } catch (err) {
       if (isExistingKey(err)) return { kind: "used" };
@@ -67,10 +69,10 @@ export class SponsorBindings {
 
   /** Execution failed: the transaction may be executed again while it is valid. */
   async release(digest: string, binding: SponsorBinding, revision: number): Promise<void> {
-    await this.bindings.update(digest, JSON.stringify({ ...binding, state: "bound" } satisfies SponsorBinding), revision).catch(() => undefined);
+    await this.bindings.update(digest, withState(binding, "bound"), revision).catch(() => undefined);
   }
 
   async executed(digest: string, binding: SponsorBinding, revision: number): Promise<void> {
-    await this.bindings.update(digest, JSON.stringify({ ...binding, state: "executed" } satisfies SponsorBinding), revision);
+    await this.bindings.update(digest, withState(binding, "executed"), revision);
   }
 }

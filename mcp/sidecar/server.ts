@@ -14,7 +14,7 @@ import type { Logger } from "../../config/logger.ts";
 import { MAX_MESSAGE_BYTES, RPC_ERROR, SIDECAR_HEADERS } from "../../schemas/mcp-tools.ts";
 import { RELAYER_VERSION } from "../../gateway/relayer/versioning.ts";
 import { SessionLimits } from "./session-limits.ts";
-import { BodyTooLarge, readBody } from "../node-body.ts";
+import { BodyTooLarge, NotJson, readJson } from "../node-body.ts";
 import type { SidecarSettings } from "./settings.ts";
 import { registerMemoryTools } from "../memory-tools.ts";
 import { BearerRefused, SessionCredentials, type BearerSession } from "./bearer.ts";
@@ -60,15 +60,11 @@ function tokenMatches(given: string | undefined, expected: string): boolean {
   return timingSafeEqual(a, b);
 }
 
-async function readJson(req: IncomingMessage): Promise<unknown> {
-  const body = await readBody(req, MAX_MESSAGE_BYTES).catch((err) => {
-    throw err instanceof BodyTooLarge ? new RpcRefusal(413, RPC_ERROR.invalidRequest, `message exceeds ${MAX_MESSAGE_BYTES} bytes`) : err;
+async function readMessage(req: IncomingMessage): Promise<unknown> {
+  return readJson(req, MAX_MESSAGE_BYTES).catch((err) => {
+    if (err instanceof BodyTooLarge) throw new RpcRefusal(413, RPC_ERROR.invalidRequest, `message exceeds ${MAX_MESSAGE_BYTES} bytes`);
+    throw err instanceof NotJson ? new RpcRefusal(400, RPC_ERROR.parse, "parse error: the body is not JSON") : err;
   });
-  try {
-    return JSON.parse(body.toString("utf8"));
-  } catch {
-    throw new RpcRefusal(400, RPC_ERROR.parse, "parse error: the body is not JSON");
-  }
 }
 
 const isInitialize = (body: unknown) => (Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body));
@@ -166,7 +162,7 @@ export async function startSidecar(settings: SidecarSettings, logger: Logger, ex
 
   const handleSseMessage = async (req: IncomingMessage, res: ServerResponse, url: URL) => {
     const s = await sessionFor(url.searchParams.get("sessionId") ?? undefined, req, "sse");
-    const body = await readJson(req);
+    const body = await readMessage(req);
     await (s.transport as SSEServerTransport).handlePostMessage(req, res, body);
   };
 
@@ -174,7 +170,7 @@ export async function startSidecar(settings: SidecarSettings, logger: Logger, ex
     const id = req.headers["mcp-session-id"];
     const sessionId = typeof id === "string" ? id : undefined;
     if (req.method === "POST") {
-      const body = await readJson(req);
+      const body = await readMessage(req);
       if (!sessionId) {
         if (!isInitialize(body)) throw new RpcRefusal(400, RPC_ERROR.invalidRequest, "no session: send initialize first (without an mcp-session-id header)");
         const { bearer, release } = await openSession(req);

@@ -5,7 +5,7 @@ import { HttpError } from "../../schemas/http-error.ts";
 import { parseSponsorExecuteRequest, parseSponsorRequest, SPONSOR_LIMITS } from "../../schemas/relayer/sponsor.ts";
 import type { Sponsorship } from "../../actors/relayer/sponsorship.ts";
 import type { Logger } from "../../config/logger.ts";
-import { BodyTooLarge, readBody } from "../node-body.ts";
+import { BodyTooLarge, NotJson, readJson } from "../node-body.ts";
 
 export const SPONSOR_PATHS = ["/sponsor", "/sponsor/execute"] as const;
 
@@ -15,15 +15,10 @@ function reply(res: ServerResponse, status: number, body: unknown, headers: Reco
 }
 
 async function jsonObject(req: IncomingMessage): Promise<Record<string, unknown>> {
-  const raw = await readBody(req, SPONSOR_LIMITS.bodyBytes).catch((err) => {
-    throw err instanceof BodyTooLarge ? new HttpError(413, `body exceeds ${SPONSOR_LIMITS.bodyBytes} bytes`) : err;
+  const body = await readJson(req, SPONSOR_LIMITS.bodyBytes).catch((err) => {
+    if (err instanceof BodyTooLarge) throw new HttpError(413, `body exceeds ${SPONSOR_LIMITS.bodyBytes} bytes`);
+    throw err instanceof NotJson ? new HttpError(400, "body is not JSON") : err;
   });
-  let body: unknown;
-  try {
-    body = JSON.parse(raw.toString("utf8"));
-  } catch {
-    throw new HttpError(400, "body is not JSON");
-  }
   if (!body || typeof body !== "object" || Array.isArray(body)) throw new HttpError(400, "body must be a JSON object");
   return body as Record<string, unknown>;
 }

@@ -8,7 +8,7 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import { delegateKeypair } from "../../adapters/encryption/session.ts";
 import { MemrelayClient, RelayerError } from "../../client/memrelay-client.ts";
 import { writeCredentials, type Credentials } from "../../cli/credentials.ts";
-import { readBody } from "../node-body.ts";
+import { readJson } from "../node-body.ts";
 
 export const LOGIN_TTL_MS = 5 * 60_000;
 
@@ -50,7 +50,7 @@ export async function startLogin(o: LoginOptions): Promise<LoginRequest> {
     if (req.headers.origin !== dashboard) return send(res, 403, { error: `callbacks are accepted from ${dashboard} only` });
     let body: Record<string, unknown>;
     try {
-      body = JSON.parse((await readBody(req, CALLBACK_MAX_BYTES)).toString("utf8")) as Record<string, unknown>;
+      body = (await readJson(req, CALLBACK_MAX_BYTES)) as Record<string, unknown>;
     } catch {
       return send(res, 400, { error: "the body must be a JSON object" });
     }

@@ -17,7 +17,7 @@ export function chainIdentifierDigest(network: string): string {
 }
 
 /** The local ledger's account registry: a fixed object id per package (a published package has it from its `init`). */
-export function localRegistryId(packageId: string): string {
+function localRegistryId(packageId: string): string {
   return "0x" + Buffer.from(blake2b(new TextEncoder().encode(`memrelay::account::AccountRegistry@${normalizeSuiAddress(packageId)}`), { dkLen: 32 })).toString("hex");
 }
 
@@ -92,7 +92,7 @@ function transactionKind<K extends TxKind>(kind: K, rawArgs: TxArgs[K], target: 
 
 type TransactionKindInput = Parameters<typeof bcs.TransactionKind.serialize>[0];
 
-export interface TransactionEnvelope {
+interface TransactionEnvelope {
   readonly target: ChainTarget;
   readonly sender: string;
   readonly gasOwner: string;

@@ -1,7 +1,7 @@
 // Pure projection of a ledger record onto KV writes. Every write is absolute or positional, so applying a record twice
 // (a retried submit, a catch-up racing the submitter) yields the same state; the stored `_seq` makes older writes lose.
 import { BLOB_PAGE_SIZE, type Account, type ChainEvent, type ChainRecord, type StoredDynamicField, type TxReceipt } from "./model.ts";
-import { type StoredObject } from "../../../schemas/chain.ts";
+import { memoryBlobType, type StoredObject } from "../../../schemas/chain.ts";
 import { ALL_SCOPE, KEYS, dynamicFieldBcsKey, dynamicFieldNameKey, namespaceScope, pageOf } from "./state-keys.ts";
 
 export type Op =
@@ -89,7 +89,7 @@ function eventWrites(e: ChainEvent, out: Op[]): void {
         key: KEYS.object(b.object_id),
         value: {
           object_id: b.object_id,
-          type: `${b.package_id}::blob_registry::MemoryBlob`,
+          type: memoryBlobType(b.package_id),
           version: "1",
           owner: { AddressOwner: b.owner },
           fields: { id: b.object_id, blob_id: b.blob_id, namespace: b.namespace, package_id: b.package_id, size: String(b.size), created_at: String(b.created_at) },

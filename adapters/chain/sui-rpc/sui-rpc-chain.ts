@@ -5,7 +5,7 @@
 import { SuiJsonRpcClient } from "@mysten/sui/jsonRpc";
 import { normalizeSuiAddress } from "@mysten/sui/utils";
 import { PortError, type BlobObject, type ChainPort, type ExecutedTx, type ResolvedAccount, type SponsoredChainPort, type WalletBalance } from "../../ports.ts";
-import type { ChainTarget, ObjectOwner, SignedTx, StoredObject } from "../../../schemas/chain.ts";
+import { accountRegistryType, memoryBlobType, memWalAccountType, type ChainTarget, type ObjectOwner, type SignedTx, type StoredObject } from "../../../schemas/chain.ts";
 import { buildSignedTx } from "../local/tx.ts";
 
 const PORT = "chain";
@@ -81,7 +81,7 @@ export class SuiRpcChain implements ChainPort, SponsoredChainPort {
   async resolveDelegate(publicKeyHex: string, accountIdHint?: string): Promise<ResolvedAccount | null> {
     if (!accountIdHint) return null;
     const accountId = normalizeSuiAddress(accountIdHint);
-    const f = await this.fields(accountId, `${this.packageId}::account::MemWalAccount`);
+    const f = await this.fields(accountId, memWalAccountType(this.packageId));
     if (!f || f.active !== true) return null;
     const keys = (f.delegate_keys as { fields?: Fields }[] | undefined) ?? [];
     const held = keys.some((k) => hexOf(k.fields?.public_key) === publicKeyHex.toLowerCase());
@@ -90,7 +90,7 @@ export class SuiRpcChain implements ChainPort, SponsoredChainPort {
 
   async accountExists(owner: string): Promise<boolean> {
     if (!this.accountsTable) {
-      const registry = await this.fields(this.target.registryId, `${this.packageId}::account::AccountRegistry`);
+      const registry = await this.fields(this.target.registryId, accountRegistryType(this.packageId));
       const table = ((registry?.accounts as { fields?: { id?: { id?: string } } } | undefined)?.fields?.id?.id) ?? undefined;
       if (!table) throw new PortError(PORT, "unavailable", `MEMORY_REGISTRY_ID ${this.target.registryId} is not an AccountRegistry of ${this.packageId}`);
       this.accountsTable = table;
@@ -108,7 +108,7 @@ export class SuiRpcChain implements ChainPort, SponsoredChainPort {
     if (existing) return existing;
     const tx = buildSignedTx({ target: this.target, kind: "record_blob", args: { owner, blob_id: input.blobId, namespace: input.namespace, package_id: this.packageId, size: input.size }, sender: input.walletSecretKey });
     const executed = await this.executeBlock(tx);
-    const created = executed.objectChanges?.find((c) => c.type === "created" && c.objectType === `${this.packageId}::blob_registry::MemoryBlob`);
+    const created = executed.objectChanges?.find((c) => c.type === "created" && c.objectType === memoryBlobType(this.packageId));
     if (!created || created.type !== "created") throw new PortError(PORT, "unavailable", "record_blob created no MemoryBlob");
     return { objectId: created.objectId, blobId: input.blobId, owner, namespace: input.namespace, packageId: this.packageId, createdAtMs: Number(executed.timestampMs ?? Date.now()), size: input.size };
   }
@@ -118,7 +118,7 @@ export class SuiRpcChain implements ChainPort, SponsoredChainPort {
     let cursor: string | null | undefined;
     do {
       const page = await this.client
-        .getOwnedObjects({ owner: normalizeSuiAddress(owner), filter: { StructType: `${this.packageId}::blob_registry::MemoryBlob` }, options: { showContent: true }, cursor })
+        .getOwnedObjects({ owner: normalizeSuiAddress(owner), filter: { StructType: memoryBlobType(this.packageId) }, options: { showContent: true }, cursor })
         .catch((err) => Promise.reject(portError(err)));
       for (const item of page.data) {
         const f = (item.data?.content as { fields?: Fields } | undefined)?.fields;

@@ -2,6 +2,7 @@
 // dynamic fields stored by name with their `0x2::dynamic_field::Field` object at the derived id) to the
 // ObjectSource the JSON-RPC server reads. Structural: it names only the reads it uses, not the ledger's internals.
 
+import { accountRegistryType, memWalAccountType } from "../../../../schemas/chain.ts";
 import { fromBase64, normalizeSuiAddress } from "@mysten/sui/utils";
 import { bcs } from "@mysten/sui/bcs";
 import type { Account } from "../model.ts";
@@ -61,11 +62,11 @@ const DelegateKeyBcs = bcs.struct("DelegateKey", { public_key: bcs.vector(bcs.u8
 const MemWalAccountBcs = bcs.struct("MemWalAccount", { id: bcs.Address, owner: bcs.Address, delegate_keys: bcs.vector(DelegateKeyBcs), created_at: bcs.u64(), active: bcs.bool() });
 
 /** A ledger account as the shared `account::MemWalAccount` object of `packageId`, contents in BCS and as JSON fields. */
-export function accountObject(account: Account, packageId: string): ChainObject {
+function accountObject(account: Account, packageId: string): ChainObject {
   const keys = account.delegate_keys.map((k) => ({ public_key: [...Buffer.from(k.public_key, "hex")], sui_address: k.sui_address, label: k.label, created_at: String(k.created_at) }));
   return moveObject({
     objectId: account.id,
-    type: `${normalizeSuiAddress(packageId)}::account::MemWalAccount`,
+    type: memWalAccountType(normalizeSuiAddress(packageId)),
     contents: MemWalAccountBcs.serialize({ id: account.id, owner: account.owner, delegate_keys: keys, created_at: String(account.created_at), active: account.active }).toBytes(),
     owner: { kind: "Shared", initialSharedVersion: "1" },
     version: String(account.version),
@@ -86,7 +87,7 @@ export function accountObject(account: Account, packageId: string): ChainObject 
  * `seal_approve(id, &account)` resolve).
  */
 /** The account registry's `accounts` table (owner → account id): a fixed id under the registry on the local ledger. */
-export function registryTableId(registryId: string): string {
+function registryTableId(registryId: string): string {
   return "0x" + Buffer.from(blake2b(new TextEncoder().encode(`${normalizeSuiAddress(registryId)}::accounts`), { dkLen: 32 })).toString("hex");
 }
 
@@ -97,7 +98,7 @@ function registryObject(registryId: string, packageId: string): ChainObject {
     objectId: id,
     version: "1",
     digest: digestOf("registry", id),
-    type: `${normalizeSuiAddress(packageId)}::account::AccountRegistry`,
+    type: accountRegistryType(normalizeSuiAddress(packageId)),
     owner: { kind: "Shared", initialSharedVersion: "1" },
     hasPublicTransfer: false,
     fields: { id: { id }, accounts: { type: "0x2::table::Table<address, 0x2::object::ID>", fields: { id: { id: registryTableId(id) } } } },

@@ -4,7 +4,7 @@
 // refused transaction is a JSON-RPC error carrying the ledger's reason (the ledger records only executed ones).
 import { bcs } from "@mysten/sui/bcs";
 import { fromBase64, normalizeStructTag, normalizeSuiAddress } from "@mysten/sui/utils";
-import type { SignedTx } from "../../../../schemas/chain.ts";
+import { memoryBlobType, memWalAccountType, type SignedTx } from "../../../../schemas/chain.ts";
 import type { ChainEvent, TxReceipt } from "../model.ts";
 import { GAS_PRICE } from "../transaction-data.ts";
 
@@ -56,8 +56,8 @@ function senderSignedData(tx: SignedTx): string {
 function createdObjects(events: readonly ChainEvent[], packageId: string): { objectId: string; objectType: string; owner: unknown }[] {
   const out: { objectId: string; objectType: string; owner: unknown }[] = [];
   for (const e of events) {
-    if (e.type === "AccountCreated") out.push({ objectId: e.account.id, objectType: `${packageId}::account::MemWalAccount`, owner: { Shared: { initial_shared_version: 1 } } });
-    else if (e.type === "BlobRecorded") out.push({ objectId: e.blob.object_id, objectType: `${packageId}::blob_registry::MemoryBlob`, owner: { AddressOwner: e.blob.owner } });
+    if (e.type === "AccountCreated") out.push({ objectId: e.account.id, objectType: memWalAccountType(packageId), owner: { Shared: { initial_shared_version: 1 } } });
+    else if (e.type === "BlobRecorded") out.push({ objectId: e.blob.object_id, objectType: memoryBlobType(packageId), owner: { AddressOwner: e.blob.owner } });
     else if (e.type === "ObjectPut") out.push({ objectId: e.object.object_id, objectType: e.object.type, owner: e.object.owner });
   }
   return out;
@@ -130,7 +130,7 @@ export function transactionMethods(
     suix_getOwnedObjects: async ([owner, query, cursor, limit]) => {
       if (typeof owner !== "string") throw new RpcError(-32602, "Invalid Params: owner");
       const q = (query ?? {}) as { filter?: { StructType?: string }; options?: Record<string, boolean> };
-      const blobType = `${ledger.packageId}::blob_registry::MemoryBlob`;
+      const blobType = memoryBlobType(ledger.packageId);
       if (!q.filter?.StructType || normalizeStructTag(q.filter.StructType) !== normalizeStructTag(blobType)) {
         throw new RpcError(-32602, `Invalid Params: this ledger lists owned objects by the filter {StructType: "${blobType}"} only`);
       }
