@@ -60,6 +60,14 @@ export interface WalletBalance {
   readonly balances: Readonly<Record<string, bigint>>;
 }
 
+/** A blob to record for its owner, with its namespace attribute. */
+export interface BlobRecordInput {
+  readonly owner: string;
+  readonly namespace: string;
+  readonly blobId: string;
+  readonly size: number;
+}
+
 export interface ChainPort {
   readonly packageId: string;
   readonly network: string;
@@ -69,7 +77,12 @@ export interface ChainPort {
    */
   resolveDelegate(publicKeyHex: string, accountIdHint?: string): Promise<ResolvedAccount | null>;
   /** Records a blob object owned by `owner` with namespace and package attributes, paid by `walletSecretKey`. Idempotent per (owner, blobId). */
-  recordBlob(input: { owner: string; namespace: string; blobId: string; size: number; walletSecretKey: Uint8Array }): Promise<BlobObject>;
+  recordBlob(input: BlobRecordInput & { walletSecretKey: Uint8Array }): Promise<BlobObject>;
+  /**
+   * Records several blobs in one transaction paid by `walletSecretKey`, in the order given; idempotent per
+   * (owner, blobId). All or none: a refused record refuses the transaction.
+   */
+  recordBlobs(inputs: readonly BlobRecordInput[], walletSecretKey: Uint8Array): Promise<BlobObject[]>;
   /** Blob objects of the owner, newest first. */
   listBlobs(owner: string, opts: { namespace?: string; limit: number }): Promise<BlobObject[]>;
   accountExists(owner: string): Promise<boolean>;

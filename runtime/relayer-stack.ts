@@ -9,6 +9,7 @@ import type { Logger } from "../config/logger.ts";
 import type { BlobPort, ChainPort, EmbeddingPort, EncryptionPort, SponsoredChainPort } from "../adapters/ports.ts";
 import { WalletPool } from "../adapters/chain/wallet-pool.ts";
 import { EmbedBatcher } from "../adapters/embeddings/batcher.ts";
+import { RecordBatcher } from "../adapters/chain/record-batcher.ts";
 import { ActorHost } from "../actors/host.ts";
 import { rememberJobActor } from "../actors/relayer/remember-job.actor.ts";
 import { restoreJobActor } from "../actors/relayer/restore-job.actor.ts";
@@ -117,7 +118,7 @@ export async function startRelayer(opts: {
           embedder: new EmbedBatcher(ports.embedder),
           encryption: ports.encryption,
           blobs: ports.blobs,
-          chain: ports.chain,
+          records: new RecordBatcher(ports.chain, wallets!),
           wallets: wallets!,
           lexical,
           attemptDelayMs: opts.attemptDelayMs ?? 200,

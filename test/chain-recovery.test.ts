@@ -35,7 +35,7 @@ describe("concurrency, restart and recovery", () => {
     const jobs: Promise<SubmitResult>[] = [];
     for (let i = 0; i < n; i++) {
       const chain = i % 2 ? a : b;
-      jobs.push(chain.signAndSubmit("record_blob", wallet.secretKey, { owner, namespace: "race", blob_id: blobId(`race-${i}`), package_id: PACKAGE_ID, size: i }));
+      jobs.push(chain.signAndSubmit("record_blob", wallet.secretKey, { package_id: PACKAGE_ID, records: [{ owner, namespace: "race", blob_id: blobId(`race-${i}`), size: i }] }));
       jobs.push(chain.signAndSubmit("mint", operator.secretKey, { to: receivers[i % receivers.length]!, token: "SUI", amount: "1" }));
     }
     const results = await Promise.all(jobs);

@@ -25,7 +25,7 @@ const SAMPLES: { [K in TxKind]: TxArgs[K] } = {
   remove_delegate_key: { account_id: id(1), public_key: pk },
   deactivate_account: { account_id: id(1) },
   reactivate_account: { account_id: id(1) },
-  record_blob: { owner: id(2), blob_id: "bLoB_id-1=", namespace: "notes", package_id: PKG, size: 4096 },
+  record_blob: { package_id: PKG, records: [{ owner: id(2), blob_id: "bLoB_id-1=", namespace: "notes", size: 4096 }, { owner: id(3), blob_id: "other", namespace: "notes", size: 1 }] },
   transfer: { to: id(3), token: "WAL", amount: "18446744073709551615" },
   mint: { to: id(3), token: "SUI", amount: "5" },
   put_object: { object: { object_id: id(4), type: "package", version: "1", fields: { nested: [1, "x"] } } },

@@ -107,6 +107,38 @@ describe("blob objects and gas", () => {
     expect(await b.getBlob(owner, id)).toEqual(first);
   });
 
+  it("records several blobs in one transaction, in order, for several owners; recorded ones stay as they were; gas once", async () => {
+    const wallet = await fundedKey();
+    const [o1, o2] = [generateKeypair().keypair.address, generateKeypair().keypair.address];
+    const ids = Array.from({ length: 6 }, (_, i) => blobId(`batch-${i}`));
+    const earlier = await a.recordBlob({ owner: o1, namespace: "n", blobId: ids[0]!, size: 1, walletSecretKey: wallet.secretKey });
+    const before = (await a.balance(wallet.keypair.address)).balances.SUI;
+    const txsBefore = await chainTxCount();
+    const inputs = [
+      { owner: o1, namespace: "n", blobId: ids[1]!, size: 2 },
+      { owner: o2, namespace: "m", blobId: ids[2]!, size: 3 },
+      { owner: o1, namespace: "n", blobId: ids[0]!, size: 1 },
+      { owner: o1, namespace: "k", blobId: ids[3]!, size: 4 },
+      { owner: o2, namespace: "m", blobId: ids[2]!, size: 3 },
+    ];
+    const got = await b.recordBlobs(inputs, wallet.secretKey);
+    expect(got.map((g) => [g.owner, g.blobId, g.namespace, g.size])).toEqual(inputs.map((i) => [i.owner, i.blobId, i.namespace, i.size]));
+    expect(got[2]).toEqual(earlier);
+    expect(got[4]).toEqual(got[1]);
+    expect(new Set(got.map((g) => g.objectId)).size).toBe(4);
+    expect(await chainTxCount()).toBe(txsBefore + 1);
+    expect((await a.balance(wallet.keypair.address)).balances.SUI).toBe(before - GAS_FEE_MIST);
+    expect((await a.listBlobs(o1, { limit: 10 })).map((x) => x.blobId)).toEqual([ids[3]!, ids[1]!, ids[0]!]);
+    expect((await a.listBlobs(o1, { namespace: "n", limit: 10 })).map((x) => x.blobId)).toEqual([ids[1]!, ids[0]!]);
+    expect((await a.listBlobs(o2, { limit: 10 })).map((x) => x.blobId)).toEqual([ids[2]!]);
+    // the same records again: nothing appended
+    expect(await a.recordBlobs(inputs, wallet.secretKey)).toEqual(got);
+    expect(await chainTxCount()).toBe(txsBefore + 1);
+    // one bad record refuses the whole transaction
+    await expectPortError(a.recordBlobs([{ owner: o1, namespace: "n", blobId: ids[4]!, size: 1 }, { owner: o1, namespace: "", blobId: ids[5]!, size: 1 }], wallet.secretKey), "invalid");
+    expect(await a.getBlob(o1, ids[4]!)).toBeNull();
+  });
+
   it("lists an owner's blobs newest first, by namespace, across index pages", async () => {
     const wallet = await fundedKey();
     const owner = generateKeypair().keypair.address;

@@ -1,6 +1,7 @@
 // Wires the remember-job machine to its effects. `store`: embed, encrypt, upload the ciphertext. `record`: record
-// the blob object on chain for the owner with namespace and package attributes, then index. Both try up to
-// MAX_WALLET_ATTEMPTS wallets of the pool (round-robin) before the job fails. The blob id is committed between
+// the blob object on chain for the owner with namespace and package attributes (in one transaction with the records
+// of other jobs in flight, adapters/chain/record-batcher.ts), then index. Both try up to MAX_WALLET_ATTEMPTS wallets
+// of the pool (round-robin) before the job fails. The blob id is committed between
 // the two, and the chain record is idempotent per (owner, blob id), so redelivery never duplicates a memory;
 // the index row id is the job id.
 import { Effect } from "effect";
@@ -9,7 +10,8 @@ import { Transient } from "../host.ts";
 import { rememberJobMachine, type JobContext } from "./remember-job.machine.ts";
 import { JOB, JOB_EVENTS, MAX_WALLET_ATTEMPTS, type JobFailed, type RememberCommand } from "../../schemas/relayer/remember-job.ts";
 import type { NewEvent } from "../../eventlog/event-store.ts";
-import type { BlobPort, ChainPort, EncryptionPort } from "../../adapters/ports.ts";
+import type { BlobPort, EncryptionPort } from "../../adapters/ports.ts";
+import { RecordFailed, type RecordBatcher } from "../../adapters/chain/record-batcher.ts";
 import type { EmbedBatcher } from "../../adapters/embeddings/batcher.ts";
 import type { Wallet, WalletPool } from "../../adapters/chain/wallet-pool.ts";
 import type { LexicalKeyring } from "../../adapters/lexical/keys.ts";
@@ -20,7 +22,8 @@ export interface RememberJobPorts {
   readonly embedder: EmbedBatcher;
   readonly encryption: EncryptionPort;
   readonly blobs: BlobPort;
-  readonly chain: ChainPort;
+  /** Blob registrations, batched across jobs (adapters/chain/record-batcher.ts). */
+  readonly records: RecordBatcher;
   readonly wallets: WalletPool;
   /** Keys of the lexical index: `job.indexed` then carries the text's keyed term hashes (never the tokens). */
   readonly lexical?: LexicalKeyring;
@@ -30,23 +33,30 @@ export interface RememberJobPorts {
 
 const encoder = new TextEncoder();
 
+/** What an attempt produced, and the wallet that paid for it. */
+interface Paid<A> {
+  readonly value: A;
+  readonly wallet: Wallet;
+}
+
 /**
- * Runs `attempt` with successive wallets until it succeeds or the job has used all its attempts. Returns the
- * attempt-failure events plus either the success events or `job.failed`.
+ * Runs `attempt` (offered the next wallet of the pool) until it succeeds or the job has used all its attempts. Returns
+ * the attempt-failure events plus either the success events or `job.failed`.
  */
-function withWallets<A>(ctx: JobContext, ports: RememberJobPorts, attempt: (w: Wallet) => Promise<A>, onSuccess: (a: A, w: Wallet) => NewEvent) {
+function withWallets<A>(ctx: JobContext, ports: RememberJobPorts, attempt: (w: Wallet) => Promise<Paid<A>>, onSuccess: (paid: Paid<A>) => NewEvent) {
   return Effect.gen(function* () {
     const events: NewEvent[] = [];
     let attempts = ctx.attempts;
     let lastError = ctx.error ?? "unknown error";
     while (attempts < MAX_WALLET_ATTEMPTS) {
-      const wallet = ports.wallets.next();
-      const outcome = yield* Effect.tryPromise({ try: () => attempt(wallet), catch: (e) => e }).pipe(Effect.result);
+      const offered = ports.wallets.next();
+      const outcome = yield* Effect.tryPromise({ try: () => attempt(offered), catch: (e) => e }).pipe(Effect.result);
       if (outcome._tag === "Success") {
-        events.push(onSuccess(outcome.success, wallet));
+        events.push(onSuccess(outcome.success));
         return events;
       }
       attempts++;
+      const wallet = outcome.failure instanceof RecordFailed ? outcome.failure.wallet : offered;
       lastError = outcome.failure instanceof Error ? outcome.failure.message : String(outcome.failure);
       events.push({ type: JOB_EVENTS.uploadAttemptFailed, version: 1, data: { attempt: attempts, wallet: wallet.address, error: lastError } });
       if (attempts < MAX_WALLET_ATTEMPTS && ports.attemptDelayMs) yield* Effect.sleep(ports.attemptDelayMs * attempts);
@@ -83,7 +93,7 @@ export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<Remem
             try: () => ports.encryption.encrypt(ctx.owner, ctx.namespace, encoder.encode(command.data.text)),
             catch: (e) => new Transient(`encryption failed: ${(e as Error).message}`),
           });
-          return yield* withWallets(ctx, ports, () => ports.blobs.store(ciphertext, { sendObjectTo: ctx.owner }), (stored) => ({
+          return yield* withWallets(ctx, ports, async (wallet) => ({ value: await ports.blobs.store(ciphertext, { sendObjectTo: ctx.owner }), wallet }), ({ value: stored }) => ({
             type: JOB_EVENTS.uploaded,
             version: 1,
             data: { blob_id: stored.blobId, size: stored.size, vector: Array.from(vector), embedder: ports.embedder.name },
@@ -95,8 +105,11 @@ export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<Remem
         return withWallets(
           ctx,
           ports,
-          (w) => ports.chain.recordBlob({ owner: ctx.owner, namespace: ctx.namespace, blobId: ctx.blob_id!, size: ctx.size ?? 0, walletSecretKey: w.secretKey }),
-          (object, w) => ({
+          async () => {
+            const { object, wallet } = await ports.records.record({ owner: ctx.owner, namespace: ctx.namespace, blobId: ctx.blob_id!, size: ctx.size ?? 0 });
+            return { value: object, wallet };
+          },
+          ({ value: object, wallet: w }) => ({
             type: JOB_EVENTS.indexed,
             version: 1,
             data: {

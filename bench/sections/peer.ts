@@ -108,6 +108,7 @@ async function runMemrelay(ctx: Ctx, env: BenchEnv, texts: string[], qs: string[
   const [n1, s1, x1] = await Promise.all([env.natsCounters(), env.streamSeqs(), pgTransactions(env)]);
   const trips = `NATS ${natsPerOp(n0, n1, texts.length)}; appends ${appendsPerOp(s0, s1, texts.length)}; Postgres transactions ${((x1 - x0) / texts.length).toFixed(1)}`;
   log(`  per memory: ${trips}`);
+  log(`  CPU ms per memory: ${add.perOp(texts.length)}`);
   if (add.result.firstError) log(`  first error: ${add.result.firstError}`);
   log(`peer: memrelay recall, ${qs.length} queries, ${READERS} clients ...`);
   const search = await ctx.cpuWindow(() => closedOps(qs.length, READERS, (i) => clients[i % USERS].recall(qs[i], { namespace: "peer", limit: 10 })));

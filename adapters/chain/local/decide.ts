@@ -166,9 +166,11 @@ export function keysToPrefetch(vtx: VerifiedTx): string[] {
       if (typeof a.public_key === "string" && PUBLIC_KEY_HEX_RE.test(a.public_key.toLowerCase())) keys.push(KEYS.delegateKey(a.public_key.toLowerCase()));
       break;
     case "record_blob": {
-      const owner = addr(a.owner);
-      if (owner && typeof a.blob_id === "string" && BLOB_ID_RE.test(a.blob_id)) keys.push(KEYS.blob(owner, a.blob_id), KEYS.blobHead(owner, ALL_SCOPE));
-      if (owner && typeof a.namespace === "string") keys.push(KEYS.blobHead(owner, namespaceScope(a.namespace)));
+      for (const r of Array.isArray(a.records) ? (a.records as Record<string, unknown>[]) : []) {
+        const owner = addr(r?.owner);
+        if (owner && typeof r.blob_id === "string" && BLOB_ID_RE.test(r.blob_id)) keys.push(KEYS.blob(owner, r.blob_id), KEYS.blobHead(owner, ALL_SCOPE));
+        if (owner && typeof r.namespace === "string") keys.push(KEYS.blobHead(owner, namespaceScope(r.namespace)));
+      }
       break;
     }
     case "transfer":
@@ -261,32 +263,54 @@ export function decide(view: StateView, vtx: VerifiedTx, ctx: DecideContext): Fx
 
       case "record_blob": {
         const a = args(vtx, "record_blob");
-        const owner = typeof a.owner === "string" ? normalizeAddress(a.owner) : null;
-        if (!owner) return yield* fail("invalid", "owner must be an address");
-        if (typeof a.blob_id !== "string" || !BLOB_ID_RE.test(a.blob_id)) return yield* fail("invalid", "blob_id must be URL-safe base64, at most 128 characters");
-        if (typeof a.namespace !== "string" || a.namespace.length === 0 || encoder.encode(a.namespace).length > MAX_NAMESPACE_BYTES) {
-          return yield* fail("invalid", `namespace must be 1..${MAX_NAMESPACE_BYTES} bytes`);
-        }
         const packageId = typeof a.package_id === "string" ? normalizeAddress(a.package_id) : null;
         if (!packageId) return yield* fail("invalid", "package_id must be an object id");
-        if (!Number.isSafeInteger(a.size) || a.size < 0) return yield* fail("invalid", "size must be a non-negative integer");
-        const existing = yield* view.get<BlobRecord>(KEYS.blob(owner, a.blob_id));
-        if (existing) return { kind: "noop", outcome: { blob: strip(existing) } } satisfies Decision;
+        if (!Array.isArray(a.records) || a.records.length === 0) return yield* fail("invalid", "record_blob needs at least one record");
+        // Each record is idempotent per (owner, blob id): one already recorded (earlier, or earlier in this
+        // transaction) is left as it is. Heads count per owner and scope across the records of this transaction.
+        const heads = new Map<string, number>();
+        const head = (owner: string, scope: string) =>
+          Effect.gen(function* () {
+            const key = KEYS.blobHead(owner, scope);
+            if (!heads.has(key)) heads.set(key, (yield* view.get<{ count: number }>(key))?.count ?? 0);
+            return { key, index: heads.get(key)! };
+          });
+        const recorded = new Map<string, BlobRecord>();
+        const events: ChainEvent[] = [];
+        const blobs: BlobRecord[] = [];
+        for (const r of a.records) {
+          const owner = typeof r?.owner === "string" ? normalizeAddress(r.owner) : null;
+          if (!owner) return yield* fail("invalid", "owner must be an address");
+          if (typeof r.blob_id !== "string" || !BLOB_ID_RE.test(r.blob_id)) return yield* fail("invalid", "blob_id must be URL-safe base64, at most 128 characters");
+          if (typeof r.namespace !== "string" || r.namespace.length === 0 || encoder.encode(r.namespace).length > MAX_NAMESPACE_BYTES) {
+            return yield* fail("invalid", `namespace must be 1..${MAX_NAMESPACE_BYTES} bytes`);
+          }
+          if (!Number.isSafeInteger(r.size) || r.size < 0) return yield* fail("invalid", "size must be a non-negative integer");
+          const key = KEYS.blob(owner, r.blob_id);
+          const existing = recorded.get(key) ?? (yield* view.get<BlobRecord>(key));
+          if (existing) {
+            blobs.push(strip(existing));
+            continue;
+          }
+          const [all, ns] = [yield* head(owner, ALL_SCOPE), yield* head(owner, namespaceScope(r.namespace))];
+          heads.set(all.key, all.index + 1);
+          heads.set(ns.key, ns.index + 1);
+          const blob: BlobRecord = {
+            object_id: deriveObjectId(vtx.digestBytes, events.length),
+            owner,
+            blob_id: r.blob_id,
+            namespace: r.namespace,
+            package_id: packageId,
+            size: r.size,
+            created_at: ctx.now,
+          };
+          recorded.set(key, blob);
+          blobs.push(blob);
+          events.push({ type: "BlobRecorded", blob, index_all: all.index, index_ns: ns.index });
+        }
+        if (!events.length) return { kind: "noop", outcome: { blobs } } satisfies Decision;
         yield* chargeGas;
-        const [allHead, nsHead] = yield* Effect.all(
-          [view.get<{ count: number }>(KEYS.blobHead(owner, ALL_SCOPE)), view.get<{ count: number }>(KEYS.blobHead(owner, namespaceScope(a.namespace)))],
-          { concurrency: 2 },
-        );
-        const blob: BlobRecord = {
-          object_id: deriveObjectId(vtx.digestBytes, 0),
-          owner,
-          blob_id: a.blob_id,
-          namespace: a.namespace,
-          package_id: packageId,
-          size: a.size,
-          created_at: ctx.now,
-        };
-        return append([{ type: "BlobRecorded", blob, index_all: allHead?.count ?? 0, index_ns: nsHead?.count ?? 0 }], { blob });
+        return append(events, { blobs });
       }
 
       case "transfer": {

@@ -100,7 +100,7 @@ export function outcomeOfEvents(events: readonly ChainEvent[], sender: string): 
         outcome = { ...outcome, account: e.account };
         break;
       case "BlobRecorded":
-        outcome = { ...outcome, blob: e.blob };
+        outcome = { ...outcome, blobs: [...(outcome.blobs ?? []), e.blob] };
         break;
       case "ObjectPut":
         outcome = { ...outcome, object: e.object };

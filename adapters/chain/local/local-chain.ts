@@ -7,7 +7,7 @@ import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ensureStreams, isNotFound, type EventLog } from "../../../eventlog/connection.ts";
 import { STREAMS } from "../../../eventlog/subjects.ts";
-import { PortError, type BlobObject, type ChainPort, type ExecutedTx, type SponsoredChainPort, type ResolvedAccount, type WalletBalance } from "../../ports.ts";
+import { PortError, type BlobObject, type BlobRecordInput, type ChainPort, type ExecutedTx, type SponsoredChainPort, type ResolvedAccount, type WalletBalance } from "../../ports.ts";
 import { PORT, toPortError } from "./errors.ts";
 import { keypairFromSecret, normalizeAddress, PUBLIC_KEY_HEX_RE, type ChainKeypair, type SecretKeyInput } from "./keys.ts";
 import { Ledger, type SubmitOptions, type SubmitResult } from "./ledger.ts";
@@ -146,16 +146,24 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
     return { owner: entry.owner, accountId: entry.account_id };
   }
 
-  async recordBlob(input: { owner: string; namespace: string; blobId: string; size: number; walletSecretKey: Uint8Array }): Promise<BlobObject> {
-    const result = await this.signAndSubmit("record_blob", input.walletSecretKey, {
-      owner: input.owner.toLowerCase(),
-      blob_id: input.blobId,
-      namespace: input.namespace,
-      package_id: this.packageId,
-      size: input.size,
-    });
-    if (!result.outcome.blob) throw new PortError(PORT, "unavailable", "record_blob produced no blob object");
-    return toBlobObject(result.outcome.blob);
+  async recordBlob(input: BlobRecordInput & { walletSecretKey: Uint8Array }): Promise<BlobObject> {
+    const [blob] = await this.recordBlobs([input], input.walletSecretKey);
+    return blob!;
+  }
+
+  async recordBlobs(inputs: readonly BlobRecordInput[], walletSecretKey: Uint8Array): Promise<BlobObject[]> {
+    const records = inputs.map((i) => ({ owner: i.owner.toLowerCase(), blob_id: i.blobId, namespace: i.namespace, size: i.size }));
+    const result = await this.signAndSubmit("record_blob", walletSecretKey, { package_id: this.packageId, records });
+    // A repeated transaction answers from its receipt, whose events name only the blobs it created: the others
+    // were recorded before it, and are read back.
+    const made = new Map((result.outcome.blobs ?? []).map((b) => [`${b.owner}/${b.blob_id}`, b]));
+    return Promise.all(
+      records.map(async (r) => {
+        const blob = made.get(`${r.owner}/${r.blob_id}`) ?? (await this.read<BlobRecord>(KEYS.blob(r.owner, r.blob_id)));
+        if (!blob) throw new PortError(PORT, "unavailable", "record_blob produced no blob object");
+        return toBlobObject(blob);
+      }),
+    );
   }
 
   async listBlobs(owner: string, opts: { namespace?: string; limit: number }): Promise<BlobObject[]> {

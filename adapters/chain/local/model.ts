@@ -40,7 +40,8 @@ export interface TxArgs extends ConsoleTxArgs {
   remove_delegate_key: { account_id: string; public_key: string };
   deactivate_account: { account_id: string };
   reactivate_account: { account_id: string };
-  record_blob: { owner: string; blob_id: string; namespace: string; package_id: string; size: number };
+  /** One `record_blob` call per record (a relayer records a batch of memories in one transaction). */
+  record_blob: { package_id: string; records: readonly BlobRecordArgs[] };
   transfer: { to: string; token: string; amount: string };
   mint: { to: string; token: string; amount: string };
   put_object: { object: ObjectInput };
@@ -77,6 +78,14 @@ export interface Account {
   readonly active: boolean;
   /** Incremented by every transaction that changes the account. */
   readonly version: number;
+}
+
+/** One blob registration of a `record_blob` transaction. */
+export interface BlobRecordArgs {
+  readonly owner: string;
+  readonly blob_id: string;
+  readonly namespace: string;
+  readonly size: number;
 }
 
 export interface BlobRecord {

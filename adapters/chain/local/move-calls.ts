@@ -38,7 +38,15 @@ export interface MoveCallSpec {
   readonly params: readonly MoveParam[];
   /** An array field with one call per element (Move takes one `&mut` object per call); at most `max` calls. */
   readonly each?: { readonly field: string; readonly max: number };
+  /**
+   * An array field of records with one call per record: the pure params named in `fields` take each record's values,
+   * the other params are the same in every call; at most `max` calls.
+   */
+  readonly perRecord?: { readonly field: string; readonly fields: readonly string[]; readonly max: number };
 }
+
+/** Most blob registrations in one transaction (a Sui programmable transaction allows 1,024 commands). */
+export const MAX_RECORDS_PER_TX = 256;
 
 const shared = (field: string, struct: string, mutable = true): MoveParam => ({ input: "shared", field, struct, mutable });
 const pure = (field: string, codec: PureCodec): MoveParam => ({ input: "pure", field, codec });
@@ -71,6 +79,7 @@ export const MOVE_CALLS: { readonly [K in TxKind]: MoveCallSpec } = {
     module: "blob_registry",
     fn: "record_blob",
     params: [pure("owner", "address"), pure("blob_id", "string"), pure("namespace", "string"), pure("package_id", "address"), pure("size", "u64"), CLOCK],
+    perRecord: { field: "records", fields: ["owner", "blob_id", "namespace", "size"], max: MAX_RECORDS_PER_TX },
   },
   // The developer console's bucket policies and access groups.
   bucket_policy_create: { module: "bucket_policy", fn: "create_policy", params: [pure("bucket_id", "string"), pure("space_id", "string")] },

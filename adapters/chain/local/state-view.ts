@@ -61,7 +61,8 @@ function layered(op: Op, current: Record<string, unknown> | null): Record<string
 
 export interface TxOutcome {
   readonly account?: Account;
-  readonly blob?: BlobRecord;
+  /** A record_blob's blobs in the order of its records (an already recorded one as it was). */
+  readonly blobs?: readonly BlobRecord[];
   readonly balance?: { readonly address: string; readonly token: string; readonly amount: string };
   readonly object?: StoredObject;
   readonly genesis?: GenesisState;

@@ -74,15 +74,22 @@ function transactionKind<K extends TxKind>(kind: K, rawArgs: TxArgs[K], target: 
         return input("registry", () => sharedRef(target.registryId, true));
       case "clock":
         return input("clock", () => sharedRef(CLOCK_ID, false));
-      case "pure":
+      case "pure": {
+        if (spec.perRecord?.fields.includes(p.field)) {
+          // Calls with equal values share one input, as the SDK's builder does.
+          const value = (element as Record<string, unknown>)[p.field];
+          return input(`record:${p.field}:${JSON.stringify(value)}`, () => ({ Pure: { bytes: encodePure(p.codec, value) } }));
+        }
         return input(`pure:${p.field}`, () => ({ Pure: { bytes: encodePure(p.codec, args[p.field]) } }));
+      }
       case "derived":
         return input(`derived:${p.name}`, () => ({ Pure: { bytes: encodePure("address", p.derive(args)) } }));
     }
   };
-  const elements = spec.each ? args[spec.each.field] : [undefined];
-  if (!Array.isArray(elements) || elements.length === 0 || (spec.each && elements.length > spec.each.max)) {
-    throw new Error(`${spec.each?.field} must list 1 to ${spec.each?.max} object ids`);
+  const repeated = spec.each ?? spec.perRecord;
+  const elements = repeated ? args[repeated.field] : [undefined];
+  if (!Array.isArray(elements) || elements.length === 0 || (repeated && elements.length > repeated.max)) {
+    throw new Error(`${repeated?.field} must list 1 to ${repeated?.max} ${spec.each ? "object ids" : "records"}`);
   }
   const commands = elements.map((element) => ({
     MoveCall: { package: target.packageId, module: spec.module, function: spec.fn, typeArguments: [], arguments: spec.params.map((p) => argument(p, element)) },
@@ -177,13 +184,17 @@ export function decodeTransactionData(bytes: Uint8Array, target: ChainTarget): D
     if (c.typeArguments.length > 0) return { error: `${spec.module}::${spec.fn} takes no type arguments` };
     if (c.arguments.length !== spec.params.length) return { error: `${spec.module}::${spec.fn} takes ${spec.params.length} arguments` };
   }
-  if (calls.length > (spec.each?.max ?? 1)) return { error: `at most ${spec.each?.max ?? 1} ${spec.fn} calls in one transaction` };
+  const maxCalls = (spec.each ?? spec.perRecord)?.max ?? 1;
+  if (calls.length > maxCalls) return { error: `at most ${maxCalls} ${spec.fn} calls in one transaction` };
 
   const used = new Set<number>();
   const args: Record<string, unknown> = {};
   const eachValues: string[] = [];
+  const records: Record<string, unknown>[] = [];
   const derived = new Map<string, unknown>();
   for (const c of calls) {
+    const record: Record<string, unknown> = {};
+    if (spec.perRecord) records.push(record);
     for (let i = 0; i < spec.params.length; i++) {
       const p = spec.params[i];
       const ref = c!.arguments[i];
@@ -193,6 +204,7 @@ export function decodeTransactionData(bytes: Uint8Array, target: ChainTarget): D
       const got = readParam(p, ptb.inputs[at], target);
       if ("error" in got) return got;
       if (p.input === "shared" && spec.each?.field === p.field) eachValues.push(got.value as string);
+      else if (p.input === "pure" && spec.perRecord?.fields.includes(p.field)) record[p.field] = got.value;
       else if (p.input === "pure" || p.input === "shared") {
         if (p.field in args && JSON.stringify(args[p.field]) !== JSON.stringify(got.value)) return { error: `every ${spec.fn} call must pass the same ${p.field}` };
         args[p.field] = got.value;
@@ -201,6 +213,7 @@ export function decodeTransactionData(bytes: Uint8Array, target: ChainTarget): D
   }
   if (used.size !== ptb.inputs.length) return { error: "the transaction has inputs no call uses" };
   if (spec.each) args[spec.each.field] = eachValues;
+  if (spec.perRecord) args[spec.perRecord.field] = records;
   for (const p of spec.params) {
     if (p.input === "derived" && derived.get(p.name) !== p.derive(args)) return { error: `${p.name} does not match the other arguments` };
   }

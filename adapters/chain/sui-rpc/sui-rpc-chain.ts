@@ -4,7 +4,7 @@
 // AccountRegistry's accounts table (exists), MemoryBlob objects owned by a memory's owner (restore's listing).
 import { SuiJsonRpcClient } from "@mysten/sui/jsonRpc";
 import { normalizeSuiAddress } from "@mysten/sui/utils";
-import { PortError, type BlobObject, type ChainPort, type ExecutedTx, type ResolvedAccount, type SponsoredChainPort, type WalletBalance } from "../../ports.ts";
+import { PortError, type BlobObject, type BlobRecordInput, type ChainPort, type ExecutedTx, type ResolvedAccount, type SponsoredChainPort, type WalletBalance } from "../../ports.ts";
 import { accountRegistryType, memoryBlobType, memWalAccountType, type ChainTarget, type ObjectOwner, type SignedTx, type StoredObject } from "../../../schemas/chain.ts";
 import { buildSignedTx } from "../local/tx.ts";
 
@@ -23,6 +23,8 @@ export interface SuiRpcChainOptions {
 }
 
 type Fields = Record<string, unknown>;
+/** Object ids per `sui_multiGetObjects` call (the full node's limit). */
+const MULTI_GET_MAX = 50;
 
 /** A JSON-RPC refusal is the chain's answer (rejected); a transport failure is an outage (unavailable). */
 function portError(err: unknown): PortError {
@@ -101,16 +103,42 @@ export class SuiRpcChain implements ChainPort, SponsoredChainPort {
     return !!field.data;
   }
 
-  async recordBlob(input: { owner: string; namespace: string; blobId: string; size: number; walletSecretKey: Uint8Array }): Promise<BlobObject> {
-    const owner = normalizeSuiAddress(input.owner);
+  async recordBlob(input: BlobRecordInput & { walletSecretKey: Uint8Array }): Promise<BlobObject> {
+    const [blob] = await this.recordBlobs([input], input.walletSecretKey);
+    return blob!;
+  }
+
+  async recordBlobs(inputs: readonly BlobRecordInput[], walletSecretKey: Uint8Array): Promise<BlobObject[]> {
+    const wanted = inputs.map((i) => ({ ...i, owner: normalizeSuiAddress(i.owner) }));
     // Idempotent per (owner, blob id), as the port promises: a retried job finds its blob recorded.
-    const existing = (await this.listBlobs(owner, { namespace: input.namespace, limit: 10_000 })).find((b) => b.blobId === input.blobId);
-    if (existing) return existing;
-    const tx = buildSignedTx({ target: this.target, kind: "record_blob", args: { owner, blob_id: input.blobId, namespace: input.namespace, package_id: this.packageId, size: input.size }, sender: input.walletSecretKey });
-    const executed = await this.executeBlock(tx);
-    const created = executed.objectChanges?.find((c) => c.type === "created" && c.objectType === memoryBlobType(this.packageId));
-    if (!created || created.type !== "created") throw new PortError(PORT, "unavailable", "record_blob created no MemoryBlob");
-    return { objectId: created.objectId, blobId: input.blobId, owner, namespace: input.namespace, packageId: this.packageId, createdAtMs: Number(executed.timestampMs ?? Date.now()), size: input.size };
+    const found = new Map<string, BlobObject>();
+    for (const owner of new Set(wanted.map((w) => w.owner))) {
+      for (const b of await this.listBlobs(owner, { limit: 10_000 })) found.set(`${owner}/${b.blobId}`, b);
+    }
+    const missing = wanted.filter((w, i) => !found.has(`${w.owner}/${w.blobId}`) && wanted.findIndex((o) => o.owner === w.owner && o.blobId === w.blobId) === i);
+    if (missing.length) {
+      const records = missing.map((m) => ({ owner: m.owner, blob_id: m.blobId, namespace: m.namespace, size: m.size }));
+      const tx = buildSignedTx({ target: this.target, kind: "record_blob", args: { package_id: this.packageId, records }, sender: walletSecretKey });
+      const executed = await this.executeBlock(tx);
+      const created = (executed.objectChanges ?? []).flatMap((c) => (c.type === "created" && c.objectType === memoryBlobType(this.packageId) ? [c.objectId] : []));
+      // Created objects are not listed in call order: each is matched to its record by its fields.
+      const objects = [];
+      for (let i = 0; i < created.length; i += MULTI_GET_MAX) {
+        const ids = created.slice(i, i + MULTI_GET_MAX);
+        objects.push(...(await this.client.multiGetObjects({ ids, options: { showContent: true, showOwner: true } }).catch((err) => Promise.reject(portError(err)))));
+      }
+      for (const o of objects) {
+        const f = (o.data?.content as { fields?: Fields } | undefined)?.fields;
+        const owner = o.data?.owner && typeof o.data.owner === "object" && "AddressOwner" in o.data.owner ? normalizeSuiAddress(o.data.owner.AddressOwner) : undefined;
+        const m = f && missing.find((x) => x.blobId === f.blob_id && x.owner === owner);
+        if (m && o.data) found.set(`${m.owner}/${m.blobId}`, { objectId: o.data.objectId, blobId: m.blobId, owner: m.owner, namespace: m.namespace, packageId: this.packageId, createdAtMs: Number(executed.timestampMs ?? Date.now()), size: m.size });
+      }
+    }
+    return wanted.map((w) => {
+      const b = found.get(`${w.owner}/${w.blobId}`);
+      if (!b) throw new PortError(PORT, "unavailable", "record_blob created no MemoryBlob");
+      return b;
+    });
   }
 
   async listBlobs(owner: string, opts: { namespace?: string; limit: number }): Promise<BlobObject[]> {
