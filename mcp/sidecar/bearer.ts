@@ -2,6 +2,7 @@
 // `Authorization: Bearer <delegate private key, 64 hex>` + `x-memory-account-id` (the MemWal package's
 // `x-memwal-account-id` too). The owner is resolved exactly as for signed requests, by the relayer itself: a request
 // signed with the key must be accepted before a session exists. Decryption uses a Seal session signed by the same key.
+import { createHash } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import { MemrelayClient, RelayerError } from "../../client/memrelay-client.ts";
 import { cachedSessionProvider } from "../../client/session-cache.ts";
@@ -29,8 +30,16 @@ export function bearerOf(headers: IncomingHttpHeaders): { key: Uint8Array; accou
   return { key: Uint8Array.from(Buffer.from(key[1], "hex")), accountId: accountId.toLowerCase() };
 }
 
+/** Delegate keys whose encryption sessions are kept for reuse (the oldest is dropped beyond this). */
+const MAX_SHARED_SESSIONS = 1024;
+
 export class SessionCredentials {
   private chain?: Promise<{ packageId: string; rpcUrl: string }>;
+  /**
+   * One encryption session per delegate key (by its hash), shared by that key's MCP sessions: the decrypt side caches
+   * opened data keys per encryption session, so agents holding several MCP sessions with one key open each key once.
+   */
+  private readonly sessions = new Map<string, () => Promise<string>>();
 
   constructor(private readonly relayerUrl: string) {}
 
@@ -52,7 +61,7 @@ export class SessionCredentials {
   async resolve(headers: IncomingHttpHeaders): Promise<BearerSession> {
     const { key, accountId } = bearerOf(headers);
     const chain = await this.chainConfig();
-    const encryptionSession = cachedSessionProvider({ delegateSecretKey: key, packageId: chain.packageId, rpcUrl: chain.rpcUrl });
+    const encryptionSession = this.sharedSession(key, chain);
     const client = new MemrelayClient({ baseUrl: this.relayerUrl, delegatePrivateKey: key, accountId, encryptionSession });
     // A cheap signed read: the relayer verifies the signature and that the key is a delegate of the account.
     try {
@@ -62,5 +71,15 @@ export class SessionCredentials {
       throw err;
     }
     return { client, encryptionSession };
+  }
+
+  private sharedSession(key: Uint8Array, chain: { packageId: string; rpcUrl: string }): () => Promise<string> {
+    const id = createHash("sha256").update(key).digest("hex");
+    let provider = this.sessions.get(id);
+    if (provider) this.sessions.delete(id); // re-inserted last: the map's order is least recently used first
+    provider ??= cachedSessionProvider({ delegateSecretKey: key, packageId: chain.packageId, rpcUrl: chain.rpcUrl });
+    this.sessions.set(id, provider);
+    while (this.sessions.size > MAX_SHARED_SESSIONS) this.sessions.delete(this.sessions.keys().next().value!);
+    return provider;
   }
 }

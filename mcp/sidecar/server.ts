@@ -178,6 +178,9 @@ export async function startSidecar(settings: SidecarSettings, logger: Logger, ex
         const server = toolServer(() => session, bearer);
         const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
           sessionIdGenerator: () => randomUUID(),
+          // Tools send no progress notifications, so a POST is answered with one JSON body (spec-allowed) rather
+          // than an event stream: less work per call here and in the relayer that forwards it.
+          enableJsonResponse: true,
           onsessioninitialized: (sid) => {
             const close = closer(sid, release, () => server.close());
             session = { id: sid, kind: "streamable", transport, bearerHash: sha256(String(req.headers.authorization)), lastSeen: Date.now(), refused: false, close };
