@@ -7,12 +7,17 @@ import type { Logger } from "../config/logger.ts";
 import { startWorker } from "../runtime/worker.ts";
 import type { Service } from "./services.ts";
 
-/** The operator variables a real network needs (spec/relayer.md, operator configuration). */
+/**
+ * The operator variables a real network needs (spec/relayer.md, operator configuration), checked after the network's
+ * preset (config/network-presets.ts) filled in what is public. SPONSOR_PRIVATE_KEY too: the dashboard's wallets
+ * approve delegate keys with the gas paid by /sponsor.
+ */
 export function missingNetworkVariables(env: Record<string, string | undefined>): string[] {
   const has = (k: string) => !!env[k]?.trim();
   const missing = ["CHAIN_RPC_URL", "MEMORY_PACKAGE_ID", "MEMORY_REGISTRY_ID", "BLOBSTORE_PUBLISHER_URL", "BLOBSTORE_AGGREGATOR_URL"].filter((k) => !has(k));
   if (!has("ENCRYPTION_SERVER_CONFIGS") && !has("ENCRYPTION_KEY_SERVERS")) missing.push("ENCRYPTION_SERVER_CONFIGS (or ENCRYPTION_KEY_SERVERS)");
   if (!has("SERVER_CHAIN_PRIVATE_KEYS") && !has("SERVER_CHAIN_PRIVATE_KEY")) missing.push("SERVER_CHAIN_PRIVATE_KEY(S)");
+  if (!has("SPONSOR_PRIVATE_KEY")) missing.push("SPONSOR_PRIVATE_KEY");
   return missing;
 }
 

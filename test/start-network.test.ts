@@ -11,6 +11,7 @@ import { startTestStack, type TestStack } from "./support/stack.ts";
 import { freePort } from "./support/free-port.ts";
 import { MemrelayClient } from "../client/memrelay-client.ts";
 import { cachedSessionProvider } from "../client/session-cache.ts";
+import { generateKeypair, mint } from "../adapters/chain/local/accounts.ts";
 
 const bin = join(process.cwd(), "bin", "memrelay.mjs");
 let t: TestStack;
@@ -27,15 +28,29 @@ afterAll(async () => {
 });
 
 describe("memrelay start --network", () => {
+  const refusal = (network: string) => spawnSync(process.execPath, [bin, "start", "--network", network], { env: { PATH: process.env.PATH, HOME: dataDir, MEMRELAY_DATA_DIR: dataDir }, encoding: "utf8", timeout: 30_000 });
+
   it("refuses to start without the network's variables, naming them", () => {
-    const r = spawnSync(process.execPath, [bin, "start", "--network", "testnet"], { env: { PATH: process.env.PATH, HOME: dataDir, MEMRELAY_DATA_DIR: dataDir }, encoding: "utf8", timeout: 30_000 });
+    const r = refusal("memnet");
     expect(r.status).toBe(2);
-    expect(r.stderr).toMatch(/needs these variables.*CHAIN_RPC_URL, MEMORY_PACKAGE_ID, MEMORY_REGISTRY_ID, BLOBSTORE_PUBLISHER_URL, BLOBSTORE_AGGREGATOR_URL, ENCRYPTION_SERVER_CONFIGS \(or ENCRYPTION_KEY_SERVERS\), SERVER_CHAIN_PRIVATE_KEY\(S\)/);
+    expect(r.stderr).toMatch(/needs these variables.*: CHAIN_RPC_URL, MEMORY_PACKAGE_ID, MEMORY_REGISTRY_ID, BLOBSTORE_PUBLISHER_URL, BLOBSTORE_AGGREGATOR_URL, ENCRYPTION_SERVER_CONFIGS \(or ENCRYPTION_KEY_SERVERS\), SERVER_CHAIN_PRIVATE_KEY\(S\), SPONSOR_PRIVATE_KEY$/m);
+  });
+
+  it("on testnet and mainnet names only what the presets cannot fill in: what a deployer publishes and funds", () => {
+    const testnet = refusal("testnet");
+    expect(testnet.status).toBe(2);
+    expect(testnet.stderr).toMatch(/needs these variables.*: MEMORY_PACKAGE_ID, MEMORY_REGISTRY_ID, SERVER_CHAIN_PRIVATE_KEY\(S\), SPONSOR_PRIVATE_KEY$/m);
+    const mainnet = refusal("mainnet");
+    expect(mainnet.status).toBe(2);
+    expect(mainnet.stderr).toMatch(/needs these variables.*: MEMORY_PACKAGE_ID, MEMORY_REGISTRY_ID, BLOBSTORE_PUBLISHER_URL, SERVER_CHAIN_PRIVATE_KEY\(S\), SPONSOR_PRIVATE_KEY$/m);
   });
 
   it("serves remember and recall with the network's chain, key servers and blob store", async () => {
     const port = await freePort();
-    const env = { ...process.env, ...t.stack.workerEnv, PORT: String(port), SIDECAR_URL: `http://127.0.0.1:${await freePort()}`, MEMRELAY_DATA_DIR: dataDir, HOME: dataDir, LOG_FORMAT: "json" };
+    // the relayer's gas station, funded on the network as a deployer funds it
+    const sponsor = generateKeypair();
+    await mint(t.stack.chain, { operatorKey: t.stack.operatorSecretKey, to: sponsor.keypair.address, amount: 1_000_000_000_000n });
+    const env = { ...process.env, ...t.stack.workerEnv, SPONSOR_PRIVATE_KEY: Buffer.from(sponsor.secretKey).toString("hex"), PORT: String(port), SIDECAR_URL: `http://127.0.0.1:${await freePort()}`, MEMRELAY_DATA_DIR: dataDir, HOME: dataDir, LOG_FORMAT: "json" };
     delete (env as Record<string, string | undefined>).CHAIN_NETWORK; // the flag alone selects the network
     child = spawn(process.execPath, [bin, "start", "--network", "memnet"], { env, stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
