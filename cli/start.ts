@@ -8,6 +8,7 @@ import { createLogger, type Logger } from "../config/logger.ts";
 import { startLocalStack, type LocalStack } from "../runtime/local-stack.ts";
 import { generateKeypair, keypairFromSecret } from "../adapters/chain/local/accounts.ts";
 import { startDashboard, type Dashboard } from "../dashboard/server.ts";
+import { localDevelopmentWallet } from "../dashboard/development-wallet.ts";
 import { startNats, startPostgres, type Service } from "./services.ts";
 import { credentialsPath, readCredentials, writeCredentials } from "./credentials.ts";
 import { removeStackFile, stackFilePath, writeStackFile } from "./stack-file.ts";
@@ -194,5 +195,6 @@ async function startDevDashboard(stack: LocalStack, dataDir: string, port: numbe
   const ownerSecretKey = Uint8Array.from(Buffer.from(readFileSync(path, "utf8").trim(), "hex"));
   const account = await stack.chain.getAccountByOwner(keypairFromSecret(ownerSecretKey).address);
   if (!account) return undefined;
-  return startDashboard({ chain: stack.chain, ownerSecretKey, accountId: account.id, packageId: stack.encryptionStack.packageId, host: stack.config.host, port, relayerUrl: stack.relayerUrl, logger: logger.child({ component: "dashboard" }) });
+  const developmentWallet = localDevelopmentWallet(stack.chain, ownerSecretKey, account.id);
+  return startDashboard({ chain: stack.chain, developmentWallet, packageId: stack.encryptionStack.packageId, host: stack.config.host, port, relayerUrl: stack.relayerUrl, logger: logger.child({ component: "dashboard" }) });
 }
