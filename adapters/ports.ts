@@ -1,6 +1,6 @@
 // Ports to the outside world (DESIGN.md section 5). Each has a real and a local implementation chosen by
 // configuration; machines and gateways depend only on these interfaces.
-import type { ChainTarget, SignedTx, StoredObject } from "../schemas/chain.ts";
+import type { ChainTarget, MemoryAccount, SignedTx, StoredObject } from "../schemas/chain.ts";
 import type { DecryptCredential } from "../schemas/encryption.ts";
 
 /** Failure classes every port reports, so hosts can decide: retry later, try another wallet, or give up. */
@@ -87,6 +87,13 @@ export interface ChainPort {
   listBlobs(owner: string, opts: { namespace?: string; limit: number }): Promise<BlobObject[]>;
   accountExists(owner: string): Promise<boolean>;
   balance(address: string): Promise<WalletBalance>;
+}
+
+/** Accounts by their owner, and what account calls must name: what the dashboard reads for a browser wallet. */
+export interface AccountDirectory {
+  readonly target: ChainTarget;
+  /** The owner's memory account (the registry's owner → account table), or null when it has none. */
+  getAccountByOwner(owner: string): Promise<MemoryAccount | null>;
 }
 
 // ---------------------------------------------------------------- sponsored transactions (the console)

@@ -8,12 +8,14 @@ import { createLogger, type Logger } from "../config/logger.ts";
 import { startLocalStack, type LocalStack } from "../runtime/local-stack.ts";
 import { generateKeypair, keypairFromSecret } from "../adapters/chain/local/accounts.ts";
 import { startDashboard, type Dashboard } from "../dashboard/server.ts";
+import { localDevelopmentWallet } from "../dashboard/development-wallet.ts";
 import { startNats, startPostgres, type Service } from "./services.ts";
 import { credentialsPath, readCredentials, writeCredentials } from "./credentials.ts";
 import { removeStackFile, stackFilePath, writeStackFile } from "./stack-file.ts";
 import { readMemoryIndexMeta } from "../projections/relayer/memory-index.ts";
 import { reembedDevMemories } from "./reembed.ts";
 import { missingNetworkVariables, startOnNetwork } from "./start-network.ts";
+import { withNetworkPreset } from "../config/network-presets.ts";
 
 export const START_HELP = `memrelay start [--network <name>]
   Starts nats-server (with nats.conf; NATS_URL to use a running one), Postgres (DATABASE_URL; else the native
@@ -25,10 +27,12 @@ export const START_HELP = `memrelay start [--network <name>]
   operator commands (replay, lag, restore, blobstore, console, alerts) in another terminal where NATS and Postgres
   are, and the NATS_URL=/DATABASE_URL= lines it prints can be copied into a shell.
   If any step fails, everything already started is stopped and the command exits non-zero.
-  --network <name> (or CHAIN_NETWORK other than localnet): the relayer, its workers and MCP sidecar against a real
-  network, by configuration only: CHAIN_RPC_URL, MEMORY_PACKAGE_ID, MEMORY_REGISTRY_ID, ENCRYPTION_SERVER_CONFIGS,
-  BLOBSTORE_PUBLISHER_URL, BLOBSTORE_AGGREGATOR_URL, SERVER_CHAIN_PRIVATE_KEY(S) are required (SPONSOR_PRIVATE_KEY
-  for /sponsor); no local chain, key servers, blob store, console or dashboard.`;
+  --network <name> (or CHAIN_NETWORK other than localnet): the relayer, its workers, MCP sidecar and dashboard
+  (browser wallets only) against a real network, by configuration only: CHAIN_RPC_URL, MEMORY_PACKAGE_ID,
+  MEMORY_REGISTRY_ID, ENCRYPTION_SERVER_CONFIGS, BLOBSTORE_PUBLISHER_URL, BLOBSTORE_AGGREGATOR_URL,
+  SERVER_CHAIN_PRIVATE_KEY(S) and SPONSOR_PRIVATE_KEY are required; testnet and mainnet fill in their public
+  endpoints and key servers (config/network-presets.ts), explicit variables win. No local chain, key servers, blob
+  store or console.`;
 
 function secretFile(path: string, make: () => Uint8Array): Uint8Array {
   if (!existsSync(path)) writeFileSync(path, Buffer.from(make()).toString("hex") + "\n", { mode: 0o600 });
@@ -49,6 +53,7 @@ export async function startCommand(args: string[], env = process.env): Promise<n
   }
   const remote = network && network !== "localnet" ? network : undefined;
   if (remote) {
+    env = withNetworkPreset(remote, env);
     const missing = missingNetworkVariables(env);
     if (missing.length) {
       console.error(`memrelay start --network ${remote} needs these variables (what a deployer publishes and funds: see move/README.md): ${missing.join(", ")}`);
@@ -190,5 +195,6 @@ async function startDevDashboard(stack: LocalStack, dataDir: string, port: numbe
   const ownerSecretKey = Uint8Array.from(Buffer.from(readFileSync(path, "utf8").trim(), "hex"));
   const account = await stack.chain.getAccountByOwner(keypairFromSecret(ownerSecretKey).address);
   if (!account) return undefined;
-  return startDashboard({ chain: stack.chain, ownerSecretKey, accountId: account.id, packageId: stack.encryptionStack.packageId, host: stack.config.host, port, relayerUrl: stack.relayerUrl, logger: logger.child({ component: "dashboard" }) });
+  const developmentWallet = localDevelopmentWallet(stack.chain, ownerSecretKey, account.id);
+  return startDashboard({ chain: stack.chain, developmentWallet, packageId: stack.encryptionStack.packageId, host: stack.config.host, port, relayerUrl: stack.relayerUrl, logger: logger.child({ component: "dashboard" }) });
 }

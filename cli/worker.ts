@@ -4,6 +4,7 @@ import { createLogger, type Logger } from "../config/logger.ts";
 import { startSidecar, type Sidecar } from "../mcp/sidecar/server.ts";
 import { sidecarSettings } from "../mcp/sidecar/settings.ts";
 import { startWorker } from "../runtime/worker.ts";
+import { withNetworkPreset } from "../config/network-presets.ts";
 
 export const WORKER_HELP = `memrelay worker [--roles gateway,actors,projections,mcp]
   Runs relayer roles against running services (default: gateway, actors, projections). "mcp" is the agent-tool
@@ -14,13 +15,15 @@ export const WORKER_HELP = `memrelay worker [--roles gateway,actors,projections,
   BLOBSTORE_PUBLISHER_URL, BLOBSTORE_AGGREGATOR_URL, SERVER_CHAIN_PRIVATE_KEYS, MEMORY_PACKAGE_ID, MEMORY_REGISTRY_ID,
   SPONSOR_PRIVATE_KEY (the /sponsor gas station), PORT. CHAIN_NETWORK=localnet (default) uses the ledger on NATS; any
   other network goes through the Sui node at CHAIN_RPC_URL (WAL_COIN_TYPE: the storage token for the balance
-  monitor). Prints "ready" when serving.`;
+  monitor). CHAIN_NETWORK=testnet or mainnet fills in that network's public endpoints and key servers unless set
+  (config/network-presets.ts). Prints "ready" when serving.`;
 
-export async function workerCommand(args: string[], env = process.env): Promise<number> {
+export async function workerCommand(args: string[], given = process.env): Promise<number> {
   if (args.includes("--help") || args.includes("-h")) {
     console.log(WORKER_HELP);
     return 0;
   }
+  const env = withNetworkPreset(given.CHAIN_NETWORK, given);
   const i = args.indexOf("--roles");
   const names = (i >= 0 ? args[i + 1] : "gateway,actors,projections").split(",");
   const roles = { gateway: names.includes("gateway"), actors: names.includes("actors"), projections: names.includes("projections"), mcp: names.includes("mcp") };

@@ -1,5 +1,12 @@
-// The dashboard's two pages, plain HTML with a little script (no build step). Each carries the server's token in a
-// meta tag; the script sends it on every API call. Text from the query string is inserted as text, never as HTML.
+// The dashboard's pages, plain HTML with a little script (no build step). Each carries the server's token in a meta
+// tag; the script sends it on every API call. Text from the query string is inserted as text, never as HTML.
+
+/** What a page offers: the development wallet (local network only) beside browser wallets, and the chain they sign for. */
+export interface PageView {
+  readonly developmentWallet: boolean;
+  /** Wallet-standard chain id of the dashboard's network, e.g. `sui:testnet`. */
+  readonly walletChain: string;
+}
 const STYLE = `body{font:16px/1.5 system-ui,sans-serif;max-width:640px;margin:48px auto;padding:0 24px;color:#1a1a1a}
 h1{font-size:22px}code{background:#f4f4f5;padding:1px 4px;border-radius:4px;word-break:break-all}
 button{font:inherit;padding:6px 14px;border-radius:6px;border:1px solid #888;background:#fff;cursor:pointer}
@@ -26,7 +33,8 @@ ${script}
  * ready; `walletCall` runs one sponsored account call with a wallet (prepare → sign the sponsorship request → /sponsor
  * → sign the transaction → execute), the dashboard relaying to the relayer.
  */
-const WALLETS = `const SUI_FEATURES = ["standard:connect", "sui:signPersonalMessage", "sui:signTransaction"];
+const wallets = (view: PageView) => `const WALLET_CHAIN = ${JSON.stringify(view.walletChain)};
+const SUI_FEATURES = ["standard:connect", "sui:signPersonalMessage", "sui:signTransaction"];
 const walletListeners = [];
 const seenWallets = [];
 const registry = { register: (...wallets) => {
@@ -48,30 +56,37 @@ async function walletCall(wallet, account, call, say) {
   const sponsored = await api("/api/wallet/sponsor", { sender: account.address, transactionBlockKindBytes: prepared.transactionBlockKindBytes,
     authTimestamp: prepared.authTimestamp, authNonce: prepared.authNonce, authSignature: auth.signature });
   say("Approve the transaction in " + wallet.name + "…");
-  const signed = await wallet.features["sui:signTransaction"].signTransaction({ transaction: { toJSON: async () => sponsored.bytes }, account,
-    chain: (account.chains && account.chains[0]) || "sui:localnet" });
+  const signed = await wallet.features["sui:signTransaction"].signTransaction({ transaction: { toJSON: async () => sponsored.bytes }, account, chain: WALLET_CHAIN });
   await api("/api/wallet/execute", { digest: sponsored.digest, signature: signed.signature, sender: account.address });
   return prepared;
 }`;
 
+/** Who signs, in the pages' words. */
+const signers = (view: PageView) =>
+  view.developmentWallet ? "this stack's development wallet, or a Sui wallet in your browser" : "your Sui wallet in this browser";
+/** The development wallet's button, where there is one. */
+const approveButton = (view: PageView) => (view.developmentWallet ? `<button class="primary" id="approve">Approve</button> ` : "");
+/** Said until a browser wallet shows up, when nothing else can approve. */
+const noWalletYet = (view: PageView) =>
+  view.developmentWallet ? "" : "Approve with your Sui wallet's button above; if none appears, install a wallet that supports the Sui wallet standard and reload.";
+
 /**
- * `/connect?port&publicKey&state[&label]`: approve the package's new key, then hand the result back to it. The
- * development wallet approves through the dashboard; a browser wallet (Sui wallet standard: connect,
- * signPersonalMessage, signTransaction) approves for its own account with the gas sponsored by the relayer.
+ * `/connect?port&publicKey&state[&label]`: approve the package's new key, then hand the result back to it. A browser
+ * wallet (Sui wallet standard: connect, signPersonalMessage, signTransaction) approves for its own account with the
+ * gas sponsored by the relayer; on the local network the development wallet can approve through the dashboard.
  */
-export const connectPage = (token: string) =>
+export const connectPage = (token: string, view: PageView) =>
   shell(
     "Connect an agent",
     token,
     `<h1>Connect an agent to your memory</h1>
 <p>An agent asks to use your memory with a new key:</p>
 <p><b id="label"></b><br>key <code id="key"></code></p>
-<p>Approving adds the key to your account, in a transaction your wallet signs: this stack's development wallet, or a
-Sui wallet in your browser (the memory service pays the gas). You can revoke it at any time on the
-<a href="/keys">keys page</a>.</p>
-<p><button class="primary" id="approve">Approve</button> <span id="wallets"></span></p>
+<p>Approving adds the key to your account, in a transaction signed by ${signers(view)} (the memory service pays the
+gas). You can revoke it at any time on the <a href="/keys">keys page</a>.</p>
+<p>${approveButton(view)}<span id="wallets"></span></p>
 <p id="status" role="status"></p>`,
-    `${WALLETS}
+    `${wallets(view)}
 const q = new URLSearchParams(location.search);
 const port = q.get("port"), publicKey = q.get("publicKey"), state = q.get("state"), label = q.get("label") || "agent";
 const status = document.getElementById("status");
@@ -80,11 +95,9 @@ document.getElementById("label").textContent = label;
 document.getElementById("key").textContent = publicKey || "(missing)";
 const approve = document.getElementById("approve");
 const valid = /^[0-9]{1,5}$/.test(port || "") && /^[0-9a-fA-F]{64}$/.test(publicKey || "") && /^[0-9a-f]{64}$/.test(state || "");
-if (!valid) {
-  approve.disabled = true;
-  say("This link is incomplete or damaged: ask the agent for a new one (memory_login).", "err");
-}
-const buttons = () => [approve, ...document.querySelectorAll("#wallets button")];
+if (!valid) say("This link is incomplete or damaged: ask the agent for a new one (memory_login).", "err");
+else say(${JSON.stringify(noWalletYet(view))});
+const buttons = () => [approve, ...document.querySelectorAll("#wallets button")].filter(Boolean);
 const enable = (on) => buttons().forEach((b) => (b.disabled = !on || !valid));
 async function handBack(approved) {
   say("Handing the key back to the agent…");
@@ -102,7 +115,8 @@ async function attempt(steps) {
     enable(true);
   }
 }
-approve.addEventListener("click", () => attempt(async () => {
+enable(true);
+if (approve) approve.addEventListener("click", () => attempt(async () => {
   say("Adding the key to your account…");
   const approved = await api("/api/approve", { publicKey, label });
   await handBack(approved);
@@ -122,11 +136,11 @@ onWallet((wallet) => {
   );
 
 /**
- * `/keys`: an account's delegate keys, newest first, each with a revoke button: the development account's, revoked
- * by the development wallet, or — after "Use <wallet>" — a browser wallet's own account's, revoked by that wallet
- * with the gas sponsored.
+ * `/keys`: an account's delegate keys, newest first, each with a revoke button: after "Use <wallet>", a browser
+ * wallet's own account's, revoked by that wallet with the gas sponsored; before that, on the local network, the
+ * development account's, revoked by the development wallet.
  */
-export const keysPage = (token: string) =>
+export const keysPage = (token: string, view: PageView) =>
   shell(
     "Delegate keys",
     token,
@@ -134,11 +148,11 @@ export const keysPage = (token: string) =>
 <p>Account <code id="account"></code> <span id="wallets"></span></p>
 <table><thead><tr><th>Label</th><th>Created</th><th>Key</th><th></th></tr></thead><tbody id="keys"></tbody></table>
 <p id="status" role="status"></p>`,
-    `${WALLETS}
+    `${wallets(view)}
 const status = document.getElementById("status");
 const say = (text, cls) => { status.textContent = text; status.className = cls || ""; };
 /** Where the keys come from and how one is revoked: the development wallet, or a browser wallet's own account. */
-let source = { load: () => api("/api/keys"), revoke: (k) => api("/api/revoke", { publicKey: k.publicKey }) };
+let source = ${view.developmentWallet ? `{ load: () => api("/api/keys"), revoke: (k) => api("/api/revoke", { publicKey: k.publicKey }) }` : "null"};
 async function load() {
   const data = await source.load();
   document.getElementById("account").textContent = data.accountId;
@@ -184,7 +198,8 @@ onWallet((wallet) => {
   });
   document.getElementById("wallets").append(b);
 });
-load().catch((e) => say("Could not load the keys: " + e.message, "err"));`,
+if (source) load().catch((e) => say("Could not load the keys: " + e.message, "err"));
+else say("Use your Sui wallet's button above to see its account's keys; if none appears, install a wallet that supports the Sui wallet standard and reload.");`,
   );
 
 /**
@@ -192,23 +207,22 @@ load().catch((e) => say("Could not load the keys: " + e.message, "err"));`,
  * platform; approving adds its public key to the account with the wallet, then tells the relayer, which sends the
  * browser back to the platform with a single-use code. The relayer is the dashboard's own, never one from the URL.
  */
-export const consentPage = (token: string, relayerUrl: string) =>
+export const consentPage = (token: string, view: PageView, relayerUrl: string) =>
   shell(
     "Authorize an agent platform",
     token,
     `<h1>Authorize <span id="client"></span></h1>
 <p><b id="client2"></b> (returning to <code id="host"></code>) asks to use your memory. Approving adds a key held by
-the memory service to your account, signed by your wallet (this stack's development wallet, or a Sui wallet in your
-browser, the memory service paying the gas); you can revoke it on the <a href="/keys">keys page</a>, which ends the
-platform's access.</p>
-<p><button class="primary" id="approve">Approve</button> <span id="wallets"></span> <button id="deny">Deny</button></p>
+the memory service to your account, signed by ${signers(view)} (the memory service pays the gas); you can revoke it
+on the <a href="/keys">keys page</a>, which ends the platform's access.</p>
+<p>${approveButton(view)}<span id="wallets"></span> <button id="deny">Deny</button></p>
 <p id="status" role="status"></p>`,
-    `${WALLETS}
+    `${wallets(view)}
 const relayer = ${JSON.stringify(relayerUrl)};
 const grant = new URLSearchParams(location.search).get("grant") || "";
 const status = document.getElementById("status");
 const say = (text, cls) => { status.textContent = text; status.className = cls || ""; };
-const buttons = () => [document.getElementById("approve"), document.getElementById("deny"), ...document.querySelectorAll("#wallets button")];
+const buttons = () => [document.getElementById("approve"), document.getElementById("deny"), ...document.querySelectorAll("#wallets button")].filter(Boolean);
 const enable = (on) => buttons().forEach((b) => (b.disabled = !on));
 async function relayerCall(path, body) {
   const res = await fetch(relayer + path, body === undefined ? {} : { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
@@ -236,7 +250,7 @@ async function approveWith(addKey) {
     location.assign(done.redirect);
   } catch (e) { say("Not authorized: " + e.message, "err"); enable(true); }
 }
-document.getElementById("approve").addEventListener("click", () => approveWith(async (key) => (await api("/api/approve", key)).accountId));
+document.getElementById("approve")?.addEventListener("click", () => approveWith(async (key) => (await api("/api/approve", key)).accountId));
 onWallet((wallet) => {
   const b = document.createElement("button");
   b.textContent = "Approve with " + wallet.name;

@@ -1,30 +1,31 @@
 // The dashboard (`memrelay start`, port 5173, the --local preset's web URL): the connect page that memory_login
-// opens, where the user approves a new delegate key, and the list of the account's delegate keys with revoke. On the
-// local network the wallet is the stack's development wallet (the dev account's owner key, held by this process),
-// which signs add/remove-delegate-key transactions on the local chain; the relayer refuses a removed key at once.
-// A browser wallet speaking the Sui wallet standard approves for its own account instead, gas paid by /sponsor.
+// opens, where the user approves a new delegate key, and the list of an account's delegate keys with revoke. A
+// browser wallet speaking the Sui wallet standard approves for its own account, gas paid by the relayer's /sponsor;
+// that is the only wallet on a real network (`memrelay start --network`), where accounts are read through the Sui
+// node. On the local network the stack's development wallet (the dev account's owner key, held by this process) can
+// approve and revoke too. The relayer refuses a removed key at once.
 // The JSON API answers only same-origin requests carrying the page's token, so another site cannot drive the wallet.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
-import type { LocalChain } from "../adapters/chain/local/local-chain.ts";
-import type { Account } from "../adapters/chain/local/model.ts";
-import { addDelegateKey, removeDelegateKey } from "../adapters/chain/local/accounts.ts";
+import type { AccountDirectory } from "../adapters/ports.ts";
+import type { MemoryAccount } from "../schemas/chain.ts";
 import type { Logger } from "../config/logger.ts";
-import { connectPage, consentPage, keysPage } from "./pages.ts";
+import type { DevelopmentWallet } from "./development-wallet.ts";
+import { connectPage, consentPage, keysPage, type PageView } from "./pages.ts";
 import { encodeTransactionKind } from "../adapters/chain/local/transaction-data.ts";
 import { sponsorAuthMessage, transactionKindHash } from "../schemas/relayer/sponsor.ts";
 import { BodyTooLarge, NotJson, readJson } from "../mcp/node-body.ts";
 
 export interface DashboardOptions {
-  readonly chain: LocalChain;
-  /** The development wallet: owner key of the account it manages. */
-  readonly ownerSecretKey: Uint8Array;
-  readonly accountId: string;
+  /** Where browser wallets' accounts are read, and what their account calls name. */
+  readonly chain: AccountDirectory;
+  /** The local network's development wallet; absent on a real network. */
+  readonly developmentWallet?: DevelopmentWallet;
   readonly packageId: string;
   readonly host: string;
   readonly port: number;
   readonly logger: Logger;
-  /** The relayer whose OAuth consents the page answers (`/connect/claude`); never taken from the URL. */
+  /** The relayer whose /sponsor pays browser wallets' gas and whose OAuth consents the page answers (`/connect/claude`); never taken from the URL. */
   readonly relayerUrl?: string;
 }
 
@@ -60,23 +61,27 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     res.writeHead(status, { "content-type": type, "cache-control": "no-store", "x-frame-options": "DENY", "content-security-policy": csp });
     res.end(body);
   };
-  const keysOf = (a: Account) => ({
+  const keysOf = (a: MemoryAccount) => ({
     accountId: a.id,
     owner: a.owner,
     packageId: o.packageId,
     keys: a.delegate_keys.map((k) => ({ publicKey: k.public_key, address: k.sui_address, label: k.label, createdAt: new Date(k.created_at).toISOString() })),
   });
-  const account = async () => {
-    const a = await o.chain.getAccount(o.accountId);
-    if (!a) throw new Refused(404, "the development account does not exist on this chain");
-    return a;
+  const view: PageView = { developmentWallet: !!o.developmentWallet, walletChain: `sui:${o.chain.target.network}` };
+  const devWallet = () => {
+    if (!o.developmentWallet) throw new Refused(404, "this dashboard has no development wallet: use a Sui wallet in your browser");
+    return o.developmentWallet;
   };
 
   const api = async (req: IncomingMessage, path: string): Promise<unknown> => {
     const given = Buffer.from(String(req.headers["x-dashboard-token"] ?? ""));
     if (req.headers.origin !== undefined && req.headers.origin !== origin) throw new Refused(403, "cross-origin requests are refused");
     if (given.length !== token.length || !timingSafeEqual(given, Buffer.from(token))) throw new Refused(403, "missing or wrong dashboard token: reload the page");
-    if (path === "/api/keys" && req.method === "GET") return keysOf(await account());
+    if (path === "/api/keys" && req.method === "GET") {
+      const a = await devWallet().account();
+      if (!a) throw new Refused(404, "the development account does not exist on this chain");
+      return keysOf(a);
+    }
     if (req.method !== "POST") throw new Refused(405, `${req.method} is not allowed on ${path}`);
     const body = await jsonBody(req);
     if (path.startsWith("/api/wallet/")) return walletStep(path, body);
@@ -84,12 +89,12 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     if (!HEX_KEY.test(publicKey)) throw new Refused(400, "publicKey must be 64 hexadecimal characters (an Ed25519 public key)");
     if (path === "/api/approve") {
       const label = String(body.label ?? "").slice(0, LABEL_MAX);
-      const a = await addDelegateKey(o.chain, { ownerKey: o.ownerSecretKey, publicKey: publicKey.toLowerCase(), label, accountId: o.accountId });
+      const a = await devWallet().approve(publicKey.toLowerCase(), label);
       o.logger.info("delegate key approved", { account: a.id, label });
       return { accountId: a.id, walletAddress: a.owner, packageId: o.packageId };
     }
     if (path === "/api/revoke") {
-      const a = await removeDelegateKey(o.chain, { ownerKey: o.ownerSecretKey, publicKey: publicKey.toLowerCase(), accountId: o.accountId });
+      const a = await devWallet().revoke(publicKey.toLowerCase());
       o.logger.info("delegate key revoked", { account: a.id });
       return { accountId: a.id, revoked: publicKey.toLowerCase() };
     }
@@ -148,9 +153,9 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
       return;
     }
     if (req.method !== "GET") return send(res, 405, JSON.stringify({ error: "pages are read with GET" }));
-    if (url.pathname === "/connect") return send(res, 200, connectPage(token), "text/html; charset=utf-8");
-    if (url.pathname === "/connect/claude" && o.relayerUrl) return send(res, 200, consentPage(token, o.relayerUrl), "text/html; charset=utf-8");
-    if (url.pathname === "/" || url.pathname === "/keys") return send(res, 200, keysPage(token), "text/html; charset=utf-8");
+    if (url.pathname === "/connect") return send(res, 200, connectPage(token, view), "text/html; charset=utf-8");
+    if (url.pathname === "/connect/claude" && o.relayerUrl) return send(res, 200, consentPage(token, view, o.relayerUrl), "text/html; charset=utf-8");
+    if (url.pathname === "/" || url.pathname === "/keys") return send(res, 200, keysPage(token, view), "text/html; charset=utf-8");
     send(res, 404, JSON.stringify({ error: "not found" }));
   });
   const port = await new Promise<number>((resolve, reject) => {

@@ -38,6 +38,7 @@ export async function startWorker(config: RelayerConfig, roles: RelayerRoles, lo
   const relayer = await startRelayer({ config, log, db, ports: { chain, encryption, blobs, embedder, ...(config.sponsorPrivateKey ? { sponsor: { chain, key: config.sponsorPrivateKey } } : {}) }, logger, roles, env, onSidecarLost });
   return {
     relayer,
+    chain,
     stop: async () => {
       await relayer.stop();
       await blobs.close();

@@ -68,6 +68,21 @@ export interface AccessGroupFields {
   readonly members: readonly GroupMember[];
 }
 
+/** A memory account (`account::MemWalAccount`) as readers see it, on the local ledger or a Sui node. */
+export interface MemoryAccount {
+  readonly id: string;
+  readonly owner: string;
+  readonly active: boolean;
+  readonly delegate_keys: readonly {
+    /** lowercase hex of the Ed25519 public key */
+    readonly public_key: string;
+    readonly sui_address: string;
+    readonly label: string;
+    /** Unix milliseconds */
+    readonly created_at: number;
+  }[];
+}
+
 export const bucketPolicyType = (packageId: string) => `${packageId}::bucket_policy::BucketPolicy`;
 // The memory package's account and blob objects (move/memrelay).
 export const memWalAccountType = (packageId: string) => `${packageId}::account::MemWalAccount`;

@@ -31,10 +31,20 @@ describe("the chain port over JSON-RPC", () => {
     const account = await createAccount(a, { ownerKey: owner.secretKey });
     expect(await remote.accountExists(owner.keypair.address)).toBe(true);
     const delegate = generateKeypair().keypair;
-    await addDelegateKey(a, { ownerKey: owner.secretKey, publicKey: delegate.publicKeyHex, accountId: account.id });
+    await addDelegateKey(a, { ownerKey: owner.secretKey, publicKey: delegate.publicKeyHex, label: "laptop agent", accountId: account.id });
     expect(await remote.resolveDelegate(delegate.publicKeyHex, account.id)).toEqual({ owner: owner.keypair.address, accountId: account.id });
     expect(await remote.resolveDelegate(delegate.publicKeyHex)).toBeNull(); // a node has no key → account index: the account id is required
     expect(await remote.resolveDelegate(generateKeypair().keypair.publicKeyHex, account.id)).toBeNull();
+    // an owner's account through the registry's owner → account table, keys with label and creation time
+    const held = (await a.getAccount(account.id))!;
+    expect(await remote.getAccountByOwner(owner.keypair.address)).toEqual({
+      id: account.id,
+      owner: owner.keypair.address,
+      active: true,
+      delegate_keys: held.delegate_keys.map((k) => ({ public_key: k.public_key, sui_address: k.sui_address, label: k.label, created_at: k.created_at })),
+    });
+    expect(held.delegate_keys[0]!.created_at).toBeGreaterThan(0);
+    expect(await remote.getAccountByOwner(generateKeypair().keypair.address)).toBeNull();
     await deactivate(a, { signerKey: owner.secretKey, accountId: account.id });
     expect(await remote.resolveDelegate(delegate.publicKeyHex, account.id)).toBeNull();
     await removeDelegateKey(a, { ownerKey: owner.secretKey, publicKey: delegate.publicKeyHex, accountId: account.id });

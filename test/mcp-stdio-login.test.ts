@@ -12,6 +12,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { startTestStack, type TestStack } from "./support/stack.ts";
 import { startDashboard, type Dashboard } from "../dashboard/server.ts";
+import { localDevelopmentWallet } from "../dashboard/development-wallet.ts";
 import { silentLogger } from "../config/logger.ts";
 import type { DevIdentity } from "../runtime/local-stack.ts";
 import { TOOL } from "../schemas/mcp-tools.ts";
@@ -32,7 +33,7 @@ beforeAll(async () => {
   const c = await t.client(owner);
   const { job_id } = await c.remember("I drink green tea every morning");
   expect((await c.waitForJob(job_id)).status).toBe("done");
-  dashboard = await startDashboard({ chain: t.stack.chain, ownerSecretKey: owner.ownerSecretKey, accountId: owner.accountId, packageId: t.stack.encryptionStack.packageId, host: "127.0.0.1", port: 0, logger: silentLogger, relayerUrl: t.stack.relayerUrl });
+  dashboard = await startDashboard({ chain: t.stack.chain, developmentWallet: localDevelopmentWallet(t.stack.chain, owner.ownerSecretKey, owner.accountId), packageId: t.stack.encryptionStack.packageId, host: "127.0.0.1", port: 0, logger: silentLogger, relayerUrl: t.stack.relayerUrl });
   browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium", headless: true, args: ["--no-sandbox"] });
   home = mkdtempSync(join(tmpdir(), "memrelay-mcp-home-"));
 }, 120_000);

@@ -12,6 +12,7 @@ import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } fr
 import { startTestStack, type TestStack } from "./support/stack.ts";
 import { freePort } from "./support/free-port.ts";
 import { startDashboard, type Dashboard } from "../dashboard/server.ts";
+import { localDevelopmentWallet } from "../dashboard/development-wallet.ts";
 import { silentLogger } from "../config/logger.ts";
 import { addDelegateKey, removeDelegateKey } from "../adapters/chain/local/accounts.ts";
 import type { DevIdentity } from "../runtime/local-stack.ts";
@@ -46,7 +47,7 @@ beforeAll(async () => {
   const c = await t.client(owner);
   const { job_id } = await c.remember("My favourite colour is teal");
   expect((await c.waitForJob(job_id)).status).toBe("done");
-  dashboard = await startDashboard({ chain: t.stack.chain, ownerSecretKey: owner.ownerSecretKey, accountId: owner.accountId, packageId: t.stack.encryptionStack.packageId, host: "127.0.0.1", port: dashPort, relayerUrl: t.stack.relayerUrl, logger: silentLogger });
+  dashboard = await startDashboard({ chain: t.stack.chain, developmentWallet: localDevelopmentWallet(t.stack.chain, owner.ownerSecretKey, owner.accountId), packageId: t.stack.encryptionStack.packageId, host: "127.0.0.1", port: dashPort, relayerUrl: t.stack.relayerUrl, logger: silentLogger });
   browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium", headless: true, args: ["--no-sandbox"] });
   callback = createServer((_req, res) => res.end("you can close this tab")).listen(0, "127.0.0.1");
   await new Promise((r) => callback.once("listening", r));

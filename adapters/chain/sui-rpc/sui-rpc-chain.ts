@@ -1,11 +1,12 @@
 // The chain port over a Sui full node's JSON-RPC (CHAIN_RPC_URL): a real network, or the local ledger's RPC, which
 // speaks the same methods. Writes are the same TransactionData the local ledger executes (tx.ts), signed here and
 // executed by the node; reads go through the memory package's objects: MemWalAccount (delegate keys), the
-// AccountRegistry's accounts table (exists), MemoryBlob objects owned by a memory's owner (restore's listing).
+// AccountRegistry's accounts table (exists, and an owner's account for the dashboard), MemoryBlob objects owned by a
+// memory's owner (restore's listing).
 import { SuiJsonRpcClient } from "@mysten/sui/jsonRpc";
 import { normalizeSuiAddress } from "@mysten/sui/utils";
-import { PortError, type BlobObject, type BlobRecordInput, type ChainPort, type ExecutedTx, type ResolvedAccount, type SponsoredChainPort, type WalletBalance } from "../../ports.ts";
-import { accountRegistryType, memoryBlobType, memWalAccountType, type ChainTarget, type ObjectOwner, type SignedTx, type StoredObject } from "../../../schemas/chain.ts";
+import { PortError, type AccountDirectory, type BlobObject, type BlobRecordInput, type ChainPort, type ExecutedTx, type ResolvedAccount, type SponsoredChainPort, type WalletBalance } from "../../ports.ts";
+import { accountRegistryType, memoryBlobType, memWalAccountType, type ChainTarget, type MemoryAccount, type ObjectOwner, type SignedTx, type StoredObject } from "../../../schemas/chain.ts";
 import { buildSignedTx } from "../local/tx.ts";
 
 const PORT = "chain";
@@ -46,7 +47,7 @@ function ownerOf(owner: unknown): ObjectOwner {
   return "Immutable";
 }
 
-export class SuiRpcChain implements ChainPort, SponsoredChainPort {
+export class SuiRpcChain implements ChainPort, SponsoredChainPort, AccountDirectory {
   readonly packageId: string;
   readonly network: string;
   readonly target: ChainTarget;
@@ -82,15 +83,43 @@ export class SuiRpcChain implements ChainPort, SponsoredChainPort {
   /** Needs the account id (the signed x-account-id): a node has no index from a delegate key to its account. */
   async resolveDelegate(publicKeyHex: string, accountIdHint?: string): Promise<ResolvedAccount | null> {
     if (!accountIdHint) return null;
-    const accountId = normalizeSuiAddress(accountIdHint);
-    const f = await this.fields(accountId, memWalAccountType(this.packageId));
-    if (!f || f.active !== true) return null;
+    const account = await this.getAccount(accountIdHint);
+    if (!account?.active) return null;
+    const held = account.delegate_keys.some((k) => k.public_key === publicKeyHex.toLowerCase());
+    return held ? { owner: account.owner, accountId: account.id } : null;
+  }
+
+  /** The MemWalAccount object `accountId`, or null when it is not one of this package. */
+  async getAccount(accountId: string): Promise<MemoryAccount | null> {
+    const id = normalizeSuiAddress(accountId);
+    const f = await this.fields(id, memWalAccountType(this.packageId));
+    if (!f) return null;
     const keys = (f.delegate_keys as { fields?: Fields }[] | undefined) ?? [];
-    const held = keys.some((k) => hexOf(k.fields?.public_key) === publicKeyHex.toLowerCase());
-    return held ? { owner: normalizeSuiAddress(String(f.owner)), accountId } : null;
+    return {
+      id,
+      owner: normalizeSuiAddress(String(f.owner)),
+      active: f.active === true,
+      delegate_keys: keys.map(({ fields: k = {} }) => ({
+        public_key: hexOf(k.public_key).toLowerCase(),
+        sui_address: normalizeSuiAddress(String(k.sui_address)),
+        label: String(k.label ?? ""),
+        created_at: Number(k.created_at),
+      })),
+    };
+  }
+
+  /** The registry's accounts table maps owner → account id (a `Field<address, ID>` whose value is the id). */
+  async getAccountByOwner(owner: string): Promise<MemoryAccount | null> {
+    const field = await this.accountsEntry(owner);
+    const accountId = (field?.content as { fields?: { value?: unknown } } | undefined)?.fields?.value;
+    return typeof accountId === "string" ? this.getAccount(accountId) : null;
   }
 
   async accountExists(owner: string): Promise<boolean> {
+    return !!(await this.accountsEntry(owner));
+  }
+
+  private async accountsEntry(owner: string) {
     if (!this.accountsTable) {
       const registry = await this.fields(this.target.registryId, accountRegistryType(this.packageId));
       const table = ((registry?.accounts as { fields?: { id?: { id?: string } } } | undefined)?.fields?.id?.id) ?? undefined;
@@ -100,7 +129,7 @@ export class SuiRpcChain implements ChainPort, SponsoredChainPort {
     const field = await this.client
       .getDynamicFieldObject({ parentId: this.accountsTable, name: { type: "address", value: normalizeSuiAddress(owner) } })
       .catch((err) => Promise.reject(portError(err)));
-    return !!field.data;
+    return field.data ?? null;
   }
 
   async recordBlob(input: BlobRecordInput & { walletSecretKey: Uint8Array }): Promise<BlobObject> {

@@ -130,7 +130,7 @@ export function ledgerObjectSource(ledger: LedgerObjectReader, opts: { packageId
       if (accounts && normalizeSuiAddress(parentId) === registryTableId(accounts.registryId) && name.type === "address" && name.bcs.length === 32) {
         const account = await accounts.getAccountByOwner("0x" + Buffer.from(name.bcs).toString("hex"));
         if (!account) return null;
-        return dynamicFieldObject({ parentId, name, valueType: "0x2::object::ID", valueBcs: bcs.Address.serialize(account.id).toBytes() });
+        return dynamicFieldObject({ parentId, name, valueType: "0x2::object::ID", valueBcs: bcs.Address.serialize(account.id).toBytes(), json: { name: account.owner, value: account.id } });
       }
       const f = await ledger.getDynamicField(normalizeSuiAddress(parentId), { type: name.type, bcs: Buffer.from(name.bcs).toString("base64") });
       if (!f?.field_id) return null;
