@@ -7,7 +7,7 @@ import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ensureStreams, isNotFound, type EventLog } from "../../../eventlog/connection.ts";
 import { STREAMS } from "../../../eventlog/subjects.ts";
-import { PortError, type BlobObject, type ChainPort, type ExecutedTx, type SponsoredChainPort, type ResolvedAccount, type WalletBalance } from "../../ports.ts";
+import { PortError, type BlobObject, type ChainPort, type ExecutedTx, type ServerTransactions, type SponsoredChainPort, type ResolvedAccount, type WalletBalance } from "../../ports.ts";
 import { PORT, toPortError } from "./errors.ts";
 import { keypairFromSecret, normalizeAddress, PUBLIC_KEY_HEX_RE, type ChainKeypair, type SecretKeyInput } from "./keys.ts";
 import { Ledger, type SubmitOptions, type SubmitResult } from "./ledger.ts";
@@ -16,7 +16,8 @@ import { type ChainTarget, type ObjectOwner, type SignedTx, type StoredObject } 
 import { ALL_SCOPE, KEYS, dynamicFieldBcsKey, dynamicFieldNameKey, namespaceScope, pageOf } from "./state-keys.ts";
 import { ChainStateStore } from "./state-store.ts";
 import { buildSignedTx } from "./tx.ts";
-import { localTarget } from "./transaction-data.ts";
+import { encodeTransactionKind, localTarget } from "./transaction-data.ts";
+import { directTransactions } from "../server-transactions.ts";
 import type { DelegateEntry } from "./writes.ts";
 
 export interface LocalChainOptions {
@@ -78,6 +79,8 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
   private readonly operator: ChainKeypair | null;
   private healTimer: NodeJS.Timeout | null = null;
   private healing = false;
+  /** How recordBlob's transactions reach the ledger: directly, unless withServerTransactions says otherwise. */
+  private serverTransactions: ServerTransactions;
 
   private constructor(
     readonly ledger: Ledger,
@@ -91,6 +94,7 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
     this.network = opts.network ?? "localnet";
     this.target = localTarget(this.network, pkg);
     this.operator = opts.operatorKey === undefined ? null : keypairFromSecret(opts.operatorKey);
+    this.serverTransactions = directTransactions(this.target, (tx) => this.submit(tx));
   }
 
   /**
@@ -147,15 +151,25 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
   }
 
   async recordBlob(input: { owner: string; namespace: string; blobId: string; size: number; walletSecretKey: Uint8Array }): Promise<BlobObject> {
-    const result = await this.signAndSubmit("record_blob", input.walletSecretKey, {
-      owner: input.owner.toLowerCase(),
-      blob_id: input.blobId,
-      namespace: input.namespace,
-      package_id: this.packageId,
-      size: input.size,
-    });
-    if (!result.outcome.blob) throw new PortError(PORT, "unavailable", "record_blob produced no blob object");
-    return toBlobObject(result.outcome.blob);
+    const owner = input.owner.toLowerCase();
+    let kind: Uint8Array;
+    try {
+      kind = encodeTransactionKind("record_blob", { owner, blob_id: input.blobId, namespace: input.namespace, package_id: this.packageId, size: input.size }, this.target);
+    } catch (err) {
+      throw new PortError(PORT, "invalid", err instanceof Error ? err.message : String(err));
+    }
+    await this.serverTransactions.execute(kind, input.walletSecretKey);
+    // Recorded now, or already (the ledger's record_blob is a no-op for a known (owner, blob id)).
+    const blob = await this.getBlob(owner, input.blobId);
+    if (!blob) throw new PortError(PORT, "unavailable", "record_blob produced no blob object");
+    return blob;
+  }
+
+  /** This ledger with its server-signed writes executed by `wrap(direct)`; everything else is shared with it. */
+  withServerTransactions(wrap: (direct: ServerTransactions) => ServerTransactions): LocalChain {
+    const view = Object.create(this) as LocalChain;
+    view.serverTransactions = wrap(this.serverTransactions);
+    return view;
   }
 
   async listBlobs(owner: string, opts: { namespace?: string; limit: number }): Promise<BlobObject[]> {

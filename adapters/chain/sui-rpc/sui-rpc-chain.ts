@@ -4,9 +4,10 @@
 // AccountRegistry's accounts table (exists), MemoryBlob objects owned by a memory's owner (restore's listing).
 import { SuiJsonRpcClient } from "@mysten/sui/jsonRpc";
 import { normalizeSuiAddress } from "@mysten/sui/utils";
-import { PortError, type BlobObject, type ChainPort, type ExecutedTx, type ResolvedAccount, type SponsoredChainPort, type WalletBalance } from "../../ports.ts";
+import { PortError, type BlobObject, type ChainPort, type ExecutedTx, type ResolvedAccount, type ServerTransactions, type SponsoredChainPort, type WalletBalance } from "../../ports.ts";
 import { accountRegistryType, memoryBlobType, memWalAccountType, type ChainTarget, type ObjectOwner, type SignedTx, type StoredObject } from "../../../schemas/chain.ts";
-import { buildSignedTx } from "../local/tx.ts";
+import { encodeTransactionKind } from "../local/transaction-data.ts";
+import { directTransactions } from "../server-transactions.ts";
 
 const PORT = "chain";
 const SUI = "0x2::sui::SUI";
@@ -51,6 +52,8 @@ export class SuiRpcChain implements ChainPort, SponsoredChainPort {
   private readonly client: SuiJsonRpcClient;
   private readonly walCoinType: string | undefined;
   private accountsTable: string | undefined;
+  /** How recordBlob's transactions reach the node: directly, unless withServerTransactions says otherwise. */
+  private serverTransactions: ServerTransactions;
 
   private constructor(client: SuiJsonRpcClient, opts: SuiRpcChainOptions, chainIdentifier: string) {
     this.client = client;
@@ -58,6 +61,14 @@ export class SuiRpcChain implements ChainPort, SponsoredChainPort {
     this.network = opts.network;
     this.walCoinType = opts.walCoinType;
     this.target = { network: opts.network, chainIdentifier, packageId: this.packageId, registryId: normalizeSuiAddress(opts.registryId) };
+    this.serverTransactions = directTransactions(this.target, (tx) => this.executeBlock(tx));
+  }
+
+  /** This chain with its server-signed writes executed by `wrap(direct)`; everything else is shared with it. */
+  withServerTransactions(wrap: (direct: ServerTransactions) => ServerTransactions): SuiRpcChain {
+    const view = Object.create(this) as SuiRpcChain;
+    view.serverTransactions = wrap(this.serverTransactions);
+    return view;
   }
 
   /** Connects and reads the network's chain identifier (its genesis checkpoint digest), which transactions name. */
@@ -106,8 +117,15 @@ export class SuiRpcChain implements ChainPort, SponsoredChainPort {
     // Idempotent per (owner, blob id), as the port promises: a retried job finds its blob recorded.
     const existing = (await this.listBlobs(owner, { namespace: input.namespace, limit: 10_000 })).find((b) => b.blobId === input.blobId);
     if (existing) return existing;
-    const tx = buildSignedTx({ target: this.target, kind: "record_blob", args: { owner, blob_id: input.blobId, namespace: input.namespace, package_id: this.packageId, size: input.size }, sender: input.walletSecretKey });
-    const executed = await this.executeBlock(tx);
+    let kind: Uint8Array;
+    try {
+      kind = encodeTransactionKind("record_blob", { owner, blob_id: input.blobId, namespace: input.namespace, package_id: this.packageId, size: input.size }, this.target);
+    } catch (err) {
+      throw new PortError(PORT, "invalid", err instanceof Error ? err.message : String(err));
+    }
+    const { digest } = await this.serverTransactions.execute(kind, input.walletSecretKey);
+    // A sponsored execution answers with the digest only: the created object is read from the transaction.
+    const executed = await this.client.waitForTransaction({ digest, options: { showObjectChanges: true } }).catch((err) => Promise.reject(portError(err)));
     const created = executed.objectChanges?.find((c) => c.type === "created" && c.objectType === memoryBlobType(this.packageId));
     if (!created || created.type !== "created") throw new PortError(PORT, "unavailable", "record_blob created no MemoryBlob");
     return { objectId: created.objectId, blobId: input.blobId, owner, namespace: input.namespace, packageId: this.packageId, createdAtMs: Number(executed.timestampMs ?? Date.now()), size: input.size };
