@@ -1,6 +1,6 @@
 // The sponsorship provider over HTTP (SPONSOR_API_KEY, SPONSOR_API_URL, SPONSOR_NETWORK): Mysten's EnokiClient speaking
 // the protocol of schemas/relayer/sponsor-provider.ts to Enoki or to the local stack's provider. Its failures become
-// PortErrors that never carry the API key: a refused key is `forbidden`, an expired sponsored transaction
+// PortErrors that never carry the API key: a refused key (401) is `forbidden`, an expired sponsored transaction
 // SponsorshipInvalidated, an outage or a 429/5xx `unavailable`, any other refusal `rejected` with the provider's reason.
 import { EnokiClient, EnokiClientError, type EnokiNetwork } from "@mysten/enoki";
 import { PortError, SponsorshipInvalidated, type SponsorshipPort } from "../ports.ts";
@@ -59,7 +59,8 @@ export class SponsorProviderClient implements SponsorshipPort {
     const first = err.errors[0];
     const reason = this.redact(first?.message ?? "no reason given");
     if (err.code === PROVIDER_ERRORS.expired || /sponsored transaction has expired/i.test(reason)) return new SponsorshipInvalidated(`the sponsored transaction expired before execution: ${reason}`);
-    if (err.status === 401 || err.status === 403) return new PortError(PORT, "forbidden", `the sponsorship provider refused the API key (HTTP ${err.status}, ${err.code}); check SPONSOR_API_KEY`);
+    // 401 is the key; a 403 is about the transaction (a call outside the allowed targets) unless it names the key.
+    if (err.status === 401 || err.code === PROVIDER_ERRORS.invalidApiKey) return new PortError(PORT, "forbidden", `the sponsorship provider refused the API key (HTTP ${err.status}, ${err.code}); check SPONSOR_API_KEY`);
     if (err.status === 429 || err.status >= 500) return new PortError(PORT, "unavailable", `the sponsorship provider is unavailable (HTTP ${err.status}, ${step}): ${reason}`);
     return new PortError(PORT, "rejected", `the sponsorship provider refused to ${step} (HTTP ${err.status}, ${err.code}): ${reason}`);
   }
