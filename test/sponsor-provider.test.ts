@@ -73,14 +73,14 @@ describe("the local sponsorship provider, with sponsored blob registration", () 
     const before = await sui(t.stack.chain, t.stack.sponsorProvider.address);
     const sponsored = await client.sponsor({ kindBytes: await createAccountKind(t), sender: wallet.toSuiAddress() });
     const { signature } = await wallet.signTransaction(Buffer.from(sponsored.bytes, "base64"));
-    const executed = await client.execute({ digest: sponsored.digest, bytes: sponsored.bytes, signature });
+    const executed = await client.execute({ digest: sponsored.digest, signature });
     expect(executed.digest).toBe(sponsored.digest);
     expect(await t.stack.chain.accountExists(wallet.toSuiAddress())).toBe(true);
     expect((await t.stack.chain.getTransaction(executed.digest))?.gas_owner).toBe(t.stack.sponsorProvider.address);
     expect(await sui(t.stack.chain, t.stack.sponsorProvider.address)).toBe(before - GAS_FEE_MIST);
     expect(await sui(t.stack.chain, wallet.toSuiAddress())).toBe(0n);
     // Executable once.
-    await expect(client.execute({ digest: sponsored.digest, bytes: sponsored.bytes, signature })).rejects.toThrow(/already_executed/);
+    await expect(client.execute({ digest: sponsored.digest, signature })).rejects.toThrow(/already_executed/);
   });
 
   it("refuses an unknown API key with a clear 401 that never shows the key, and calls outside the allowed targets", async () => {
