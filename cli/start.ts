@@ -28,7 +28,7 @@ export const START_HELP = `memrelay start [--network <name>]
   --network <name> (or CHAIN_NETWORK other than localnet): the relayer, its workers and MCP sidecar against a real
   network, by configuration only: CHAIN_RPC_URL, MEMORY_PACKAGE_ID, MEMORY_REGISTRY_ID, ENCRYPTION_SERVER_CONFIGS,
   BLOBSTORE_PUBLISHER_URL, BLOBSTORE_AGGREGATOR_URL, SERVER_CHAIN_PRIVATE_KEY(S) are required (SPONSOR_PRIVATE_KEY
-  for /sponsor); no local chain, key servers, blob store, console or dashboard.`;
+  or SPONSOR_API_KEY for /sponsor); no local chain, key servers, blob store, console or dashboard.`;
 
 function secretFile(path: string, make: () => Uint8Array): Uint8Array {
   if (!existsSync(path)) writeFileSync(path, Buffer.from(make()).toString("hex") + "\n", { mode: 0o600 });
