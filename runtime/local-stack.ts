@@ -208,6 +208,8 @@ export async function startLocalStack(opts: {
         BLOBSTORE_AGGREGATOR_URL: aggregator,
         SERVER_CHAIN_PRIVATE_KEYS: walletKeys.join(","),
         SIDECAR_AUTH_TOKEN: sidecar.authToken,
+        // A worker given SPONSOR_API_KEY sponsors through this stack's provider, as its relayer does.
+        ...(ownProvider ? { SPONSOR_API_URL: encryptionStack.rpcUrl, SPONSOR_NETWORK: chain.network } : {}),
         MEMRELAY_EMBEDDER: config.embedder,
         ...(config.embeddingDims ? { MEMRELAY_EMBEDDING_DIMS: String(config.embeddingDims) } : {}),
         MEMRELAY_LEXICAL_KEY: Buffer.from(lexicalSecret).toString("hex"),

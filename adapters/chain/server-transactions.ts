@@ -16,7 +16,7 @@ import type { RetryPolicy } from "../../schemas/relayer/sponsor.ts";
 import type { Logger } from "../../config/logger.ts";
 
 /** Sui signature of `bytes` (base64 TransactionData) by `key`. */
-export function signTransactionBytes(bytes: string, key: SecretKeyInput): string {
+function signTransactionBytes(bytes: string, key: SecretKeyInput): string {
   const kp = keypairFromSecret(key);
   return toSerializedSignature(kp.sign(signingDigest(Buffer.from(bytes, "base64"))), kp.publicKey);
 }
