@@ -2,6 +2,8 @@
 // configuration; machines and gateways depend only on these interfaces.
 import type { ChainTarget, MemoryAccount, SignedTx, StoredObject } from "../schemas/chain.ts";
 import type { DecryptCredential } from "../schemas/encryption.ts";
+import type { SponsoredTransaction } from "../schemas/relayer/sponsor.ts";
+import type { SecretKeyInput } from "./chain/local/keys.ts";
 
 /** Failure classes every port reports, so hosts can decide: retry later, try another wallet, or give up. */
 export type PortErrorKind = "unavailable" | "rejected" | "not_found" | "forbidden" | "insufficient_funds" | "invalid";
@@ -87,6 +89,35 @@ export interface ChainPort {
   listBlobs(owner: string, opts: { namespace?: string; limit: number }): Promise<BlobObject[]>;
   accountExists(owner: string): Promise<boolean>;
   balance(address: string): Promise<WalletBalance>;
+  /** The same chain with its server-signed writes (recordBlob) executed by `wrap(direct)`, e.g. sponsored. */
+  withServerTransactions(wrap: (direct: ServerTransactions) => ServerTransactions): ChainPort;
+}
+
+/**
+ * How a server-built transaction reaches the chain: `kind` (BCS TransactionKind) signed by `sender`, gas paid by the
+ * sender (direct) or by a sponsor (adapters/chain/server-transactions.ts). PortError on failure.
+ */
+export interface ServerTransactions {
+  execute(kind: Uint8Array, sender: SecretKeyInput): Promise<{ readonly digest: string }>;
+}
+
+// ---------------------------------------------------------------- sponsorship providers
+/**
+ * Who pays a sender's gas: the relayer's own gas station (SPONSOR_PRIVATE_KEY) or a provider speaking Enoki's protocol
+ * (SPONSOR_API_KEY). Sponsor, have the sender sign the bytes, execute. PortError("sponsor", …): forbidden (the
+ * provider refused our credentials), rejected (refused this transaction), unavailable; SponsorshipInvalidated when the
+ * sponsored transaction expired before execution (sponsor it again).
+ */
+export interface SponsorshipPort {
+  sponsor(input: { kindBytes: Uint8Array; sender: string; allowedMoveCallTargets?: readonly string[] }): Promise<SponsoredTransaction>;
+  /** `bytes` are what sponsor() returned (a provider keeps its own copy and may ignore them). */
+  execute(input: { digest: string; bytes: string; signature: string }): Promise<{ readonly digest: string }>;
+}
+
+export class SponsorshipInvalidated extends PortError {
+  constructor(message: string) {
+    super("sponsor", "rejected", message);
+  }
 }
 
 /** Accounts by their owner, and what account calls must name: what the dashboard reads for a browser wallet. */

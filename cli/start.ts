@@ -30,9 +30,9 @@ export const START_HELP = `memrelay start [--network <name>]
   --network <name> (or CHAIN_NETWORK other than localnet): the relayer, its workers, MCP sidecar and dashboard
   (browser wallets only) against a real network, by configuration only: CHAIN_RPC_URL, MEMORY_PACKAGE_ID,
   MEMORY_REGISTRY_ID, ENCRYPTION_SERVER_CONFIGS, BLOBSTORE_PUBLISHER_URL, BLOBSTORE_AGGREGATOR_URL,
-  SERVER_CHAIN_PRIVATE_KEY(S) and SPONSOR_PRIVATE_KEY are required; testnet and mainnet fill in their public
-  endpoints and key servers (config/network-presets.ts), explicit variables win. No local chain, key servers, blob
-  store or console.`;
+  SERVER_CHAIN_PRIVATE_KEY(S) and a sponsor (SPONSOR_PRIVATE_KEY, or SPONSOR_API_KEY for a provider) are required;
+  testnet and mainnet fill in their public endpoints and key servers (config/network-presets.ts), explicit variables
+  win. No local chain, key servers, blob store or console.`;
 
 function secretFile(path: string, make: () => Uint8Array): Uint8Array {
   if (!existsSync(path)) writeFileSync(path, Buffer.from(make()).toString("hex") + "\n", { mode: 0o600 });

@@ -1,6 +1,7 @@
 // Operator configuration from environment variables. The names are a public contract (spec/relayer.md,
 // Operator configuration): read them here only, with their documented defaults.
 import { parseOperatorKey, type OAuthSettings } from "../schemas/relayer/oauth.ts";
+import type { RetryPolicy } from "../schemas/relayer/sponsor.ts";
 
 export interface RelayerConfig {
   readonly port: number;
@@ -65,7 +66,9 @@ export interface RelayerConfig {
   /** SPONSOR_PRIVATE_KEY: the gas station's key behind /sponsor (hex or suiprivkey); the local stack makes one. */
   readonly sponsorPrivateKey: string | undefined;
   /** SPONSOR_TRANSIENT_MAX_ATTEMPTS / _BASE_DELAY_MS / _MAX_DELAY_MS (2 / 5000 / 30000): retries of transient failures. */
-  readonly sponsorTransientRetry: { readonly maxAttempts: number; readonly baseDelayMs: number; readonly maxDelayMs: number };
+  readonly sponsorTransientRetry: RetryPolicy;
+  /** The sponsorship provider and durable-registration sponsorship (SPONSOR_API_KEY and friends; see sponsorFromEnv). */
+  readonly sponsor: SponsorConfig;
   readonly trustedProxyHops: number;
   readonly dataDir: string;
   /** MEMRELAY_LEXICAL_KEY: server secret of the keyed lexical index (hex or base64, ≥ 32 bytes); unset: the data dir's lexical.key. */
@@ -245,6 +248,7 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
       baseDelayMs: intVar(env, "SPONSOR_TRANSIENT_BASE_DELAY_MS", 5_000, 0, 600_000),
       maxDelayMs: intVar(env, "SPONSOR_TRANSIENT_MAX_DELAY_MS", 30_000, 0, 3_600_000),
     },
+    sponsor: sponsorFromEnv(env),
     trustedProxyHops: intVar(env, "TRUSTED_PROXY_HOPS", 0, 0, 16),
     dataDir: dataDirOf(env),
     lexicalKey: env.MEMRELAY_LEXICAL_KEY?.trim() || undefined,
@@ -262,6 +266,63 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     },
     mcpSessions: mcpSessionsFromEnv(env),
     oauth: oauthFromEnv(env),
+  };
+}
+
+/** SPONSOR_NETWORK's default (the spec's). */
+export const DEFAULT_SPONSOR_NETWORK = "mainnet";
+
+export interface SponsorConfig {
+  /** SPONSOR_API_KEY: when set, sponsorship goes through the provider instead of the gas station. Never logged. */
+  readonly apiKey: string | undefined;
+  /** SPONSOR_API_URL (this project's): the provider's base URL; unset: Enoki's public API (the local stack: its own provider). */
+  readonly apiUrl: string | undefined;
+  /** SPONSOR_NETWORK: the network named in sponsor requests; unset: mainnet (the local stack: its ledger's network). */
+  readonly network: string | undefined;
+  /** SPONSOR_FALLBACK_TO_DIRECT_SIGN (false): the server wallet pays the gas of a write whose sponsorship failed. */
+  readonly fallbackToDirectSign: boolean;
+  /** SPONSOR_DURABLE_REGISTER_ENABLED (false): blob registrations are sponsored. */
+  readonly durableRegister: boolean;
+  /** SPONSOR_INVALIDATED_MAX_ATTEMPTS / _BASE_DELAY_MS / _MAX_DELAY_MS (4 / 1000 / 8000): re-sponsoring invalidated transactions. */
+  readonly invalidatedRetry: RetryPolicy;
+}
+
+/** `true`/`false` (or 1/0) when set; anything else is a ConfigError naming the variable. */
+function strictBoolVar(env: Env, name: string, def: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === "") return def;
+  if (raw === "true" || raw === "1") return true;
+  if (raw === "false" || raw === "0") return false;
+  throw new ConfigError(`${name} must be true or false; got ${JSON.stringify(env[name])}`);
+}
+
+/**
+ * The sponsorship variables. Unlike the spec's older relayer variables they do not fall back on a malformed value: a
+ * sponsorship misconfigured silently would make the server wallets pay or the writes fail, so a bad value stops the start.
+ */
+export function sponsorFromEnv(env: Env): SponsorConfig {
+  const apiKey = env.SPONSOR_API_KEY?.trim() || undefined;
+  if (apiKey !== undefined && !/^[\x21-\x7e]{8,512}$/.test(apiKey)) throw new ConfigError("SPONSOR_API_KEY must be 8 to 512 printable characters without spaces");
+  const apiUrl = env.SPONSOR_API_URL?.trim() || undefined;
+  if (apiUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(apiUrl)) throw new ConfigError(`SPONSOR_API_URL must be an http(s) URL; got ${JSON.stringify(apiUrl)}`);
+  const network = env.SPONSOR_NETWORK?.trim() || undefined;
+  if (network !== undefined && !/^[a-z0-9-]{1,32}$/.test(network)) throw new ConfigError(`SPONSOR_NETWORK must be a network name such as mainnet or testnet; got ${JSON.stringify(network)}`);
+  const int = (name: string, def: number, min: number, max: number, what: string) => strictIntVar(env, name, min, max, what) ?? def;
+  const invalidatedRetry = {
+    maxAttempts: int("SPONSOR_INVALIDATED_MAX_ATTEMPTS", 4, 1, 20, "how many times an invalidated sponsored transaction is sponsored"),
+    baseDelayMs: int("SPONSOR_INVALIDATED_BASE_DELAY_MS", 1_000, 0, 600_000, "the first pause (ms) before sponsoring again"),
+    maxDelayMs: int("SPONSOR_INVALIDATED_MAX_DELAY_MS", 8_000, 0, 3_600_000, "the longest pause (ms) before sponsoring again"),
+  };
+  if (invalidatedRetry.maxDelayMs < invalidatedRetry.baseDelayMs) {
+    throw new ConfigError(`SPONSOR_INVALIDATED_MAX_DELAY_MS (${invalidatedRetry.maxDelayMs}) must not be below SPONSOR_INVALIDATED_BASE_DELAY_MS (${invalidatedRetry.baseDelayMs})`);
+  }
+  return {
+    apiKey,
+    apiUrl,
+    network,
+    fallbackToDirectSign: strictBoolVar(env, "SPONSOR_FALLBACK_TO_DIRECT_SIGN", false),
+    durableRegister: strictBoolVar(env, "SPONSOR_DURABLE_REGISTER_ENABLED", false),
+    invalidatedRetry,
   };
 }
 

@@ -68,9 +68,9 @@ export async function provisionStorage(opts: {
 
 /**
  * A sponsor key (from `secret` — hex or suiprivkey —, the data directory's `<service>/sponsor.key`, or new), funded for gas by the ledger
- * operator: the console's (bucket policies) and the relayer's gas station (/sponsor) each have one.
+ * operator: the console's (bucket policies), the relayer's gas station (/sponsor) and the local sponsorship provider each have one.
  */
-export async function provisionSponsor(opts: { chain: LocalChain; operatorSecretKey: Uint8Array; dataDir: string; service?: "console" | "relayer"; secret?: string; funding?: bigint }): Promise<Uint8Array> {
+export async function provisionSponsor(opts: { chain: LocalChain; operatorSecretKey: Uint8Array; dataDir: string; service?: "console" | "relayer" | "sponsor-provider"; secret?: string; funding?: bigint }): Promise<Uint8Array> {
   let secret: Uint8Array;
   if (opts.secret) secret = seedOf(opts.secret);
   else {

@@ -21,6 +21,7 @@ import type { EmbeddingPort } from "../adapters/ports.ts";
 import { lexicalSecretFor } from "./lexical.ts";
 import { startConsole, type ConsoleHandle } from "../gateway/console/service.ts";
 import { provisionSponsor, provisionStorage } from "./console-provision.ts";
+import { localSponsorProvider } from "./local-sponsor-provider.ts";
 
 export interface DevIdentity {
   readonly ownerSecretKey: Uint8Array;
@@ -45,6 +46,8 @@ export interface LocalStack {
   readonly consoleUrl: string;
   readonly operatorSecretKey: Uint8Array;
   readonly embedder: EmbeddingPort;
+  /** The sponsorship provider on the ledger's RPC listener (Enoki's protocol): base URL, provisioned API key, paying address. */
+  readonly sponsorProvider: { readonly url: string; readonly apiKey: string; readonly address: string };
   /** Operator variables a separate `memrelay worker` process needs to join this stack. */
   readonly workerEnv: Record<string, string>;
   /** Creates an account with one delegate key (what a wallet app does for a new user). */
@@ -76,6 +79,9 @@ export async function startLocalStack(opts: {
     const chain = await LocalChain.open(log, { packageId: opts.config.packageId, network: opts.config.network, operatorKey: operatorSecretKey });
     stops.unshift(() => chain.close?.());
 
+    // SPONSOR_API_KEY without SPONSOR_API_URL: this stack's relayer sponsors through its own provider.
+    const ownProvider = !!opts.config.sponsor.apiKey && !opts.config.sponsor.apiUrl;
+    const sponsorProvider = await localSponsorProvider({ log, chain, operatorSecretKey, dataDir: opts.config.dataDir, logger, relayerApiKey: ownProvider ? opts.config.sponsor.apiKey : undefined });
     const encryptionStack = await startLocalEncryptionStack({
       dir: join(opts.config.dataDir, "encryption"),
       packageId: opts.config.packageId,
@@ -84,6 +90,7 @@ export async function startLocalStack(opts: {
       accounts: chain,
       transactions: chain,
       isAuthorized: ownerOrDelegate(chain),
+      rpcRoutes: sponsorProvider.routes,
     });
     stops.unshift(() => encryptionStack.close());
     const threshold = opts.config.encryptionThreshold ?? Math.min(2, encryptionStack.serverConfigs.length);
@@ -122,6 +129,7 @@ export async function startLocalStack(opts: {
       chainRpcUrl: opts.config.chainRpcUrl || encryptionStack.rpcUrl,
       sidecar,
       sponsorWalletAddress: opts.config.sponsorWalletAddress ?? keypairFromSecret(relayerSponsor).address,
+      sponsor: { ...opts.config.sponsor, ...(ownProvider ? { apiUrl: encryptionStack.rpcUrl } : {}), network: opts.config.sponsor.network ?? chain.network },
     };
     // The keyed lexical index's secret: MEMRELAY_LEXICAL_KEY, else generated once in the data dir (lexical.key).
     const lexicalSecret = lexicalSecretFor(config, logger);
@@ -186,6 +194,7 @@ export async function startLocalStack(opts: {
       consoleUrl: consoleHandle.url,
       operatorSecretKey,
       embedder,
+      sponsorProvider: { url: encryptionStack.rpcUrl, apiKey: sponsorProvider.apiKey, address: sponsorProvider.address },
       workerEnv: {
         NATS_URL: config.natsUrl,
         DATABASE_URL: opts.databaseUrl,
@@ -199,6 +208,8 @@ export async function startLocalStack(opts: {
         BLOBSTORE_AGGREGATOR_URL: aggregator,
         SERVER_CHAIN_PRIVATE_KEYS: walletKeys.join(","),
         SIDECAR_AUTH_TOKEN: sidecar.authToken,
+        // A worker given SPONSOR_API_KEY sponsors through this stack's provider, as its relayer does.
+        ...(ownProvider ? { SPONSOR_API_URL: encryptionStack.rpcUrl, SPONSOR_NETWORK: chain.network } : {}),
         MEMRELAY_EMBEDDER: config.embedder,
         ...(config.embeddingDims ? { MEMRELAY_EMBEDDING_DIMS: String(config.embeddingDims) } : {}),
         MEMRELAY_LEXICAL_KEY: Buffer.from(lexicalSecret).toString("hex"),

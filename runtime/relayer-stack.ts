@@ -34,13 +34,14 @@ import { Sponsorship } from "../actors/relayer/sponsorship.ts";
 import { SponsorBindings } from "../adapters/sponsor/bindings.ts";
 import { SPONSOR_LIMITS } from "../schemas/relayer/sponsor.ts";
 import type { SecretKeyInput } from "../adapters/chain/local/keys.ts";
+import { registrationChain, sponsorshipPort } from "./sponsorship.ts";
 
 export interface RelayerPorts {
   readonly chain: ChainPort;
   readonly encryption: EncryptionPort;
   readonly blobs: BlobPort;
   readonly embedder: EmbeddingPort;
-  /** The gas station behind /sponsor: the chain that executes sponsored transactions and the key paying their gas. */
+  /** The gas station behind /sponsor (unless SPONSOR_API_KEY names a provider): the chain executing sponsored transactions and the key paying their gas. */
   readonly sponsor?: { readonly chain: SponsoredChainPort; readonly key: SecretKeyInput };
 }
 
@@ -95,6 +96,7 @@ export async function startRelayer(opts: {
   // A role that fails to start stops the ones already running: nothing keeps the process alive without a relayer.
   try {
     const wallets = roles.actors ? new WalletPool(config.serverChainPrivateKeys) : undefined;
+    const sponsor = sponsorshipPort(config, ports.sponsor);
     // Actors hash memories' terms, the gateway and the MCP sidecar the queries' terms: all need the same lexical key.
     const lexical = roles.actors || roles.gateway || roles.mcp ? new LexicalKeyring(opts.lexicalSecret ?? lexicalSecretFor(config, logger)) : undefined;
     // What recall ranks with, for the gateway's route and the sidecar's memory_recall alike.
@@ -118,7 +120,7 @@ export async function startRelayer(opts: {
           embedder: new EmbedBatcher(ports.embedder),
           encryption: ports.encryption,
           blobs: ports.blobs,
-          records: new RecordBatcher(ports.chain, wallets!),
+          records: new RecordBatcher(registrationChain(config, ports.chain, sponsor, logger), wallets!),
           wallets: wallets!,
           lexical,
           attemptDelayMs: opts.attemptDelayMs ?? 200,
@@ -170,10 +172,10 @@ export async function startRelayer(opts: {
         ...(config.sidecar.authToken ? { authToken: config.sidecar.authToken } : {}),
         ...(roles.gateway ? { relayerUrl: `http://${config.host}:${port}` } : {}),
       });
-      const sponsorship = ports.sponsor && new Sponsorship({
+      const sponsorship = sponsor && new Sponsorship({
         bindings: await SponsorBindings.open(log, { nonceTtlMs: (2 * config.authMaxClockDriftSecs + 60) * 1000, bindingTtlMs: SPONSOR_LIMITS.bindingTtlMs }),
-        chain: ports.sponsor.chain,
-        sponsorKey: ports.sponsor.key,
+        provider: sponsor,
+        packageId: ports.chain.packageId,
         clockWindowSecs: config.authMaxClockDriftSecs,
         transientRetry: config.sponsorTransientRetry,
       });

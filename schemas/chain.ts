@@ -89,3 +89,12 @@ export const memWalAccountType = (packageId: string) => `${packageId}::account::
 export const accountRegistryType = (packageId: string) => `${packageId}::account::AccountRegistry`;
 export const memoryBlobType = (packageId: string) => `${packageId}::blob_registry::MemoryBlob`;
 export const accessGroupType = (packageId: string) => `${packageId}::bucket_policy::AccessGroup`;
+
+/**
+ * How the ledger words its refusal of a transaction past its ValidDuring window (a Sui node says "expired" too): a
+ * sponsored transaction that expired before execution is re-sponsored, so callers must tell it from other refusals.
+ */
+export const TX_EXPIRED = "transaction expired";
+
+/** true when a chain refusal (a PortError's or a JSON-RPC error's message) says the transaction expired. */
+export const isExpiredTransactionError = (message: string): boolean => /transaction (has )?expired/i.test(message);

@@ -1,4 +1,4 @@
-// The gas station's execution policy (actors/relayer/sponsorship.ts) against a private nats-server's KV and a chain
+// The sponsorship's execution policy (actors/relayer/sponsorship.ts) over the gas station against a private nats-server's KV and a chain
 // that fails on cue: transient failures are retried with the configured backoff, a refusal is not retried, and
 // a failed execution leaves the binding executable.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -10,6 +10,7 @@ import { openEventLog, type EventLog } from "../eventlog/connection.ts";
 import { PortError, type ExecutedTx, type SponsoredChainPort } from "../adapters/ports.ts";
 import { SponsorBindings } from "../adapters/sponsor/bindings.ts";
 import { Sponsorship } from "../actors/relayer/sponsorship.ts";
+import { GasStation } from "../adapters/sponsor/gas-station.ts";
 import { localTarget } from "../adapters/chain/local/transaction-data.ts";
 import { generateKeypair } from "../adapters/chain/local/keys.ts";
 import { sponsorAuthMessage, transactionKindHash } from "../schemas/relayer/sponsor.ts";
@@ -48,8 +49,8 @@ function scriptedChain(outcomes: (PortError | "ok")[]): SponsoredChainPort & { c
 async function station(chain: SponsoredChainPort, transientRetry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number }, sleep: (ms: number) => Promise<void>) {
   return new Sponsorship({
     bindings: await SponsorBindings.open(log, { nonceTtlMs: 60_000, bindingTtlMs: 60_000 }),
-    chain,
-    sponsorKey: generateKeypair().secretKey,
+    provider: new GasStation(chain, generateKeypair().secretKey, { ttlMs: 60_000 }),
+    packageId: PKG,
     clockWindowSecs: 300,
     transientRetry,
     sleep,

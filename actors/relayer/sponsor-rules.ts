@@ -1,14 +1,10 @@
 // The sponsorship rules (spec/relayer.md, /sponsor): who may ask (a fresh personal-message signature by the sender
-// over the request), what qualifies (exactly one allowlisted account call of the memory package), and the sponsored
-// TransactionData built around it (gas from the sponsor's address balance, valid for the binding's lifetime).
-import { randomBytes } from "node:crypto";
+// over the request) and what qualifies (exactly one allowlisted account call of the memory package).
 import { bcs } from "@mysten/sui/bcs";
 import { normalizeSuiAddress } from "@mysten/sui/utils";
 import { verifyPersonalMessageSignature } from "@mysten/sui/verify";
 import { HttpError } from "../../schemas/http-error.ts";
-import type { ChainTarget } from "../../schemas/chain.ts";
-import { SPONSOR_LIMITS, SPONSORED_ACCOUNT_CALLS, sponsorAuthMessage, transactionKindHash, type SponsorRequest } from "../../schemas/relayer/sponsor.ts";
-import { wrapTransactionKind } from "../../adapters/chain/local/transaction-data.ts";
+import { SPONSORED_ACCOUNT_CALLS, sponsorAuthMessage, transactionKindHash, type SponsorRequest } from "../../schemas/relayer/sponsor.ts";
 
 type TransactionKind = ReturnType<typeof bcs.TransactionKind.parse>;
 
@@ -28,8 +24,11 @@ export async function checkSponsorAuth(req: SponsorRequest, kindBytes: Uint8Arra
   }
 }
 
-/** The transaction kind, when it is exactly one allowlisted account call of `packageId`; 400/403 otherwise. */
-export function qualifyingKind(kindBytes: Uint8Array, packageId: string): TransactionKind {
+/**
+ * The Move call target (`package::account::function`) when the kind is exactly one allowlisted account call of
+ * `packageId` — what a provider is told to allow; 400/403 otherwise.
+ */
+export function qualifyingCall(kindBytes: Uint8Array, packageId: string): string {
   let kind: TransactionKind;
   let canonical: boolean;
   try {
@@ -48,17 +47,5 @@ export function qualifyingKind(kindBytes: Uint8Array, packageId: string): Transa
     throw refuse(403, only);
   }
   if (call.arguments.some((a) => a.Input === undefined)) throw refuse(403, "sponsored calls take transaction inputs only (no gas coin)");
-  return kind;
-}
-
-/** The sponsored TransactionData: `sender` calls, `sponsor` pays, executable for the binding's lifetime. */
-export function sponsoredTransaction(kind: TransactionKind, input: { target: ChainTarget; sender: string; sponsor: string; nowMs: number }): Uint8Array {
-  return wrapTransactionKind(kind as Parameters<typeof wrapTransactionKind>[0], {
-    target: input.target,
-    sender: input.sender,
-    gasOwner: input.sponsor,
-    validFromMs: input.nowMs - 60_000,
-    validUntilMs: input.nowMs + SPONSOR_LIMITS.bindingTtlMs,
-    nonce: randomBytes(4).readUInt32LE(0),
-  });
+  return `${normalizeSuiAddress(packageId)}::account::${call.function}`;
 }

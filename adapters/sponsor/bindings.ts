@@ -1,12 +1,13 @@
 // Sponsorship state shared by every sidecar: used request nonces and the one-time binding of a sponsored
 // transaction to its sender, in JetStream KV buckets whose entries expire on their own (the nonce after the clock
 // window has passed, the binding after the sponsored transaction's validity). Compare-and-set on the revision makes a
-// binding executable once, across processes.
+// binding executable once, across processes. The local sponsorship provider keeps its sponsored transactions the same
+// way, in buckets of its own and without nonces.
 import type { KV } from "@nats-io/kv";
 import type { EventLog } from "../../eventlog/connection.ts";
 
-const NONCES = "sponsor_nonces";
-const BINDINGS = "sponsor_bindings";
+/** The sidecar's buckets; the local provider's are `sponsor_provider_bindings`. */
+const DEFAULT_PREFIX = "sponsor";
 
 export interface SponsorBinding {
   readonly sender: string;
@@ -26,18 +27,21 @@ const withState = (binding: Omit<SponsorBinding, "state">, state: SponsorBinding
 const isExistingKey = (err: unknown) => /wrong last sequence|key exists/i.test(err instanceof Error ? err.message : String(err));
 
 export class SponsorBindings {
-  private constructor(private readonly nonces: KV, private readonly bindings: KV) {}
+  private constructor(private readonly nonces: KV | undefined, private readonly bindings: KV) {}
 
-  static async open(log: EventLog, opts: { nonceTtlMs: number; bindingTtlMs: number }): Promise<SponsorBindings> {
+  /** Without `nonceTtlMs` there is no nonce bucket (claimNonce throws). */
+  static async open(log: EventLog, opts: { nonceTtlMs?: number; bindingTtlMs: number; prefix?: string }): Promise<SponsorBindings> {
+    const prefix = opts.prefix ?? DEFAULT_PREFIX;
     const [nonces, bindings] = await Promise.all([
-      log.kvm.create(NONCES, { history: 1, ttl: opts.nonceTtlMs }),
-      log.kvm.create(BINDINGS, { history: 1, ttl: opts.bindingTtlMs }),
+      opts.nonceTtlMs === undefined ? undefined : log.kvm.create(`${prefix}_nonces`, { history: 1, ttl: opts.nonceTtlMs }),
+      log.kvm.create(`${prefix}_bindings`, { history: 1, ttl: opts.bindingTtlMs }),
     ]);
     return new SponsorBindings(nonces, bindings);
   }
 
   /** true the first time `nonce` is claimed within its lifetime. */
   async claimNonce(nonce: string, sender: string): Promise<boolean> {
+    if (!this.nonces) throw new Error("these sponsor bindings were opened without nonces");
     try {
       await this.nonces.create(nonce, sender);
       return true;
@@ -51,12 +55,12 @@ export class SponsorBindings {
     await this.bindings.put(digest, withState(binding, "bound"));
   }
 
-  /** Moves a bound transaction to executing for `sender`; only one caller can win. */
-  async take(digest: string, sender: string): Promise<TakeResult> {
+  /** Moves a bound transaction to executing for `sender` (any sender when undefined); only one caller can win. */
+  async take(digest: string, sender?: string): Promise<TakeResult> {
     const e = await this.bindings.get(digest);
     if (!e || e.operation !== "PUT" || !e.value.length) return { kind: "unknown" };
     const binding = e.json<SponsorBinding>();
-    if (binding.sender !== sender) return { kind: "other_sender" };
+    if (sender !== undefined && binding.sender !== sender) return { kind: "other_sender" };
     if (binding.state !== "bound") return { kind: "used" };
     try {
       const revision = await this.bindings.update(digest, withState(binding, "executing"), e.revision);

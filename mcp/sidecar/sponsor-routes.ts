@@ -25,7 +25,7 @@ async function jsonObject(req: IncomingMessage): Promise<Record<string, unknown>
 
 export async function handleSponsorRoute(req: IncomingMessage, res: ServerResponse, path: string, sponsorship: Sponsorship | undefined, logger: Logger): Promise<void> {
   try {
-    if (!sponsorship) throw new HttpError(503, "sponsorship is not configured on this deployment (SPONSOR_PRIVATE_KEY)");
+    if (!sponsorship) throw new HttpError(503, "sponsorship is not configured on this deployment (SPONSOR_API_KEY or SPONSOR_PRIVATE_KEY)");
     const body = await jsonObject(req);
     const result = path === "/sponsor" ? await sponsorship.sponsor(parseSponsorRequest(body)) : await sponsorship.execute(parseSponsorExecuteRequest(body));
     reply(res, 200, result);

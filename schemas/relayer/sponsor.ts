@@ -24,6 +24,13 @@ export interface SponsorExecuteRequest {
   readonly sender: string;
 }
 
+/** Retries with exponential backoff: attempt n (from 1) waits min(maxDelayMs, baseDelayMs · 2^(n-1)) before n+1. */
+export interface RetryPolicy {
+  readonly maxAttempts: number;
+  readonly baseDelayMs: number;
+  readonly maxDelayMs: number;
+}
+
 /** What /sponsor answers: the sponsored TransactionData to sign, and its digest. */
 export interface SponsoredTransaction {
   readonly bytes: string;

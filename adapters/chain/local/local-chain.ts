@@ -7,7 +7,7 @@ import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ensureStreams, isNotFound, type EventLog } from "../../../eventlog/connection.ts";
 import { STREAMS } from "../../../eventlog/subjects.ts";
-import { PortError, type BlobObject, type BlobRecordInput, type ChainPort, type ExecutedTx, type SponsoredChainPort, type ResolvedAccount, type WalletBalance } from "../../ports.ts";
+import { PortError, type BlobObject, type BlobRecordInput, type ChainPort, type ExecutedTx, type ServerTransactions, type SponsoredChainPort, type ResolvedAccount, type WalletBalance } from "../../ports.ts";
 import { PORT, toPortError } from "./errors.ts";
 import { keypairFromSecret, normalizeAddress, PUBLIC_KEY_HEX_RE, type ChainKeypair, type SecretKeyInput } from "./keys.ts";
 import { Ledger, type SubmitOptions, type SubmitResult } from "./ledger.ts";
@@ -16,7 +16,8 @@ import { type ChainTarget, type ObjectOwner, type SignedTx, type StoredObject } 
 import { ALL_SCOPE, KEYS, dynamicFieldBcsKey, dynamicFieldNameKey, namespaceScope, pageOf } from "./state-keys.ts";
 import { ChainStateStore } from "./state-store.ts";
 import { buildSignedTx } from "./tx.ts";
-import { localTarget } from "./transaction-data.ts";
+import { encodeTransactionKind, localTarget } from "./transaction-data.ts";
+import { directTransactions } from "../server-transactions.ts";
 import type { DelegateEntry } from "./writes.ts";
 
 export interface LocalChainOptions {
@@ -78,6 +79,8 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
   private readonly operator: ChainKeypair | null;
   private healTimer: NodeJS.Timeout | null = null;
   private healing = false;
+  /** How recordBlob's transactions reach the ledger: directly, unless withServerTransactions says otherwise. */
+  private serverTransactions: ServerTransactions;
 
   private constructor(
     readonly ledger: Ledger,
@@ -91,6 +94,7 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
     this.network = opts.network ?? "localnet";
     this.target = localTarget(this.network, pkg);
     this.operator = opts.operatorKey === undefined ? null : keypairFromSecret(opts.operatorKey);
+    this.serverTransactions = directTransactions(this.target, (tx) => this.submit(tx));
   }
 
   /**
@@ -153,10 +157,18 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
 
   async recordBlobs(inputs: readonly BlobRecordInput[], walletSecretKey: Uint8Array): Promise<BlobObject[]> {
     const records = inputs.map((i) => ({ owner: i.owner.toLowerCase(), blob_id: i.blobId, namespace: i.namespace, size: i.size }));
-    const result = await this.signAndSubmit("record_blob", walletSecretKey, { package_id: this.packageId, records });
-    // A repeated transaction answers from its receipt, whose events name only the blobs it created: the others
-    // were recorded before it, and are read back.
-    const made = new Map((result.outcome.blobs ?? []).map((b) => [`${b.owner}/${b.blob_id}`, b]));
+    let kind: Uint8Array;
+    try {
+      kind = encodeTransactionKind("record_blob", { package_id: this.packageId, records }, this.target);
+    } catch (err) {
+      throw new PortError(PORT, "invalid", err instanceof Error ? err.message : String(err));
+    }
+    const executed = await this.serverTransactions.execute(kind, walletSecretKey);
+    // Executed directly, the ledger's outcome names the blobs the transaction created; the others were recorded
+    // before it (record_blob is a no-op for a known owner and blob id), and a sponsored execution answers with its
+    // digest only: those are read back.
+    const outcome = "outcome" in executed ? (executed as SubmitResult).outcome : undefined;
+    const made = new Map((outcome?.blobs ?? []).map((b) => [`${b.owner}/${b.blob_id}`, b]));
     return Promise.all(
       records.map(async (r) => {
         const blob = made.get(`${r.owner}/${r.blob_id}`) ?? (await this.read<BlobRecord>(KEYS.blob(r.owner, r.blob_id)));
@@ -164,6 +176,13 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
         return toBlobObject(blob);
       }),
     );
+  }
+
+  /** This ledger with its server-signed writes executed by `wrap(direct)`; everything else is shared with it. */
+  withServerTransactions(wrap: (direct: ServerTransactions) => ServerTransactions): LocalChain {
+    const view = Object.create(this) as LocalChain;
+    view.serverTransactions = wrap(this.serverTransactions);
+    return view;
   }
 
   async listBlobs(owner: string, opts: { namespace?: string; limit: number }): Promise<BlobObject[]> {

@@ -9,7 +9,7 @@ import { keypairFromSecret, parseSerializedSignature, suiAddressOf, toSerialized
 import { TX_CLOCK_SKEW_MS, type TxArgs, type TxBody, type TxKind } from "./model.ts";
 import type { SignedTx } from "../../../schemas/chain.ts";
 import { decodeTransactionData, encodeTransactionData } from "./transaction-data.ts";
-import type { ChainTarget } from "../../../schemas/chain.ts";
+import { TX_EXPIRED, type ChainTarget } from "../../../schemas/chain.ts";
 
 const encoder = new TextEncoder();
 const TX_INTENT = new Uint8Array([0, 0, 0]);
@@ -120,7 +120,9 @@ export function verifySignedTx(tx: SignedTx, target: ChainTarget, now: number): 
   const decoded = decodeTransactionData(txBytes, target);
   if ("error" in decoded) return { kind: "invalid", message: decoded.error };
   const { body } = decoded;
-  if (now < body.valid_from_ms || now > body.valid_until_ms) return { kind: "invalid", message: "transaction is outside its validity window" };
+  if (now < body.valid_from_ms) return { kind: "invalid", message: "transaction is outside its validity window (not valid yet)" };
+  // Its own words: a sponsor re-sponsors an expired transaction rather than giving up (adapters/sponsor/).
+  if (now > body.valid_until_ms) return { kind: "invalid", message: `${TX_EXPIRED}: past the end of its ValidDuring window` };
   if (tx.signatures.length === 0 || tx.signatures.length > 2) return { kind: "invalid", message: "one or two signatures expected" };
   const digest = signingDigest(txBytes);
   const signers = new Map<string, string>();

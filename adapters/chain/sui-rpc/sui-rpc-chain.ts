@@ -5,9 +5,10 @@
 // memory's owner (restore's listing).
 import { SuiJsonRpcClient } from "@mysten/sui/jsonRpc";
 import { normalizeSuiAddress } from "@mysten/sui/utils";
-import { PortError, type AccountDirectory, type BlobObject, type BlobRecordInput, type ChainPort, type ExecutedTx, type ResolvedAccount, type SponsoredChainPort, type WalletBalance } from "../../ports.ts";
+import { PortError, type AccountDirectory, type BlobObject, type BlobRecordInput, type ChainPort, type ExecutedTx, type ResolvedAccount, type ServerTransactions, type SponsoredChainPort, type WalletBalance } from "../../ports.ts";
 import { accountRegistryType, memoryBlobType, memWalAccountType, type ChainTarget, type MemoryAccount, type ObjectOwner, type SignedTx, type StoredObject } from "../../../schemas/chain.ts";
-import { buildSignedTx } from "../local/tx.ts";
+import { encodeTransactionKind } from "../local/transaction-data.ts";
+import { directTransactions } from "../server-transactions.ts";
 
 const PORT = "chain";
 const SUI = "0x2::sui::SUI";
@@ -54,6 +55,8 @@ export class SuiRpcChain implements ChainPort, SponsoredChainPort, AccountDirect
   private readonly client: SuiJsonRpcClient;
   private readonly walCoinType: string | undefined;
   private accountsTable: string | undefined;
+  /** How recordBlob's transactions reach the node: directly, unless withServerTransactions says otherwise. */
+  private serverTransactions: ServerTransactions;
 
   private constructor(client: SuiJsonRpcClient, opts: SuiRpcChainOptions, chainIdentifier: string) {
     this.client = client;
@@ -61,6 +64,14 @@ export class SuiRpcChain implements ChainPort, SponsoredChainPort, AccountDirect
     this.network = opts.network;
     this.walCoinType = opts.walCoinType;
     this.target = { network: opts.network, chainIdentifier, packageId: this.packageId, registryId: normalizeSuiAddress(opts.registryId) };
+    this.serverTransactions = directTransactions(this.target, (tx) => this.executeBlock(tx));
+  }
+
+  /** This chain with its server-signed writes executed by `wrap(direct)`; everything else is shared with it. */
+  withServerTransactions(wrap: (direct: ServerTransactions) => ServerTransactions): SuiRpcChain {
+    const view = Object.create(this) as SuiRpcChain;
+    view.serverTransactions = wrap(this.serverTransactions);
+    return view;
   }
 
   /** Connects and reads the network's chain identifier (its genesis checkpoint digest), which transactions name. */
@@ -147,8 +158,15 @@ export class SuiRpcChain implements ChainPort, SponsoredChainPort, AccountDirect
     const missing = wanted.filter((w, i) => !found.has(`${w.owner}/${w.blobId}`) && wanted.findIndex((o) => o.owner === w.owner && o.blobId === w.blobId) === i);
     if (missing.length) {
       const records = missing.map((m) => ({ owner: m.owner, blob_id: m.blobId, namespace: m.namespace, size: m.size }));
-      const tx = buildSignedTx({ target: this.target, kind: "record_blob", args: { package_id: this.packageId, records }, sender: walletSecretKey });
-      const executed = await this.executeBlock(tx);
+      let kind: Uint8Array;
+      try {
+        kind = encodeTransactionKind("record_blob", { package_id: this.packageId, records }, this.target);
+      } catch (err) {
+        throw new PortError(PORT, "invalid", err instanceof Error ? err.message : String(err));
+      }
+      const { digest } = await this.serverTransactions.execute(kind, walletSecretKey);
+      // A sponsored execution answers with the digest only: the created objects are read from the transaction.
+      const executed = await this.client.waitForTransaction({ digest, options: { showObjectChanges: true } }).catch((err) => Promise.reject(portError(err)));
       const created = (executed.objectChanges ?? []).flatMap((c) => (c.type === "created" && c.objectType === memoryBlobType(this.packageId) ? [c.objectId] : []));
       // Created objects are not listed in call order: each is matched to its record by its fields.
       const objects = [];

@@ -5,7 +5,7 @@
 import { join } from "node:path";
 import { normalizeSuiAddress } from "@mysten/sui/utils";
 import { MemoryObjectSource, packageObject, sealApproveFunction, type ChainObject, type ObjectSource } from "../../chain/local/rpc/objects.ts";
-import { startChainRpcServer, type ChainRpcServerHandle } from "../../chain/local/rpc/server.ts";
+import { startChainRpcServer, type ChainRpcServerHandle, type ChainRpcServerOptions } from "../../chain/local/rpc/server.ts";
 import { ledgerObjectSource, type LedgerAccounts, type LedgerObjectReader } from "../../chain/local/rpc/ledger-source.ts";
 import type { LedgerTransactions } from "../../chain/local/rpc/transactions.ts";
 import { keyServerLedgerInput } from "./onchain.ts";
@@ -39,6 +39,8 @@ export interface LocalEncryptionStackOptions {
   readonly rpcUrl?: string;
   readonly host?: string;
   readonly rpcPort?: number;
+  /** Further routes on the started RPC listener (the local sponsorship provider). */
+  readonly rpcRoutes?: ChainRpcServerOptions["routes"];
   readonly keyServerPorts?: readonly number[];
 }
 
@@ -63,7 +65,7 @@ export async function startLocalEncryptionStack(opts: LocalEncryptionStackOption
     await registry.putObject(packageObject(packageId, { "account::seal_approve": sealApproveFunction(packageId) }));
   }
   let rpc: ChainRpcServerHandle | undefined;
-  if (!opts.rpcUrl) rpc = await startChainRpcServer({ objects, host: opts.host, port: opts.rpcPort, transactions: opts.transactions, chainName: opts.transactions?.network });
+  if (!opts.rpcUrl) rpc = await startChainRpcServer({ objects, host: opts.host, port: opts.rpcPort, transactions: opts.transactions, chainName: opts.transactions?.network, routes: opts.rpcRoutes });
   let cluster: KeyServerCluster;
   try {
     cluster = await startKeyServerCluster({

@@ -11,7 +11,8 @@
 //   with a ledger (transactions.ts): sui_executeTransactionBlock, sui_getTransactionBlock, suix_getBalance,
 //   suix_getReferenceGasPrice, suix_getOwnedObjects
 //
-// Everything else answers JSON-RPC error -32601. Objects come from an injected ObjectSource.
+// Everything else answers JSON-RPC error -32601. Objects come from an injected ObjectSource. `routes` lets a service
+// beside the node share the listener (the local sponsorship provider's /v1/transaction-blocks/sponsor).
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -30,6 +31,8 @@ export interface ChainRpcServerOptions {
   readonly transactions?: LedgerTransactions;
   /** Largest accepted request body. */
   readonly maxBodyBytes?: number;
+  /** Other HTTP routes on this listener, asked first: true when one answered the request. */
+  readonly routes?: (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 }
 
 export interface ChainRpcServerHandle {
@@ -183,6 +186,7 @@ export async function startChainRpcServer(opts: ChainRpcServerOptions): Promise<
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (opts.routes && (await opts.routes(req, res))) return;
     if (req.method === "OPTIONS") {
       res.writeHead(204, { ...CORS, "access-control-max-age": "600" });
       return void res.end();
