@@ -8,7 +8,8 @@ import { addDelegateKey, createAccount, generateKeypair } from "../adapters/chai
 import { buildSignedTx } from "../adapters/chain/local/tx.ts";
 import { GAS_FEE_MIST, type ChainBlock } from "../adapters/chain/local/model.ts";
 import type { SubmitResult } from "../adapters/chain/local/ledger.ts";
-import { CHAIN_STATE_BUCKET, CHAIN_TX_SUBJECT } from "../adapters/chain/local/state-keys.ts";
+import { CHAIN_STATE_BUCKET, CHAIN_STATE_LAYOUT, CHAIN_TX_SUBJECT, KEYS } from "../adapters/chain/local/state-keys.ts";
+import { Kvm } from "@nats-io/kv";
 import { NETWORK, PACKAGE_ID, a, b, blobId, chainTxCount, fundedKey, log, operator, server, useLocalChainSuite } from "./support/local-chain-suite.ts";
 
 useLocalChainSuite();
@@ -85,6 +86,26 @@ describe("concurrency, restart and recovery", () => {
       expect(await c.resolveDelegate(delegate.keypair.publicKeyHex, account.id)).toEqual({ owner: owner.keypair.address, accountId: account.id });
       expect(await c.listBlobs(owner.keypair.address, { limit: 10 })).toHaveLength(1);
       expect(await c.balance(owner.keypair.address)).toEqual(await a.balance(owner.keypair.address));
+      await c.close();
+    } finally {
+      await nc.close();
+    }
+  });
+
+  it("materialises the stream again when the state has another key layout (blob index pages of an older size)", async () => {
+    const owner = await fundedKey();
+    const ids = Array.from({ length: 20 }, (_, i) => blobId(`layout-${i}`));
+    await a.recordBlobs(ids.map((id, i) => ({ owner: owner.keypair.address, namespace: i % 2 ? "odd" : "even", blobId: id, size: i })), owner.secretKey);
+    // State of an older layout: no layout marker and no index pages of the current layout.
+    const kv = await new Kvm(log.nc).open(CHAIN_STATE_BUCKET);
+    for await (const key of await kv.keys(`bix.${owner.keypair.address}.>`)) if (/\.q\d+$/.test(key)) await kv.purge(key);
+    await kv.purge(KEYS.layout);
+    const nc = await connect({ servers: server.url });
+    try {
+      const c = await LocalChain.open(nc, { packageId: PACKAGE_ID, network: NETWORK, healIntervalMs: 0 });
+      expect((await c.listBlobs(owner.keypair.address, { limit: 100 })).map((x) => x.blobId)).toEqual([...ids].reverse());
+      expect((await c.listBlobs(owner.keypair.address, { namespace: "odd", limit: 100 })).map((x) => x.blobId)).toEqual(ids.filter((_, i) => i % 2).reverse());
+      expect((await kv.get(KEYS.layout))?.json()).toEqual({ version: CHAIN_STATE_LAYOUT });
       await c.close();
     } finally {
       await nc.close();

@@ -185,6 +185,11 @@ export class Ledger {
     });
   }
 
+  /** Materialises the whole chain.tx stream again (a change of the state's key layout); returns the applied sequence. */
+  rematerialise(): Effect.Effect<number, StoreUnavailable> {
+    return this.replayFrom(1);
+  }
+
   // ------------------------------------------------------------------ group commit
 
   /** Resolves once every queued transaction has been committed or refused. */

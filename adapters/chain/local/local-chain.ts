@@ -13,7 +13,7 @@ import { keypairFromSecret, normalizeAddress, PUBLIC_KEY_HEX_RE, type ChainKeypa
 import { Ledger, type SubmitOptions, type SubmitResult } from "./ledger.ts";
 import { DEFAULT_TOKENS, type Account, type BlobRecord, type DynamicFieldInput, type GenesisState, type StoredDynamicField, type TxArgs, type TxKind, type TxReceipt } from "./model.ts";
 import { type ChainTarget, type ObjectOwner, type SignedTx, type StoredObject } from "../../../schemas/chain.ts";
-import { ALL_SCOPE, KEYS, dynamicFieldBcsKey, dynamicFieldNameKey, namespaceScope, pageOf } from "./state-keys.ts";
+import { ALL_SCOPE, CHAIN_STATE_LAYOUT, KEYS, dynamicFieldBcsKey, dynamicFieldNameKey, namespaceScope, pageOf } from "./state-keys.ts";
 import { ChainStateStore } from "./state-store.ts";
 import { buildSignedTx } from "./tx.ts";
 import { encodeTransactionKind, localTarget } from "./transaction-data.ts";
@@ -125,6 +125,11 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
     const ledger = new Ledger(js, jsm, store, { target: localTarget(opts.network ?? "localnet", pkg), submitTimeoutMs: opts.submitTimeoutMs, maxBlockTxs: opts.maxBlockTxs });
     const chain = new LocalChain(ledger, store, opts.operatorKey, opts);
     await chain.catchUp();
+    if ((await store.layout()) !== CHAIN_STATE_LAYOUT) {
+      // State written with another key layout (or none yet): materialise the stream again in this one.
+      await run(ledger.rematerialise());
+      await store.setLayout(CHAIN_STATE_LAYOUT);
+    }
     await chain.ensureGenesis();
     chain.startHealing(opts.healIntervalMs ?? 2_000);
     return chain;

@@ -11,8 +11,11 @@ export const MAX_NAMESPACE_BYTES = 256;
 export const U64_MAX = (1n << 64n) - 1n;
 /** Builders make a transaction valid this long either side of its build time; the ledger accepts windows up to twice it. */
 export const TX_CLOCK_SKEW_MS = 10 * 60 * 1000;
-/** Blob index page size (items per KV value). */
-export const BLOB_PAGE_SIZE = 64;
+/**
+ * Blob index page size (items per KV value). Small, because recording a blob rewrites its page (twice: the owner's
+ * and the namespace's index), while a listing reads a whole index only on restore.
+ */
+export const BLOB_PAGE_SIZE = 8;
 export const GAS_TOKEN = "SUI";
 export const DEFAULT_TOKENS = ["SUI", "WAL"] as const;
 

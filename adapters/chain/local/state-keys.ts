@@ -4,12 +4,19 @@ import { BLOB_PAGE_SIZE } from "./model.ts";
 
 export const CHAIN_STATE_BUCKET = "chain_state";
 export const CHAIN_TX_SUBJECT = "chain.tx";
+/**
+ * Version of the state's key layout. A ledger opening state of another layout materialises the chain.tx stream again
+ * (every write is idempotent and keys of the old layout are simply no longer read). 2: blob index pages of 8 items.
+ */
+export const CHAIN_STATE_LAYOUT = 2;
 
 const encoder = new TextEncoder();
 
 export const KEYS = {
   /** {seq}: every chain.tx message up to seq is fully materialised. */
   applied: "meta.applied",
+  /** {version}: the key layout the state was materialised with (CHAIN_STATE_LAYOUT). */
+  layout: "meta.layout",
   genesis: "meta.genesis",
   tx: (digest: string) => `tx.${digest}`,
   account: (id: string) => `acct.${id}`,
@@ -21,7 +28,8 @@ export const KEYS = {
   balance: (address: string) => `bal.${address}`,
   blob: (owner: string, blobId: string) => `blob.${owner}.${blobId}`,
   blobHead: (owner: string, scope: string) => `bix.${owner}.${scope}`,
-  blobPage: (owner: string, scope: string, page: number) => `bix.${owner}.${scope}.p${page}`,
+  /** `q` pages hold BLOB_PAGE_SIZE items (the `p` pages of 64 that state layout 1 wrote are no longer read). */
+  blobPage: (owner: string, scope: string, page: number) => `bix.${owner}.${scope}.q${page}`,
   object: (id: string) => `obj.${id}`,
   /** nameKey: dynamicFieldNameKey (by JSON value) or dynamicFieldBcsKey (by BCS bytes) */
   dynamicField: (parentId: string, nameKey: string) => `df.${parentId}.${nameKey}`,

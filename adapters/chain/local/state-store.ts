@@ -5,7 +5,7 @@ import { Effect } from "effect";
 import type { KV, KvEntry, Kvm } from "@nats-io/kv";
 import { StoreUnavailable, unavailable } from "./errors.ts";
 import { CHAIN_STATE_BUCKET, KEYS } from "./state-keys.ts";
-import { applyOp, type Op } from "./writes.ts";
+import { applyOp, probablyExists, type Op } from "./writes.ts";
 
 export interface Entry {
   /** null when absent or a tombstone */
@@ -17,6 +17,8 @@ export interface Entry {
 }
 
 const ABSENT: Entry = { value: null, revision: 0, seq: 0 };
+/** No guess: read the entry before the first write. */
+const UNREAD = Symbol("unread");
 const encoder = new TextEncoder();
 const MAX_CAS_ATTEMPTS = 64;
 /** KV writes in flight per apply. */
@@ -66,13 +68,24 @@ export class ChainStateStore {
         const worker = async () => {
           while (next < ops.length) {
             const op = ops[next++]!;
-            await this.applyOne(op, seq, known?.get(op.key));
+            await this.applyOne(op, seq, known?.get(op.key) ?? (probablyExists(op) ? UNREAD : ABSENT));
           }
         };
         await Promise.all(Array.from({ length: Math.min(APPLY_CONCURRENCY, ops.length) }, worker));
       },
       catch: unavailable(`apply chain record ${seq}`),
     });
+  }
+
+  /** The key layout the state was materialised with (0: before layouts were versioned, or an empty state). */
+  async layout(): Promise<number> {
+    const v = (await this.get<{ version?: number }>(KEYS.layout))?.version;
+    return typeof v === "number" ? v : 0;
+  }
+
+  /** Records the key layout, once the state has been materialised with it. */
+  async setLayout(version: number): Promise<void> {
+    await this.kv.put(KEYS.layout, encoder.encode(JSON.stringify({ version })));
   }
 
   /** Raises meta.applied to `seq` (never lowers it). Call only when every record up to `seq` is applied. */
@@ -83,9 +96,9 @@ export class ChainStateStore {
     });
   }
 
-  /** Compare-and-set loop. Without a guess the key is first assumed absent (most unread keys are new objects). */
-  private async applyOne(op: Op, seq: number, guess: Entry = ABSENT): Promise<void> {
-    let cur: Entry | undefined = guess;
+  /** Compare-and-set loop from a guess of the current entry (UNREAD: read it first). Unread keys are mostly new objects. */
+  private async applyOne(op: Op, seq: number, guess: Entry | typeof UNREAD = ABSENT): Promise<void> {
+    let cur: Entry | undefined = guess === UNREAD ? undefined : guess;
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
       if (!cur) cur = decodeEntry(await this.kv.get(op.key));
       if (cur.seq >= seq) return;

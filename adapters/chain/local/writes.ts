@@ -12,6 +12,11 @@ export type Op =
   /** Put items at positions of a page `{items: []}`. */
   | { readonly kind: "slots"; readonly key: string; readonly slots: ReadonlyArray<readonly [number, unknown]> };
 
+/** Whether the key probably exists already: a page that a slot does not start (the writer reads it before writing). */
+export function probablyExists(op: Op): boolean {
+  return op.kind === "slots" && op.slots.some(([index]) => index % BLOB_PAGE_SIZE !== 0);
+}
+
 /** The value written for a removed entry: reads treat it as absent; its `_seq` keeps stale writers out. */
 export const TOMBSTONE = { deleted: true } as const;
 
