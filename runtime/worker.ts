@@ -19,6 +19,8 @@ export async function startWorker(config: RelayerConfig, roles: RelayerRoles, lo
   const servers = parseServerConfigs(env);
   if (!servers?.length) throw new Error("ENCRYPTION_SERVER_CONFIGS is required");
   if (!config.chainRpcUrl) throw new Error("CHAIN_RPC_URL is required");
+  // The spec's CHAIN_GRPC_URL would switch the chain paths to Sui's gRPC API, which this relayer does not speak yet.
+  if (config.chainGrpcUrl) logger.warn("CHAIN_GRPC_URL is set, but the chain is reached over JSON-RPC at CHAIN_RPC_URL: the gRPC transport is not implemented");
   const log = await openEventLog({ servers: config.natsUrl, name: "memrelay-worker" });
   const db = createPool(config.databaseUrl, 16);
   // CHAIN_NETWORK=localnet: the ledger on this NATS. Any other network: a Sui node's JSON-RPC at CHAIN_RPC_URL,

@@ -176,7 +176,8 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
         // the name the MemWal SDKs read
         suiRpcUrl: config.chainRpcUrl,
         chainGrpcUrl: config.chainGrpcUrl,
-        chainTransport: config.chainGrpcUrl ? "grpc" : "jsonrpc",
+        // the transport the chain paths use (CHAIN_GRPC_URL is not implemented: runtime/worker.ts says so at start)
+        chainTransport: "jsonrpc",
         rateLimitDisabled: config.rateLimitDisabled,
         registryId: config.registryId,
         relayerVersion: RELAYER_VERSION,
