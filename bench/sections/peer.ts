@@ -19,6 +19,10 @@ import type { MemrelayClient } from "../../client/memrelay-client.ts";
 import { memoryTexts, queries } from "../lib/texts.ts";
 import { latencyLine, rate, sleep, summarize, type LatencySummary } from "../lib/stats.ts";
 import type { Row, SectionResult } from "../lib/report.ts";
+import { closedLoop, newPool, signedPost, type Prepared } from "../lib/load.ts";
+import { RequestSigner } from "../../client/signer.ts";
+import { STREAMS } from "../../eventlog/subjects.ts";
+import type { IdentityWire } from "../lib/processes.ts";
 
 const USERS = 10;
 const WRITERS = 16;
@@ -43,6 +47,35 @@ async function embeddingServer(dims: number): Promise<{ url: string; server: Ser
 }
 
 interface Side { add: { rate: number; s: LatencySummary; errors: number; perOp: string; trips?: string }; search: { rate: number; s: LatencySummary; errors: number; perOp: string } }
+interface Accepted { rate: number; s: LatencySummary; errors: number; perOp: string }
+
+const ACCEPT_CONNECTIONS = 64;
+
+/**
+ * Accepted remembers (202s) per second from 64 connections, requests signed beforehand, the actor host stopped so that
+ * the gateway's front door is measured (as section 1, phase A); the queued commands are purged afterwards.
+ */
+async function acceptedRemembers(ctx: Ctx, env: BenchEnv, users: readonly IdentityWire[], texts: readonly string[]): Promise<Accepted> {
+  await env.stopRole("actors");
+  const signers = users.map((u) => new RequestSigner(Buffer.from(u.delegateSecretKeyHex, "hex"), u.accountId));
+  const n = ctx.n(10_000, 1_000);
+  const warm = ctx.n(2_000, 200);
+  const prep = (count: number, off: number): Prepared[] =>
+    Array.from({ length: count }, (_, i) => signedPost(signers[(i + off) % signers.length]!, "/api/remember", { text: texts[(i + off) % texts.length], namespace: "peer-accept" }));
+  const warmReqs = prep(warm, 0);
+  const reqs = prep(n, warm);
+  const pool = newPool(env.relayerUrl, ACCEPT_CONNECTIONS);
+  try {
+    await closedLoop(pool, warmReqs, ACCEPT_CONNECTIONS, { expect: 202 });
+    await ctx.quiet();
+    log(`peer: memrelay accepted remembers, ${n} requests over ${ACCEPT_CONNECTIONS} connections (actor host stopped) ...`);
+    const w = await ctx.cpuWindow(() => closedLoop(pool, reqs, ACCEPT_CONNECTIONS, { expect: 202 }));
+    return { rate: w.result.latencies.length / w.result.seconds, s: summarize(Array.from(w.result.latencies)), errors: w.result.errors, perOp: w.perOp(n) };
+  } finally {
+    await pool.close();
+    await env.log.jsm.streams.purge(STREAMS.commands);
+  }
+}
 
 async function runMem0(ctx: Ctx, dims: number, n: number, searches: number): Promise<Side> {
   const db = await createTestDatabase("mem0_bench");
@@ -86,7 +119,7 @@ async function runMem0(ctx: Ctx, dims: number, n: number, searches: number): Pro
   }
 }
 
-async function runMemrelay(ctx: Ctx, env: BenchEnv, texts: string[], qs: string[]): Promise<Side> {
+async function runMemrelay(ctx: Ctx, env: BenchEnv, texts: string[], qs: string[]): Promise<Side & { accepted: Accepted }> {
   const users = await Promise.all(Array.from({ length: USERS }, (_, i) => env.identity(`peer-${i}`)));
   const clients: MemrelayClient[] = await Promise.all(users.map((u) => env.client(u, undefined, true)));
   // Warm-up per user: a remember to done and a recall (each user's first recall fetches its decryption keys).
@@ -112,7 +145,9 @@ async function runMemrelay(ctx: Ctx, env: BenchEnv, texts: string[], qs: string[
   if (add.result.firstError) log(`  first error: ${add.result.firstError}`);
   log(`peer: memrelay recall, ${qs.length} queries, ${READERS} clients ...`);
   const search = await ctx.cpuWindow(() => closedOps(qs.length, READERS, (i) => clients[i % USERS].recall(qs[i], { namespace: "peer", limit: 10 })));
+  const accepted = await acceptedRemembers(ctx, env, users, texts);
   return {
+    accepted,
     add: { rate: texts.length / add.result.seconds, s: summarize(add.result.latencies), errors: add.result.errors, perOp: add.perOp(texts.length), trips },
     search: { rate: qs.length / search.result.seconds, s: summarize(search.result.latencies), errors: search.result.errors, perOp: search.perOp(qs.length) },
   };
@@ -142,6 +177,8 @@ export async function peerSection(ctx: Ctx): Promise<SectionResult> {
     { metric: "memrelay round trips per memory (remember → done)", measured: m.add.trips ?? "" },
     { metric: "remember → done throughput ÷ mem0 add", target: "≥ 1.0×", measured: ratio(m.add.rate, p.add.rate), pass: m.add.rate >= p.add.rate && m.add.errors === 0 },
     { metric: "remember → done p99 ÷ mem0 add p99", target: "≤ 2×", measured: ratio(m.add.s.p99, p.add.s.p99), pass: m.add.s.p99 <= 2 * p.add.s.p99 },
+    { metric: `memrelay accepted remembers (202), ${ACCEPT_CONNECTIONS} connections, actor host stopped`, measured: `${rate(m.accepted.rate, "/s")}; ${latencyLine(m.accepted.s)}; ${m.accepted.errors} errors; CPU ms per request: ${m.accepted.perOp}` },
+    { metric: "accepted remembers ÷ mem0 add", target: "≥ 3×", measured: ratio(m.accepted.rate, p.add.rate), pass: m.accepted.rate >= 3 * p.add.rate && m.accepted.errors === 0 },
     { metric: `mem0 search, ${READERS} clients, 10 results`, measured: `${rate(p.search.rate, "/s")}; ${latencyLine(p.search.s)}; CPU ms per search: ${p.search.perOp}` },
     { metric: `memrelay recall, ${READERS} clients, 10 results (decrypted)`, measured: `${rate(m.search.rate, "/s")}; ${latencyLine(m.search.s)}; CPU ms per recall: ${m.search.perOp}` },
     { metric: "recall throughput ÷ mem0 search", target: "≥ 1.0×", measured: ratio(m.search.rate, p.search.rate), pass: m.search.rate >= p.search.rate && m.search.errors === 0 },
@@ -156,6 +193,7 @@ export async function peerSection(ctx: Ctx): Promise<SectionResult> {
     notes: [
       `${n} memories over ${USERS} users (memrelay: ${USERS} accounts, one namespace each), ${qs.length} recalls; the same texts and queries for both; hashing embedder (${env.services.embedderDims} dims) for both, served to mem0 over HTTP by the bench.`,
       "mem0 3.3.1 OSS: pgvector on a fresh database of the same Postgres, history off, no language model (infer: false), as a library in its own process (bench/peer-mem0.ts: its row is mem0 and its load loop). memrelay: the gateway, actor host and projections in their own processes; each client remembers and waits in one request (`POST /api/remember?wait=`, the TypeScript client's `rememberAndWait`), long polling only if that wait ran out.",
+      `Accepted remembers: ${ACCEPT_CONNECTIONS} keep-alive connections of signed POST /api/remember (requests signed before the window, the 10 users' keys), with the actor host stopped so that the gateway is measured alone, as in section 1 phase A (commands queue on CMD and are purged afterwards); mem0's add rate is the one above.`,
     ],
     data: { mem0: p, memrelay: m },
   };
