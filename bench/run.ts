@@ -3,7 +3,7 @@
 // bench/results.json (merged: sections not run keep their previous results).
 //
 //   node --import tsx bench/run.ts                      every section (≈ 15–20 min on 2 cores)
-//   node --import tsx bench/run.ts --only recall        one section (remember, pipeline, use-lite, recall, mcp, peer, replay, memory,
+//   node --import tsx bench/run.ts --only recall        one section (remember, pipeline, use-lite, recall, mcp, peer, replay, rebuild, memory,
 //                                                       blobstore, console)
 //   node --import tsx bench/run.ts --only remember,pipeline --quick    smaller counts, for a smoke run
 // Flags: --plain-nats (JetStream store not encrypted), --cpu-prof (worker processes write V8 CPU profiles to
@@ -24,6 +24,7 @@ import { recallSection } from "./sections/recall.ts";
 import { mcpSection } from "./sections/mcp.ts";
 import { peerSection } from "./sections/peer.ts";
 import { replaySection } from "./sections/replay.ts";
+import { rebuildSection } from "./sections/rebuild.ts";
 import { memorySection } from "./sections/memory.ts";
 import { blobstoreSection, consoleSection } from "./service-sections.ts";
 
@@ -96,6 +97,7 @@ try {
     ["mcp", () => mcpSection(ctx)],
     ["peer", () => peerSection(ctx)],
     ["replay", () => replaySection(ctx)],
+    ["rebuild", () => rebuildSection(ctx)],
   ];
   // A section that fails is reported as such and the next ones still run.
   const runSection = async (name: string, fn: () => Promise<SectionResult>) => {
