@@ -8,7 +8,6 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../../config/logger.ts";
 import { MAX_MESSAGE_BYTES, RPC_ERROR, SIDECAR_HEADERS } from "../../schemas/mcp-tools.ts";
@@ -21,13 +20,14 @@ import { BearerRefused, SessionCredentials, type BearerSession } from "./bearer.
 import { handleSponsorRoute, SPONSOR_PATHS } from "./sponsor-routes.ts";
 import type { Sponsorship } from "../../actors/relayer/sponsorship.ts";
 import { localRecall, type RecallQueries } from "./local-recall.ts";
+import { DirectCallTransport } from "./direct-call-transport.ts";
 
 const SSE_KEEPALIVE_MS = 15_000;
 
 interface Session {
   readonly id: string;
   readonly kind: "sse" | "streamable";
-  readonly transport: SSEServerTransport | StreamableHTTPServerTransport;
+  readonly transport: SSEServerTransport | DirectCallTransport;
   readonly bearerHash: string;
   lastSeen: number;
   refused: boolean;
@@ -176,11 +176,10 @@ export async function startSidecar(settings: SidecarSettings, logger: Logger, ex
         const { bearer, release } = await openSession(req);
         let session: Session | undefined;
         const server = toolServer(() => session, bearer);
-        const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+        // Tools send no progress notifications, so a POST is answered with one JSON body (spec-allowed) rather than
+        // an event stream: less work per call here and in the relayer that forwards it.
+        const transport: DirectCallTransport = new DirectCallTransport({
           sessionIdGenerator: () => randomUUID(),
-          // Tools send no progress notifications, so a POST is answered with one JSON body (spec-allowed) rather
-          // than an event stream: less work per call here and in the relayer that forwards it.
-          enableJsonResponse: true,
           onsessioninitialized: (sid) => {
             const close = closer(sid, release, () => server.close());
             session = { id: sid, kind: "streamable", transport, bearerHash: sha256(String(req.headers.authorization)), lastSeen: Date.now(), refused: false, close };
@@ -195,10 +194,10 @@ export async function startSidecar(settings: SidecarSettings, logger: Logger, ex
         return;
       }
       const s = await sessionFor(sessionId, req, "streamable");
-      return (s.transport as StreamableHTTPServerTransport).handleRequest(req, res, body);
+      return (s.transport as DirectCallTransport).handleRequest(req, res, body);
     }
     const s = await sessionFor(sessionId, req, "streamable");
-    await (s.transport as StreamableHTTPServerTransport).handleRequest(req, res);
+    await (s.transport as DirectCallTransport).handleRequest(req, res);
   };
 
   const http: Server = createServer((req, res) => {
