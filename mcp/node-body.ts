@@ -9,16 +9,28 @@ export class BodyTooLarge extends Error {
   }
 }
 
-export async function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
-  if (Number(req.headers["content-length"] ?? 0) > maxBytes) throw new BodyTooLarge(maxBytes);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) throw new BodyTooLarge(maxBytes);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
+/** Read with stream events rather than an async iterator: this runs once per request of the MCP sidecar. */
+export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+  if (Number(req.headers["content-length"] ?? 0) > maxBytes) return Promise.reject(new BodyTooLarge(maxBytes));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const settle = (err?: Error) => {
+      req.off("data", onData).off("end", onEnd).off("error", settle).off("close", onClose);
+      if (err) {
+        req.destroy();
+        reject(err);
+      } else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) settle(new BodyTooLarge(maxBytes));
+      else chunks.push(chunk);
+    };
+    const onEnd = () => settle();
+    const onClose = () => settle(new Error("the request closed before its body ended"));
+    req.on("data", onData).on("end", onEnd).on("error", settle).on("close", onClose);
+  });
 }
 
 export class NotJson extends Error {

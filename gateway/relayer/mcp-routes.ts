@@ -1,13 +1,14 @@
 // The agent transports (spec/relayer.md): `GET /api/mcp/sse` + `POST /api/mcp/messages` (legacy SSE) and
 // `GET|POST|DELETE|OPTIONS /api/mcp` (Streamable HTTP), forwarded over loopback to the MCP sidecar with the shared
-// token and the client's address (TRUSTED_PROXY_HOPS). The answer streams back as it comes (event streams stay open).
+// token and the client's address (TRUSTED_PROXY_HOPS), over kept-alive connections (sidecar-upstream.ts). JSON answers
+// go back whole; event streams stream back as they come and stay open.
 // A watchdog checks the sidecar's health; after SIDECAR_WATCHDOG_MAX_FAILURES consecutive failures it gives up.
-import { request as httpRequest, Agent, type IncomingMessage } from "node:http";
 import type { SidecarLinkConfig } from "../../config/env.ts";
 import type { Logger } from "../../config/logger.ts";
 import { json, type Handler, type HttpServer, type Reply, type Request } from "../http.ts";
 import { clientIp } from "../rate-limit.ts";
 import { MAX_MESSAGE_BYTES, RPC_ERROR, SIDECAR_HEADERS } from "../../schemas/mcp-tools.ts";
+import { SidecarUpstream } from "./sidecar-upstream.ts";
 
 /** Where the sidecar listens (it may be known only once started) and the token it expects. */
 export interface SidecarLink {
@@ -32,7 +33,7 @@ export interface McpOAuth {
 }
 
 export function registerMcpRoutes(server: HttpServer, link: SidecarLink, opts: { trustedProxyHops: number; logger: Logger; wrap: (name: string, h: Handler) => Handler; oauth?: McpOAuth }): void {
-  const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  const upstream = new SidecarUpstream();
   const challenge = (error?: string) => ({
     "www-authenticate": `Bearer realm="memrelay"${error ? `, error="${error}"` : ""}, resource_metadata="${opts.oauth!.resourceMetadataUrl()}"`,
   });
@@ -52,25 +53,18 @@ export function registerMcpRoutes(server: HttpServer, link: SidecarLink, opts: {
         headers["x-memory-account-id"] = grant.accountId;
       }
     }
-    if (req.body.length) headers["content-length"] = String(req.body.length);
     const target = new URL(sidecarPath + (req.query ? `?${req.query}` : ""), link.url());
-    const upstream = await new Promise<IncomingMessage>((resolve, reject) => {
-      const r = httpRequest(target, { method: req.method, headers, agent }, resolve);
-      r.on("error", reject);
-      r.end(req.body.length ? req.body : undefined);
-    }).catch((err) => {
+    const answer = await upstream.send(target, req.method, headers, req.body).catch((err) => {
       opts.logger.warn("mcp sidecar unreachable", { error: err instanceof Error ? err.message : String(err) });
       return undefined;
     });
-    if (!upstream) return rpcReply(503, "the agent tool server is unavailable; retry shortly", { "retry-after": "2" });
+    if (!answer) return rpcReply(503, "the agent tool server is unavailable; retry shortly", { "retry-after": "2" });
     const out: Record<string, string> = {};
     for (const h of RETURNED) {
-      const v = upstream.headers[h];
+      const v = answer.headers[h];
       if (typeof v === "string") out[h] = v;
     }
-    const length = upstream.headers["content-length"];
-    const streaming = String(upstream.headers["content-type"] ?? "").startsWith("text/event-stream");
-    return { status: upstream.statusCode ?? 502, headers: out, stream: upstream, ...(length !== undefined && !streaming ? { length: Number(length) } : {}) };
+    return answer.stream ? { status: answer.status, headers: out, stream: answer.stream } : { status: answer.status, headers: out, body: answer.body };
   };
   const body = { bodyLimit: MAX_MESSAGE_BYTES * 2 };
   server

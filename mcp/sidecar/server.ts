@@ -5,10 +5,9 @@
 // signed relayer request (memory_recall: the route's recall in process when this process has the relayer's ports,
 // with the owner resolved on every call), so a removed delegate is refused on its next call and its session ends.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
+import { hash, randomUUID, timingSafeEqual } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../../config/logger.ts";
 import { MAX_MESSAGE_BYTES, RPC_ERROR, SIDECAR_HEADERS } from "../../schemas/mcp-tools.ts";
@@ -21,14 +20,15 @@ import { BearerRefused, SessionCredentials, type BearerSession } from "./bearer.
 import { handleSponsorRoute, SPONSOR_PATHS } from "./sponsor-routes.ts";
 import type { Sponsorship } from "../../actors/relayer/sponsorship.ts";
 import { localRecall, type RecallQueries } from "./local-recall.ts";
+import { DirectCallTransport } from "./direct-call-transport.ts";
 
 const SSE_KEEPALIVE_MS = 15_000;
 
 interface Session {
   readonly id: string;
   readonly kind: "sse" | "streamable";
-  readonly transport: SSEServerTransport | StreamableHTTPServerTransport;
-  readonly bearerHash: string;
+  readonly transport: SSEServerTransport | DirectCallTransport;
+  readonly bearerHash: Buffer;
   lastSeen: number;
   refused: boolean;
   close(): Promise<void>;
@@ -52,12 +52,11 @@ function rpcError(res: ServerResponse, e: RpcRefusal): void {
   res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: e.code, message: e.message }, id: null }));
 }
 
-const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
+const sha256 = (s: string) => hash("sha256", s, "buffer");
 
-function tokenMatches(given: string | undefined, expected: string): boolean {
-  if (!given) return false;
-  const a = Buffer.from(sha256(given)), b = Buffer.from(sha256(expected));
-  return timingSafeEqual(a, b);
+/** Compares digests (equal lengths, constant time); the expected token's digest is taken once. */
+function tokenMatches(given: string | undefined, expectedDigest: Buffer): boolean {
+  return !!given && timingSafeEqual(sha256(given), expectedDigest);
 }
 
 async function readMessage(req: IncomingMessage): Promise<unknown> {
@@ -80,6 +79,7 @@ export async function startSidecar(settings: SidecarSettings, logger: Logger, ex
   const sessions = new Map<string, Session>();
   const limits = new SessionLimits(settings.sessions);
   const credentials = new SessionCredentials(settings.relayerUrl);
+  const tokenDigest = sha256(settings.authToken);
 
   /** Admission, then the bearer checked against the relayer; returns what a new session needs. */
   const openSession = async (req: IncomingMessage): Promise<{ bearer: BearerSession; release: () => void }> => {
@@ -118,7 +118,7 @@ export async function startSidecar(settings: SidecarSettings, logger: Logger, ex
   const sessionFor = async (id: string | undefined, req: IncomingMessage, kind: Session["kind"]): Promise<Session> => {
     const s = id ? sessions.get(id) : undefined;
     if (!s || s.kind !== kind) throw new RpcRefusal(404, RPC_ERROR.sessionNotFound, "session not found (expired, closed, or the server restarted): reconnect and initialize a new session");
-    if (sha256(String(req.headers.authorization ?? "")) !== s.bearerHash) throw new RpcRefusal(401, RPC_ERROR.unauthorized, "this session belongs to another credential");
+    if (!sha256(String(req.headers.authorization ?? "")).equals(s.bearerHash)) throw new RpcRefusal(401, RPC_ERROR.unauthorized, "this session belongs to another credential");
     if (s.refused) {
       await s.close();
       throw new RpcRefusal(401, RPC_ERROR.unauthorized, "the memory service refused this credential: the delegate key is unknown or was removed");
@@ -176,11 +176,10 @@ export async function startSidecar(settings: SidecarSettings, logger: Logger, ex
         const { bearer, release } = await openSession(req);
         let session: Session | undefined;
         const server = toolServer(() => session, bearer);
-        const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+        // Tools send no progress notifications, so a POST is answered with one JSON body (spec-allowed) rather than
+        // an event stream: less work per call here and in the relayer that forwards it.
+        const transport: DirectCallTransport = new DirectCallTransport({
           sessionIdGenerator: () => randomUUID(),
-          // Tools send no progress notifications, so a POST is answered with one JSON body (spec-allowed) rather
-          // than an event stream: less work per call here and in the relayer that forwards it.
-          enableJsonResponse: true,
           onsessioninitialized: (sid) => {
             const close = closer(sid, release, () => server.close());
             session = { id: sid, kind: "streamable", transport, bearerHash: sha256(String(req.headers.authorization)), lastSeen: Date.now(), refused: false, close };
@@ -195,10 +194,10 @@ export async function startSidecar(settings: SidecarSettings, logger: Logger, ex
         return;
       }
       const s = await sessionFor(sessionId, req, "streamable");
-      return (s.transport as StreamableHTTPServerTransport).handleRequest(req, res, body);
+      return (s.transport as DirectCallTransport).handleRequest(req, res, body);
     }
     const s = await sessionFor(sessionId, req, "streamable");
-    await (s.transport as StreamableHTTPServerTransport).handleRequest(req, res);
+    await (s.transport as DirectCallTransport).handleRequest(req, res);
   };
 
   const http: Server = createServer((req, res) => {
@@ -208,7 +207,7 @@ export async function startSidecar(settings: SidecarSettings, logger: Logger, ex
         res.writeHead(200, { "content-type": "application/json" });
         return void res.end(JSON.stringify({ status: "ok", sessions: sessions.size }));
       }
-      if (!tokenMatches(req.headers[SIDECAR_HEADERS.token] as string | undefined, settings.authToken)) {
+      if (!tokenMatches(req.headers[SIDECAR_HEADERS.token] as string | undefined, tokenDigest)) {
         throw new RpcRefusal(401, RPC_ERROR.unauthorized, "the sidecar only answers the relayer");
       }
       if (req.method === "POST" && (SPONSOR_PATHS as readonly string[]).includes(url.pathname)) {
