@@ -43,8 +43,9 @@ export async function migrateLexical(db: Db): Promise<void> {
     pos integer NOT NULL)`);
   await db.query("CREATE INDEX IF NOT EXISTS lexical_docs_order ON lexical_docs (ns_id, submitted_at, position, memory_id)");
   await db.query("CREATE INDEX IF NOT EXISTS lexical_docs_pos ON lexical_docs (ns_id, pos) INCLUDE (memory_id)");
-  // New documents wait here (pos -1) for the batch's renumbering.
-  await db.query("CREATE INDEX IF NOT EXISTS lexical_docs_unplaced ON lexical_docs (ns_id) WHERE pos < 0");
+  // New documents are placed by their ids (placeAndPost): the partial index of unplaced ones that served before only
+  // collected dead entries between vacuums.
+  await db.query("DROP INDEX IF EXISTS lexical_docs_unplaced");
   // Postings carry the document's `pos` so that a query reads one index range per term and joins nothing; a
   // renumbering rewrites the postings of the documents it moves (found by `doc`).
   await db.query(`CREATE TABLE IF NOT EXISTS lexical_postings (
@@ -122,40 +123,46 @@ class DocBatch {
         pLen.push(r.len);
       });
     }
-    await placeAndPost(tx, [...new Set(inserted.rows.map((r) => r.ns_id))], { ns: pNs, term: pTerm, doc: pDoc, tf: pTf, len: pLen });
+    await placeAndPost(tx, inserted.rows.map((r) => r.doc), { ns: pNs, term: pTerm, doc: pDoc, tf: pTf, len: pLen });
   }
 }
 
 /**
- * Gives the new documents (pos -1) of these namespaces their place in submission order — every document from the
+ * Gives the new documents (pos -1) their place in submission order — every document of their namespace from the
  * first new one onwards is renumbered, and the postings of older documents that moved follow — then inserts the new
  * documents' postings at their places. Submissions arrive nearly in order, so this touches the tail of a namespace;
- * a restore of old memories renumbers more.
+ * a restore of old memories renumbers more. Each step reads by key or by one index range per namespace (a lateral
+ * join), never the whole table: a replay applies thousands of batches.
  */
-async function placeAndPost(tx: Tx, nsIds: number[], p: { ns: number[]; term: string[]; doc: string[]; tf: number[]; len: number[] }): Promise<void> {
-  await tx.query(
+async function placeAndPost(tx: Tx, newDocs: string[], p: { ns: number[]; term: string[]; doc: string[]; tf: number[]; len: number[] }): Promise<void> {
+  const placed = await tx.query<{ doc: string; old: number; pos: number }>(
     `WITH first AS (
        SELECT DISTINCT ON (ns_id) ns_id, submitted_at, position, memory_id FROM lexical_docs
-       WHERE pos < 0 AND ns_id = ANY($1::int[]) ORDER BY ns_id, submitted_at, position, memory_id),
+       WHERE doc = ANY($1::bigint[]) ORDER BY ns_id, submitted_at, position, memory_id),
      base AS (
        SELECT f.*, coalesce((SELECT d.pos FROM lexical_docs d
                              WHERE d.ns_id = f.ns_id AND (d.submitted_at, d.position, d.memory_id) < (f.submitted_at, f.position, f.memory_id)
                              ORDER BY d.submitted_at DESC, d.position DESC, d.memory_id DESC LIMIT 1), -1) + 1 AS base
-       FROM first f),
-     ranked AS (
-       SELECT d.doc, d.pos AS old, (b.base + row_number() OVER (PARTITION BY d.ns_id ORDER BY d.submitted_at, d.position, d.memory_id) - 1)::int AS pos
-       FROM base b JOIN lexical_docs d ON d.ns_id = b.ns_id AND (d.submitted_at, d.position, d.memory_id) >= (b.submitted_at, b.position, b.memory_id)),
-     moved AS (
-       UPDATE lexical_docs d SET pos = r.pos FROM ranked r WHERE d.doc = r.doc AND d.pos <> r.pos RETURNING d.doc, r.pos, r.old),
-     shifted AS (
-       UPDATE lexical_postings p SET pos = m.pos FROM moved m WHERE m.old >= 0 AND p.doc = m.doc),
-     posted AS (
-       INSERT INTO lexical_postings (ns_id, term, doc, pos, tf, len)
-       SELECT x.ns_id, x.term, x.doc, m.pos, x.tf, x.len
-       FROM unnest($2::int[], $3::bigint[], $4::bigint[], $5::smallint[], $6::smallint[]) AS x(ns_id, term, doc, tf, len)
-       JOIN moved m ON m.doc = x.doc AND m.old < 0)
-     SELECT count(*) FROM moved`,
-    [nsIds, p.ns, p.term, p.doc, p.tf, p.len],
+       FROM first f)
+     SELECT r.doc, r.old, r.pos FROM base b CROSS JOIN LATERAL (
+       SELECT d.doc, d.pos AS old, (b.base + row_number() OVER (ORDER BY d.submitted_at, d.position, d.memory_id) - 1)::int AS pos
+       FROM lexical_docs d
+       WHERE d.ns_id = b.ns_id AND (d.submitted_at, d.position, d.memory_id) >= (b.submitted_at, b.position, b.memory_id)) r
+     WHERE r.old <> r.pos`,
+    [newDocs],
+  );
+  const moved = placed.rows;
+  if (!moved.length) return;
+  await tx.query("UPDATE lexical_docs d SET pos = u.pos FROM unnest($1::bigint[], $2::int[]) AS u(doc, pos) WHERE d.doc = u.doc", [moved.map((m) => m.doc), moved.map((m) => m.pos)]);
+  const older = moved.filter((m) => m.old >= 0);
+  if (older.length) {
+    await tx.query("UPDATE lexical_postings p SET pos = u.pos FROM unnest($1::bigint[], $2::int[]) AS u(doc, pos) WHERE p.doc = u.doc", [older.map((m) => m.doc), older.map((m) => m.pos)]);
+  }
+  const posOf = new Map(moved.map((m) => [String(m.doc), m.pos]));
+  await tx.query(
+    `INSERT INTO lexical_postings (ns_id, term, doc, pos, tf, len)
+     SELECT * FROM unnest($1::int[], $2::bigint[], $3::bigint[], $4::int[], $5::smallint[], $6::smallint[])`,
+    [p.ns, p.term, p.doc, p.doc.map((d) => posOf.get(d)!), p.tf, p.len],
   );
 }
 
