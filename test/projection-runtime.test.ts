@@ -93,6 +93,26 @@ describe("projection runtime", () => {
     expect((await db.query<{ m: string }>("SELECT current_setting('synchronous_commit') AS m")).rows[0].m).toBe("on");
   });
 
+  it("two runners of one read model (an operator's replay beside the running one) both end with nothing pending", async () => {
+    let last = 0;
+    for (let i = 0; i < 30; i++) last = (await Promise.all(Array.from({ length: 50 }, () => append(KEPT)))).reduce((a, b) => Math.max(a, b), 0);
+    expect(await runner.waitFor(last, 20_000)).toBe(true);
+    const expected = await rows();
+    const other = await openEventLog({ servers: nats.url, name: "projection-runtime-test-replay" });
+    const replay = new ProjectionRunner(other, db, kept, silentLogger);
+    try {
+      await resetProjection(db, kept);
+      await replay.start();
+      const deadline = Date.now() + 20_000;
+      while (Date.now() < deadline && (replay.pending > 0 || runner.pending > 0 || (await readCheckpoint(db, kept.name)) < last)) await new Promise((r) => setTimeout(r, 100));
+      expect({ replay: replay.pending, running: runner.pending, checkpoint: await readCheckpoint(db, kept.name) }).toEqual({ replay: 0, running: 0, checkpoint: last });
+      expect(await rows()).toEqual(expected);
+    } finally {
+      await replay.stop();
+      await other.close();
+    }
+  }, 40_000);
+
   it("notices a reset by another process on a wanted commit and rebuilds from sequence 1", async () => {
     const before = await rows();
     await resetProjection(db, kept);
