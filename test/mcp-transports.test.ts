@@ -123,9 +123,10 @@ describe("memory_recall runs the relayer's recall", () => {
 
   it("in a sidecar process of its own that joins the services (worker --roles mcp), and refuses a removed delegate", async () => {
     const id = await t.stack.createIdentity();
-    const [sidecarPort, gatewayPort] = [await freePort(), await freePort()];
-    const link = { SIDECAR_URL: `http://127.0.0.1:${sidecarPort}` };
-    const gateway = await startWorkerProcess(t.stack.workerEnv, "gateway", { ...link, PORT: String(gatewayPort) });
+    const link = { SIDECAR_URL: `http://127.0.0.1:${await freePort()}` };
+    // the gateway picks its own port (a port picked in advance can be taken by then)
+    const gateway = await startWorkerProcess(t.stack.workerEnv, "gateway", { ...link, PORT: "0" });
+    const gatewayPort = gateway.port!;
     const sidecar = await startWorkerProcess(t.stack.workerEnv, "mcp", { ...link, MEMORY_RELAYER_URL: `http://127.0.0.1:${gatewayPort}` });
     const transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${gatewayPort}/api/mcp`), { requestInit: { headers: bearer(id) } });
     const client = new Client({ name: "memrelay-test", version: "1.0.0" });

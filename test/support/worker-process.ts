@@ -4,7 +4,10 @@ import { fileURLToPath } from "node:url";
 
 const bin = fileURLToPath(new URL("../../bin/memrelay.mjs", import.meta.url));
 
-export function startWorkerProcess(env: Record<string, string>, roles: string, extra: Record<string, string> = {}): Promise<ChildProcess> {
+/** The worker, with the port it serves on (from its `ready port=N` line; PORT=0 lets it pick a free one itself). */
+export type WorkerProcess = ChildProcess & { readonly port?: number };
+
+export function startWorkerProcess(env: Record<string, string>, roles: string, extra: Record<string, string> = {}): Promise<WorkerProcess> {
   const child = spawn(process.execPath, [bin, "worker", "--roles", roles], { env: { ...process.env, ...env, PORT: "0", LOG_FORMAT: "json", ...extra }, stdio: ["ignore", "pipe", "pipe"] });
   return new Promise((resolve, reject) => {
     let out = "";
@@ -13,7 +16,8 @@ export function startWorkerProcess(env: Record<string, string>, roles: string, e
       out += d;
       if (out.includes("ready")) {
         clearTimeout(timer);
-        resolve(child);
+        const port = /ready port=(\d+)/.exec(out)?.[1];
+        resolve(Object.assign(child, port ? { port: Number(port) } : {}));
       }
     });
     child.stderr!.on("data", (d) => (out = (out + d).slice(-4000)));
