@@ -14,8 +14,9 @@ import { ProgressBar } from "./progress.ts";
 import { NO_DATABASE_URL } from "./args.ts";
 
 export const REPLAY_HELP = `memrelay replay [<projection>|all] [--dims N]
-  Rebuilds read models from the event log, from sequence 1: empties the read model, rewinds its checkpoint and
-  follows the log to its end, with a progress bar. A running memrelay notices the rewind and rebuilds too.
+  Rebuilds read models from the event log, from sequence 1: empties the read models, rewinds their checkpoints and
+  follows the log to its end, all of them at once, with a progress bar each. A running memrelay notices the rewind
+  and rebuilds too.
   Projections: memory_index, lexical_index, job_status, alerts, and the developer console's console (spaces, keys,
   buckets, files) and console_access (the access index), and the blob store's blobstore_apps, blobstore_keys,
   blobstore_accounts, blobstore_buckets and blobstore_blobs (default: all). Replaying alerts publishes nothing
@@ -64,24 +65,28 @@ export async function projectionsCommand(cmd: "replay" | "lag", args: string[], 
       for (const [key, n] of await deadLetterCounts(log)) if (key.startsWith("actor.")) console.log(`${("actor " + key.slice(6)).padEnd(18)} set aside ${n} commands (dead letters)`);
       return 0;
     }
+    // Every selected read model is emptied first, then all rebuild at once: they are independent (each its own
+    // consumer, transactions and checkpoint), so together they use both the machine's cores and Postgres' concurrency.
     for (const p of selected) {
       await p.migrate(db);
       await resetProjection(db, p);
-      const runner = new ProjectionRunner(log, db, p, createLogger({ format: config.logFormat }));
-      const bar = new ProgressBar(`replay ${p.name}`);
-      const t0 = Date.now();
-      await runner.start();
-      let events = 0;
-      while (runner.pending > 0) {
-        events = runner.checkpoint;
-        if (Number.isFinite(runner.pending)) bar.update(runner.checkpoint, runner.checkpoint + runner.pending, "sequence");
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      await runner.stop();
-      events = runner.checkpoint;
-      bar.update(events, events, "sequence");
-      bar.finish(`replayed ${p.name} to sequence ${events} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     }
+    const t0 = Date.now();
+    await Promise.all(
+      selected.map(async (p) => {
+        const runner = new ProjectionRunner(log, db, p, createLogger({ format: config.logFormat }));
+        const bar = new ProgressBar(`replay ${p.name}`);
+        await runner.start();
+        while (runner.pending > 0) {
+          if (Number.isFinite(runner.pending)) bar.update(runner.checkpoint, runner.checkpoint + runner.pending, "sequence");
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        await runner.stop();
+        const events = runner.checkpoint;
+        bar.update(events, events, "sequence");
+        bar.finish(`replayed ${p.name} to sequence ${events} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      }),
+    );
     return 0;
   } finally {
     await db.end();

@@ -201,8 +201,11 @@ export class ProjectionRunner {
       deliver_policy: this.position > 0 ? DeliverPolicy.StartSequence : DeliverPolicy.All,
       ...(this.position > 0 ? { opt_start_seq: this.position + 1 } : {}),
     });
+    // What an earlier consumer had buffered went with it (a restart after another runner moved the checkpoint): a
+    // count left over would read as events pending forever when the new one has nothing to deliver.
+    this.buffered = 0;
     const info = await consumer.info(true).catch(() => undefined);
-    if (info && info.num_pending === 0) this.backlog = 0;
+    if (info) this.backlog = info.num_pending;
     // A modest pull: a commit can be tens of KiB (vectors), and several projections in one process share a
     // connection whose pending bytes nats-server caps (64 MiB); past it the server cuts the connection as a slow
     // consumer and every ordered consumer on it restarts (seen with 4,096: stalls of 10–30 s during catch-up).

@@ -113,6 +113,47 @@ describe("projection runtime", () => {
     }
   }, 40_000);
 
+  it("a runner that loses its batch to another runner reports nothing pending once that one has applied everything", async () => {
+    let last = 0;
+    for (let i = 0; i < 20; i++) last = await append(KEPT);
+    expect(await runner.waitFor(last, 20_000)).toBe(true);
+    // The replay's runner gets its first transaction only once the running one has rebuilt everything after the
+    // reset: its batch's compare-and-set then fails, and it restarts at a checkpoint with nothing left to deliver.
+    const pool = createPool(database.url, 2);
+    let release: () => void = () => undefined;
+    let gate: Promise<void> | undefined;
+    const gated = new Proxy(pool, {
+      get(target, prop) {
+        if (prop === "connect" && gate) {
+          const g = gate;
+          gate = undefined;
+          return async () => (await g, target.connect());
+        }
+        const v = Reflect.get(target, prop, target);
+        return typeof v === "function" ? v.bind(target) : v;
+      },
+    });
+    const other = await openEventLog({ servers: nats.url, name: "projection-runtime-test-loser" });
+    const replay = new ProjectionRunner(other, gated, kept, silentLogger);
+    try {
+      await resetProjection(db, kept);
+      gate = new Promise<void>((r) => (release = r));
+      await replay.start();
+      const deadline = Date.now() + 20_000;
+      while (Date.now() < deadline && (await readCheckpoint(db, kept.name)) < last) await new Promise((r) => setTimeout(r, 50));
+      expect(gate).toBeUndefined(); // the replay's batch is waiting for its transaction
+      release();
+      const settle = Date.now() + 5_000;
+      while (Date.now() < settle && replay.pending > 0) await new Promise((r) => setTimeout(r, 50));
+      expect({ pending: replay.pending, checkpoint: replay.checkpoint }).toEqual({ pending: 0, checkpoint: last });
+    } finally {
+      release();
+      await replay.stop();
+      await other.close();
+      await pool.end();
+    }
+  }, 40_000);
+
   it("notices a reset by another process on a wanted commit and rebuilds from sequence 1", async () => {
     const before = await rows();
     await resetProjection(db, kept);
