@@ -7,9 +7,7 @@ import { DeliverPolicy } from "@nats-io/jetstream";
 import { loadConfig } from "../config/env.ts";
 import { createLogger } from "../config/logger.ts";
 import { ProjectionRunner, migrateCheckpoints, readCheckpoint, resetProjection, type Projection } from "../projections/runtime.ts";
-import { relayerProjections } from "../runtime/relayer-stack.ts";
-import { consoleProjections } from "../projections/console/read-models.ts";
-import { blobstoreProjections } from "../projections/blobstore/read-models.ts";
+import { everyProjection } from "../runtime/read-models.ts";
 import { ProgressBar } from "./progress.ts";
 import { NO_DATABASE_URL } from "./args.ts";
 
@@ -44,7 +42,7 @@ export async function projectionsCommand(cmd: "replay" | "lag", args: string[], 
   const db = createPool(config.databaseUrl, 4);
   try {
     await migrateCheckpoints(db);
-    const all = [...relayerProjections(dims, { log, network: config.network }), ...consoleProjections, ...blobstoreProjections()];
+    const all = everyProjection(dims, { log, network: config.network });
     const which = args.find((a) => !a.startsWith("--") && a !== String(dims)) ?? "all";
     const selected: Projection[] = which === "all" ? all : all.filter((p) => p.name === which);
     if (!selected.length) {

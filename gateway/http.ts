@@ -340,18 +340,16 @@ export class HttpServer {
     }
     let pending: Buffer | undefined;
     let pendingOffset = 0;
-    // Once every declared byte is sent the source is left to end by itself rather than destroyed, so an upstream
-    // response releases its keep-alive socket; a source with more bytes than it declared is destroyed.
-    let sent = false;
+    // Once every declared byte is sent (setDone) the source is left to end by itself rather than destroyed, so an
+    // upstream response releases its keep-alive socket; a source with more bytes than it declared is destroyed.
     stream.on("data", (chunk: Buffer) => {
-      if (isAborted() || sent) return stream.destroy();
+      if (isAborted()) return stream.destroy();
       const offset = res.getWriteOffset();
       let result: [boolean, boolean] = [true, false];
       res.cork(() => (result = res.tryEnd(chunk, total)));
       const [ok, done] = result;
       if (done) {
         setDone(true);
-        sent = true;
       } else if (!ok) {
         pending = chunk;
         pendingOffset = offset;
@@ -362,7 +360,6 @@ export class HttpServer {
           res.cork(() => (r = res.tryEnd(pending!.subarray(off - pendingOffset), total)));
           if (r[1]) {
             setDone(true);
-            sent = true;
             pending = undefined;
             stream.resume();
           } else if (r[0]) {

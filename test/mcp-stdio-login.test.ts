@@ -16,10 +16,7 @@ import { localDevelopmentWallet } from "../dashboard/development-wallet.ts";
 import { silentLogger } from "../config/logger.ts";
 import type { DevIdentity } from "../runtime/local-stack.ts";
 import { TOOL } from "../schemas/mcp-tools.ts";
-import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
-import { injectSuiWallet } from "./support/browser-wallet.ts";
-import { createAccount, mint } from "../adapters/chain/local/accounts.ts";
-import { GAS_FEE_MIST } from "../adapters/chain/local/model.ts";
+import { gaslessWalletWithAccount, injectSuiWallet, revokeWithWallet } from "./support/browser-wallet.ts";
 
 let t: TestStack;
 let dashboard: Dashboard;
@@ -127,10 +124,7 @@ describe("memrelay-mcp over stdio with sign-in through the dashboard", () => {
 
   it("signs in with a browser wallet (Sui wallet standard) for its own account, the relayer sponsoring the gas, and revokes with it", async () => {
     // the wallet's owner has an account and no gas left
-    const wallet = Ed25519Keypair.generate();
-    await mint(t.stack.chain, { operatorKey: t.stack.operatorSecretKey, to: wallet.toSuiAddress(), amount: GAS_FEE_MIST });
-    const account = await createAccount(t.stack.chain, { ownerKey: wallet.getSecretKey() });
-    expect((await t.stack.chain.balance(wallet.toSuiAddress())).balances.SUI).toBe(0n);
+    const { wallet, account } = await gaslessWalletWithAccount(t.stack);
 
     const credentials = join(home, "wallet.json");
     const transport = new StdioClientTransport({
@@ -161,13 +155,7 @@ describe("memrelay-mcp over stdio with sign-in through the dashboard", () => {
       expect(textOf(recalled)).toContain("teal");
 
       // the keys page shows the wallet's own account once the wallet is used there, and the wallet revokes the key
-      await page.goto(`${dashboard.url}/keys`);
-      await page.click("button:has-text('Use Test Wallet')");
-      await expect.poll(() => page.locator("#account").textContent()).toBe(account.id);
-      const row = page.locator("tr", { hasText: "Wallet agent" });
-      await expect.poll(() => row.count()).toBe(1);
-      await row.locator("button", { hasText: "Revoke" }).click();
-      await expect.poll(() => page.locator("#status").textContent(), { timeout: 15_000 }).toMatch(/^Revoked Wallet agent/);
+      await revokeWithWallet(page, dashboard.url, account.id, "Wallet agent", 15_000);
       expect(signed.slice(2)).toEqual(["memrelay sponsor request", "remove_delegate_key"]);
       const refused = await client.callTool({ name: TOOL.recall, arguments: { query: "favourite colour" } });
       expect(textOf(refused)).toMatch(/401/);

@@ -12,13 +12,11 @@ import { startTestStack, type TestStack } from "./support/stack.ts";
 import { freePort } from "./support/free-port.ts";
 import { MemrelayClient } from "../client/memrelay-client.ts";
 import { cachedSessionProvider } from "../client/session-cache.ts";
-import { createAccount, generateKeypair, mint } from "../adapters/chain/local/accounts.ts";
-import { GAS_FEE_MIST } from "../adapters/chain/local/model.ts";
+import { generateKeypair, mint } from "../adapters/chain/local/accounts.ts";
 import { chromium } from "playwright-core";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
-import { injectSuiWallet } from "./support/browser-wallet.ts";
+import { gaslessWalletWithAccount, injectSuiWallet, revokeWithWallet } from "./support/browser-wallet.ts";
 import { TOOL } from "../schemas/mcp-tools.ts";
 
 const bin = join(process.cwd(), "bin", "memrelay.mjs");
@@ -94,10 +92,7 @@ describe("memrelay start --network", () => {
 
   it("signs an agent in on its dashboard with the user's browser wallet, the relayer paying the gas; recalls; revoke ends it", async () => {
     // the user's wallet has an account on the network and no gas left
-    const wallet = Ed25519Keypair.generate();
-    await mint(t.stack.chain, { operatorKey: t.stack.operatorSecretKey, to: wallet.toSuiAddress(), amount: GAS_FEE_MIST });
-    const account = await createAccount(t.stack.chain, { ownerKey: wallet.getSecretKey() });
-    expect((await t.stack.chain.balance(wallet.toSuiAddress())).balances.SUI).toBe(0n);
+    const { wallet, account } = await gaslessWalletWithAccount(t.stack);
 
     // no development wallet on a network: the dashboard's own approve route is refused
     const token = /name="dashboard-token" content="([0-9a-f]+)"/.exec(await (await fetch(`${dashboardUrl}/connect`)).text())![1]!;
@@ -135,13 +130,7 @@ describe("memrelay start --network", () => {
       expect(textOf(recalled)).toContain("platform nine");
 
       // the keys page reads the wallet's account through the network's node; the wallet revokes the key
-      await page.goto(`${dashboardUrl}/keys`);
-      await page.click("button:has-text('Use Test Wallet')");
-      await expect.poll(() => page.locator("#account").textContent()).toBe(account.id);
-      const row = page.locator("tr", { hasText: "Network agent" });
-      await expect.poll(() => row.count()).toBe(1);
-      await row.locator("button", { hasText: "Revoke" }).click();
-      await expect.poll(() => page.locator("#status").textContent(), { timeout: 20_000 }).toMatch(/^Revoked Network agent/);
+      await revokeWithWallet(page, dashboardUrl, account.id, "Network agent", 20_000);
       expect(signed.slice(2)).toEqual(["memrelay sponsor request", "remove_delegate_key"]);
       const refused = await agent.callTool({ name: TOOL.recall, arguments: { query: "which platform for the night train" } });
       expect(refused.isError).toBe(true);

@@ -40,23 +40,25 @@ interface Paid<A> {
 }
 
 /**
- * Runs `attempt` (offered the next wallet of the pool) until it succeeds or the job has used all its attempts. Returns
- * the attempt-failure events plus either the success events or `job.failed`.
+ * Runs `attempt` until it succeeds or the job has used all its attempts; an attempt that pays itself takes the next
+ * wallet of the pool from `nextWallet` (the blob registrations' batcher picks its own). Returns the attempt-failure
+ * events plus either the success events or `job.failed`.
  */
-function withWallets<A>(ctx: JobContext, ports: RememberJobPorts, attempt: (w: Wallet) => Promise<Paid<A>>, onSuccess: (paid: Paid<A>) => NewEvent) {
+function withWallets<A>(ctx: JobContext, ports: RememberJobPorts, attempt: (nextWallet: () => Wallet) => Promise<Paid<A>>, onSuccess: (paid: Paid<A>) => NewEvent) {
   return Effect.gen(function* () {
     const events: NewEvent[] = [];
     let attempts = ctx.attempts;
     let lastError = ctx.error ?? "unknown error";
     while (attempts < MAX_WALLET_ATTEMPTS) {
-      const offered = ports.wallets.next();
-      const outcome = yield* Effect.tryPromise({ try: () => attempt(offered), catch: (e) => e }).pipe(Effect.result);
+      let offered: Wallet | undefined;
+      const nextWallet = () => (offered ??= ports.wallets.next());
+      const outcome = yield* Effect.tryPromise({ try: () => attempt(nextWallet), catch: (e) => e }).pipe(Effect.result);
       if (outcome._tag === "Success") {
         events.push(onSuccess(outcome.success));
         return events;
       }
       attempts++;
-      const wallet = outcome.failure instanceof RecordFailed ? outcome.failure.wallet : offered;
+      const wallet = outcome.failure instanceof RecordFailed ? outcome.failure.wallet : nextWallet();
       lastError = outcome.failure instanceof Error ? outcome.failure.message : String(outcome.failure);
       events.push({ type: JOB_EVENTS.uploadAttemptFailed, version: 1, data: { attempt: attempts, wallet: wallet.address, error: lastError } });
       if (attempts < MAX_WALLET_ATTEMPTS && ports.attemptDelayMs) yield* Effect.sleep(ports.attemptDelayMs * attempts);
@@ -93,7 +95,7 @@ export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<Remem
             try: () => ports.encryption.encrypt(ctx.owner, ctx.namespace, encoder.encode(command.data.text)),
             catch: (e) => new Transient(`encryption failed: ${(e as Error).message}`),
           });
-          return yield* withWallets(ctx, ports, async (wallet) => ({ value: await ports.blobs.store(ciphertext, { sendObjectTo: ctx.owner }), wallet }), ({ value: stored }) => ({
+          return yield* withWallets(ctx, ports, async (nextWallet) => ({ value: await ports.blobs.store(ciphertext, { sendObjectTo: ctx.owner }), wallet: nextWallet() }), ({ value: stored }) => ({
             type: JOB_EVENTS.uploaded,
             version: 1,
             data: { blob_id: stored.blobId, size: stored.size, vector: Array.from(vector), embedder: ports.embedder.name },

@@ -6,9 +6,7 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { unlink } from "node:fs/promises";
 import { migrateCheckpoints, resetProjection } from "../../projections/runtime.ts";
-import { relayerProjections } from "../../runtime/relayer-stack.ts";
-import { consoleProjections } from "../../projections/console/read-models.ts";
-import { blobstoreProjections } from "../../projections/blobstore/read-models.ts";
+import { everyProjection } from "../../runtime/read-models.ts";
 import type { Ctx } from "../lib/context.ts";
 import { lastEventSeq, log, waitProjections } from "../lib/context.ts";
 import type { BenchEnv } from "../lib/env.ts";
@@ -67,7 +65,7 @@ export async function rebuildSection(ctx: Ctx): Promise<SectionResult> {
   await env.stopRole("projections");
 
   // The read models' tables are the ones their resets empty.
-  const projections = [...relayerProjections(env.services.embedderDims, { log: env.log, network: env.workerEnv.CHAIN_NETWORK ?? "localnet" }), ...consoleProjections, ...blobstoreProjections()];
+  const projections = everyProjection(env.services.embedderDims, { log: env.log, network: env.workerEnv.CHAIN_NETWORK ?? "localnet" });
   await migrateCheckpoints(env.db);
   const before = await tableRows(env);
   for (const p of projections) {

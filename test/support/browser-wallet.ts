@@ -1,9 +1,33 @@
 // A Sui wallet-standard wallet injected into a Chromium page, its key held by the test: what a wallet extension
 // provides (standard:connect, sui:signPersonalMessage, sui:signTransaction). Returns what it was asked to sign, in
 // order: the first line of each personal message, the Move function of each transaction.
+import { expect } from "vitest";
 import type { Page } from "playwright-core";
-import type { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
+import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
 import { Transaction } from "@mysten/sui/transactions";
+import type { LocalChain } from "../../adapters/chain/local/local-chain.ts";
+import { createAccount, mint } from "../../adapters/chain/local/accounts.ts";
+import { GAS_FEE_MIST, type Account } from "../../adapters/chain/local/model.ts";
+
+/** A wallet whose owner has an account and no gas left: whatever it signs next, the relayer must sponsor. */
+export async function gaslessWalletWithAccount(stack: { chain: LocalChain; operatorSecretKey: Uint8Array }): Promise<{ wallet: Ed25519Keypair; account: Account }> {
+  const wallet = Ed25519Keypair.generate();
+  await mint(stack.chain, { operatorKey: stack.operatorSecretKey, to: wallet.toSuiAddress(), amount: GAS_FEE_MIST });
+  const account = await createAccount(stack.chain, { ownerKey: wallet.getSecretKey() });
+  expect((await stack.chain.balance(wallet.toSuiAddress())).balances.SUI).toBe(0n);
+  return { wallet, account };
+}
+
+/** On the dashboard's keys page, the injected wallet shows its account and revokes the key labelled `label`. */
+export async function revokeWithWallet(page: Page, dashboardUrl: string, accountId: string, label: string, timeoutMs: number): Promise<void> {
+  await page.goto(`${dashboardUrl}/keys`);
+  await page.click("button:has-text('Use Test Wallet')");
+  await expect.poll(() => page.locator("#account").textContent()).toBe(accountId);
+  const row = page.locator("tr", { hasText: label });
+  await expect.poll(() => row.count()).toBe(1);
+  await row.locator("button", { hasText: "Revoke" }).click();
+  await expect.poll(() => page.locator("#status").textContent(), { timeout: timeoutMs }).toMatch(new RegExp(`^Revoked ${label}`));
+}
 
 export async function injectSuiWallet(page: Page, wallet: Ed25519Keypair, name = "Test Wallet"): Promise<string[]> {
   const signed: string[] = [];
