@@ -20,6 +20,8 @@ import { rankMemories } from "../projections/relayer/recall.ts";
 import { DEFAULT_HYBRID, rankHybrid, type HybridSettings } from "../projections/relayer/hybrid-rank.ts";
 import { DEFAULT_WEIGHTS, type ScoringWeights } from "../schemas/relayer/http.ts";
 import type { StoredEvent } from "../schemas/envelope.ts";
+import { JOB_VECTOR_EVENT_VERSION } from "../schemas/relayer/remember-job.ts";
+import { encodeVectorF32 } from "../schemas/vector-wire.ts";
 import { loadLocomo } from "./locomo-offline.ts";
 import { summarize, latencyLine } from "./lib/stats.ts";
 
@@ -74,9 +76,9 @@ if (have < ROWS) {
         seq: ++seq,
         subject: `evt.job.${id}`,
         event: {
-          type: "job.indexed", version: 1, id: randomUUID(), aggregate: `job.${id}`, occurred_at: at, causation_id: id, correlation_id: id,
+          type: "job.indexed", version: JOB_VECTOR_EVENT_VERSION, id: randomUUID(), aggregate: `job.${id}`, occurred_at: at, causation_id: id, correlation_id: id,
           data: {
-            object_id: "0x1", wallet: "0x2", owner, namespace, blob_id: `blob-${i}`, vector: Array.from(embedder.embedOne(text)),
+            object_id: "0x1", wallet: "0x2", owner, namespace, blob_id: `blob-${i}`, vector_f32: encodeVectorF32(embedder.embedOne(text)),
             importance: 0.5, size: 100, created_at: at, lexical: documentTerms(ring.forOwner(owner), text), submitted_at: at, position: 0,
           },
         },

@@ -7,14 +7,16 @@ import { effectOf, evolve } from "../actors/host.ts";
 import { rememberJobActor } from "../actors/relayer/remember-job.actor.ts";
 import { JOB_EVENTS, type RememberCommand } from "../schemas/relayer/remember-job.ts";
 import type { EventEnvelope } from "../schemas/envelope.ts";
+import { encodeVectorF32 } from "../schemas/vector-wire.ts";
 
 const ev = (type: string, data: unknown, i = 0): EventEnvelope => ({
   type, version: 1, id: `e${i}`, aggregate: "job.j1", occurred_at: new Date(0).toISOString(), causation_id: "c", correlation_id: "c", data,
 });
 const accepted = ev(JOB_EVENTS.accepted, { owner: "0xabc", namespace: "ns", accepted_at: "t", text_bytes: 3 });
 const attemptFailed = (n: number) => ev(JOB_EVENTS.uploadAttemptFailed, { attempt: n, wallet: `w${n}`, error: "no gas" }, n);
-const uploaded = ev(JOB_EVENTS.uploaded, { blob_id: "b1", size: 10, vector: [1, 0], embedder: "h" });
-const indexed = ev(JOB_EVENTS.indexed, { object_id: "o1", wallet: "w", owner: "0xabc", namespace: "ns", blob_id: "b1", vector: [1, 0], importance: 0.5, size: 10, created_at: "t" });
+const vector_f32 = encodeVectorF32([1, 0]);
+const uploaded = { ...ev(JOB_EVENTS.uploaded, { blob_id: "b1", size: 10, vector_f32, embedder: "h" }), version: 2 };
+const indexed = { ...ev(JOB_EVENTS.indexed, { object_id: "o1", wallet: "w", owner: "0xabc", namespace: "ns", blob_id: "b1", vector_f32, importance: 0.5, size: 10, created_at: "t" }), version: 2 };
 const failed = ev(JOB_EVENTS.failed, { error: "upload failed after 5 wallet attempts: no gas", attempts: 5 });
 
 const fresh = () => initialTransition(rememberJobMachine)[0];
@@ -47,7 +49,7 @@ describe("remember-job machine", () => {
     const done = replay([accepted, uploaded, indexed]);
     expect(done.value).toBe("done");
     expect(effectOf(done)).toBeUndefined();
-    expect(done.context).toMatchObject({ blob_id: "b1", object_id: "o1", vector: undefined });
+    expect(done.context).toMatchObject({ blob_id: "b1", object_id: "o1", vector_f32: undefined });
   });
 
   it("counts wallet attempts across steps and fails with the error", () => {

@@ -8,7 +8,7 @@ import { Effect } from "effect";
 import type { ActorDefinition } from "../host.ts";
 import { Transient } from "../host.ts";
 import { rememberJobMachine, type JobContext } from "./remember-job.machine.ts";
-import { JOB, JOB_EVENTS, MAX_WALLET_ATTEMPTS, type JobFailed, type RememberCommand } from "../../schemas/relayer/remember-job.ts";
+import { JOB, JOB_EVENTS, JOB_VECTOR_EVENT_VERSION, MAX_WALLET_ATTEMPTS, type JobFailed, type RememberCommand } from "../../schemas/relayer/remember-job.ts";
 import type { NewEvent } from "../../eventlog/event-store.ts";
 import type { BlobPort, EncryptionPort } from "../../adapters/ports.ts";
 import { RecordFailed, type RecordBatcher } from "../../adapters/chain/record-batcher.ts";
@@ -17,6 +17,7 @@ import type { Wallet, WalletPool } from "../../adapters/chain/wallet-pool.ts";
 import type { LexicalKeyring } from "../../adapters/lexical/keys.ts";
 import { documentTerms } from "../../adapters/lexical/terms.ts";
 import { storableText } from "../../schemas/text.ts";
+import { encodeVectorF32 } from "../../schemas/vector-wire.ts";
 
 export interface RememberJobPorts {
   readonly embedder: EmbedBatcher;
@@ -72,7 +73,8 @@ export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<Remem
   return {
     aggregateType: JOB,
     machine: rememberJobMachine,
-    snapshotVersion: 1,
+    // 2: the context keeps the vector as vector_f32 (a version-1 snapshot is ignored; the job rehydrates from events)
+    snapshotVersion: 2,
     freshOnFirstDelivery: true,
     // Job lookups read a finished job from its events (projections/relayer/job-lookup.ts): no snapshot write per job.
     noFinalSnapshot: true,
@@ -97,8 +99,8 @@ export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<Remem
           });
           return yield* withWallets(ctx, ports, async (nextWallet) => ({ value: await ports.blobs.store(ciphertext, { sendObjectTo: ctx.owner }), wallet: nextWallet() }), ({ value: stored }) => ({
             type: JOB_EVENTS.uploaded,
-            version: 1,
-            data: { blob_id: stored.blobId, size: stored.size, vector: Array.from(vector), embedder: ports.embedder.name },
+            version: JOB_VECTOR_EVENT_VERSION,
+            data: { blob_id: stored.blobId, size: stored.size, vector_f32: encodeVectorF32(vector), embedder: ports.embedder.name },
           }));
         }),
       record: ({ context, command }) => {
@@ -113,14 +115,14 @@ export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<Remem
           },
           ({ value: object, wallet: w }) => ({
             type: JOB_EVENTS.indexed,
-            version: 1,
+            version: JOB_VECTOR_EVENT_VERSION,
             data: {
               object_id: object.objectId,
               wallet: w.address,
               owner: ctx.owner,
               namespace: ctx.namespace,
               blob_id: ctx.blob_id!,
-              vector: ctx.vector!,
+              vector_f32: ctx.vector_f32!,
               embedder: ports.embedder.name,
               importance: command.data.importance,
               size: ctx.size ?? 0,

@@ -10,7 +10,8 @@ export interface JobContext {
   blob_id?: string;
   object_id?: string;
   size?: number;
-  vector?: readonly number[];
+  /** The embedding between upload and indexing, in its event form (schemas/vector-wire.ts). */
+  vector_f32?: string;
   error?: string;
 }
 
@@ -44,7 +45,7 @@ export const rememberJobMachine = setup({
         },
         [JOB_EVENTS.uploaded]: {
           target: "uploaded",
-          actions: assign(({ event }) => ({ blob_id: event.data.blob_id, size: event.data.size, vector: event.data.vector })),
+          actions: assign(({ event }) => ({ blob_id: event.data.blob_id, size: event.data.size, vector_f32: event.data.vector_f32 })),
         },
         [JOB_EVENTS.failed]: { target: "failed", actions: assign(({ event }) => ({ error: event.data.error })) },
       },
@@ -57,7 +58,7 @@ export const rememberJobMachine = setup({
           actions: assign(({ context, event }) => ({ attempts: context.attempts + 1, error: event.data.error })),
         },
         // The vector is only needed until it is indexed; the event log keeps it for replay.
-        [JOB_EVENTS.indexed]: { target: "done", actions: assign(({ event }) => ({ object_id: event.data.object_id, vector: undefined })) },
+        [JOB_EVENTS.indexed]: { target: "done", actions: assign(({ event }) => ({ object_id: event.data.object_id, vector_f32: undefined })) },
         [JOB_EVENTS.failed]: { target: "failed", actions: assign(({ event }) => ({ error: event.data.error })) },
       },
     },

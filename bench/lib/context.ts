@@ -10,7 +10,8 @@ import { MEMORY_INDEX } from "../../projections/relayer/memory-index.ts";
 import { LEXICAL_INDEX } from "../../projections/relayer/lexical-index.ts";
 import { JOB_STATUS } from "../../projections/relayer/job-status.ts";
 import { HashingEmbedder } from "../../adapters/embeddings/hashing.ts";
-import { JOB_EVENTS, type JobIndexed } from "../../schemas/relayer/remember-job.ts";
+import { JOB_EVENTS, JOB_VECTOR_EVENT_VERSION, type JobIndexed } from "../../schemas/relayer/remember-job.ts";
+import { encodeVectorF32 } from "../../schemas/vector-wire.ts";
 import { LexicalKeyring, OwnerLexicalKey, parseLexicalSecret } from "../../adapters/lexical/keys.ts";
 import { documentTerms } from "../../adapters/lexical/terms.ts";
 import { RequestSigner } from "../../client/signer.ts";
@@ -242,16 +243,16 @@ const hex = (bytes: number) => "0x" + randomBytes(bytes).toString("hex");
 const blobId = () => randomBytes(32).toString("base64url").slice(0, 43);
 
 /** Synthetic memories: random word sequences drawn from the corpus' vocabulary, with their hashing embeddings. */
-function syntheticMemories(count: number, dims: number): { text: string; vector: number[] }[] {
+function syntheticMemories(count: number, dims: number): { text: string; vector_f32: string }[] {
   const vocab = vocabulary();
   const embedder = new HashingEmbedder({ dims });
-  const out: { text: string; vector: number[] }[] = [];
+  const out: { text: string; vector_f32: string }[] = [];
   let seed = 12345;
   const rnd = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296);
   for (let i = 0; i < count; i++) {
     const words = 6 + Math.floor(rnd() * 18);
     const text = Array.from({ length: words }, () => vocab[Math.floor(rnd() * vocab.length)]).join(" ");
-    out.push({ text, vector: Array.from(embedder.embedOne(text)) });
+    out.push({ text, vector_f32: encodeVectorF32(embedder.embedOne(text)) });
   }
   return out;
 }
@@ -308,7 +309,7 @@ export async function appendSynthetic(env: BenchEnv, rows: number, opts: { owner
         owner,
         namespace: namespaces[(i >> 3) % 10 < 6 ? 0 : (i >> 3) % 10 < 8 ? 1 : (i >> 3) % 10 < 9 ? 2 : 3],
         blob_id: blobId(),
-        vector: memory.vector,
+        vector_f32: memory.vector_f32,
         importance: Math.round(((i * 37) % 100) / 10) / 10,
         size: 200 + ((i * 13) % 800),
         created_at: submitted,
@@ -318,7 +319,7 @@ export async function appendSynthetic(env: BenchEnv, rows: number, opts: { owner
       // JetStream); a conflict then means the first attempt landed.
       for (let attempt = 1; ; attempt++) {
         try {
-          const r = await store.append(`job.${jobId}`, [{ type: JOB_EVENTS.indexed, version: 1, data }], 0, { causationId: jobId, correlationId: jobId, commitId: `${jobId}:0` });
+          const r = await store.append(`job.${jobId}`, [{ type: JOB_EVENTS.indexed, version: JOB_VECTOR_EVENT_VERSION, data }], 0, { causationId: jobId, correlationId: jobId, commitId: `${jobId}:0` });
           if (r.seq > lastSeq) lastSeq = r.seq;
           break;
         } catch (err) {

@@ -5,6 +5,7 @@
 import { carriesEventTypes, type Projection } from "../runtime.ts";
 import { inTransaction, type Db, type Tx } from "../../db/pool.ts";
 import { JOB_EVENTS, type JobIndexed } from "../../schemas/relayer/remember-job.ts";
+import { decodeVectorF32 } from "../../schemas/vector-wire.ts";
 import { MEMORY_EVENTS } from "../../schemas/relayer/memory-maintenance.ts";
 import { RowBatch, addRegistered, addRestored, applyForgotten, migrateMaintenance, resetMaintenance } from "./memory-maintenance.ts";
 
@@ -107,7 +108,7 @@ export function memoryIndexProjection(dims: number, embedder?: string): Projecti
             const d = event.data as JobIndexed;
             // a vector of another embedder with the same dimensions is as meaningless as one of other dimensions
             if (embedder && d.embedder && d.embedder !== embedder) break;
-            batch.add(event.aggregate.slice("job.".length), d.owner, d.namespace, d);
+            batch.add(event.aggregate.slice("job.".length), d.owner, d.namespace, { ...d, vector: decodeVectorF32(d.vector_f32) });
             break;
           }
           case MEMORY_EVENTS.registered:

@@ -50,7 +50,7 @@ export class RowBatch {
     return this.ids.length;
   }
 
-  add(id: string, owner: string, namespace: string, r: Omit<IndexRow, "id" | "object_id">): void {
+  add(id: string, owner: string, namespace: string, r: Omit<IndexRow, "id" | "object_id" | "vector"> & { readonly vector: ArrayLike<number> }): void {
     if (r.vector.length !== this.dims) {
       this.skipped++;
       return;

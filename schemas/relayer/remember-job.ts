@@ -28,10 +28,17 @@ export type RememberCommand = {
 
 export interface JobAccepted { readonly owner: string; readonly namespace: string; readonly accepted_at: string; readonly text_bytes: number }
 export interface JobUploadAttemptFailed { readonly attempt: number; readonly wallet: string; readonly error: string }
+/**
+ * Version of `job.uploaded` and `job.indexed` as written now. 2: the vector as `vector_f32` (schemas/vector-wire.ts);
+ * version-1 events (`vector` as JSON numbers) are upcast when read (schemas/upcasters.ts).
+ */
+export const JOB_VECTOR_EVENT_VERSION = 2;
+
 export interface JobUploaded {
   readonly blob_id: string;
   readonly size: number;
-  readonly vector: readonly number[];
+  /** Little-endian float32, base64 (schemas/vector-wire.ts). */
+  readonly vector_f32: string;
   readonly embedder: string;
 }
 export interface JobIndexed {
@@ -40,13 +47,14 @@ export interface JobIndexed {
   readonly owner: string;
   readonly namespace: string;
   readonly blob_id: string;
-  readonly vector: readonly number[];
+  /** Little-endian float32, base64 (schemas/vector-wire.ts). */
+  readonly vector_f32: string;
   readonly importance: number;
   readonly size: number;
   readonly created_at: string;
   /** Keyed term hashes of the text for the lexical index (absent when the relayer runs without a lexical key). */
   readonly lexical?: LexicalTerms;
-  /** Name of the embedder that made `vector` (absent in events before embedder changes were tracked). */
+  /** Name of the embedder that made the vector (absent in events before embedder changes were tracked). */
   readonly embedder?: string;
   /** Submission order (schemas/relayer/lexical.ts SubmissionOrder): when the remember was accepted, and its bulk position. */
   readonly submitted_at?: string;
