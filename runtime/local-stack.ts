@@ -17,7 +17,7 @@ import { createEnvelopeEncryption } from "../adapters/encryption/envelope.ts";
 import { createEmbedder } from "../adapters/embeddings/select.ts";
 import { startBlobstore } from "../gateway/blobstore/service.ts";
 import { startRelayer, type RelayerRoles, type RelayerStack } from "./relayer-stack.ts";
-import type { EmbeddingPort } from "../adapters/ports.ts";
+import type { BlobPort, EmbeddingPort, EncryptionPort } from "../adapters/ports.ts";
 import { lexicalSecretFor } from "./lexical.ts";
 import { startConsole, type ConsoleHandle } from "../gateway/console/service.ts";
 import { provisionSponsor, provisionStorage } from "./console-provision.ts";
@@ -46,6 +46,9 @@ export interface LocalStack {
   readonly consoleUrl: string;
   readonly operatorSecretKey: Uint8Array;
   readonly embedder: EmbeddingPort;
+  /** The relayer's envelope encryption and blob store ports (what its actors use). */
+  readonly encryption: EncryptionPort;
+  readonly blobs: BlobPort;
   /** The sponsorship provider on the ledger's RPC listener (Enoki's protocol): base URL, provisioned API key, paying address. */
   readonly sponsorProvider: { readonly url: string; readonly apiKey: string; readonly address: string };
   /** Operator variables a separate `memrelay worker` process needs to join this stack. */
@@ -194,6 +197,8 @@ export async function startLocalStack(opts: {
       consoleUrl: consoleHandle.url,
       operatorSecretKey,
       embedder,
+      encryption,
+      blobs,
       sponsorProvider: { url: encryptionStack.rpcUrl, apiKey: sponsorProvider.apiKey, address: sponsorProvider.address },
       workerEnv: {
         NATS_URL: config.natsUrl,
