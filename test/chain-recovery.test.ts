@@ -57,6 +57,18 @@ describe("concurrency, restart and recovery", () => {
     for (const r of receivers) expect((await a.balance(r)).balances.SUI).toBe(BigInt(n / receivers.length));
   });
 
+  it("a writer's cached state gives way to another writer's blocks (alternating records of one owner)", async () => {
+    const wallet = await fundedKey();
+    const owner = generateKeypair().keypair.address;
+    const ids = Array.from({ length: 6 }, (_, i) => blobId(`alt-${i}`));
+    const record = (chain: typeof a, i: number) => chain.signAndSubmit("record_blob", wallet.secretKey, { package_id: PACKAGE_ID, records: [{ owner, namespace: "alt", blob_id: ids[i]!, size: i }] });
+    // a's rounds cache the owner's index heads and pages; each of b's blocks in between must make a read them again
+    for (let i = 0; i < 6; i++) await record(i % 3 === 2 ? b : a, i);
+    const listed = await b.listBlobs(owner, { namespace: "alt", limit: 100 });
+    expect(listed.map((x) => x.blobId)).toEqual([...ids].reverse());
+    expect((await a.balance(wallet.keypair.address)).balances.SUI).toBe(1_000_000_000n - 6n * GAS_FEE_MIST);
+  });
+
   it("concurrent writers from separate processes over separate connections all land", async () => {
     const wallet = await fundedKey();
     const owner = generateKeypair().keypair.address;

@@ -14,6 +14,7 @@ import { type ChainBlock, type ChainEvent, type ChainRecord, type TxReceipt } fr
 import { type SignedTx } from "../../../schemas/chain.ts";
 import { CHAIN_TX_SUBJECT, KEYS } from "./state-keys.ts";
 import type { ChainStateStore } from "./state-store.ts";
+import { StateCache } from "./state-cache.ts";
 import { isVerifyFailure, verifySignedTx, type VerifiedTx } from "./tx.ts";
 import type { ChainTarget } from "../../../schemas/chain.ts";
 import { opsOf, type SequencedBlock } from "./writes.ts";
@@ -122,6 +123,8 @@ export class Ledger {
   private readonly queue: Pending[] = [];
   private draining = false;
   private drained: Promise<void> = Promise.resolve();
+  /** What this process's rounds read and wrote, current while no other writer moves meta.applied. */
+  private readonly cache = new StateCache();
 
   constructor(
     private readonly js: JetStreamClient,
@@ -161,6 +164,7 @@ export class Ledger {
   catchUp(): Effect.Effect<number, StoreUnavailable> {
     const self = this;
     return Effect.gen(function* () {
+      self.cache.clear();
       const last = yield* self.lastSeq();
       const { applied } = yield* self.store.applied();
       if (applied >= last) return applied;
@@ -237,15 +241,16 @@ export class Ledger {
   private commit(batch: readonly Pending[]): Effect.Effect<ItemResult[], StoreUnavailable> {
     const self = this;
     const round = Effect.gen(function* () {
-      const view = new StateView(self.store);
       const prefetch = new Set<string>([KEYS.genesis]);
       for (const p of batch) {
         prefetch.add(KEYS.tx(p.vtx.digest));
         for (const k of keysToPrefetch(p.vtx)) prefetch.add(k);
       }
       // applied first: meta.applied is raised only after a block's writes, so every read that follows sees at least
-      // that state; a newer one makes the append below conflict, never succeed on stale reads.
+      // that state; a newer one makes the append below conflict, never succeed on stale reads (or cached ones).
       const applied = yield* self.store.applied();
+      self.cache.validFor(applied.applied);
+      const view = new StateView(self.store, self.cache);
       yield* Effect.all([...prefetch].map((k) => view.entry(k)), { concurrency: 64, discard: true });
       const now = self.clock();
       const slots: Slot[] = [];
@@ -294,9 +299,11 @@ export class Ledger {
         }
         seq = ack.seq;
         if (batch[0]!.materialise) {
-          yield* self.store.apply(opsOf([{ seq, records }]), seq, view.seen);
-          yield* self.store.markApplied(seq, applied);
-        }
+          const written = yield* self.store.apply(opsOf([{ seq, records }]), seq, view.seen).pipe(Effect.tapError(() => Effect.sync(() => self.cache.clear())));
+          yield* self.store.markApplied(seq, applied).pipe(Effect.tapError(() => Effect.sync(() => self.cache.clear())));
+          // The block follows the state the round read (its append expected that sequence): cached state + its writes.
+          self.cache.advance(seq, written);
+        } else self.cache.clear();
       }
       const results: ItemResult[] = [];
       for (const slot of slots) {
@@ -336,6 +343,7 @@ export class Ledger {
   private replayFrom(from: number): Effect.Effect<number, StoreUnavailable> {
     return Effect.tryPromise({
       try: async () => {
+        this.cache.clear();
         const consumer = await this.js.consumers.get(STREAMS.chain, {
           filter_subjects: CHAIN_TX_SUBJECT,
           opt_start_seq: from,

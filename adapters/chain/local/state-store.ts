@@ -60,18 +60,23 @@ export class ChainStateStore {
     return this.read(KEYS.applied).pipe(Effect.map((e) => ({ ...e, applied: typeof e.value?.seq === "number" ? e.value.seq : 0 })));
   }
 
-  /** Applies the ops of the record at `seq`; `known` holds entries read earlier (a first CAS guess, re-read on conflict). */
-  apply(ops: readonly Op[], seq: number, known?: ReadonlyMap<string, Entry>): Effect.Effect<void, StoreUnavailable> {
+  /**
+   * Applies the ops of the record at `seq`; `known` holds entries read earlier (a first CAS guess, re-read on conflict).
+   * Resolves to the entries the keys hold afterwards.
+   */
+  apply(ops: readonly Op[], seq: number, known?: ReadonlyMap<string, Entry>): Effect.Effect<Map<string, Entry>, StoreUnavailable> {
     return Effect.tryPromise({
       try: async () => {
+        const after = new Map<string, Entry>();
         let next = 0;
         const worker = async () => {
           while (next < ops.length) {
             const op = ops[next++]!;
-            await this.applyOne(op, seq, known?.get(op.key) ?? (probablyExists(op) ? UNREAD : ABSENT));
+            after.set(op.key, await this.applyOne(op, seq, known?.get(op.key) ?? (probablyExists(op) ? UNREAD : ABSENT)));
           }
         };
         await Promise.all(Array.from({ length: Math.min(APPLY_CONCURRENCY, ops.length) }, worker));
+        return after;
       },
       catch: unavailable(`apply chain record ${seq}`),
     });
@@ -91,22 +96,25 @@ export class ChainStateStore {
   /** Raises meta.applied to `seq` (never lowers it). Call only when every record up to `seq` is applied. */
   markApplied(seq: number, guess?: Entry): Effect.Effect<void, StoreUnavailable> {
     return Effect.tryPromise({
-      try: () => this.applyOne({ kind: "set", key: KEYS.applied, value: { seq } }, seq, guess),
+      try: () => this.applyOne({ kind: "set", key: KEYS.applied, value: { seq } }, seq, guess).then(() => undefined),
       catch: unavailable(`mark applied ${seq}`),
     });
   }
 
-  /** Compare-and-set loop from a guess of the current entry (UNREAD: read it first). Unread keys are mostly new objects. */
-  private async applyOne(op: Op, seq: number, guess: Entry | typeof UNREAD = ABSENT): Promise<void> {
+  /**
+   * Compare-and-set loop from a guess of the current entry (UNREAD: read it first). Unread keys are mostly new objects.
+   * Resolves to the entry the key holds afterwards.
+   */
+  private async applyOne(op: Op, seq: number, guess: Entry | typeof UNREAD = ABSENT): Promise<Entry> {
     let cur: Entry | undefined = guess === UNREAD ? undefined : guess;
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
       if (!cur) cur = decodeEntry(await this.kv.get(op.key));
-      if (cur.seq >= seq) return;
-      const bytes = encoder.encode(JSON.stringify(applyOp(op, cur.value, seq)));
+      if (cur.seq >= seq) return cur;
+      const value = applyOp(op, cur.value, seq);
+      const bytes = encoder.encode(JSON.stringify(value));
       try {
-        if (cur.revision === 0) await this.kv.create(op.key, bytes);
-        else await this.kv.update(op.key, bytes, cur.revision);
-        return;
+        const revision = cur.revision === 0 ? await this.kv.create(op.key, bytes) : await this.kv.update(op.key, bytes, cur.revision);
+        return { value: value.deleted === true ? null : value, revision, seq };
       } catch (err) {
         if (!isCasConflict(err)) throw err;
         cur = undefined;

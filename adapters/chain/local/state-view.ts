@@ -5,6 +5,7 @@ import type { StoreUnavailable } from "./errors.ts";
 import type { Account, BlobRecord, ChainEvent, GenesisState } from "./model.ts";
 import type { StoredObject } from "../../../schemas/chain.ts";
 import type { ChainStateStore, Entry } from "./state-store.ts";
+import type { StateCache } from "./state-cache.ts";
 import { applyOp, type Op } from "./writes.ts";
 
 /**
@@ -17,12 +18,23 @@ export class StateView {
   private readonly overlay = new Map<string, Record<string, unknown> | null>();
   /** Writes to keys not read yet, replayed on first read. */
   private readonly pending = new Map<string, Op[]>();
-  constructor(private readonly store: ChainStateStore) {}
+  /** `cache`: entries of this state kept across blocks by the ledger (state-cache.ts), read before KV and fed by it. */
+  constructor(private readonly store: ChainStateStore, private readonly cache?: StateCache) {}
 
   entry(key: string): Effect.Effect<Entry, StoreUnavailable> {
-    const hit = this.seen.get(key);
-    if (hit) return Effect.succeed(hit);
-    return this.store.read(key).pipe(Effect.tap((e) => Effect.sync(() => this.seen.set(key, e))));
+    const hit = this.seen.get(key) ?? this.cache?.get(key);
+    if (hit) {
+      this.seen.set(key, hit);
+      return Effect.succeed(hit);
+    }
+    return this.store.read(key).pipe(
+      Effect.tap((e) =>
+        Effect.sync(() => {
+          this.seen.set(key, e);
+          this.cache?.remember(key, e);
+        }),
+      ),
+    );
   }
 
   get<T>(key: string): Effect.Effect<T | null, StoreUnavailable> {
