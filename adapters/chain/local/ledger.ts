@@ -176,7 +176,7 @@ export class Ledger {
           catch: unavailable(`read chain message ${seq}`),
         });
         if (msg && msg.subject === CHAIN_TX_SUBJECT) {
-          yield* self.store.apply(opsOf([{ seq: msg.seq, records: decodeBlock(msg.data).records }]), msg.seq);
+          yield* self.store.apply(opsOf([{ seq: msg.seq, records: decodeBlock(msg.data).records }], self.opts.target.registryId), msg.seq);
           yield* self.store.markApplied(msg.seq);
           upTo = msg.seq;
         }
@@ -280,7 +280,7 @@ export class Ledger {
             events: decision.events,
           };
           records.push(record);
-          view.layer(opsOf([{ seq: 0, records: [record] }]));
+          view.layer(opsOf([{ seq: 0, records: [record] }], self.opts.target.registryId));
           slots.push({ kind: "record", digest: vtx.digest, outcome: decision.outcome });
         }
       }
@@ -294,7 +294,7 @@ export class Ledger {
         }
         seq = ack.seq;
         if (batch[0]!.materialise) {
-          yield* self.store.apply(opsOf([{ seq, records }]), seq, view.seen);
+          yield* self.store.apply(opsOf([{ seq, records }], self.opts.target.registryId), seq, view.seen);
           yield* self.store.markApplied(seq, applied);
         }
       }
@@ -346,7 +346,7 @@ export class Ledger {
         const flush = async () => {
           if (group.length === 0) return;
           const seq = group[group.length - 1]!.seq;
-          await Effect.runPromise(this.store.apply(opsOf(group), seq));
+          await Effect.runPromise(this.store.apply(opsOf(group, this.opts.target.registryId), seq));
           await Effect.runPromise(this.store.markApplied(seq));
           lastApplied = seq;
           group = [];
