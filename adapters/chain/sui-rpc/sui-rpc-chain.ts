@@ -7,21 +7,20 @@
 // owned by a memory's owner (restore's listing).
 import type { ClientWithCoreApi, SuiClientTypes } from "@mysten/sui/client";
 import { ObjectError } from "@mysten/sui/client";
-import { RpcError, SuiGrpcClient } from "@mysten/sui/grpc";
-import { SuiJsonRpcClient } from "@mysten/sui/jsonRpc";
+import { RpcError } from "@mysten/sui/grpc";
 import { bcs } from "@mysten/sui/bcs";
 import { fromBase64, normalizeStructTag, normalizeSuiAddress } from "@mysten/sui/utils";
 import { PortError, type AccountDirectory, type BlobObject, type BlobRecordInput, type ChainPort, type ExecutedTx, type ResolvedAccount, type ServerTransactions, type SponsoredChainPort, type WalletBalance } from "../../ports.ts";
-import { accountRegistryType, memoryBlobType, memWalAccountType, type ChainTarget, type MemoryAccount, type ObjectOwner, type SignedTx, type StoredObject } from "../../../schemas/chain.ts";
+import { accountRegistryType, memoryBlobType, memWalAccountType, type ChainTarget, type ChainTransport, type MemoryAccount, type ObjectOwner, type SignedTx, type StoredObject } from "../../../schemas/chain.ts";
 import { encodeTransactionKind } from "../local/transaction-data.ts";
 import { directTransactions } from "../server-transactions.ts";
 import { AccountRegistryBcs, MemoryBlobBcs, MemWalAccountBcs, ObjectIdBcs } from "../move-layouts.ts";
+import { suiNodeClient, transportOf } from "./node-client.ts";
 
 const PORT = "chain";
 const SUI = "0x2::sui::SUI";
 
-/** How the node is reached: its gRPC API (gRPC-web) or its JSON-RPC. */
-export type ChainTransport = "grpc" | "jsonrpc";
+export type { ChainTransport };
 
 export interface SuiRpcChainOptions {
   /** CHAIN_RPC_URL: the node's JSON-RPC, used when no grpcUrl is given. */
@@ -59,13 +58,6 @@ function ownerOf(owner: SuiClientTypes.ObjectOwner | null): ObjectOwner {
   return "Immutable";
 }
 
-/** The client for the configured transport: gRPC when CHAIN_GRPC_URL is set, else JSON-RPC. */
-function clientFor(opts: SuiRpcChainOptions): { client: ClientWithCoreApi; transport: ChainTransport } {
-  if (opts.grpcUrl) return { client: new SuiGrpcClient({ baseUrl: opts.grpcUrl, network: opts.network, format: "binary" }), transport: "grpc" };
-  if (opts.rpcUrl) return { client: new SuiJsonRpcClient({ url: opts.rpcUrl, network: opts.network }), transport: "jsonrpc" };
-  throw new PortError(PORT, "invalid", "a Sui node URL is required: CHAIN_GRPC_URL or CHAIN_RPC_URL");
-}
-
 export class SuiRpcChain implements ChainPort, SponsoredChainPort, AccountDirectory {
   readonly packageId: string;
   readonly network: string;
@@ -96,7 +88,8 @@ export class SuiRpcChain implements ChainPort, SponsoredChainPort, AccountDirect
 
   /** Connects and reads the network's chain identifier (its genesis checkpoint digest), which transactions name. */
   static async connect(opts: SuiRpcChainOptions): Promise<SuiRpcChain> {
-    const { client, transport } = clientFor(opts);
+    if (!transportOf(opts)) throw new PortError(PORT, "invalid", "a Sui node URL is required: CHAIN_GRPC_URL or CHAIN_RPC_URL");
+    const { client, transport } = suiNodeClient(opts);
     const { chainIdentifier } = await client.core.getChainIdentifier().catch(caught);
     return new SuiRpcChain(client, transport, opts, chainIdentifier);
   }
