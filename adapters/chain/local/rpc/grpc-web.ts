@@ -7,7 +7,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 
 /** gRPC status codes used here (https://grpc.github.io/grpc/core/md_doc_statuscodes.html). */
-export const GrpcCode = { OK: 0, INVALID_ARGUMENT: 3, NOT_FOUND: 5, FAILED_PRECONDITION: 9, UNIMPLEMENTED: 12, INTERNAL: 13 } as const;
+export const GrpcCode = { OK: 0, INVALID_ARGUMENT: 3, NOT_FOUND: 5, UNIMPLEMENTED: 12, INTERNAL: 13 } as const;
 
 /** A failed call: answered with this status and message. */
 export class GrpcStatusError extends Error {
@@ -22,7 +22,7 @@ interface ProtoType<T> {
   toBinary(message: T): Uint8Array;
 }
 
-/** One served unary method: its service, name and implementation. */
+/** One served unary method: its path, its request and answer types, and its implementation. */
 export interface GrpcMethod {
   readonly path: string;
   readonly input: ProtoType<unknown>;
@@ -30,8 +30,17 @@ export interface GrpcMethod {
   readonly call: (input: unknown) => Promise<unknown>;
 }
 
-/** `service`'s unary method `name`, answered by `call`; the types come from the descriptor. */
-export function unary<I, O>(service: { readonly typeName: string; readonly methods: readonly { readonly name: string; readonly I: unknown; readonly O: unknown; readonly serverStreaming: boolean }[] }, name: string, call: (input: I) => Promise<O>): GrpcMethod {
+/** A protobuf-ts service descriptor, e.g. `GrpcTypes.LedgerService` of `@mysten/sui/grpc`. */
+interface ServiceDescriptor {
+  readonly typeName: string;
+  readonly methods: readonly { readonly name: string; readonly I: unknown; readonly O: unknown; readonly serverStreaming: boolean }[];
+}
+
+/**
+ * `service`'s unary method `name`, answered by `call`; its messages are encoded by the descriptor's types, `I` and
+ * `O` name them for the implementation.
+ */
+export function unary<I, O>(service: ServiceDescriptor, name: string, call: (input: I) => Promise<O>): GrpcMethod {
   const method = service.methods.find((m) => m.name === name && !m.serverStreaming);
   if (!method) throw new Error(`${service.typeName} has no unary method ${name}`);
   return { path: `/${service.typeName}/${name}`, input: method.I as ProtoType<unknown>, output: method.O as ProtoType<unknown>, call: call as (input: unknown) => Promise<unknown> };
