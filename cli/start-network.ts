@@ -16,7 +16,8 @@ import { startDashboard } from "../dashboard/server.ts";
  */
 export function missingNetworkVariables(env: Record<string, string | undefined>): string[] {
   const has = (k: string) => !!env[k]?.trim();
-  const missing = [...(has("CHAIN_GRPC_URL") ? [] : ["CHAIN_RPC_URL"]), "MEMORY_PACKAGE_ID", "MEMORY_REGISTRY_ID", "BLOBSTORE_PUBLISHER_URL", "BLOBSTORE_AGGREGATOR_URL"].filter((k) => !has(k));
+  const missing = !has("CHAIN_RPC_URL") && !has("CHAIN_GRPC_URL") ? ["CHAIN_RPC_URL (or CHAIN_GRPC_URL)"] : [];
+  missing.push(...["MEMORY_PACKAGE_ID", "MEMORY_REGISTRY_ID", "BLOBSTORE_PUBLISHER_URL", "BLOBSTORE_AGGREGATOR_URL"].filter((k) => !has(k)));
   if (!has("ENCRYPTION_SERVER_CONFIGS") && !has("ENCRYPTION_KEY_SERVERS")) missing.push("ENCRYPTION_SERVER_CONFIGS (or ENCRYPTION_KEY_SERVERS)");
   if (!has("SERVER_CHAIN_PRIVATE_KEYS") && !has("SERVER_CHAIN_PRIVATE_KEY")) missing.push("SERVER_CHAIN_PRIVATE_KEY(S)");
   if (!has("SPONSOR_PRIVATE_KEY")) missing.push("SPONSOR_PRIVATE_KEY");
