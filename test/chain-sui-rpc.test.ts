@@ -6,12 +6,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
 import { startChainRpcServer, type ChainRpcServerHandle } from "../adapters/chain/local/rpc/server.ts";
 import { ledgerObjectSource } from "../adapters/chain/local/rpc/ledger-source.ts";
-import { SuiRpcChain, type ChainTransport } from "../adapters/chain/sui-rpc/sui-rpc-chain.ts";
+import { SuiRpcChain } from "../adapters/chain/sui-rpc/sui-rpc-chain.ts";
 import { addDelegateKey, createAccount, deactivate, generateKeypair, removeDelegateKey } from "../adapters/chain/local/accounts.ts";
 import { buildSponsoredTx } from "../actors/console/chain.ts";
 import { cosign, signingDigest } from "../adapters/chain/local/tx.ts";
 import { toSerializedSignature } from "../adapters/chain/local/keys.ts";
-import { bucketPolicyType } from "../schemas/chain.ts";
+import { bucketPolicyType, type ChainTransport } from "../schemas/chain.ts";
 import { NETWORK, PACKAGE_ID, a, blobId, expectPortError, fundedKey, useLocalChainSuite } from "./support/local-chain-suite.ts";
 
 useLocalChainSuite();

@@ -20,8 +20,6 @@ import { suiNodeClient, transportOf } from "./node-client.ts";
 const PORT = "chain";
 const SUI = "0x2::sui::SUI";
 
-export type { ChainTransport };
-
 export interface SuiRpcChainOptions {
   /** CHAIN_RPC_URL: the node's JSON-RPC, used when no grpcUrl is given. */
   readonly rpcUrl?: string;

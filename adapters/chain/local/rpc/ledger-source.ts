@@ -1,6 +1,6 @@
 // Adapts the local ledger's object registry (put_object records: {object_id, type, version, owner, fields, bcs?},
 // dynamic fields stored by name with their `0x2::dynamic_field::Field` object at the derived id) to the
-// ObjectSource the JSON-RPC server reads. Structural: it names only the reads it uses, not the ledger's internals.
+// ObjectSource the RPC listener serves (JSON-RPC and gRPC). Structural: it names only the reads it uses, not the ledger's internals.
 
 import { accountRegistryType, memoryBlobType, memWalAccountType } from "../../../../schemas/chain.ts";
 import { fromBase64, normalizeSuiAddress } from "@mysten/sui/utils";
