@@ -15,6 +15,8 @@ export interface StackFile {
   readonly blobstore_url: string;
   readonly console_url: string;
   readonly chain_rpc_url: string;
+  /** The same ledger's gRPC API (gRPC-web), for CHAIN_GRPC_URL. */
+  readonly chain_grpc_url?: string;
 }
 
 export const stackFilePath = (dataDir: string) => join(dataDir, "stack.json");

@@ -1,5 +1,5 @@
 // `memrelay start --network <name>` (or CHAIN_NETWORK other than localnet): the relayer and its dashboard against a
-// real network by configuration only. No local chain, key servers or blob store: the Sui node at CHAIN_RPC_URL, the
+// real network by configuration only. No local chain, key servers or blob store: the Sui node at CHAIN_GRPC_URL or CHAIN_RPC_URL, the
 // key servers of ENCRYPTION_SERVER_CONFIGS and the Walrus publisher/aggregators do that work; NATS and Postgres
 // still run here.
 import { randomBytes } from "node:crypto";
@@ -16,7 +16,8 @@ import { startDashboard } from "../dashboard/server.ts";
  */
 export function missingNetworkVariables(env: Record<string, string | undefined>): string[] {
   const has = (k: string) => !!env[k]?.trim();
-  const missing = ["CHAIN_RPC_URL", "MEMORY_PACKAGE_ID", "MEMORY_REGISTRY_ID", "BLOBSTORE_PUBLISHER_URL", "BLOBSTORE_AGGREGATOR_URL"].filter((k) => !has(k));
+  const missing = !has("CHAIN_RPC_URL") && !has("CHAIN_GRPC_URL") ? ["CHAIN_RPC_URL (or CHAIN_GRPC_URL)"] : [];
+  missing.push(...["MEMORY_PACKAGE_ID", "MEMORY_REGISTRY_ID", "BLOBSTORE_PUBLISHER_URL", "BLOBSTORE_AGGREGATOR_URL"].filter((k) => !has(k)));
   if (!has("ENCRYPTION_SERVER_CONFIGS") && !has("ENCRYPTION_KEY_SERVERS")) missing.push("ENCRYPTION_SERVER_CONFIGS (or ENCRYPTION_KEY_SERVERS)");
   if (!has("SERVER_CHAIN_PRIVATE_KEYS") && !has("SERVER_CHAIN_PRIVATE_KEY")) missing.push("SERVER_CHAIN_PRIVATE_KEY(S)");
   if (!has("SPONSOR_PRIVATE_KEY")) missing.push("SPONSOR_PRIVATE_KEY");
@@ -66,7 +67,7 @@ export async function startOnNetwork(
       `  relayer      ${relayer}`,
       ...(dashboard ? [`  dashboard    ${dashboard.url}  (agents sign in here with a Sui wallet: memrelay-mcp --relayer ${relayer} --web-url ${dashboard.url} login; keys: ${dashboard.url}/keys)`] : []),
       `  agent tools  ${relayer}/api/mcp (Streamable HTTP), ${relayer}/api/mcp/sse (SSE); stdio: memrelay-mcp --relayer ${relayer}`,
-      `  chain        ${config.chainRpcUrl} (package ${config.packageId}, registry ${config.registryId})`,
+      `  chain        ${config.chainGrpcUrl ? `${config.chainGrpcUrl} (gRPC)` : config.chainRpcUrl} (package ${config.packageId}, registry ${config.registryId})`,
       `  blobs        publisher ${config.blobstorePublisherUrl}, aggregator ${config.blobstoreAggregatorUrl}`,
       `  NATS         ${local.nats.description}`,
       `  Postgres     ${local.postgres.description}`,

@@ -92,6 +92,7 @@ export async function startCommand(args: string[], env = process.env): Promise<n
       blobstore_url: stack.blobstoreUrl,
       console_url: stack.consoleUrl,
       chain_rpc_url: stack.encryptionStack.rpcUrl,
+      chain_grpc_url: stack.encryptionStack.grpcUrl,
     });
     services.push({ url: "", description: "", stop: async () => removeStackFile(base.dataDir) });
 
@@ -127,7 +128,7 @@ export async function startCommand(args: string[], env = process.env): Promise<n
       `  console      ${stack.consoleUrl}/api/v1  (keys: memrelay console signup / key mint)`,
       ...(dashboard ? [`  dashboard    ${dashboard.url}  (agents sign in here: memrelay-mcp --local login; keys: ${dashboard.url}/keys)`] : []),
       `  agent tools  ${stack.relayerUrl}/api/mcp (Streamable HTTP), ${stack.relayerUrl}/api/mcp/sse (SSE); stdio: memrelay-mcp --local`,
-      `  chain RPC    ${stack.encryptionStack.rpcUrl}`,
+      `  chain RPC    ${stack.encryptionStack.rpcUrl}  (Sui JSON-RPC; its gRPC API as gRPC-web: CHAIN_GRPC_URL=${stack.encryptionStack.grpcUrl})`,
       `  key servers  ${stack.encryptionStack.serverConfigs.length} (threshold ${config.encryptionThreshold ?? Math.min(2, stack.encryptionStack.serverConfigs.length)})`,
       `  NATS         ${nats.description}`,
       `  Postgres     ${postgres.description}`,

@@ -11,12 +11,12 @@ export const WORKER_HELP = `memrelay worker [--roles gateway,actors,projections,
   sidecar (SIDECAR_URL, SIDECAR_AUTH_TOKEN required, MEMORY_RELAYER_URL, MCP_* limits; with DATABASE_URL and the
   variables below it joins the services and answers memory_recall itself); a gateway forwards /api/mcp to
   SIDECAR_URL and exits when SIDECAR_WATCHDOG_MAX_FAILURES health checks fail in a row. Configuration from the operator variables:
-  NATS_URL, DATABASE_URL, CHAIN_NETWORK, CHAIN_RPC_URL, ENCRYPTION_SERVER_CONFIGS, ENCRYPTION_THRESHOLD,
+  NATS_URL, DATABASE_URL, CHAIN_NETWORK, CHAIN_GRPC_URL / CHAIN_RPC_URL, ENCRYPTION_SERVER_CONFIGS, ENCRYPTION_THRESHOLD,
   BLOBSTORE_PUBLISHER_URL, BLOBSTORE_AGGREGATOR_URL, SERVER_CHAIN_PRIVATE_KEYS, MEMORY_PACKAGE_ID, MEMORY_REGISTRY_ID,
   SPONSOR_PRIVATE_KEY (the /sponsor gas station) or SPONSOR_API_KEY / SPONSOR_API_URL / SPONSOR_NETWORK (a
   sponsorship provider instead), SPONSOR_DURABLE_REGISTER_ENABLED, SPONSOR_FALLBACK_TO_DIRECT_SIGN, PORT. CHAIN_NETWORK=localnet (default) uses the ledger on NATS; any
-  other network goes through the Sui node at CHAIN_RPC_URL (WAL_COIN_TYPE: the storage token for the balance
-  monitor). CHAIN_NETWORK=testnet or mainnet fills in that network's public endpoints and key servers unless set
+  other network goes through the Sui node: its gRPC API at CHAIN_GRPC_URL when set, else its JSON-RPC at
+  CHAIN_RPC_URL (WAL_COIN_TYPE: the storage token for the balance monitor). Seal's key-server reads use the same node. CHAIN_NETWORK=testnet or mainnet fills in that network's public endpoints and key servers unless set
   (config/network-presets.ts). Prints "ready" when serving.`;
 
 export async function workerCommand(args: string[], given = process.env): Promise<number> {

@@ -2,7 +2,8 @@
 // so a client signs one session per TTL rather than one per recall.
 import { createDelegateSession } from "../adapters/encryption/session.ts";
 
-export function cachedSessionProvider(opts: { delegateSecretKey: Uint8Array; packageId: string; rpcUrl: string; ttlMin?: number }): () => Promise<string> {
+/** `grpcUrl` (a node's gRPC API) is used before `rpcUrl` (its JSON-RPC) to read the package. */
+export function cachedSessionProvider(opts: { delegateSecretKey: Uint8Array; packageId: string; rpcUrl: string; grpcUrl?: string; ttlMin?: number }): () => Promise<string> {
   let current: { header: string; expiresAtMs: number } | undefined;
   let pending: Promise<string> | undefined;
   return () => {

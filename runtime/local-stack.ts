@@ -1,6 +1,7 @@
 // Brings up everything on local adapters (DESIGN.md section 5): the ledger on the CHAIN stream, its JSON-RPC
 // subset and t-of-n Seal-compatible key servers, the blob storage service, an embedder, and the relayer.
 // Used by `memrelay start`, the black-box tests and the benchmarks, so all three run the same wiring.
+import { suiNodeClient } from "../adapters/chain/sui-rpc/node-client.ts";
 import { blobPortFrom } from "./blob-port.ts";
 import { mkdirSync } from "node:fs";
 import { randomBytes } from "node:crypto";
@@ -97,7 +98,9 @@ export async function startLocalStack(opts: {
     });
     stops.unshift(() => encryptionStack.close());
     const threshold = opts.config.encryptionThreshold ?? Math.min(2, encryptionStack.serverConfigs.length);
-    const encryption = createEnvelopeEncryption({ packageId: encryptionStack.packageId, rpcUrl: encryptionStack.rpcUrl, serverConfigs: encryptionStack.serverConfigs, threshold });
+    // Seal's key-server reads go to this stack's ledger listener, over gRPC when CHAIN_GRPC_URL is set (as /config reports).
+    const node = opts.config.chainGrpcUrl ? { grpcUrl: encryptionStack.grpcUrl } : { rpcUrl: encryptionStack.rpcUrl };
+    const encryption = createEnvelopeEncryption({ packageId: encryptionStack.packageId, suiClient: suiNodeClient({ ...node, network: chain.network }).client, serverConfigs: encryptionStack.serverConfigs, threshold });
 
     const blobstore = await startBlobstore({ log, db, host: opts.config.host, port: opts.config.blobstorePort, dataDir: join(opts.config.dataDir, "blobstore"), backend: opts.config.blobstoreBackend, cacheBytes: opts.config.blobstoreCacheBytes, logger: logger.child({ service: "blobstore" }) });
     stops.unshift(() => blobstore.stop());
@@ -130,6 +133,7 @@ export async function startLocalStack(opts: {
       ...opts.config,
       serverChainPrivateKeys: walletKeys,
       chainRpcUrl: opts.config.chainRpcUrl || encryptionStack.rpcUrl,
+      ...(opts.config.chainGrpcUrl ? { chainGrpcUrl: encryptionStack.grpcUrl } : {}),
       sidecar,
       sponsorWalletAddress: opts.config.sponsorWalletAddress ?? keypairFromSecret(relayerSponsor).address,
       sponsor: { ...opts.config.sponsor, ...(ownProvider ? { apiUrl: encryptionStack.rpcUrl } : {}), network: opts.config.sponsor.network ?? chain.network },

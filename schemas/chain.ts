@@ -25,6 +25,9 @@ export interface StoredObject {
   readonly previous_transaction: string;
 }
 
+/** How the relayer reaches a Sui node: its gRPC API (CHAIN_GRPC_URL, spoken as gRPC-web) or its JSON-RPC (CHAIN_RPC_URL). */
+export type ChainTransport = "grpc" | "jsonrpc";
+
 /** Where transactions go: the network (its chain identifier is signed), the Move package and the account registry. */
 export interface ChainTarget {
   readonly network: string;

@@ -1,6 +1,7 @@
-// The chain port over a Sui node's JSON-RPC (adapters/chain/sui-rpc), wire-tested against the local ledger's RPC
-// server, which speaks the same methods: what a deployment on a real network runs, with the local ledger's state as
-// the reference for every answer.
+// The chain port over a Sui node (adapters/chain/sui-rpc), wire-tested over both transports against the local ledger's
+// RPC listener, which speaks Sui's JSON-RPC and its gRPC API (gRPC-web): what a deployment on a real network runs
+// (CHAIN_RPC_URL, or CHAIN_GRPC_URL), with the local ledger's state as the reference for every answer. The same cases
+// run over each transport.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
 import { startChainRpcServer, type ChainRpcServerHandle } from "../adapters/chain/local/rpc/server.ts";
@@ -10,20 +11,51 @@ import { addDelegateKey, createAccount, deactivate, generateKeypair, removeDeleg
 import { buildSponsoredTx } from "../actors/console/chain.ts";
 import { cosign, signingDigest } from "../adapters/chain/local/tx.ts";
 import { toSerializedSignature } from "../adapters/chain/local/keys.ts";
-import { bucketPolicyType } from "../schemas/chain.ts";
+import { bucketPolicyType, type ChainTransport } from "../schemas/chain.ts";
 import { NETWORK, PACKAGE_ID, a, blobId, expectPortError, fundedKey, useLocalChainSuite } from "./support/local-chain-suite.ts";
 
 useLocalChainSuite();
 
+/** Requests the node was sent, as "<content type> <path>". */
+const requests: string[] = [];
+const startNode = () =>
+  startChainRpcServer({
+    objects: ledgerObjectSource(a, { packageIds: [PACKAGE_ID], accounts: a }),
+    transactions: a,
+    chainName: NETWORK,
+    routes: async (req) => {
+      requests.push(`${req.headers["content-type"]} ${req.url}`);
+      return false;
+    },
+  });
+/** The port's options for reaching `node` over `transport`. */
+const reach = (node: ChainRpcServerHandle, transport: ChainTransport) => ({
+  ...(transport === "grpc" ? { grpcUrl: node.grpcUrl } : { rpcUrl: node.url }),
+  network: NETWORK,
+  packageId: PACKAGE_ID,
+  registryId: a.registryId,
+});
+
 let rpc: ChainRpcServerHandle;
-let remote: SuiRpcChain;
 beforeAll(async () => {
-  rpc = await startChainRpcServer({ objects: ledgerObjectSource(a, { packageIds: [PACKAGE_ID], accounts: a }), transactions: a, chainName: NETWORK });
-  remote = await SuiRpcChain.connect({ rpcUrl: rpc.url, network: NETWORK, packageId: PACKAGE_ID, registryId: a.registryId });
+  rpc = await startNode();
 });
 afterAll(async () => rpc?.close());
 
-describe("the chain port over JSON-RPC", () => {
+describe.each(["jsonrpc", "grpc"] as const)("the chain port over %s", (transport) => {
+  let remote: SuiRpcChain;
+  beforeAll(async () => {
+    requests.length = 0;
+    remote = await SuiRpcChain.connect(reach(rpc, transport));
+    expect(remote.transport).toBe(transport);
+  });
+  afterAll(() => {
+    // every call went over the transport asked for: gRPC-web POSTs to /sui.rpc.v2.<Service>/<Method>, or JSON-RPC
+    const grpc = /^application\/grpc-web\+proto \/sui\.rpc\.v2\.\w+\/\w+$/;
+    expect(requests.length).toBeGreaterThan(10);
+    for (const r of requests) expect(transport === "grpc" ? grpc.test(r) : r === "application/json /").toBe(true);
+  });
+
   it("names the same chain, and answers accounts and delegate keys as the ledger holds them", async () => {
     expect(remote.target).toEqual(a.target);
     const owner = await fundedKey();
@@ -85,8 +117,11 @@ describe("the chain port over JSON-RPC", () => {
     expect((await remote.execute(cosign(built.bytes, senderSig, sponsor.secretKey))).digest).toBe(built.digest);
     const forged = toSerializedSignature(generateKeypair().keypair.sign(signingDigest(Buffer.from(built.bytes, "base64"))), generateKeypair().keypair.publicKey);
     await expectPortError(remote.execute(cosign(built.bytes, forged, sponsor.secretKey)), "rejected");
-    const down = await SuiRpcChain.connect({ rpcUrl: rpc.url, network: NETWORK, packageId: PACKAGE_ID, registryId: a.registryId });
-    await rpc.close();
+    const node = await startNode();
+    const down = await SuiRpcChain.connect(reach(node, transport));
+    await node.close();
     await expectPortError(down.balance(sponsor.keypair.address), "unavailable");
+    // a node that is not there at all: connecting fails as unavailable
+    await expectPortError(SuiRpcChain.connect(reach(node, transport)), "unavailable");
   });
 });

@@ -26,6 +26,10 @@ describe("network presets", () => {
     ]);
     expect(missingNetworkVariables(env)).toEqual(["MEMORY_PACKAGE_ID", "MEMORY_REGISTRY_ID", "SERVER_CHAIN_PRIVATE_KEY(S)", "SPONSOR_PRIVATE_KEY"]);
     expect(missingNetworkVariables(withNetworkPreset("testnet", deployer))).toEqual([]);
+    // a gRPC endpoint stands in for the JSON-RPC one
+    const grpcOnly = { ...withNetworkPreset("testnet", deployer), CHAIN_RPC_URL: undefined, CHAIN_GRPC_URL: "https://fullnode.testnet.sui.io:443" };
+    expect(missingNetworkVariables(grpcOnly)).toEqual([]);
+    expect(missingNetworkVariables({ ...grpcOnly, CHAIN_GRPC_URL: undefined })).toEqual(["CHAIN_RPC_URL (or CHAIN_GRPC_URL)"]);
   });
 
   it("leave mainnet's publisher to the deployer: there is no public one", () => {
@@ -53,6 +57,6 @@ describe("network presets", () => {
     const env = { CHAIN_RPC_URL: "http://127.0.0.1:9000" };
     expect(withNetworkPreset("memnet", env)).toBe(env);
     expect(withNetworkPreset(undefined, env)).toBe(env);
-    expect(missingNetworkVariables(withNetworkPreset("devnet", {}))).toContain("CHAIN_RPC_URL");
+    expect(missingNetworkVariables(withNetworkPreset("devnet", {}))).toContain("CHAIN_RPC_URL (or CHAIN_GRPC_URL)");
   });
 });

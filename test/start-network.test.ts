@@ -42,7 +42,7 @@ describe("memrelay start --network", () => {
   it("refuses to start without the network's variables, naming them", () => {
     const r = refusal("memnet");
     expect(r.status).toBe(2);
-    expect(r.stderr).toMatch(/needs these variables.*: CHAIN_RPC_URL, MEMORY_PACKAGE_ID, MEMORY_REGISTRY_ID, BLOBSTORE_PUBLISHER_URL, BLOBSTORE_AGGREGATOR_URL, ENCRYPTION_SERVER_CONFIGS \(or ENCRYPTION_KEY_SERVERS\), SERVER_CHAIN_PRIVATE_KEY\(S\), SPONSOR_PRIVATE_KEY$/m);
+    expect(r.stderr).toMatch(/needs these variables.*: CHAIN_RPC_URL \(or CHAIN_GRPC_URL\), MEMORY_PACKAGE_ID, MEMORY_REGISTRY_ID, BLOBSTORE_PUBLISHER_URL, BLOBSTORE_AGGREGATOR_URL, ENCRYPTION_SERVER_CONFIGS \(or ENCRYPTION_KEY_SERVERS\), SERVER_CHAIN_PRIVATE_KEY\(S\), SPONSOR_PRIVATE_KEY$/m);
   });
 
   it("on testnet and mainnet names only what the presets cannot fill in: what a deployer publishes and funds", () => {

@@ -6,6 +6,7 @@ import { SessionKey, type ExportedSessionKey, type SealCompatibleClient } from "
 import { SuiJsonRpcClient } from "@mysten/sui/jsonRpc";
 import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
 import { isValidSuiAddress, normalizeSuiAddress } from "@mysten/sui/utils";
+import { suiNodeClient, transportOf } from "../chain/sui-rpc/node-client.ts";
 
 /** Default lifetime of an exported session (minutes), as MemWal's clients use. */
 export const DEFAULT_SESSION_TTL_MIN = 5;
@@ -86,18 +87,20 @@ export interface CreatedSession {
 
 /**
  * Creates a SessionKey for `packageId` signed by the delegate key, and its header export. Reads the package object
- * through the Sui client (SessionKey.create requires version 1), so `rpcUrl` (or `suiClient`) must reach the chain.
+ * through the Sui client (SessionKey.create requires version 1), so `grpcUrl` (the node's gRPC API, preferred),
+ * `rpcUrl` (its JSON-RPC) or `suiClient` must reach the chain.
  */
 export async function createDelegateSession(opts: {
   delegateSecretKey: Uint8Array | string;
   packageId: string;
   rpcUrl?: string;
+  grpcUrl?: string;
   suiClient?: SealCompatibleClient;
   ttlMin?: number;
 }): Promise<CreatedSession> {
   const keypair = delegateKeypair(opts.delegateSecretKey);
-  const suiClient = opts.suiClient ?? (opts.rpcUrl ? suiClientFor(opts.rpcUrl) : undefined);
-  if (!suiClient) throw new Error("rpcUrl or suiClient required");
+  const suiClient = opts.suiClient ?? (transportOf(opts) ? suiNodeClient({ grpcUrl: opts.grpcUrl, rpcUrl: opts.rpcUrl, network: "localnet" }).client : undefined);
+  if (!suiClient) throw new Error("grpcUrl, rpcUrl or suiClient required");
   const address = keypair.toSuiAddress();
   const ttlMin = opts.ttlMin ?? DEFAULT_SESSION_TTL_MIN;
   const session = await SessionKey.create({ address, packageId: normalizeSuiAddress(opts.packageId), ttlMin, signer: keypair, suiClient });

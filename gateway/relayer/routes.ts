@@ -1,5 +1,6 @@
 // The relayer's HTTP listener (spec/relayer.md): signed routes publish commands (writes) or read read models
 // (queries); public routes report health, version, config and metrics. No business state lives here.
+import { transportOf } from "../../adapters/chain/sui-rpc/node-client.ts";
 import { randomUUID } from "node:crypto";
 import type { EventLog } from "../../eventlog/connection.ts";
 import { commandSubject } from "../../eventlog/subjects.ts";
@@ -176,8 +177,8 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
         // the name the MemWal SDKs read
         suiRpcUrl: config.chainRpcUrl,
         chainGrpcUrl: config.chainGrpcUrl,
-        // the transport the chain paths use (CHAIN_GRPC_URL is not implemented: runtime/worker.ts says so at start)
-        chainTransport: "jsonrpc",
+        // the transport the chain paths use: gRPC when CHAIN_GRPC_URL is set (runtime/worker.ts, adapters/chain/sui-rpc/node-client.ts)
+        chainTransport: transportOf({ grpcUrl: config.chainGrpcUrl, rpcUrl: config.chainRpcUrl }) ?? "jsonrpc",
         rateLimitDisabled: config.rateLimitDisabled,
         registryId: config.registryId,
         relayerVersion: RELAYER_VERSION,

@@ -44,12 +44,13 @@ export class SessionCredentials {
   constructor(private readonly relayerUrl: string) {}
 
   /** What the relayer's /config says decrypt sessions are for (read once). */
-  private chainConfig(): Promise<{ packageId: string; rpcUrl: string }> {
+  private chainConfig(): Promise<{ packageId: string; rpcUrl: string; grpcUrl?: string }> {
     this.chain ??= fetch(new URL("/config", this.relayerUrl))
       .then(async (r) => {
         if (!r.ok) throw new Error(`relayer /config answered ${r.status}`);
-        const c = (await r.json()) as { packageId: string; chainRpcUrl: string };
-        return { packageId: c.packageId, rpcUrl: c.chainRpcUrl };
+        const c = (await r.json()) as { packageId: string; chainRpcUrl: string; chainGrpcUrl?: string; chainTransport?: string };
+        // the node the relayer itself uses: its gRPC API when the relayer speaks gRPC (it may have no JSON-RPC URL)
+        return { packageId: c.packageId, rpcUrl: c.chainRpcUrl, ...(c.chainTransport === "grpc" && c.chainGrpcUrl ? { grpcUrl: c.chainGrpcUrl } : {}) };
       })
       .catch((err) => {
         this.chain = undefined;
@@ -73,11 +74,11 @@ export class SessionCredentials {
     return { client, encryptionSession };
   }
 
-  private sharedSession(key: Uint8Array, chain: { packageId: string; rpcUrl: string }): () => Promise<string> {
+  private sharedSession(key: Uint8Array, chain: { packageId: string; rpcUrl: string; grpcUrl?: string }): () => Promise<string> {
     const id = createHash("sha256").update(key).digest("hex");
     let provider = this.sessions.get(id);
     if (provider) this.sessions.delete(id); // re-inserted last: the map's order is least recently used first
-    provider ??= cachedSessionProvider({ delegateSecretKey: key, packageId: chain.packageId, rpcUrl: chain.rpcUrl });
+    provider ??= cachedSessionProvider({ delegateSecretKey: key, ...chain });
     this.sessions.set(id, provider);
     while (this.sessions.size > MAX_SHARED_SESSIONS) this.sessions.delete(this.sessions.keys().next().value!);
     return provider;

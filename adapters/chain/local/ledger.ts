@@ -180,7 +180,7 @@ export class Ledger {
           catch: unavailable(`read chain message ${seq}`),
         });
         if (msg && msg.subject === CHAIN_TX_SUBJECT) {
-          yield* self.store.apply(opsOf([{ seq: msg.seq, records: decodeBlock(msg.data).records }]), msg.seq);
+          yield* self.store.apply(opsOf([{ seq: msg.seq, records: decodeBlock(msg.data).records }], self.opts.target.registryId), msg.seq);
           yield* self.store.markApplied(msg.seq);
           upTo = msg.seq;
         }
@@ -285,7 +285,7 @@ export class Ledger {
             events: decision.events,
           };
           records.push(record);
-          view.layer(opsOf([{ seq: 0, records: [record] }]));
+          view.layer(opsOf([{ seq: 0, records: [record] }], self.opts.target.registryId));
           slots.push({ kind: "record", digest: vtx.digest, outcome: decision.outcome });
         }
       }
@@ -299,7 +299,7 @@ export class Ledger {
         }
         seq = ack.seq;
         if (batch[0]!.materialise) {
-          const written = yield* self.store.apply(opsOf([{ seq, records }]), seq, view.seen).pipe(Effect.tapError(() => Effect.sync(() => self.cache.clear())));
+          const written = yield* self.store.apply(opsOf([{ seq, records }], self.opts.target.registryId), seq, view.seen).pipe(Effect.tapError(() => Effect.sync(() => self.cache.clear())));
           yield* self.store.markApplied(seq, applied).pipe(Effect.tapError(() => Effect.sync(() => self.cache.clear())));
           // The block follows the state the round read (its append expected that sequence): cached state + its writes.
           self.cache.advance(seq, written);
@@ -354,7 +354,7 @@ export class Ledger {
         const flush = async () => {
           if (group.length === 0) return;
           const seq = group[group.length - 1]!.seq;
-          await Effect.runPromise(this.store.apply(opsOf(group), seq));
+          await Effect.runPromise(this.store.apply(opsOf(group, this.opts.target.registryId), seq));
           await Effect.runPromise(this.store.markApplied(seq));
           lastApplied = seq;
           group = [];

@@ -6,9 +6,10 @@ export const CHAIN_STATE_BUCKET = "chain_state";
 export const CHAIN_TX_SUBJECT = "chain.tx";
 /**
  * Version of the state's key layout. A ledger opening state of another layout materialises the chain.tx stream again
- * (every write is idempotent and keys of the old layout are simply no longer read). 2: blob index pages of 8 items.
+ * (every write is idempotent and keys of the old layout are simply no longer read). 2: blob index pages of 8 items. 3: the registry's
+ * owner → account entries as objects at their derived ids.
  */
-export const CHAIN_STATE_LAYOUT = 2;
+export const CHAIN_STATE_LAYOUT = 3;
 
 const encoder = new TextEncoder();
 

@@ -21,6 +21,11 @@ function localRegistryId(packageId: string): string {
   return "0x" + Buffer.from(blake2b(new TextEncoder().encode(`memrelay::account::AccountRegistry@${normalizeSuiAddress(packageId)}`), { dkLen: 32 })).toString("hex");
 }
 
+/** The registry's `accounts` table (owner → account id): a fixed id under the registry on the local ledger. */
+export function localRegistryTableId(registryId: string): string {
+  return "0x" + Buffer.from(blake2b(new TextEncoder().encode(`${normalizeSuiAddress(registryId)}::accounts`), { dkLen: 32 })).toString("hex");
+}
+
 export function localTarget(network: string, packageId: string): ChainTarget {
   return { network, chainIdentifier: chainIdentifierDigest(network), packageId: normalizeSuiAddress(packageId), registryId: localRegistryId(packageId) };
 }

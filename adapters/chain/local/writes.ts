@@ -3,6 +3,8 @@
 import { BLOB_PAGE_SIZE, type Account, type ChainEvent, type ChainRecord, type StoredDynamicField, type TxReceipt } from "./model.ts";
 import { memoryBlobType, type StoredObject } from "../../../schemas/chain.ts";
 import { ALL_SCOPE, KEYS, dynamicFieldBcsKey, dynamicFieldNameKey, namespaceScope, pageOf } from "./state-keys.ts";
+import { localRegistryTableId } from "./transaction-data.ts";
+import { deriveDynamicFieldID, normalizeSuiAddress } from "@mysten/sui/utils";
 
 export type Op =
   /** Replace the value. */
@@ -54,15 +56,39 @@ function fieldObject(f: StoredDynamicField, parent: StoredObject): StoredObject 
   };
 }
 
-function eventWrites(e: ChainEvent, out: Op[]): void {
+/**
+ * The registry's owner → account entry as a node holds it: the `Field<address, ID>` object at its derived id under
+ * the `accounts` table, which is how Sui clients read a table entry (getDynamicField reads that id).
+ */
+function registryEntry(account: Account, registryId: string, digest: string): StoredObject {
+  const table = localRegistryTableId(registryId);
+  const owner = Buffer.from(normalizeSuiAddress(account.owner).slice(2), "hex");
+  const id = deriveDynamicFieldID(table, "address", owner);
+  const value = Buffer.from(normalizeSuiAddress(account.id).slice(2), "hex");
+  return {
+    object_id: id,
+    type: "0x2::dynamic_field::Field<address, 0x2::object::ID>",
+    version: "1",
+    owner: { ObjectOwner: table },
+    fields: { id, name: account.owner, value: account.id },
+    bcs: Buffer.concat([Buffer.from(id.slice(2), "hex"), owner, value]).toString("base64"),
+    previous_transaction: digest,
+  };
+}
+
+/** `at`: the ledger's registry and the digest of the transaction that emitted `e`. */
+function eventWrites(e: ChainEvent, at: { readonly registryId: string; readonly digest: string }, out: Op[]): void {
   switch (e.type) {
     case "Genesis":
       out.push({ kind: "set", key: KEYS.genesis, value: { ...e.genesis } });
       return;
-    case "AccountCreated":
+    case "AccountCreated": {
       out.push({ kind: "set", key: KEYS.account(e.account.id), value: { ...e.account } });
       out.push({ kind: "set", key: KEYS.owner(e.account.owner), value: { account_id: e.account.id } });
+      const entry = registryEntry(e.account, at.registryId, at.digest);
+      out.push({ kind: "set", key: KEYS.object(entry.object_id), value: { ...entry } });
       return;
+    }
     case "DelegateKeyAdded": {
       out.push({ kind: "set", key: KEYS.account(e.account.id), value: { ...e.account } });
       const entry: DelegateEntry = {
@@ -142,14 +168,15 @@ export interface SequencedBlock {
 }
 
 /**
- * The KV writes of consecutive blocks, one op per key (receipts included). All ops are absolute or positional, so the
+ * The KV writes of consecutive blocks, one op per key (receipts included); `registryId` is the ledger's account
+ * registry, whose table entries are objects. All ops are absolute or positional, so the
  * combined ops applied at the last block's sequence give the same state as applying the blocks one by one.
  */
-export function opsOf(blocks: readonly SequencedBlock[]): Op[] {
+export function opsOf(blocks: readonly SequencedBlock[], registryId: string): Op[] {
   const raw: Op[] = [];
   for (const { seq, records } of blocks) {
     records.forEach((record, index) => {
-      for (const e of record.events) eventWrites(e, raw);
+      for (const e of record.events) eventWrites(e, { registryId, digest: record.digest }, raw);
       const { tx: _tx, ...rest } = record;
       const receipt: TxReceipt = { ...rest, seq, index };
       raw.push({ kind: "set", key: KEYS.tx(record.digest), value: { ...receipt } });

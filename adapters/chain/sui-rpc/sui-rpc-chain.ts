@@ -1,20 +1,30 @@
-// The chain port over a Sui full node's JSON-RPC (CHAIN_RPC_URL): a real network, or the local ledger's RPC, which
-// speaks the same methods. Writes are the same TransactionData the local ledger executes (tx.ts), signed here and
-// executed by the node; reads go through the memory package's objects: MemWalAccount (delegate keys), the
-// AccountRegistry's accounts table (exists, and an owner's account for the dashboard), MemoryBlob objects owned by a
-// memory's owner (restore's listing).
-import { SuiJsonRpcClient } from "@mysten/sui/jsonRpc";
-import { normalizeSuiAddress } from "@mysten/sui/utils";
+// The chain port over a Sui full node (CHAIN_GRPC_URL: its gRPC API, spoken as gRPC-web; else CHAIN_RPC_URL: its
+// JSON-RPC): a real network, or the local ledger's RPC listener, which speaks both. One adapter over the SDK's
+// transport-neutral core API (`client.core`), so both transports run the same code. Writes are the same
+// TransactionData the local ledger executes (tx.ts), signed here and executed by the node; reads parse the memory
+// package's objects from their BCS contents (move-layouts.ts), which every API returns alike: MemWalAccount (delegate
+// keys), the AccountRegistry's accounts table (exists, and an owner's account for the dashboard), MemoryBlob objects
+// owned by a memory's owner (restore's listing).
+import type { ClientWithCoreApi, SuiClientTypes } from "@mysten/sui/client";
+import { ObjectError } from "@mysten/sui/client";
+import { RpcError } from "@mysten/sui/grpc";
+import { bcs } from "@mysten/sui/bcs";
+import { fromBase64, normalizeStructTag, normalizeSuiAddress } from "@mysten/sui/utils";
 import { PortError, type AccountDirectory, type BlobObject, type BlobRecordInput, type ChainPort, type ExecutedTx, type ResolvedAccount, type ServerTransactions, type SponsoredChainPort, type WalletBalance } from "../../ports.ts";
-import { accountRegistryType, memoryBlobType, memWalAccountType, type ChainTarget, type MemoryAccount, type ObjectOwner, type SignedTx, type StoredObject } from "../../../schemas/chain.ts";
+import { accountRegistryType, memoryBlobType, memWalAccountType, type ChainTarget, type ChainTransport, type MemoryAccount, type ObjectOwner, type SignedTx, type StoredObject } from "../../../schemas/chain.ts";
 import { encodeTransactionKind } from "../local/transaction-data.ts";
 import { directTransactions } from "../server-transactions.ts";
+import { AccountRegistryBcs, MemoryBlobBcs, MemWalAccountBcs, ObjectIdBcs } from "../move-layouts.ts";
+import { suiNodeClient, transportOf } from "./node-client.ts";
 
 const PORT = "chain";
 const SUI = "0x2::sui::SUI";
 
 export interface SuiRpcChainOptions {
-  readonly rpcUrl: string;
+  /** CHAIN_RPC_URL: the node's JSON-RPC, used when no grpcUrl is given. */
+  readonly rpcUrl?: string;
+  /** CHAIN_GRPC_URL: the node's gRPC API (gRPC-web); takes precedence over rpcUrl. */
+  readonly grpcUrl?: string;
   readonly network: string;
   /** MEMORY_PACKAGE_ID */
   readonly packageId: string;
@@ -24,27 +34,25 @@ export interface SuiRpcChainOptions {
   readonly walCoinType?: string;
 }
 
-type Fields = Record<string, unknown>;
-/** Object ids per `sui_multiGetObjects` call (the full node's limit). */
-const MULTI_GET_MAX = 50;
+/** gRPC statuses that are the node's answer to this request (rejected); any other is an outage (unavailable). */
+const GRPC_REFUSALS = new Set(["INVALID_ARGUMENT", "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "FAILED_PRECONDITION", "OUT_OF_RANGE"]);
 
-/** A JSON-RPC refusal is the chain's answer (rejected); a transport failure is an outage (unavailable). */
+/** A node's refusal is the chain's answer (rejected); a transport failure is an outage (unavailable). */
 function portError(err: unknown): PortError {
   if (err instanceof PortError) return err;
   const message = err instanceof Error ? err.message : String(err);
-  const rpc = err && typeof err === "object" && "code" in err && typeof (err as { code: unknown }).code === "number";
-  return new PortError(PORT, rpc ? "rejected" : "unavailable", message);
+  const code = err && typeof err === "object" && "code" in err ? (err as { code: unknown }).code : undefined;
+  // JSON-RPC errors carry a numeric code; an HTTP failure or a refused connection has none.
+  const refused = err instanceof RpcError ? GRPC_REFUSALS.has(String(code)) : typeof code === "number";
+  return new PortError(PORT, refused ? "rejected" : "unavailable", message);
 }
 
-const hexOf = (bytes: unknown) => (Array.isArray(bytes) ? Buffer.from(bytes as number[]).toString("hex") : typeof bytes === "string" ? bytes.replace(/^0x/, "") : "");
+const caught = (err: unknown) => Promise.reject(portError(err));
 
-function ownerOf(owner: unknown): ObjectOwner {
-  if (owner && typeof owner === "object") {
-    const o = owner as Record<string, unknown>;
-    if (typeof o.AddressOwner === "string") return { AddressOwner: o.AddressOwner };
-    if (typeof o.ObjectOwner === "string") return { ObjectOwner: o.ObjectOwner };
-    if (o.Shared && typeof o.Shared === "object") return { Shared: { initial_shared_version: String((o.Shared as Fields).initial_shared_version) } };
-  }
+function ownerOf(owner: SuiClientTypes.ObjectOwner | null): ObjectOwner {
+  if (owner?.$kind === "AddressOwner") return { AddressOwner: normalizeSuiAddress(owner.AddressOwner) };
+  if (owner?.$kind === "ObjectOwner") return { ObjectOwner: normalizeSuiAddress(owner.ObjectOwner) };
+  if (owner?.$kind === "Shared") return { Shared: { initial_shared_version: String(owner.Shared.initialSharedVersion) } };
   return "Immutable";
 }
 
@@ -52,19 +60,21 @@ export class SuiRpcChain implements ChainPort, SponsoredChainPort, AccountDirect
   readonly packageId: string;
   readonly network: string;
   readonly target: ChainTarget;
-  private readonly client: SuiJsonRpcClient;
+  readonly transport: ChainTransport;
+  private readonly core: ClientWithCoreApi["core"];
   private readonly walCoinType: string | undefined;
   private accountsTable: string | undefined;
   /** How recordBlob's transactions reach the node: directly, unless withServerTransactions says otherwise. */
   private serverTransactions: ServerTransactions;
 
-  private constructor(client: SuiJsonRpcClient, opts: SuiRpcChainOptions, chainIdentifier: string) {
-    this.client = client;
+  private constructor(client: ClientWithCoreApi, transport: ChainTransport, opts: SuiRpcChainOptions, chainIdentifier: string) {
+    this.core = client.core;
+    this.transport = transport;
     this.packageId = normalizeSuiAddress(opts.packageId);
     this.network = opts.network;
     this.walCoinType = opts.walCoinType;
     this.target = { network: opts.network, chainIdentifier, packageId: this.packageId, registryId: normalizeSuiAddress(opts.registryId) };
-    this.serverTransactions = directTransactions(this.target, (tx) => this.executeBlock(tx));
+    this.serverTransactions = directTransactions(this.target, (tx) => this.executeBlock(tx, {}));
   }
 
   /** This chain with its server-signed writes executed by `wrap(direct)`; everything else is shared with it. */
@@ -76,19 +86,19 @@ export class SuiRpcChain implements ChainPort, SponsoredChainPort, AccountDirect
 
   /** Connects and reads the network's chain identifier (its genesis checkpoint digest), which transactions name. */
   static async connect(opts: SuiRpcChainOptions): Promise<SuiRpcChain> {
-    const client = new SuiJsonRpcClient({ url: opts.rpcUrl, network: opts.network as "localnet" });
-    try {
-      const genesis = await client.getCheckpoint({ id: "0" });
-      return new SuiRpcChain(client, opts, genesis.digest);
-    } catch (err) {
-      throw portError(err);
-    }
+    if (!transportOf(opts)) throw new PortError(PORT, "invalid", "a Sui node URL is required: CHAIN_GRPC_URL or CHAIN_RPC_URL");
+    const { client, transport } = suiNodeClient(opts);
+    const { chainIdentifier } = await client.core.getChainIdentifier().catch(caught);
+    return new SuiRpcChain(client, transport, opts, chainIdentifier);
   }
 
-  private async fields(objectId: string, type: string): Promise<Fields | null> {
-    const o = await this.client.getObject({ id: objectId, options: { showContent: true, showType: true } }).catch((err) => Promise.reject(portError(err)));
-    const content = o.data?.content as { dataType?: string; type?: string; fields?: Fields } | undefined;
-    return content?.dataType === "moveObject" && content.type === type ? (content.fields ?? {}) : null;
+  /** The object's BCS contents when it exists and is of `type`, else null. */
+  private async contents(objectId: string, type: string): Promise<Uint8Array | null> {
+    const { objects } = await this.core.getObjects({ objectIds: [normalizeSuiAddress(objectId)], include: { content: true } }).catch(caught);
+    const o = objects[0];
+    if (o instanceof ObjectError && o.reason === "notFound") return null;
+    if (!o || o instanceof Error) throw portError(o ?? new Error("no object in the answer"));
+    return normalizeStructTag(o.type) === normalizeStructTag(type) ? o.content : null;
   }
 
   /** Needs the account id (the signed x-account-id): a node has no index from a delegate key to its account. */
@@ -103,17 +113,17 @@ export class SuiRpcChain implements ChainPort, SponsoredChainPort, AccountDirect
   /** The MemWalAccount object `accountId`, or null when it is not one of this package. */
   async getAccount(accountId: string): Promise<MemoryAccount | null> {
     const id = normalizeSuiAddress(accountId);
-    const f = await this.fields(id, memWalAccountType(this.packageId));
-    if (!f) return null;
-    const keys = (f.delegate_keys as { fields?: Fields }[] | undefined) ?? [];
+    const bytes = await this.contents(id, memWalAccountType(this.packageId));
+    if (!bytes) return null;
+    const a = parsed(() => MemWalAccountBcs.parse(bytes));
     return {
       id,
-      owner: normalizeSuiAddress(String(f.owner)),
-      active: f.active === true,
-      delegate_keys: keys.map(({ fields: k = {} }) => ({
-        public_key: hexOf(k.public_key).toLowerCase(),
-        sui_address: normalizeSuiAddress(String(k.sui_address)),
-        label: String(k.label ?? ""),
+      owner: normalizeSuiAddress(a.owner),
+      active: a.active,
+      delegate_keys: a.delegate_keys.map((k) => ({
+        public_key: Buffer.from(k.public_key).toString("hex"),
+        sui_address: normalizeSuiAddress(k.sui_address),
+        label: k.label,
         created_at: Number(k.created_at),
       })),
     };
@@ -121,26 +131,28 @@ export class SuiRpcChain implements ChainPort, SponsoredChainPort, AccountDirect
 
   /** The registry's accounts table maps owner → account id (a `Field<address, ID>` whose value is the id). */
   async getAccountByOwner(owner: string): Promise<MemoryAccount | null> {
-    const field = await this.accountsEntry(owner);
-    const accountId = (field?.content as { fields?: { value?: unknown } } | undefined)?.fields?.value;
-    return typeof accountId === "string" ? this.getAccount(accountId) : null;
+    const accountId = await this.accountsEntry(owner);
+    return accountId ? this.getAccount(accountId) : null;
   }
 
   async accountExists(owner: string): Promise<boolean> {
-    return !!(await this.accountsEntry(owner));
+    return (await this.accountsEntry(owner)) !== null;
   }
 
-  private async accountsEntry(owner: string) {
+  /** The owner's account id in the registry's accounts table, or null. */
+  private async accountsEntry(owner: string): Promise<string | null> {
     if (!this.accountsTable) {
-      const registry = await this.fields(this.target.registryId, accountRegistryType(this.packageId));
-      const table = ((registry?.accounts as { fields?: { id?: { id?: string } } } | undefined)?.fields?.id?.id) ?? undefined;
-      if (!table) throw new PortError(PORT, "unavailable", `MEMORY_REGISTRY_ID ${this.target.registryId} is not an AccountRegistry of ${this.packageId}`);
-      this.accountsTable = table;
+      const registry = await this.contents(this.target.registryId, accountRegistryType(this.packageId));
+      if (!registry) throw new PortError(PORT, "unavailable", `MEMORY_REGISTRY_ID ${this.target.registryId} is not an AccountRegistry of ${this.packageId}`);
+      this.accountsTable = normalizeSuiAddress(parsed(() => AccountRegistryBcs.parse(registry)).accounts.id);
     }
-    const field = await this.client
-      .getDynamicFieldObject({ parentId: this.accountsTable, name: { type: "address", value: normalizeSuiAddress(owner) } })
-      .catch((err) => Promise.reject(portError(err)));
-    return field.data ?? null;
+    try {
+      const { dynamicField } = await this.core.getDynamicField({ parentId: this.accountsTable, name: { type: "address", bcs: bcs.Address.serialize(normalizeSuiAddress(owner)).toBytes() } });
+      return normalizeSuiAddress(parsed(() => ObjectIdBcs.parse(dynamicField.value.bcs)));
+    } catch (err) {
+      if (err instanceof ObjectError && err.reason === "notFound") return null;
+      throw portError(err);
+    }
   }
 
   async recordBlob(input: BlobRecordInput & { walletSecretKey: Uint8Array }): Promise<BlobObject> {
@@ -166,19 +178,17 @@ export class SuiRpcChain implements ChainPort, SponsoredChainPort, AccountDirect
       }
       const { digest } = await this.serverTransactions.execute(kind, walletSecretKey);
       // A sponsored execution answers with the digest only: the created objects are read from the transaction.
-      const executed = await this.client.waitForTransaction({ digest, options: { showObjectChanges: true } }).catch((err) => Promise.reject(portError(err)));
-      const created = (executed.objectChanges ?? []).flatMap((c) => (c.type === "created" && c.objectType === memoryBlobType(this.packageId) ? [c.objectId] : []));
-      // Created objects are not listed in call order: each is matched to its record by its fields.
-      const objects = [];
-      for (let i = 0; i < created.length; i += MULTI_GET_MAX) {
-        const ids = created.slice(i, i + MULTI_GET_MAX);
-        objects.push(...(await this.client.multiGetObjects({ ids, options: { showContent: true, showOwner: true } }).catch((err) => Promise.reject(portError(err)))));
-      }
+      const executed = await this.core.waitForTransaction({ digest, include: { objectTypes: true }, timeout: 30_000 }).catch(caught);
+      const tx = executed.Transaction ?? executed.FailedTransaction;
+      const blobType = normalizeStructTag(memoryBlobType(this.packageId));
+      const created = Object.entries(tx.objectTypes ?? {}).flatMap(([id, type]) => (normalizeStructTag(type) === blobType ? [id] : []));
+      // Created objects are not listed in call order: each is matched to its record by its contents.
+      const { objects } = await this.core.getObjects({ objectIds: created, include: { content: true } }).catch(caught);
       for (const o of objects) {
-        const f = (o.data?.content as { fields?: Fields } | undefined)?.fields;
-        const owner = o.data?.owner && typeof o.data.owner === "object" && "AddressOwner" in o.data.owner ? normalizeSuiAddress(o.data.owner.AddressOwner) : undefined;
-        const m = f && missing.find((x) => x.blobId === f.blob_id && x.owner === owner);
-        if (m && o.data) found.set(`${m.owner}/${m.blobId}`, { objectId: o.data.objectId, blobId: m.blobId, owner: m.owner, namespace: m.namespace, packageId: this.packageId, createdAtMs: Number(executed.timestampMs ?? Date.now()), size: m.size });
+        if (o instanceof Error) continue;
+        const blob = this.blobOf(o.objectId, o.content);
+        const m = blob && missing.find((x) => x.blobId === blob.blobId && x.owner === blob.owner);
+        if (m) found.set(`${m.owner}/${m.blobId}`, { ...blob, namespace: m.namespace, size: m.size });
       }
     }
     return wanted.map((w) => {
@@ -188,27 +198,36 @@ export class SuiRpcChain implements ChainPort, SponsoredChainPort, AccountDirect
     });
   }
 
+  /** A MemoryBlob's contents as the port's BlobObject (null when they do not parse). */
+  private blobOf(objectId: string, content: Uint8Array): BlobObject | null {
+    try {
+      const f = MemoryBlobBcs.parse(content);
+      return {
+        objectId: normalizeSuiAddress(objectId),
+        blobId: f.blob_id,
+        owner: normalizeSuiAddress(f.owner),
+        namespace: f.namespace,
+        packageId: normalizeSuiAddress(f.package_id),
+        createdAtMs: Number(f.created_at),
+        size: Number(f.size),
+      };
+    } catch {
+      return null;
+    }
+  }
+
   async listBlobs(owner: string, opts: { namespace?: string; limit: number }): Promise<BlobObject[]> {
     const out: BlobObject[] = [];
-    let cursor: string | null | undefined;
+    let cursor: string | null = null;
     do {
-      const page = await this.client
-        .getOwnedObjects({ owner: normalizeSuiAddress(owner), filter: { StructType: memoryBlobType(this.packageId) }, options: { showContent: true }, cursor })
-        .catch((err) => Promise.reject(portError(err)));
-      for (const item of page.data) {
-        const f = (item.data?.content as { fields?: Fields } | undefined)?.fields;
-        if (!f || (opts.namespace !== undefined && f.namespace !== opts.namespace)) continue;
-        out.push({
-          objectId: item.data!.objectId,
-          blobId: String(f.blob_id),
-          owner: normalizeSuiAddress(String(f.owner ?? owner)),
-          namespace: String(f.namespace),
-          packageId: normalizeSuiAddress(String(f.package_id)),
-          createdAtMs: Number(f.created_at),
-          size: Number(f.size),
-        });
+      const page: SuiClientTypes.ListOwnedObjectsResponse<{ content: true }> = await this.core
+        .listOwnedObjects({ owner: normalizeSuiAddress(owner), type: memoryBlobType(this.packageId), include: { content: true }, cursor })
+        .catch(caught);
+      for (const item of page.objects) {
+        const blob = this.blobOf(item.objectId, item.content);
+        if (blob && (opts.namespace === undefined || blob.namespace === opts.namespace)) out.push(blob);
       }
-      cursor = page.hasNextPage ? page.nextCursor : null;
+      cursor = page.hasNextPage ? page.cursor : null;
     } while (cursor);
     return out.sort((a, b) => b.createdAtMs - a.createdAtMs).slice(0, opts.limit);
   }
@@ -218,42 +237,50 @@ export class SuiRpcChain implements ChainPort, SponsoredChainPort, AccountDirect
     const tokens: [string, string][] = [["SUI", SUI], ...(this.walCoinType ? [["WAL", this.walCoinType] as [string, string]] : [])];
     const balances: Record<string, bigint> = {};
     for (const [token, coinType] of tokens) {
-      const b = await this.client.getBalance({ owner, coinType }).catch((err) => Promise.reject(portError(err)));
-      balances[token] = BigInt(b.totalBalance);
+      const { balance } = await this.core.getBalance({ owner, coinType }).catch(caught);
+      balances[token] = BigInt(balance.balance);
     }
     return { address: owner, balances };
   }
 
   async execute(tx: SignedTx): Promise<ExecutedTx> {
-    const executed = await this.executeBlock(tx);
-    const ids = (executed.objectChanges ?? []).flatMap((c) => (c.type === "created" || c.type === "mutated" ? [c.objectId] : []));
+    const executed = await this.executeBlock(tx, { objectTypes: true });
+    const ids = Object.keys(executed.objectTypes ?? {});
     const objects = (await Promise.all(ids.map((id) => this.getObject(id)))).filter((o): o is StoredObject => o !== null);
     return { digest: executed.digest, objects };
   }
 
+  /**
+   * An object with its field values as the node renders them as JSON (the console reads them). The shape of that JSON
+   * is the node's: a JSON-RPC node nests structs as {type, fields}; the local ledger answers both APIs with its own.
+   */
   async getObject(objectId: string): Promise<StoredObject | null> {
-    const o = await this.client
-      .getObject({ id: normalizeSuiAddress(objectId), options: { showContent: true, showType: true, showOwner: true, showPreviousTransaction: true } })
-      .catch((err) => Promise.reject(portError(err)));
-    if (!o.data) return null;
-    const content = o.data.content as { fields?: Fields } | undefined;
+    const { objects } = await this.core.getObjects({ objectIds: [normalizeSuiAddress(objectId)], include: { json: true, previousTransaction: true } }).catch(caught);
+    const o = objects[0];
+    if (o instanceof ObjectError && o.reason === "notFound") return null;
+    if (!o || o instanceof Error) throw portError(o ?? new Error("no object in the answer"));
     return {
-      object_id: o.data.objectId,
-      type: String(o.data.type),
-      version: String(o.data.version),
-      owner: ownerOf(o.data.owner),
-      fields: content?.fields ?? {},
-      previous_transaction: String(o.data.previousTransaction ?? ""),
+      object_id: normalizeSuiAddress(o.objectId),
+      type: o.type,
+      version: String(o.version),
+      owner: ownerOf(o.owner),
+      fields: o.json ?? {},
+      previous_transaction: String(o.previousTransaction ?? ""),
     };
   }
 
-  private async executeBlock(tx: SignedTx) {
-    try {
-      const r = await this.client.executeTransactionBlock({ transactionBlock: tx.tx_bytes, signature: [...tx.signatures], options: { showEffects: true, showObjectChanges: true } });
-      if (r.effects?.status.status !== "success") throw new PortError(PORT, "rejected", r.effects?.status.error ?? "transaction failed");
-      return r;
-    } catch (err) {
-      throw portError(err);
-    }
+  private async executeBlock<I extends SuiClientTypes.TransactionInclude>(tx: SignedTx, include: I) {
+    const r = await this.core.executeTransaction({ transaction: fromBase64(tx.tx_bytes), signatures: [...tx.signatures], include }).catch(caught);
+    if (r.FailedTransaction) throw new PortError(PORT, "rejected", r.FailedTransaction.status.error?.message ?? "transaction failed");
+    return r.Transaction;
+  }
+}
+
+/** Parses a node's object contents; contents of another layout mean the node is not serving this package. */
+function parsed<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (err) {
+    throw new PortError(PORT, "unavailable", `unexpected object contents: ${err instanceof Error ? err.message : String(err)}`);
   }
 }

@@ -46,7 +46,10 @@ export interface LocalEncryptionStackOptions {
 
 export interface LocalEncryptionStack {
   readonly packageId: string;
+  /** The ledger's JSON-RPC endpoint. */
   readonly rpcUrl: string;
+  /** The ledger's gRPC-web endpoint (the same listener as rpcUrl when this stack started it): CHAIN_GRPC_URL. */
+  readonly grpcUrl: string;
   /** What the RPC server reads. */
   readonly objects: ObjectSource;
   /** The ChainObject registry when no ledger was given (tests put extra objects here). */
@@ -97,6 +100,7 @@ export async function startLocalEncryptionStack(opts: LocalEncryptionStackOption
   return {
     packageId,
     rpcUrl: opts.rpcUrl ?? rpc!.url,
+    grpcUrl: opts.rpcUrl ?? rpc!.grpcUrl,
     objects,
     registry,
     cluster,

@@ -1,14 +1,14 @@
 // Adapts the local ledger's object registry (put_object records: {object_id, type, version, owner, fields, bcs?},
 // dynamic fields stored by name with their `0x2::dynamic_field::Field` object at the derived id) to the
-// ObjectSource the JSON-RPC server reads. Structural: it names only the reads it uses, not the ledger's internals.
+// ObjectSource the RPC listener serves (JSON-RPC and gRPC). Structural: it names only the reads it uses, not the ledger's internals.
 
-import { accountRegistryType, memWalAccountType } from "../../../../schemas/chain.ts";
+import { accountRegistryType, memoryBlobType, memWalAccountType } from "../../../../schemas/chain.ts";
 import { fromBase64, normalizeSuiAddress } from "@mysten/sui/utils";
-import { bcs } from "@mysten/sui/bcs";
 import type { Account } from "../model.ts";
 import { normalizedMoveFunctions } from "../move-calls.ts";
-import { blake2b } from "@noble/hashes/blake2.js";
-import { digestOf, dynamicFieldObject, moveObject, packageObject, sealApproveFunction, type ChainObject, type ChainOwner, type DynamicFieldName, type NormalizedMoveFunction, type ObjectSource } from "./objects.ts";
+import { localRegistryTableId } from "../transaction-data.ts";
+import { AccountRegistryBcs, MemoryBlobBcs, MemWalAccountBcs } from "../../move-layouts.ts";
+import { digestOf, dynamicFieldId, moveObject, packageObject, sealApproveFunction, type ChainObject, type ChainOwner, type DynamicFieldName, type NormalizedMoveFunction, type ObjectSource } from "./objects.ts";
 
 export type LedgerOwner = { AddressOwner: string } | { ObjectOwner: string } | { Shared: { initial_shared_version: string | number } } | "Immutable";
 
@@ -40,6 +40,26 @@ function digestFor(o: LedgerStoredObject): string {
   return digestOf("ledger", o.object_id, "\n", String(o.version), "\n", o.bcs ?? "");
 }
 
+/**
+ * The Move contents of a stored object: its stored BCS, or for a memory blob (the ledger keeps its fields only) the
+ * BCS of those fields, which is what a node returns and what the chain port parses.
+ */
+function contentsOf(o: LedgerStoredObject, fields: Record<string, unknown>): Uint8Array {
+  if (o.bcs !== undefined) return fromBase64(o.bcs);
+  if (typeof o.owner === "object" && "AddressOwner" in o.owner && typeof fields.package_id === "string" && o.type === memoryBlobType(fields.package_id)) {
+    return MemoryBlobBcs.serialize({
+      id: o.object_id,
+      owner: o.owner.AddressOwner,
+      blob_id: String(fields.blob_id),
+      namespace: String(fields.namespace),
+      package_id: String(fields.package_id),
+      size: String(fields.size),
+      created_at: String(fields.created_at),
+    }).toBytes();
+  }
+  return new Uint8Array();
+}
+
 export function fromLedgerObject(o: LedgerStoredObject): ChainObject {
   const isPackage = o.type === "package";
   const fields = (o.fields ?? {}) as Record<string, unknown>;
@@ -49,17 +69,13 @@ export function fromLedgerObject(o: LedgerStoredObject): ChainObject {
     digest: digestFor(o),
     type: o.type,
     owner: owner(o.owner),
-    contents: o.bcs !== undefined ? fromBase64(o.bcs) : isPackage ? undefined : new Uint8Array(),
+    contents: isPackage && o.bcs === undefined ? undefined : contentsOf(o, fields),
     hasPublicTransfer: false,
     previousTransaction: o.previous_transaction,
     fields: isPackage ? undefined : fields,
     functions: isPackage ? (fields.functions as Record<string, NormalizedMoveFunction> | undefined) : undefined,
   };
 }
-
-const DelegateKeyBcs = bcs.struct("DelegateKey", { public_key: bcs.vector(bcs.u8()), sui_address: bcs.Address, label: bcs.String, created_at: bcs.u64() });
-/** `account::MemWalAccount` as Move lays it out (a UID is its address). */
-const MemWalAccountBcs = bcs.struct("MemWalAccount", { id: bcs.Address, owner: bcs.Address, delegate_keys: bcs.vector(DelegateKeyBcs), created_at: bcs.u64(), active: bcs.bool() });
 
 /** A ledger account as the shared `account::MemWalAccount` object of `packageId`, contents in BCS and as JSON fields. */
 function accountObject(account: Account, packageId: string): ChainObject {
@@ -80,28 +96,19 @@ function accountObject(account: Account, packageId: string): ChainObject {
   });
 }
 
-/**
- * An ObjectSource over the ledger. `packageIds` are served as version-1 package objects carrying the signatures of
- * the ledger's Move calls and `account::seal_approve` when the ledger has no package object of its own; with `accounts`, the ledger's
- * accounts are served as shared `account::MemWalAccount` objects (what `tx.object(accountId)` and Seal's
- * `seal_approve(id, &account)` resolve).
- */
-/** The account registry's `accounts` table (owner → account id): a fixed id under the registry on the local ledger. */
-function registryTableId(registryId: string): string {
-  return "0x" + Buffer.from(blake2b(new TextEncoder().encode(`${normalizeSuiAddress(registryId)}::accounts`), { dkLen: 32 })).toString("hex");
-}
-
 /** The shared `account::AccountRegistry`, as far as readers use it: the id of its `accounts` table (its size is not tracked). */
 function registryObject(registryId: string, packageId: string): ChainObject {
   const id = normalizeSuiAddress(registryId);
+  const table = localRegistryTableId(id);
   return {
     objectId: id,
     version: "1",
     digest: digestOf("registry", id),
     type: accountRegistryType(normalizeSuiAddress(packageId)),
     owner: { kind: "Shared", initialSharedVersion: "1" },
+    contents: AccountRegistryBcs.serialize({ id, accounts: { id: table, size: "0" } }).toBytes(),
     hasPublicTransfer: false,
-    fields: { id: { id }, accounts: { type: "0x2::table::Table<address, 0x2::object::ID>", fields: { id: { id: registryTableId(id) } } } },
+    fields: { id: { id }, accounts: { type: "0x2::table::Table<address, 0x2::object::ID>", fields: { id: { id: table } } } },
   };
 }
 
@@ -109,9 +116,14 @@ export interface LedgerAccounts {
   readonly packageId: string;
   readonly registryId: string;
   getAccount(id: string): Promise<Account | null>;
-  getAccountByOwner(owner: string): Promise<Account | null>;
 }
 
+/**
+ * An ObjectSource over the ledger. `packageIds` are served as version-1 package objects carrying the signatures of
+ * the ledger's Move calls and `account::seal_approve` when the ledger has no package object of its own; with `accounts`, the ledger's
+ * accounts are served as shared `account::MemWalAccount` objects (what `tx.object(accountId)` and Seal's
+ * `seal_approve(id, &account)` resolve). The registry's owner → account entries are ledger objects at their derived ids.
+ */
 export function ledgerObjectSource(ledger: LedgerObjectReader, opts: { packageIds?: readonly string[]; accounts?: LedgerAccounts } = {}): ObjectSource {
   const packages = new Map((opts.packageIds ?? []).map((p) => [normalizeSuiAddress(p), packageObject(p, { ...normalizedMoveFunctions(p), "account::seal_approve": sealApproveFunction(p) })]));
   return {
@@ -126,12 +138,8 @@ export function ledgerObjectSource(ledger: LedgerObjectReader, opts: { packageId
       return packages.get(id) ?? null;
     },
     async getDynamicField(parentId: string, name: DynamicFieldName): Promise<ChainObject | null> {
-      const accounts = opts.accounts;
-      if (accounts && normalizeSuiAddress(parentId) === registryTableId(accounts.registryId) && name.type === "address" && name.bcs.length === 32) {
-        const account = await accounts.getAccountByOwner("0x" + Buffer.from(name.bcs).toString("hex"));
-        if (!account) return null;
-        return dynamicFieldObject({ parentId, name, valueType: "0x2::object::ID", valueBcs: bcs.Address.serialize(account.id).toBytes(), json: { name: account.owner, value: account.id } });
-      }
+      const atDerivedId = await ledger.getObject(dynamicFieldId(parentId, name));
+      if (atDerivedId) return fromLedgerObject(atDerivedId);
       const f = await ledger.getDynamicField(normalizeSuiAddress(parentId), { type: name.type, bcs: Buffer.from(name.bcs).toString("base64") });
       if (!f?.field_id) return null;
       const o = await ledger.getObject(f.field_id);

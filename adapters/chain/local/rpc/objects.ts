@@ -121,8 +121,6 @@ export function dynamicFieldObject(input: {
   valueType: string;
   valueBcs: Uint8Array;
   version?: string;
-  /** Name and value as a node shows them in `showContent` (`{id, name, value}`), for readers of the JSON fields. */
-  json?: { name: unknown; value: unknown };
 }): ChainObject {
   const fieldId = dynamicFieldId(input.parentId, input.name);
   const idBytes = Buffer.from(fieldId.slice(2), "hex");
@@ -136,7 +134,6 @@ export function dynamicFieldObject(input: {
     contents,
     owner: { kind: "ObjectOwner", address: normalizeSuiAddress(input.parentId) },
     version: input.version,
-    fields: input.json ? { id: { id: fieldId }, name: input.json.name, value: input.json.value } : undefined,
   });
 }
 

@@ -13,6 +13,9 @@
 //
 // Everything else answers JSON-RPC error -32601. Objects come from an injected ObjectSource. `routes` lets a service
 // beside the node share the listener (the local sponsorship provider's /v1/transaction-blocks/sponsor).
+//
+// The same listener answers Sui's gRPC API as gRPC-web (grpc-services.ts; requests with a grpc-web content type at
+// /sui.rpc.v2.<Service>/<Method>), so `grpcUrl` (= `url`) is what CHAIN_GRPC_URL names.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -20,6 +23,8 @@ import { fromBase58, fromBase64, isValidSuiObjectId, normalizeSuiAddress } from 
 import type { ChainObject, ChainOwner, DynamicFieldName, ObjectSource } from "./objects.ts";
 import { RpcError, transactionMethods, type LedgerTransactions } from "./transactions.ts";
 import { chainIdentifierDigest } from "../transaction-data.ts";
+import { GRPC_WEB_CORS, grpcWebRoute } from "./grpc-web.ts";
+import { ledgerGrpcMethods } from "./grpc-services.ts";
 
 export interface ChainRpcServerOptions {
   readonly objects: ObjectSource;
@@ -36,7 +41,10 @@ export interface ChainRpcServerOptions {
 }
 
 export interface ChainRpcServerHandle {
+  /** The JSON-RPC endpoint. */
   readonly url: string;
+  /** The gRPC-web endpoint (the same listener): a SuiGrpcClient's baseUrl, CHAIN_GRPC_URL. */
+  readonly grpcUrl: string;
   readonly server: Server;
   close(): Promise<void>;
 }
@@ -56,7 +64,7 @@ const JSON_RPC_VERSION = "1.60.0";
 const CORS = {
   "access-control-allow-origin": "*",
   "access-control-allow-methods": "POST, GET, OPTIONS",
-  "access-control-allow-headers": "content-type, client-sdk-type, client-sdk-version, client-target-api-version, client-request-method",
+  "access-control-allow-headers": `content-type, client-sdk-type, client-sdk-version, client-target-api-version, client-request-method, ${GRPC_WEB_CORS.allowHeaders}`,
 } as const;
 
 function ownerJson(owner: ChainOwner): unknown {
@@ -185,8 +193,11 @@ export async function startChainRpcServer(opts: ChainRpcServerOptions): Promise<
     res.end(text);
   }
 
+  const grpc = grpcWebRoute(ledgerGrpcMethods({ objects: source, transactions: opts.transactions, chainName: opts.chainName ?? "memrelay-local", chainIdentifier: checkpointDigest }), { maxBodyBytes: maxBody, cors: CORS });
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (opts.routes && (await opts.routes(req, res))) return;
+    if (await grpc(req, res)) return;
     if (req.method === "OPTIONS") {
       res.writeHead(204, { ...CORS, "access-control-max-age": "600" });
       return void res.end();
@@ -224,8 +235,10 @@ export async function startChainRpcServer(opts: ChainRpcServerOptions): Promise<
     server.listen(opts.port ?? 0, opts.host ?? "127.0.0.1", () => resolve());
   });
   const addr = server.address() as AddressInfo;
+  const url = `http://${addr.address.includes(":") ? `[${addr.address}]` : addr.address}:${addr.port}`;
   return {
-    url: `http://${addr.address.includes(":") ? `[${addr.address}]` : addr.address}:${addr.port}`,
+    url,
+    grpcUrl: url,
     server,
     close: () =>
       new Promise<void>((resolve) => {

@@ -35,12 +35,12 @@ interface BlockOptions {
   showBalanceChanges?: boolean;
 }
 
-const SUI = "0x2::sui::SUI";
+export const SUI = "0x2::sui::SUI";
 /** Coin types of the ledger's tokens; WAL is the Walrus token. */
-const COIN_TYPES: Readonly<Record<string, string>> = { SUI, WAL: "0x356a26eb9e012a68958082340d4c4116e7f55615cf27affcff209cf0ae544f59::wal::WAL" };
-const tokenOf = (coinType: string) => Object.entries(COIN_TYPES).find(([, t]) => normalizeStructTag(t) === normalizeStructTag(coinType))?.[0];
+export const COIN_TYPES: Readonly<Record<string, string>> = { SUI, WAL: "0x356a26eb9e012a68958082340d4c4116e7f55615cf27affcff209cf0ae544f59::wal::WAL" };
+export const tokenOf = (coinType: string) => Object.entries(COIN_TYPES).find(([, t]) => normalizeStructTag(t) === normalizeStructTag(coinType))?.[0];
 
-const DIGEST_RE = /^[1-9A-HJ-NP-Za-km-z]{32,64}$/;
+export const DIGEST_RE = /^[1-9A-HJ-NP-Za-km-z]{32,64}$/;
 
 /** SenderSignedData (intent TransactionData v0 Sui) of a signed transaction, base64 — the `rawTransaction` field. */
 function senderSignedData(tx: SignedTx): string {
@@ -53,7 +53,7 @@ function senderSignedData(tx: SignedTx): string {
   ]).toBase64();
 }
 
-function createdObjects(events: readonly ChainEvent[], packageId: string): { objectId: string; objectType: string; owner: unknown }[] {
+export function createdObjects(events: readonly ChainEvent[], packageId: string): { objectId: string; objectType: string; owner: unknown }[] {
   const out: { objectId: string; objectType: string; owner: unknown }[] = [];
   for (const e of events) {
     if (e.type === "AccountCreated") out.push({ objectId: e.account.id, objectType: memWalAccountType(packageId), owner: { Shared: { initial_shared_version: 1 } } });
