@@ -189,6 +189,8 @@ describe("multipart parser", () => {
     [65_536, 100_000, 524_288, 2 * 524_288, 777_777].forEach((end, k) => {
       const n = [1, 2, 9, delimiter.length - 1, 17][k];
       delimiter.copy(payload, end - head.length - n, 0, n);
+      // the random byte after a prefix must not continue it (1 in 256 would complete a 29-byte prefix: a flaky test)
+      if (payload[end - head.length] === delimiter[n]) payload[end - head.length] ^= 0xff;
     });
     const body = Buffer.concat([head, payload, Buffer.from(`\r\n--${boundary}--\r\n`)]);
     for (const chunk of [65_536, 100_000, 524_288, 777_777]) {
