@@ -3,53 +3,114 @@
 // (lexical postings), where the text of array parameters was most of both sides' work.
 import type pg from "pg";
 
-/** Column encoders of the binary copy format (each value: int32 length, then its bytes, big-endian). */
-export type CopyColumn = "int2" | "int4" | "int8";
-const WIDTH: Record<CopyColumn, number> = { int2: 2, int4: 4, int8: 8 };
+/**
+ * Column types of the binary copy format (each value: int32 length, then its bytes, big-endian; null: length -1).
+ * Values: numbers for the integer and float types (int8 must be a safe integer), `timestamptz` as microseconds since
+ * the Unix epoch, `uuid` as its canonical text, `text` as a string, `bytes` as the type's binary form (e.g. halfvec).
+ */
+export type CopyColumn = "int2" | "int4" | "int8" | "float4" | "timestamptz" | "uuid" | "text" | "bytes";
+export type CopyValue = number | string | Buffer | null;
+const FIXED: Partial<Record<CopyColumn, number>> = { int2: 2, int4: 4, int8: 8, float4: 4, timestamptz: 8, uuid: 16 };
 
 const SIGNATURE = Buffer.from("PGCOPY\n\xff\r\n\0", "binary");
+/** Postgres counts time from 2000-01-01 UTC. */
+const PG_EPOCH_US = 946_684_800_000_000;
+const TWO_32 = 4_294_967_296;
 
 /**
- * Encodes rows given as columns (all of one length) of integers. int8 values are JavaScript numbers, so they must be
- * safe integers (term hashes are below 2^48, identities far below 2^53).
+ * Microseconds since the Unix epoch of an RFC 3339 time when JavaScript reads it exactly (the millisecond form of
+ * toISOString); undefined otherwise, and the caller lets Postgres parse the text.
  */
-export function encodeBinaryCopy(types: readonly CopyColumn[], columns: readonly (ArrayLike<number>)[]): Buffer {
+export function exactEpochMicros(iso: string): number | undefined {
+  if (typeof iso !== "string") return undefined;
+  const ms = Date.parse(iso);
+  return Number.isFinite(ms) && new Date(ms).toISOString() === iso ? ms * 1000 : undefined;
+}
+
+/** A uuid in its canonical text form (what the copy encoder takes). */
+export const isCanonicalUuid = (s: unknown): s is string => typeof s === "string" && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s);
+
+/** Encodes rows given as columns (all of one length). */
+export function encodeBinaryCopy(types: readonly CopyColumn[], columns: readonly ArrayLike<CopyValue>[]): Buffer {
   const n = columns[0]?.length ?? 0;
-  const rowBytes = 2 + types.reduce((s, t) => s + 4 + WIDTH[t], 0);
-  const buf = Buffer.allocUnsafe(SIGNATURE.length + 8 + n * rowBytes + 2);
+  let size = SIGNATURE.length + 8 + 2 + n * 2;
+  for (let c = 0; c < types.length; c++) {
+    const fixed = FIXED[types[c]];
+    const col = columns[c];
+    for (let i = 0; i < n; i++) {
+      const v = col[i];
+      size += 4 + (v === null ? 0 : (fixed ?? (typeof v === "string" ? Buffer.byteLength(v) : (v as Buffer).length)));
+    }
+  }
+  const buf = Buffer.allocUnsafe(size);
   // A DataView: the checked Buffer writers cost more than the encoding itself.
   const dv = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   let o = SIGNATURE.copy(buf, 0);
   dv.setInt32(o, 0); // flags
   dv.setInt32(o + 4, 0); // header extension length
   o += 8;
+  const int8 = (v: number) => {
+    // high and low words (no BigInt per value): two's complement of a safe integer
+    dv.setInt32(o, Math.floor(v / TWO_32));
+    dv.setUint32(o + 4, v >>> 0);
+  };
   for (let i = 0; i < n; i++) {
     dv.setInt16(o, types.length);
     o += 2;
     for (let c = 0; c < types.length; c++) {
       const v = columns[c][i];
+      if (v === null) {
+        dv.setInt32(o, -1);
+        o += 4;
+        continue;
+      }
       switch (types[c]) {
         case "int2":
           dv.setInt32(o, 2);
-          dv.setInt16(o + 4, v);
+          dv.setInt16(o + 4, v as number);
           o += 6;
           break;
         case "int4":
           dv.setInt32(o, 4);
-          dv.setInt32(o + 4, v);
+          dv.setInt32(o + 4, v as number);
+          o += 8;
+          break;
+        case "float4":
+          dv.setInt32(o, 4);
+          dv.setFloat32(o + 4, v as number);
           o += 8;
           break;
         case "int8":
+        case "timestamptz":
           dv.setInt32(o, 8);
-          // high and low words (no BigInt per value): two's complement of a safe integer
-          dv.setInt32(o + 4, Math.floor(v / 4_294_967_296));
-          dv.setUint32(o + 8, v >>> 0);
-          o += 12;
+          o += 4;
+          int8(types[c] === "int8" ? (v as number) : (v as number) - PG_EPOCH_US);
+          o += 8;
           break;
+        case "uuid": {
+          dv.setInt32(o, 16);
+          if (!isCanonicalUuid(v)) throw new TypeError("not a canonical uuid");
+          buf.write((v as string).replace(/-/g, ""), o + 4, 16, "hex");
+          o += 20;
+          break;
+        }
+        case "text": {
+          const len = buf.write(v as string, o + 4, "utf8");
+          dv.setInt32(o, len);
+          o += 4 + len;
+          break;
+        }
+        case "bytes": {
+          const b = v as Buffer;
+          dv.setInt32(o, b.length);
+          b.copy(buf, o + 4);
+          o += 4 + b.length;
+          break;
+        }
       }
     }
   }
-  buf.writeInt16BE(-1, o); // trailer
+  dv.setInt16(o, -1); // trailer
   return buf;
 }
 

@@ -22,7 +22,7 @@ import { JOB_EVENTS, type JobIndexed } from "../../schemas/relayer/remember-job.
 import { MEMORY_EVENTS, type MemoryForgotten, type MemoryRestored } from "../../schemas/relayer/memory-maintenance.ts";
 import { isLexicalTerms, type LexicalTerms } from "../../schemas/relayer/lexical.ts";
 import { LEXICAL_SCHEME } from "../../adapters/lexical/keys.ts";
-import { copyBinary, encodeBinaryCopy } from "../../db/copy-binary.ts";
+import { copyBinary, encodeBinaryCopy, exactEpochMicros } from "../../db/copy-binary.ts";
 
 export const LEXICAL_INDEX = "lexical_index";
 
@@ -149,12 +149,6 @@ async function copyPostings(tx: Tx, docs: readonly Placed[], posOf: (doc: number
   await copyBinary(tx, "lexical_postings (ns_id, term, doc, pos, tf, len)", encodeBinaryCopy(["int4", "int8", "int8", "int4", "int2", "int2"], [ns, term, doc, pos, tf, len]));
 }
 
-/** Microseconds since the epoch of an RFC 3339 time, when JavaScript reads it exactly (millisecond precision). */
-function exactMicros(iso: string): number | undefined {
-  const ms = Date.parse(iso);
-  return Number.isFinite(ms) && new Date(ms).toISOString() === iso ? ms * 1000 : undefined;
-}
-
 /** Submission order, as lexical_docs_order sorts: time, position in the request, then the memory id's bytes. */
 const compareOrder = (a: { us: number; position: number; id: string }, b: { us: number; position: number; id: string }) =>
   a.us - b.us || a.position - b.position || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
@@ -174,7 +168,7 @@ async function appendInOrder(tx: Tx, batch: readonly (DocIn & { nsId: number })[
     const id = d.memoryId.toLowerCase();
     if (known.has(id)) continue;
     known.add(id);
-    const us = exactMicros(d.submittedAt);
+    const us = exactEpochMicros(d.submittedAt);
     if (us === undefined) return false;
     fresh.push({ d, us, position: d.position, id });
   }
