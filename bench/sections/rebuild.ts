@@ -27,7 +27,7 @@ async function tableRows(env: BenchEnv): Promise<Map<string, number>> {
 
 /** `memrelay replay all` as a child process with the environment's variables; resolves with its exit code. */
 function replayAll(ctx: Ctx, env: BenchEnv, perModel: [string, number][]): Promise<number | null> {
-  const child = spawn(process.execPath, [join(repoRoot, "bin", "memrelay.mjs"), "replay", "all"], {
+  const child = spawn(process.execPath, [...ctx.workerNodeArgs(), join(repoRoot, "bin", "memrelay.mjs"), "replay", "all"], {
     env: { ...process.env, ...env.workerEnv, LOG_FORMAT: "json" },
     stdio: ["ignore", "ignore", "pipe"],
   });
