@@ -27,6 +27,13 @@ export function exactEpochMicros(iso: string): number | undefined {
   return Number.isFinite(ms) && new Date(ms).toISOString() === iso ? ms * 1000 : undefined;
 }
 
+/**
+ * Batches smaller than this keep their single INSERT … ON CONFLICT statement: the look-up that a COPY needs first
+ * (which rows are taken) is one more round trip, which live batches of a few rows — on the way to a job's "done" —
+ * would pay for nothing. Catch-up batches (a replay) are thousands of rows.
+ */
+export const COPY_MIN_ROWS = 256;
+
 /** A uuid in its canonical text form (what the copy encoder takes). */
 export const isCanonicalUuid = (s: unknown): s is string => typeof s === "string" && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s);
 

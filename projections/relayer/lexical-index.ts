@@ -146,7 +146,30 @@ async function copyPostings(tx: Tx, docs: readonly Placed[], posOf: (doc: number
       i++;
     });
   }
-  await copyBinary(tx, "lexical_postings (ns_id, term, doc, pos, tf, len)", encodeBinaryCopy(["int4", "int8", "int8", "int4", "int2", "int2"], [ns, term, doc, pos, tf, len]));
+  const order = termOrder(ns, term);
+  const cols = [ns, term, doc, pos, tf, len].map((c) => Array.from(order, (k) => c[k]));
+  await copyBinary(tx, "lexical_postings (ns_id, term, doc, pos, tf, len)", encodeBinaryCopy(["int4", "int8", "int8", "int4", "int2", "int2"], cols));
+}
+
+/**
+ * The postings' order in their term index (ns_id, term), to the precision that matters: consecutive inserts land on
+ * the same index pages, not on one random page each (a third less of Postgres's work for a replay's postings). One
+ * native sort of packed keys — the namespace's rank in the batch, the term's top bits, the posting's index — that fit
+ * a double exactly.
+ */
+function termOrder(ns: Int32Array, term: Float64Array): Uint32Array {
+  const n = ns.length;
+  const ranks = new Map([...new Set(ns)].sort((a, b) => a - b).map((id, r) => [id, r] as const));
+  const bits = (x: number) => Math.max(1, Math.ceil(Math.log2(x + 1)));
+  const idxBits = bits(n);
+  const termBits = 53 - bits(ranks.size) - idxBits;
+  const termScale = 2 ** Math.max(0, 48 - termBits); // terms are below 2^48
+  const keys = new Float64Array(n);
+  for (let i = 0; i < n; i++) keys[i] = (ranks.get(ns[i])! * 2 ** termBits + Math.floor(term[i] / termScale)) * 2 ** idxBits + i;
+  keys.sort();
+  const order = new Uint32Array(n);
+  for (let i = 0; i < n; i++) order[i] = keys[i] % 2 ** idxBits;
+  return order;
 }
 
 /** Submission order, as lexical_docs_order sorts: time, position in the request, then the memory id's bytes. */

@@ -10,7 +10,7 @@
 //                           kept across rebuilds (see resetMaintenance)
 import type { Db, Tx } from "../../db/pool.ts";
 import { halfvecArrayBinary, halfvecBinary } from "../../db/halfvec.ts";
-import { copyBinary, encodeBinaryCopy, exactEpochMicros, isCanonicalUuid } from "../../db/copy-binary.ts";
+import { COPY_MIN_ROWS, copyBinary, encodeBinaryCopy, exactEpochMicros, isCanonicalUuid } from "../../db/copy-binary.ts";
 import type { EventEnvelope } from "../../schemas/envelope.ts";
 import type { IndexRow, MemoryForgotten, MemoryRegistered, MemoryRestored } from "../../schemas/relayer/memory-maintenance.ts";
 
@@ -72,7 +72,7 @@ export class RowBatch {
    */
   async flush(tx: Tx): Promise<void> {
     if (!this.length) return;
-    if (!(await this.copyNew(tx))) {
+    if (this.length < COPY_MIN_ROWS || !(await this.copyNew(tx))) {
       // Vectors travel as one binary halfvec[] (db/halfvec.ts), which names its element type by oid.
       const oid = (await tx.query<{ oid: number }>("SELECT 'halfvec'::regtype::oid::int AS oid")).rows[0].oid;
       await tx.query(
