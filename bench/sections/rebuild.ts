@@ -1,5 +1,5 @@
-// Section: rebuild. `memrelay replay all` (every read model: the relayer's, the console's and the blob store's, one
-// after another as an operator recovering would run it) over the main environment's event log, against its floor: a
+// Section: rebuild. `memrelay replay all` (every read model: the relayer's, the console's and the blob store's, at
+// once, as an operator recovering would run it) over the main environment's event log, against its floor: a
 // bare binary COPY of the same rows into the same tables (indexes in place), timed in the same run. Goal (issue 15):
 // the replay reaches at least 0.5× the floor's speed.
 import { spawn } from "node:child_process";
@@ -116,7 +116,7 @@ export async function rebuildSection(ctx: Ctx): Promise<SectionResult> {
       { metric: "replay speed ÷ floor speed", target: `≥ ${REBUILD_TARGET}×`, measured: `${ratio.toFixed(2)}×`, pass: ratio >= REBUILD_TARGET && same },
     ],
     notes: [
-      `The main environment's event log after the synthetic seeding (${int(ctx.synthetic.rows)} job.indexed commits of other owners, plus the real jobs of earlier sections). The projections' worker and the actor host are stopped; \`memrelay replay all\` runs as the operator would (its own process, every read model one after another); its time runs from its start to its exit.`,
+      `The main environment's event log after the synthetic seeding (${int(ctx.synthetic.rows)} job.indexed commits of other owners, plus the real jobs of earlier sections). The projections' worker and the actor host are stopped; \`memrelay replay all\` runs as the operator would (its own process; every read model at once, those of one subject family from one consumer); its time runs from its start to its exit, and its CPU (and that of its Postgres backends) is counted up to their last reading before they exit.`,
       `Read-model tables: those the projections' resets empty (${tables.join(", ")}). Floor: each dumped with \`COPY … TO … (FORMAT binary)\` after the replay, truncated, then copied back with \`COPY … FROM … (FORMAT binary)\` by the server, indexes in place, one table after another.`,
     ],
     data: { events, rows, tables, replaySeconds: replay.seconds, floorSeconds: floor.seconds, ratio, same },
