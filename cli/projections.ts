@@ -6,7 +6,7 @@ import { createPool } from "../db/pool.ts";
 import { DeliverPolicy } from "@nats-io/jetstream";
 import { loadConfig } from "../config/env.ts";
 import { createLogger } from "../config/logger.ts";
-import { ProjectionGroupRunner, migrateCheckpoints, readCheckpoint, resetProjection, type Projection } from "../projections/runtime.ts";
+import { ProjectionGroupRunner, createDeferredIndexes, dropDeferredIndexes, migrateCheckpoints, readCheckpoint, resetProjection, type Projection } from "../projections/runtime.ts";
 import { everyProjection } from "../runtime/read-models.ts";
 import { ProgressBar } from "./progress.ts";
 import { NO_DATABASE_URL } from "./args.ts";
@@ -71,7 +71,9 @@ export async function projectionsCommand(cmd: "replay" | "lag", args: string[], 
     const resume = args.includes("--resume");
     for (const p of selected) {
       await p.migrate(db);
-      if (!resume) await resetProjection(db, p);
+      if (resume) continue;
+      await resetProjection(db, p);
+      await dropDeferredIndexes(db, p);
     }
     const groups = new Map<string, Projection[]>();
     for (const p of selected) groups.set(p.filter, [...(groups.get(p.filter) ?? []), p]);
@@ -101,6 +103,9 @@ export async function projectionsCommand(cmd: "replay" | "lag", args: string[], 
         await runner.stop();
       }),
     );
+    const t1 = Date.now();
+    await createDeferredIndexes(db, selected);
+    if (selected.some((p) => p.deferredIndexes?.length)) console.error(`created the read models' deferred indexes in ${((Date.now() - t1) / 1000).toFixed(1)} s`);
     return 0;
   } finally {
     await db.end();

@@ -85,7 +85,7 @@ export async function rebuildSection(ctx: Ctx): Promise<SectionResult> {
   const rows = tables.reduce((s, t) => s + rebuilt.get(t)!, 0);
   const byModel = perModel.map(([name, sec]) => `${name} ${sec.toFixed(1)} s`).join(", ");
   log(`  ${replay.seconds.toFixed(1)} s (${byModel}): ${tables.map((t) => `${t} ${int(rebuilt.get(t)!)}`).join(", ")}`);
-  log(`  CPU ms per 1,000 rows: ${replay.perOp(rows / 1000)}`);
+  log(`  CPU ms per 1,000 rows: ${replay.perOp(rows / 1000)}; shares of a core: ${replay.cpu}`);
 
   // The floor: the same rows, dumped in binary, copied back into the same (emptied) tables with their indexes.
   const file = (t: string) => `/tmp/memrelay-rebuild-floor-${process.pid}-${t}.bin`;

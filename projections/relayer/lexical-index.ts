@@ -15,7 +15,7 @@
 //                       scans of one range per query term
 // Document frequencies are counted from the postings a query reads (the same index range), so they are exact per
 // namespace and cost no write.
-import { carriesEventTypes, type Projection } from "../runtime.ts";
+import { carriesEventTypes, type DeferredIndex, type Projection } from "../runtime.ts";
 import type { Db, Tx } from "../../db/pool.ts";
 import type { EventEnvelope } from "../../schemas/envelope.ts";
 import { JOB_EVENTS, type JobIndexed } from "../../schemas/relayer/remember-job.ts";
@@ -56,9 +56,17 @@ export async function migrateLexical(db: Db): Promise<void> {
     pos integer NOT NULL,
     tf smallint NOT NULL,
     len smallint NOT NULL)`);
-  await db.query("CREATE INDEX IF NOT EXISTS lexical_postings_term ON lexical_postings (ns_id, term) INCLUDE (pos, tf, len)");
-  await db.query("CREATE INDEX IF NOT EXISTS lexical_postings_doc ON lexical_postings (doc)");
+  for (const ix of LEXICAL_DEFERRED) await db.query(ix.create);
 }
+
+/**
+ * The postings' indexes: a rebuild creates them after the replay (the postings are most of a rebuild's rows). Until
+ * then recall reads the postings without them, and a renumbering (out-of-order documents) finds postings by scanning.
+ */
+const LEXICAL_DEFERRED: readonly DeferredIndex[] = [
+  { name: "lexical_postings_term", create: "CREATE INDEX IF NOT EXISTS lexical_postings_term ON lexical_postings (ns_id, term) INCLUDE (pos, tf, len)" },
+  { name: "lexical_postings_doc", create: "CREATE INDEX IF NOT EXISTS lexical_postings_doc ON lexical_postings (doc)" },
+];
 
 /** One memory to add. */
 interface DocIn {
@@ -297,6 +305,7 @@ export const lexicalIndexProjection: Projection = {
   name: LEXICAL_INDEX,
   filter: "evt.job.>",
   migrate: migrateLexical,
+  deferredIndexes: LEXICAL_DEFERRED,
   // A job's first commit (accepted, uploaded) carries its vector but no terms: not even decoded.
   wants: carriesEventTypes([JOB_EVENTS.indexed, MEMORY_EVENTS.restored, MEMORY_EVENTS.forgotten]),
   reset: async (tx: Tx) => {
