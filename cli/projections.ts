@@ -14,8 +14,9 @@ import { NO_DATABASE_URL } from "./args.ts";
 export const REPLAY_HELP = `memrelay replay [<projection>|all] [--dims N] [--resume]
   Rebuilds read models from the event log, from sequence 1: empties the read models, rewinds their checkpoints and
   follows the log to its end, all of them at once (those following the same subjects read them once, together),
-  with a progress bar each. A running memrelay notices the rewind and rebuilds too. --resume continues an
-  interrupted replay from the read models' checkpoints instead of starting over.
+  with a progress bar each. Secondary indexes of the largest tables are dropped for the replay and created at its
+  end. A running memrelay notices the rewind and rebuilds too. --resume continues an interrupted replay from the
+  read models' checkpoints instead of starting over.
   Projections: memory_index, lexical_index, job_status, alerts, and the developer console's console (spaces, keys,
   buckets, files) and console_access (the access index), and the blob store's blobstore_apps, blobstore_keys,
   blobstore_accounts, blobstore_buckets and blobstore_blobs (default: all). Replaying alerts publishes nothing
