@@ -141,6 +141,7 @@ class LaneFeed {
   lastSeq: number;
   flushing?: Promise<void>;
   private skippedMove?: NodeJS.Timeout;
+  private takers: (() => void)[] = [];
 
   constructor(
     readonly lane: Lane,
@@ -155,16 +156,34 @@ class LaneFeed {
   private async flush(skipped: boolean): Promise<void> {
     const lane = this.lane;
     // Everything up to lastSeq is buffered or was skipped by `wants`, so the batch reaches lastSeq.
-    while ((this.buffer.length || (skipped && this.lastSeq > lane.position)) && !this.failed()) {
-      const batch = this.buffer.splice(0, this.buffer.length);
-      try {
-        await lane.apply(batch, this.lastSeq);
-        if (!this.buffer.length) lane.buffered = 0;
-      } catch (err) {
-        this.fail(err);
+    try {
+      while ((this.buffer.length || (skipped && this.lastSeq > lane.position)) && !this.failed()) {
+        const batch = this.buffer.splice(0, this.buffer.length);
+        this.released();
+        try {
+          await lane.apply(batch, this.lastSeq);
+          if (!this.buffer.length) lane.buffered = 0;
+        } catch (err) {
+          this.fail(err);
+        }
       }
+    } finally {
+      this.released();
     }
     if (this.lastSeq > lane.position && !this.failed()) this.moveSkippedLater();
+  }
+
+  /**
+   * Resolves when the lane next takes its buffer as a batch (or stops flushing): the consumer waits for room, not
+   * for the batch to be applied — waiting for the flush to end held every lane of a shared consumer idle while the
+   * slowest applied its next batch, and left that one idle while the consumer refilled it.
+   */
+  taken(): Promise<void> {
+    return new Promise((r) => this.takers.push(r));
+  }
+
+  private released(): void {
+    for (const r of this.takers.splice(0)) r();
   }
 
   schedule(skipped: boolean): void {
@@ -292,7 +311,7 @@ abstract class FeedRunner {
         let events: readonly EventEnvelope[] | undefined;
         const decode = () => (events ??= decodeCommit(m.data).events);
         for (const f of feeds) f.take(m.seq, m.subject, m.data, decode);
-        for (const f of feeds) if (f.buffer.length >= this.limits.maxBatch && f.flushing) await f.flushing;
+        for (const f of feeds) while (f.buffer.length >= this.limits.maxBatch && f.flushing && !failure) await f.taken();
         if (failure) break;
       }
     } finally {
