@@ -6,7 +6,7 @@ import { createPool } from "../db/pool.ts";
 import { DeliverPolicy } from "@nats-io/jetstream";
 import { loadConfig } from "../config/env.ts";
 import { createLogger } from "../config/logger.ts";
-import { ProjectionGroupRunner, createDeferredIndexes, dropDeferredIndexes, migrateCheckpoints, readCheckpoint, resetProjection, type Projection } from "../projections/runtime.ts";
+import { ProjectionGroupRunner, migrateCheckpoints, readCheckpoint, resetProjection, type Projection } from "../projections/runtime.ts";
 import { everyProjection } from "../runtime/read-models.ts";
 import { ProgressBar } from "./progress.ts";
 import { NO_DATABASE_URL } from "./args.ts";
@@ -14,8 +14,7 @@ import { NO_DATABASE_URL } from "./args.ts";
 export const REPLAY_HELP = `memrelay replay [<projection>|all] [--dims N] [--resume]
   Rebuilds read models from the event log, from sequence 1: empties the read models, rewinds their checkpoints and
   follows the log to its end, all of them at once (those following the same subjects read them once, together),
-  with a progress bar each. Secondary indexes of the largest tables are dropped for the replay and created at its
-  end. A running memrelay notices the rewind and rebuilds too. --resume continues an interrupted replay from the
+  with a progress bar each. A running memrelay notices the rewind and rebuilds too. --resume continues an interrupted replay from the
   read models' checkpoints instead of starting over.
   Projections: memory_index, lexical_index, job_status, alerts, and the developer console's console (spaces, keys,
   buckets, files) and console_access (the access index), and the blob store's blobstore_apps, blobstore_keys,
@@ -72,9 +71,7 @@ export async function projectionsCommand(cmd: "replay" | "lag", args: string[], 
     const resume = args.includes("--resume");
     for (const p of selected) {
       await p.migrate(db);
-      if (resume) continue;
-      await resetProjection(db, p);
-      await dropDeferredIndexes(db, p);
+      if (!resume) await resetProjection(db, p);
     }
     const groups = new Map<string, Projection[]>();
     for (const p of selected) groups.set(p.filter, [...(groups.get(p.filter) ?? []), p]);
@@ -104,9 +101,6 @@ export async function projectionsCommand(cmd: "replay" | "lag", args: string[], 
         await runner.stop();
       }),
     );
-    const t1 = Date.now();
-    await createDeferredIndexes(db, selected);
-    if (selected.some((p) => p.deferredIndexes?.length)) console.error(`created the read models' deferred indexes in ${((Date.now() - t1) / 1000).toFixed(1)} s`);
     return 0;
   } finally {
     await db.end();

@@ -31,31 +31,10 @@ export interface Projection {
    */
   readonly wants?: (raw: Uint8Array) => boolean;
   /**
-   * Optional: secondary indexes (not unique, not read by `apply` on the in-order path) that a full rebuild drops after
-   * its reset and creates once the log is replayed: one sort instead of an index insert per row. `create` is the
-   * statement `migrate` runs too (CREATE INDEX IF NOT EXISTS), so any restart puts back one that a killed replay left out.
-   */
-  readonly deferredIndexes?: readonly DeferredIndex[];
-  /**
    * Optional: records, in the read model, that a commit's events were set aside (e.g. the jobs they belong to
    * failed). Runs in the transaction that moves the checkpoint past them; must not fail on the data that failed.
    */
   setAside?(tx: Tx, events: readonly StoredEvent[], error: string): Promise<void>;
-}
-
-export interface DeferredIndex {
-  readonly name: string;
-  readonly create: string;
-}
-
-/** Drops a rebuild's deferred indexes (after the reset: the tables are empty). */
-export async function dropDeferredIndexes(db: Db, p: Projection): Promise<void> {
-  for (const ix of p.deferredIndexes ?? []) await db.query(`DROP INDEX IF EXISTS ${ix.name}`);
-}
-
-/** Creates the deferred indexes of the projections, several at once (each a sort of its whole table). */
-export async function createDeferredIndexes(db: Db, projections: readonly Projection[]): Promise<void> {
-  await Promise.all(projections.flatMap((p) => p.deferredIndexes ?? []).map((ix) => db.query(ix.create)));
 }
 
 /**

@@ -374,7 +374,7 @@ describe("hybrid recall over the relayer", () => {
 });
 
 describe("memrelay replay lexical_index", () => {
-  it("rebuilds the same rows, and its postings' indexes, dropped for the replay, come back as they were", async () => {
+  it("rebuilds the same rows, with the same indexes", async () => {
     const db = t.stack.db;
     const rows = async () => ({
       docs: (await db.query("SELECT n.owner, n.namespace, d.memory_id, d.pos, d.len, d.position FROM lexical_docs d JOIN lexical_namespaces n USING (ns_id) ORDER BY d.memory_id")).rows,

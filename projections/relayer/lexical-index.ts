@@ -15,7 +15,7 @@
 //                       scans of one range per query term
 // Document frequencies are counted from the postings a query reads (the same index range), so they are exact per
 // namespace and cost no write.
-import { carriesEventTypes, type DeferredIndex, type Projection } from "../runtime.ts";
+import { carriesEventTypes, type Projection } from "../runtime.ts";
 import type { Db, Tx } from "../../db/pool.ts";
 import type { EventEnvelope } from "../../schemas/envelope.ts";
 import { JOB_EVENTS, type JobIndexed } from "../../schemas/relayer/remember-job.ts";
@@ -56,17 +56,9 @@ export async function migrateLexical(db: Db): Promise<void> {
     pos integer NOT NULL,
     tf smallint NOT NULL,
     len smallint NOT NULL)`);
-  for (const ix of LEXICAL_DEFERRED) await db.query(ix.create);
+  await db.query("CREATE INDEX IF NOT EXISTS lexical_postings_term ON lexical_postings (ns_id, term) INCLUDE (pos, tf, len)");
+  await db.query("CREATE INDEX IF NOT EXISTS lexical_postings_doc ON lexical_postings (doc)");
 }
-
-/**
- * The postings' indexes: a rebuild creates them after the replay (the postings are most of a rebuild's rows). Until
- * then recall reads the postings without them, and a renumbering (out-of-order documents) finds postings by scanning.
- */
-const LEXICAL_DEFERRED: readonly DeferredIndex[] = [
-  { name: "lexical_postings_term", create: "CREATE INDEX IF NOT EXISTS lexical_postings_term ON lexical_postings (ns_id, term) INCLUDE (pos, tf, len)" },
-  { name: "lexical_postings_doc", create: "CREATE INDEX IF NOT EXISTS lexical_postings_doc ON lexical_postings (doc)" },
-];
 
 /** One memory to add. */
 interface DocIn {
@@ -154,30 +146,7 @@ async function copyPostings(tx: Tx, docs: readonly Placed[], posOf: (doc: number
       i++;
     });
   }
-  const order = termOrder(ns, term);
-  const cols = [ns, term, doc, pos, tf, len].map((c) => Array.from(order, (k) => c[k]));
-  await copyBinary(tx, "lexical_postings (ns_id, term, doc, pos, tf, len)", encodeBinaryCopy(["int4", "int8", "int8", "int4", "int2", "int2"], cols));
-}
-
-/**
- * The postings' order in their term index (ns_id, term), to the precision that matters: consecutive inserts land on
- * the same index pages, not on one random page each (a third less of Postgres's work for a replay's postings). One
- * native sort of packed keys — the namespace's rank in the batch, the term's top bits, the posting's index — that fit
- * a double exactly.
- */
-function termOrder(ns: Int32Array, term: Float64Array): Uint32Array {
-  const n = ns.length;
-  const ranks = new Map([...new Set(ns)].sort((a, b) => a - b).map((id, r) => [id, r] as const));
-  const bits = (x: number) => Math.max(1, Math.ceil(Math.log2(x + 1)));
-  const idxBits = bits(n);
-  const termBits = 53 - bits(ranks.size) - idxBits;
-  const termScale = 2 ** Math.max(0, 48 - termBits); // terms are below 2^48
-  const keys = new Float64Array(n);
-  for (let i = 0; i < n; i++) keys[i] = (ranks.get(ns[i])! * 2 ** termBits + Math.floor(term[i] / termScale)) * 2 ** idxBits + i;
-  keys.sort();
-  const order = new Uint32Array(n);
-  for (let i = 0; i < n; i++) order[i] = keys[i] % 2 ** idxBits;
-  return order;
+  await copyBinary(tx, "lexical_postings (ns_id, term, doc, pos, tf, len)", encodeBinaryCopy(["int4", "int8", "int8", "int4", "int2", "int2"], [ns, term, doc, pos, tf, len]));
 }
 
 /** Submission order, as lexical_docs_order sorts: time, position in the request, then the memory id's bytes. */
@@ -305,7 +274,6 @@ export const lexicalIndexProjection: Projection = {
   name: LEXICAL_INDEX,
   filter: "evt.job.>",
   migrate: migrateLexical,
-  deferredIndexes: LEXICAL_DEFERRED,
   // A job's first commit (accepted, uploaded) carries its vector but no terms: not even decoded.
   wants: carriesEventTypes([JOB_EVENTS.indexed, MEMORY_EVENTS.restored, MEMORY_EVENTS.forgotten]),
   reset: async (tx: Tx) => {

@@ -2,7 +2,7 @@
 // derived from owner and blob id), vectors as halfvec. Forget, restore and manual events: memory-maintenance.ts.
 // Recall scans the (owner, namespace) slice exactly: results always equal an exact search, whatever the size
 // of the namespace or the index (a global ANN index with a post-filter returns short lists; see README).
-import { carriesEventTypes, type DeferredIndex, type Projection } from "../runtime.ts";
+import { carriesEventTypes, type Projection } from "../runtime.ts";
 import { inTransaction, type Db, type Tx } from "../../db/pool.ts";
 import { JOB_EVENTS, type JobIndexed } from "../../schemas/relayer/remember-job.ts";
 import { MEMORY_EVENTS } from "../../schemas/relayer/memory-maintenance.ts";
@@ -59,9 +59,6 @@ async function rebuildIfEmbedderChanged(db: Db, dims: number, embedder: string |
   }
 }
 
-/** Created after a rebuild's replay (recall's slice scan and forget read it; the batch insert does not). */
-const MEMORY_DEFERRED: readonly DeferredIndex[] = [{ name: "memories_owner_ns", create: "CREATE INDEX IF NOT EXISTS memories_owner_ns ON memories (owner, namespace)" }];
-
 /** `embedder`: the name of the embedder that makes the vectors (a change of name or dimensions rebuilds the index). */
 export function memoryIndexProjection(dims: number, embedder?: string): Projection {
   return {
@@ -84,7 +81,7 @@ export function memoryIndexProjection(dims: number, embedder?: string): Projecti
       // Checked first: the ALTER takes an exclusive lock, which replicas starting under load should not queue behind.
       const storage = await db.query<{ s: string }>("SELECT attstorage AS s FROM pg_attribute WHERE attrelid = 'memories'::regclass AND attname = 'vector'");
       if (storage.rows[0]?.s !== "p") await db.query("ALTER TABLE memories ALTER COLUMN vector SET STORAGE PLAIN");
-      for (const ix of MEMORY_DEFERRED) await db.query(ix.create);
+      await db.query("CREATE INDEX IF NOT EXISTS memories_owner_ns ON memories (owner, namespace)");
       // One row per blob of an owner: restore inserts only where missing, and a replay keeps that true.
       await db.query("CREATE UNIQUE INDEX IF NOT EXISTS memories_owner_blob_key ON memories (owner, blob_id)");
       await db.query("DROP INDEX IF EXISTS memories_owner_blob");
@@ -96,7 +93,6 @@ export function memoryIndexProjection(dims: number, embedder?: string): Projecti
     },
     // A job's first commit (accepted, uploaded) carries its vector but nothing to index: not even decoded.
     wants: carriesEventTypes([JOB_EVENTS.indexed, MEMORY_EVENTS.registered, MEMORY_EVENTS.restored, MEMORY_EVENTS.forgotten]),
-    deferredIndexes: MEMORY_DEFERRED,
     reset: async (tx: Tx) => {
       await tx.query("TRUNCATE memories");
       await resetMaintenance(tx);
