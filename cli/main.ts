@@ -1,8 +1,6 @@
 // The `memrelay` command: one entry point with a subcommand for everything an operator or a user does.
-import { startCommand, START_HELP } from "./start.ts";
-import { userCommand, USER_HELP } from "./user-commands.ts";
-import { projectionsCommand, REPLAY_HELP } from "./projections.ts";
-import { workerCommand, WORKER_HELP } from "./worker.ts";
+// Each command's module is loaded when it runs: `start` and `worker` load the whole stack, which an operator command
+// such as `replay` should not wait for (it was seconds of every replay).
 import { ConfigError } from "../config/env.ts";
 import { operatorEnv } from "./stack-file.ts";
 
@@ -28,14 +26,14 @@ type Handler = (args: string[]) => Promise<number>;
 // Operator commands find a running `memrelay start` through its stack file when NATS_URL/DATABASE_URL are unset.
 const ops = () => operatorEnv(process.env);
 const commands: Record<string, Handler> = {
-  start: (a) => startCommand(a),
-  remember: (a) => userCommand("remember", a),
-  recall: (a) => userCommand("recall", a),
-  status: (a) => userCommand("status", a),
-  replay: (a) => projectionsCommand("replay", a, ops()),
+  start: async (a) => (await import("./start.ts")).startCommand(a),
+  remember: async (a) => (await import("./user-commands.ts")).userCommand("remember", a),
+  recall: async (a) => (await import("./user-commands.ts")).userCommand("recall", a),
+  status: async (a) => (await import("./user-commands.ts")).userCommand("status", a),
+  replay: async (a) => (await import("./projections.ts")).projectionsCommand("replay", a, ops()),
   restore: async (a) => (await import("./restore.ts")).restoreCommand(a, ops()),
-  lag: (a) => projectionsCommand("lag", a, ops()),
-  worker: (a) => workerCommand(a),
+  lag: async (a) => (await import("./projections.ts")).projectionsCommand("lag", a, ops()),
+  worker: async (a) => (await import("./worker.ts")).workerCommand(a),
   blobstore: async (a) => (await import("./blobstore.ts")).blobstoreCommand(a, ops()),
   console: async (a) => (await import("./console.ts")).consoleCommand(a, ops()),
   alerts: async (a) => (await import("./alerts.ts")).alertsCommand(a, ops()),
@@ -44,7 +42,7 @@ const commands: Record<string, Handler> = {
 export async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
   if (!cmd || cmd === "--help" || cmd === "-h" || cmd === "help") {
-    console.log(cmd === "help" && rest[0] ? helpFor(rest[0]) : HELP);
+    console.log(cmd === "help" && rest[0] ? await helpFor(rest[0]) : HELP);
     return 0;
   }
   const handler = commands[cmd];
@@ -64,10 +62,10 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-function helpFor(cmd: string): string {
-  if (cmd === "start") return START_HELP;
-  if (cmd === "replay" || cmd === "lag") return REPLAY_HELP;
-  if (cmd === "worker") return WORKER_HELP;
-  if (["remember", "recall", "status"].includes(cmd)) return USER_HELP;
+async function helpFor(cmd: string): Promise<string> {
+  if (cmd === "start") return (await import("./start.ts")).START_HELP;
+  if (cmd === "replay" || cmd === "lag") return (await import("./projections.ts")).REPLAY_HELP;
+  if (cmd === "worker") return (await import("./worker.ts")).WORKER_HELP;
+  if (["remember", "recall", "status"].includes(cmd)) return (await import("./user-commands.ts")).USER_HELP;
   return HELP;
 }

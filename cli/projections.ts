@@ -6,15 +6,16 @@ import { createPool } from "../db/pool.ts";
 import { DeliverPolicy } from "@nats-io/jetstream";
 import { loadConfig } from "../config/env.ts";
 import { createLogger } from "../config/logger.ts";
-import { ProjectionRunner, migrateCheckpoints, readCheckpoint, resetProjection, type Projection } from "../projections/runtime.ts";
+import { ProjectionGroupRunner, migrateCheckpoints, readCheckpoint, resetProjection, type Projection } from "../projections/runtime.ts";
 import { everyProjection } from "../runtime/read-models.ts";
 import { ProgressBar } from "./progress.ts";
 import { NO_DATABASE_URL } from "./args.ts";
 
-export const REPLAY_HELP = `memrelay replay [<projection>|all] [--dims N]
+export const REPLAY_HELP = `memrelay replay [<projection>|all] [--dims N] [--resume]
   Rebuilds read models from the event log, from sequence 1: empties the read models, rewinds their checkpoints and
-  follows the log to its end, all of them at once, with a progress bar each. A running memrelay notices the rewind
-  and rebuilds too.
+  follows the log to its end, all of them at once (those following the same subjects read them once, together),
+  with a progress bar each. A running memrelay notices the rewind and rebuilds too. --resume continues an interrupted replay from the
+  read models' checkpoints instead of starting over.
   Projections: memory_index, lexical_index, job_status, alerts, and the developer console's console (spaces, keys,
   buckets, files) and console_access (the access index), and the blob store's blobstore_apps, blobstore_keys,
   blobstore_accounts, blobstore_buckets and blobstore_blobs (default: all). Replaying alerts publishes nothing
@@ -63,26 +64,41 @@ export async function projectionsCommand(cmd: "replay" | "lag", args: string[], 
       for (const [key, n] of await deadLetterCounts(log)) if (key.startsWith("actor.")) console.log(`${("actor " + key.slice(6)).padEnd(18)} set aside ${n} commands (dead letters)`);
       return 0;
     }
-    // Every selected read model is emptied first, then all rebuild at once: they are independent (each its own
-    // consumer, transactions and checkpoint), so together they use both the machine's cores and Postgres' concurrency.
+    // Every selected read model is emptied first (unless an interrupted replay is resumed from its checkpoints), then
+    // all rebuild at once: the ones that follow the same subjects share one consumer (each commit crosses the
+    // connection and is decoded once), and each applies and checkpoints in its own transactions, so together they
+    // use both the machine's cores and Postgres' concurrency.
+    const resume = args.includes("--resume");
     for (const p of selected) {
       await p.migrate(db);
-      await resetProjection(db, p);
+      if (!resume) await resetProjection(db, p);
     }
+    const groups = new Map<string, Projection[]>();
+    for (const p of selected) groups.set(p.filter, [...(groups.get(p.filter) ?? []), p]);
     const t0 = Date.now();
+    const logger = createLogger({ format: config.logFormat });
     await Promise.all(
-      selected.map(async (p) => {
-        const runner = new ProjectionRunner(log, db, p, createLogger({ format: config.logFormat }));
-        const bar = new ProgressBar(`replay ${p.name}`);
+      [...groups.values()].map(async (projections) => {
+        const runner = new ProjectionGroupRunner(log, db, projections, logger, config.network);
+        const bars = new Map(projections.map((p) => [p.name, new ProgressBar(`replay ${p.name}`)]));
+        const done = new Set<string>();
         await runner.start();
-        while (runner.pending > 0) {
-          if (Number.isFinite(runner.pending)) bar.update(runner.checkpoint, runner.checkpoint + runner.pending, "sequence");
+        // Each read model is reported when it reaches the log's end; the runner stops when all have.
+        while (done.size < projections.length) {
           await new Promise((r) => setTimeout(r, 100));
+          for (const { name, checkpoint, pending } of runner.progress()) {
+            if (done.has(name) || !Number.isFinite(pending)) continue;
+            const bar = bars.get(name)!;
+            if (pending > 0) {
+              bar.update(checkpoint, checkpoint + pending, "sequence");
+              continue;
+            }
+            done.add(name);
+            bar.update(checkpoint, checkpoint, "sequence");
+            bar.finish(`replayed ${name} to sequence ${checkpoint} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+          }
         }
         await runner.stop();
-        const events = runner.checkpoint;
-        bar.update(events, events, "sequence");
-        bar.finish(`replayed ${p.name} to sequence ${events} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
       }),
     );
     return 0;

@@ -10,9 +10,13 @@ const u32 = new Uint32Array(f32.buffer);
 
 /** IEEE 754 binary16 bits of `x`, rounded as pgvector does; throws for values a halfvec cannot hold. */
 export function toHalfBits(x: number): number {
-  if (x === 0) return 0; // −0 as +0, as decimal literals written from JavaScript ("" + -0 is "0") always stored it
   f32[0] = x;
-  const b = u32[0];
+  return halfOfFloat32Bits(u32[0], x);
+}
+
+/** binary16 bits of a float32 given by its bits `b` (`x`: the value it came from, for errors and −0). */
+function halfOfFloat32Bits(b: number, x: number): number {
+  if (x === 0) return 0; // −0 as +0, as decimal literals written from JavaScript ("" + -0 is "0") always stored it
   const sign = (b >>> 16) & 0x8000;
   const exp = (b >>> 23) & 0xff;
   const mant = b & 0x7fffff;
@@ -39,10 +43,21 @@ export function toHalfBits(x: number): number {
 
 /** One halfvec value: int16 dimensions, int16 unused (0), then each dimension as big-endian binary16. */
 export function halfvecBinary(v: ArrayLike<number>): Buffer {
-  const out = Buffer.allocUnsafe(4 + 2 * v.length);
-  out.writeInt16BE(v.length, 0);
-  out.writeInt16BE(0, 2);
-  for (let i = 0; i < v.length; i++) out.writeUInt16BE(toHalfBits(v[i]), 4 + 2 * i);
+  const n = v.length;
+  const out = Buffer.allocUnsafe(4 + 2 * n);
+  out[0] = (n >>> 8) & 0xff;
+  out[1] = n & 0xff;
+  out[2] = 0;
+  out[3] = 0;
+  // Rounded to float32 in one native pass (strtof's step), then each to half precision; bytes stored directly (the
+  // checked Buffer writers were a large share of a replay's CPU).
+  const f = Float32Array.from(v);
+  const bits = new Uint32Array(f.buffer, f.byteOffset, n);
+  for (let i = 0, o = 4; i < n; i++, o += 2) {
+    const h = halfOfFloat32Bits(bits[i], v[i]);
+    out[o] = h >>> 8;
+    out[o + 1] = h & 0xff;
+  }
   return out;
 }
 

@@ -7,13 +7,13 @@
 import { DeliverPolicy } from "@nats-io/jetstream";
 import type { EventLog } from "../eventlog/connection.ts";
 import { decodeCommit } from "../eventlog/event-store.ts";
-import { STREAMS, projectionAppliedSubject } from "../eventlog/subjects.ts";
-import type { StoredEvent } from "../schemas/envelope.ts";
-import { inTransaction, prepared, type Db, type Tx } from "../db/pool.ts";
+import { STREAMS } from "../eventlog/subjects.ts";
+import type { EventEnvelope, StoredEvent } from "../schemas/envelope.ts";
+import { inTransaction, type Db, type Tx } from "../db/pool.ts";
 import type { Logger } from "../config/logger.ts";
-import { deadLetterRecord, setAside } from "../eventlog/dead-letter.ts";
-import { isUnavailable } from "../adapters/unavailable.ts";
-import { storableText } from "../schemas/text.ts";
+import { CheckpointMoved, Lane } from "./lane.ts";
+
+export { MAX_APPLY_ATTEMPTS } from "./lane.ts";
 
 export interface Projection {
   readonly name: string;
@@ -94,7 +94,6 @@ export async function resetProjection(db: Db, p: Projection): Promise<void> {
   });
 }
 
-class CheckpointMoved extends Error {}
 
 const MAX_BATCH = 2_000;
 /**
@@ -105,48 +104,119 @@ const MAX_BATCH = 2_000;
 const SKIPPED_MOVE_DELAY_MS = 100;
 const CHECKPOINT_POLL_MS = 1_000;
 const PULL_MAX_MESSAGES = 512;
-/** Attempts at one commit before it is set aside. */
-export const MAX_APPLY_ATTEMPTS = 3;
 
-/** SQLSTATEs a retry resolves: serialization failure and deadlock (class 40), lock not available, query cancelled. */
-const RETRYABLE_SQLSTATE = /^(40|55P03|57014)/;
-/** A failure that retrying cannot fix: not an unavailable backing service, not a transient conflict, not another runner's move. */
-const isPoison = (err: unknown) =>
-  !(err instanceof CheckpointMoved) && !isUnavailable(err) && !RETRYABLE_SQLSTATE.test(String((err as { code?: unknown })?.code ?? ""));
-const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
+/** How much a runner takes at once: live defaults, or larger for a catch-up (replay). */
+export interface FeedLimits {
+  /** Events a lane buffers before the consumer waits for its batch to be applied. */
+  readonly maxBatch: number;
+  /** Messages pulled from JetStream at once. */
+  readonly pullMessages: number;
+}
+const LIVE: FeedLimits = { maxBatch: MAX_BATCH, pullMessages: PULL_MAX_MESSAGES };
 
-export class ProjectionRunner {
-  private stopped = false;
-  private position = 0;
-  /** Matching events the log still holds beyond what was received (from the consumer's delivery info). */
-  private backlog = Number.POSITIVE_INFINITY;
-  private buffered = 0;
-  private stopCurrent?: () => void;
-  private readonly waiters = new Set<{ seq: number; resolve: () => void }>();
+/** One lane's share of a consumer: what it buffered, how far it read, its flush in progress. */
+class LaneFeed {
+  readonly buffer: StoredEvent[] = [];
+  lastSeq: number;
+  flushing?: Promise<void>;
+  private skippedMove?: NodeJS.Timeout;
+  private takers: (() => void)[] = [];
 
   constructor(
-    private readonly log: EventLog,
-    private readonly db: Db,
-    readonly projection: Projection,
-    private readonly logger: Logger,
-    /** Chain network named in dead-letter alerts. */
-    private readonly network = "local",
-  ) {}
-
-  /** Events not yet applied; 0 means caught up with the log. */
-  get pending(): number {
-    return this.backlog + this.buffered;
+    readonly lane: Lane,
+    private readonly fail: (err: unknown) => void,
+    private readonly failed: () => boolean,
+  ) {
+    lane.buffered = 0;
+    this.lastSeq = lane.position;
   }
 
-  /** Last sequence this runner applied. */
-  get checkpoint(): number {
-    return this.position;
+  /** `skipped`: also move past commits that only `wants` skipped (else they wait, see SKIPPED_MOVE_DELAY_MS). */
+  private async flush(skipped: boolean): Promise<void> {
+    const lane = this.lane;
+    // Everything up to lastSeq is buffered or was skipped by `wants`, so the batch reaches lastSeq.
+    try {
+      while ((this.buffer.length || (skipped && this.lastSeq > lane.position)) && !this.failed()) {
+        const batch = this.buffer.splice(0, this.buffer.length);
+        this.released();
+        try {
+          await lane.apply(batch, this.lastSeq);
+          if (!this.buffer.length) lane.buffered = 0;
+        } catch (err) {
+          this.fail(err);
+        }
+      }
+    } finally {
+      this.released();
+    }
+    if (this.lastSeq > lane.position && !this.failed()) this.moveSkippedLater();
+  }
+
+  /**
+   * Resolves when the lane next takes its buffer as a batch (or stops flushing): the consumer waits for room, not
+   * for the batch to be applied — waiting for the flush to end held every lane of a shared consumer idle while the
+   * slowest applied its next batch, and left that one idle while the consumer refilled it.
+   */
+  taken(): Promise<void> {
+    return new Promise((r) => this.takers.push(r));
+  }
+
+  private released(): void {
+    for (const r of this.takers.splice(0)) r();
+  }
+
+  schedule(skipped: boolean): void {
+    if (!this.flushing) this.flushing = new Promise<void>((r) => setImmediate(r)).then(() => this.flush(skipped)).finally(() => (this.flushing = undefined));
+  }
+
+  moveSkippedLater(): void {
+    this.skippedMove ??= setTimeout(() => {
+      this.skippedMove = undefined;
+      this.schedule(true);
+    }, SKIPPED_MOVE_DELAY_MS);
+  }
+
+  /** Takes a received commit (`decode` decodes it once for every lane that wants it). */
+  take(seq: number, subject: string, raw: Uint8Array, decode: () => readonly EventEnvelope[]): void {
+    if (seq <= this.lastSeq) return;
+    this.lastSeq = seq;
+    const wants = this.lane.projection.wants;
+    if (!wants || wants(raw)) for (const event of decode()) this.buffer.push({ seq, subject, event });
+    this.lane.buffered = this.buffer.length + 1;
+    if (this.buffer.length) this.schedule(false);
+    else if (!this.flushing) this.moveSkippedLater();
+  }
+
+  close(): void {
+    clearTimeout(this.skippedMove);
+  }
+}
+
+/**
+ * Follows the EVT stream for one or several lanes of the same subject filter with one ordered consumer, from the
+ * earliest of their checkpoints; each lane applies its own batches in its own transactions. A failure or a moved
+ * checkpoint in any lane restarts the consumer, and every lane resumes from its own checkpoint.
+ */
+abstract class FeedRunner {
+  private stopped = false;
+  /** Matching events the log still holds beyond what was received (from the consumer's delivery info). */
+  protected backlog = Number.POSITIVE_INFINITY;
+  private stopCurrent?: () => void;
+
+  protected constructor(
+    private readonly log: EventLog,
+    private readonly db: Db,
+    protected readonly lanes: readonly Lane[],
+    private readonly logger: Logger,
+    private readonly limits: FeedLimits,
+  ) {
+    if (new Set(lanes.map((l) => l.projection.filter)).size !== 1) throw new Error("the projections of one runner must follow the same subjects");
   }
 
   async start(): Promise<void> {
-    await this.projection.migrate(this.db);
+    for (const { projection } of this.lanes) await projection.migrate(this.db);
     await migrateCheckpoints(this.db);
-    await alignWithStream(this.db, this.log, this.projection, this.logger);
+    for (const { projection } of this.lanes) await alignWithStream(this.db, this.log, projection, this.logger);
     void this.run();
   }
 
@@ -155,40 +225,23 @@ export class ProjectionRunner {
     this.stopCurrent?.();
   }
 
-  /** Resolves once this runner has applied `seq` (or the timeout passes; then resolves false). */
-  waitFor(seq: number, timeoutMs: number): Promise<boolean> {
-    if (this.position >= seq) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const w = { seq, resolve: () => { clearTimeout(t); resolve(true); } };
-      const t = setTimeout(() => { this.waiters.delete(w); resolve(false); }, timeoutMs);
-      this.waiters.add(w);
-    });
-  }
-
-  private notify() {
-    for (const w of this.waiters) if (this.position >= w.seq) { this.waiters.delete(w); w.resolve(); }
-    // Readers in other processes (the job long poll) follow the checkpoint through this announcement.
-    try {
-      this.log.nc.publish(projectionAppliedSubject(this.projection.name), String(this.position));
-    } catch {
-      // a closed connection: the runner stops with it, and readers recheck the stored checkpoint
-    }
-  }
-
   private async run(): Promise<void> {
     let failures = 0;
+    const names = this.lanes.map((l) => l.projection.name).join(",");
     while (!this.stopped) {
       try {
-        this.position = await readCheckpoint(this.db, this.projection.name);
-        // Another process may have applied what a waiter waits for (a checkpoint moved past it): release it.
-        this.notify();
+        for (const lane of this.lanes) {
+          lane.position = await readCheckpoint(this.db, lane.projection.name);
+          // Another process may have applied what a waiter waits for (a checkpoint moved past it): release it.
+          lane.notify();
+        }
         await this.follow();
         failures = 0;
       } catch (err) {
         if (this.stopped) break;
         if (!(err instanceof CheckpointMoved)) {
           failures++;
-          this.logger.warn("projection paused; will resume from its checkpoint", { projection: this.projection.name, error: err instanceof Error ? err.message : String(err) });
+          this.logger.warn("projection paused; will resume from its checkpoint", { projection: names, error: err instanceof Error ? err.message : String(err) });
           await new Promise((r) => setTimeout(r, Math.min(5_000, 100 * 2 ** Math.min(failures, 6))));
         }
       }
@@ -196,176 +249,100 @@ export class ProjectionRunner {
   }
 
   private async follow(): Promise<void> {
+    const from = Math.min(...this.lanes.map((l) => l.position));
     const consumer = await this.log.js.consumers.get(STREAMS.events, {
-      filter_subjects: this.projection.filter,
-      deliver_policy: this.position > 0 ? DeliverPolicy.StartSequence : DeliverPolicy.All,
-      ...(this.position > 0 ? { opt_start_seq: this.position + 1 } : {}),
+      filter_subjects: this.lanes[0].projection.filter,
+      deliver_policy: from > 0 ? DeliverPolicy.StartSequence : DeliverPolicy.All,
+      ...(from > 0 ? { opt_start_seq: from + 1 } : {}),
     });
-    // What an earlier consumer had buffered went with it (a restart after another runner moved the checkpoint): a
-    // count left over would read as events pending forever when the new one has nothing to deliver.
-    this.buffered = 0;
     const info = await consumer.info(true).catch(() => undefined);
     if (info) this.backlog = info.num_pending;
     // A modest pull: a commit can be tens of KiB (vectors), and several projections in one process share a
     // connection whose pending bytes nats-server caps (64 MiB); past it the server cuts the connection as a slow
     // consumer and every ordered consumer on it restarts (seen with 4,096: stalls of 10–30 s during catch-up).
-    const messages = await consumer.consume({ max_messages: PULL_MAX_MESSAGES });
-    const buffer: StoredEvent[] = [];
-    let lastSeq = this.position;
-    let flushing: Promise<void> | undefined;
+    const messages = await consumer.consume({ max_messages: this.limits.pullMessages });
     let failure: unknown;
-    let skippedMove: NodeJS.Timeout | undefined;
-    /** `skipped`: also move past commits that only `wants` skipped (else they wait, see SKIPPED_MOVE_DELAY_MS). */
-    const flush = async (skipped: boolean) => {
-      // Everything up to lastSeq is buffered or was skipped by `wants`, so the batch reaches lastSeq.
-      while ((buffer.length || (skipped && lastSeq > this.position)) && !failure) {
-        const batch = buffer.splice(0, buffer.length);
-        try {
-          try {
-            await this.applyBatch(batch, lastSeq);
-          } catch (err) {
-            if (!isPoison(err)) throw err;
-            await this.applyIsolating(batch, lastSeq, err);
-          }
-          if (!buffer.length) this.buffered = 0;
-        } catch (err) {
-          failure = err;
-          messages.stop();
-        }
-      }
-      if (lastSeq > this.position && !failure) moveSkippedLater();
+    const fail = (err: unknown) => {
+      failure ??= err;
+      messages.stop();
     };
-    const schedule = (skipped: boolean) => {
-      if (!flushing) flushing = new Promise<void>((r) => setImmediate(r)).then(() => flush(skipped)).finally(() => (flushing = undefined));
-    };
-    const moveSkippedLater = () => {
-      skippedMove ??= setTimeout(() => {
-        skippedMove = undefined;
-        schedule(true);
-      }, SKIPPED_MOVE_DELAY_MS);
-    };
+    // What an earlier consumer had buffered went with it (a restart after another runner moved the checkpoint): a
+    // count left over would read as events pending forever when the new one has nothing to deliver.
+    const feeds = this.lanes.map((lane) => new LaneFeed(lane, fail, () => failure !== undefined));
     this.stopCurrent = () => messages.stop();
-    // An idle runner sees no batch to fail its compare-and-set: poll the checkpoint so a reset made by another
-    // process (operator replay) restarts it from sequence 1 even when no new events arrive.
+    // An idle lane sees no batch to fail its compare-and-set: poll the checkpoints so a reset made by another process
+    // (operator replay) restarts the runner from sequence 1 even when no new events arrive.
     let moved = false;
     const watch = setInterval(() => {
-      if (flushing || buffer.length) return;
-      readCheckpoint(this.db, this.projection.name).then((stored) => {
-        if (!flushing && !buffer.length && stored !== this.position) {
-          moved = true;
-          messages.stop();
-        }
-      }, () => undefined);
+      for (const f of feeds) {
+        if (f.flushing || f.buffer.length) continue;
+        readCheckpoint(this.db, f.lane.projection.name).then((stored) => {
+          if (!f.flushing && !f.buffer.length && stored !== f.lane.position) {
+            moved = true;
+            messages.stop();
+          }
+        }, () => undefined);
+      }
     }, CHECKPOINT_POLL_MS);
     try {
       for await (const m of messages) {
-        if (m.seq <= lastSeq) continue;
-        lastSeq = m.seq;
         this.backlog = m.info.pending;
-        if (!this.projection.wants || this.projection.wants(m.data)) {
-          for (const event of decodeCommit(m.data).events) buffer.push({ seq: m.seq, subject: m.subject, event });
-        }
-        this.buffered = buffer.length + 1;
-        if (buffer.length) schedule(false);
-        else if (!flushing) moveSkippedLater();
-        if (buffer.length >= MAX_BATCH && flushing) await flushing;
+        let events: readonly EventEnvelope[] | undefined;
+        const decode = () => (events ??= decodeCommit(m.data).events);
+        for (const f of feeds) f.take(m.seq, m.subject, m.data, decode);
+        for (const f of feeds) while (f.buffer.length >= this.limits.maxBatch && f.flushing && !failure) await f.taken();
         if (failure) break;
       }
     } finally {
       clearInterval(watch);
-      clearTimeout(skippedMove);
+      for (const f of feeds) f.close();
     }
-    if (flushing) await flushing;
+    await Promise.all(feeds.map((f) => f.flushing));
     if (failure) throw failure;
-    if (moved) throw new CheckpointMoved(`checkpoint of ${this.projection.name} was moved`);
-  }
-
-  /** Applies a failed batch commit by commit, setting aside each commit that keeps failing, then moves to `toSeq`. */
-  private async applyIsolating(batch: StoredEvent[], toSeq: number, first: unknown): Promise<void> {
-    this.logger.warn("projection batch failed; applying it commit by commit", { projection: this.projection.name, error: errorText(first) });
-    const commits = new Map<number, StoredEvent[]>();
-    for (const e of batch) (commits.get(e.seq) ?? commits.set(e.seq, []).get(e.seq)!).push(e);
-    for (const [seq, events] of commits) {
-      let last: unknown;
-      for (let attempt = 1; attempt <= MAX_APPLY_ATTEMPTS; attempt++) {
-        try {
-          await this.applyBatch(events, seq);
-          last = undefined;
-          break;
-        } catch (err) {
-          if (!isPoison(err)) throw err;
-          last = err;
-          if (attempt < MAX_APPLY_ATTEMPTS) await new Promise((r) => setTimeout(r, 50 * attempt));
-        }
-      }
-      if (last !== undefined) await this.setAside(seq, events, errorText(last));
-    }
-    if (toSeq > this.position) await this.applyBatch([], toSeq);
-  }
-
-  private async setAside(seq: number, events: StoredEvent[], error: string): Promise<void> {
-    const name = this.projection.name;
-    const record = deadLetterRecord({
-      source: "projection",
-      name,
-      stream: STREAMS.events,
-      stream_seq: seq,
-      subject: events[0].subject,
-      aggregate: events[0].event.aggregate,
-      types: [...new Set(events.map((e) => e.event.type))],
-      error,
-      attempts: MAX_APPLY_ATTEMPTS,
-    });
-    // Published first (deduplicated by id): a crash before the commit below sets it aside again, once.
-    await setAside(this.log, record, this.network);
-    const write = async (withHook: boolean) =>
-      inTransaction(this.db, async (tx) => {
-        const moved = await tx.query("UPDATE projection_checkpoints SET seq = $2, updated_at = now() WHERE name = $1 AND seq = $3", [name, seq, this.position]);
-        if (moved.rowCount !== 1) throw new CheckpointMoved(`checkpoint of ${name} moved while setting #${seq} aside`);
-        await tx.query(
-          `INSERT INTO dead_letters (projection, seq, subject, aggregate, types, error, attempts) VALUES ($1, $2, $3, $4, $5, $6, $7)
-           ON CONFLICT (projection, seq) DO NOTHING`,
-          [name, seq, record.subject, record.aggregate, record.types, record.error, record.attempts],
-        );
-        if (withHook && this.projection.setAside) await this.projection.setAside(tx, events, record.error);
-      });
-    await write(true).catch((err) => {
-      if (!isPoison(err)) throw err;
-      this.logger.warn("projection's own record of a set-aside commit failed; keeping the dead letter only", { projection: name, seq, error: storableText(errorText(err)) });
-      return write(false);
-    });
-    this.logger.error("commit set aside after bounded retries", { projection: name, seq, types: record.types.join(","), error: record.error });
-    this.position = seq;
-    this.notify();
-  }
-
-  private async applyBatch(batch: StoredEvent[], toSeq: number): Promise<void> {
-    const expected = this.position;
-    const name = this.projection.name;
-    // The checkpoint moves by compare-and-set, which also locks its row for the transaction: a runner of another
-    // process (or an operator's reset) cannot interleave. Nothing to apply (every commit skipped by `wants`): the
-    // statement alone, no transaction.
-    const cas = "UPDATE projection_checkpoints SET seq = $2, updated_at = now() WHERE name = $1 AND seq = $3";
-    const moved = !batch.length && (await this.db.query(prepared(cas, [name, toSeq, expected]))).rowCount === 1;
-    if (!moved) {
-      await inTransaction(
-        this.db,
-        async (tx) => {
-          if ((await tx.query(prepared(cas, [name, toSeq, expected]))).rowCount !== 1) {
-            // Why not: moved by someone else, or no row yet (a first batch at 0 creates it).
-            const r = await tx.query<{ seq: string }>("SELECT seq FROM projection_checkpoints WHERE name = $1 FOR UPDATE", [name]);
-            const stored = r.rows.length ? Number(r.rows[0].seq) : 0;
-            if (stored !== expected) throw new CheckpointMoved(`checkpoint of ${name} moved from ${expected} to ${stored}`);
-            await tx.query("INSERT INTO projection_checkpoints (name, seq, updated_at) VALUES ($1, $2, now()) ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq, updated_at = now()", [name, toSeq]);
-          }
-          if (batch.length) await this.projection.apply(tx, batch);
-        },
-        // a read model and its checkpoint are lost together by a crash, and the events are applied again
-        { asyncCommit: true },
-      );
-    }
-    this.position = toSeq;
-    this.notify();
+    if (moved) throw new CheckpointMoved(`checkpoint of ${this.lanes.map((l) => l.projection.name).join(", ")} was moved`);
   }
 }
 
+/** Runs one projection (live): its own consumer, so a slow read model never holds back another. */
+export class ProjectionRunner extends FeedRunner {
+  private readonly lane: Lane;
+
+  constructor(log: EventLog, db: Db, readonly projection: Projection, logger: Logger, network = "local") {
+    const lane = new Lane(log, db, projection, logger, network);
+    super(log, db, [lane], logger, LIVE);
+    this.lane = lane;
+  }
+
+  /** Events not yet applied; 0 means caught up with the log. */
+  get pending(): number {
+    return this.backlog + this.lane.buffered;
+  }
+
+  /** Last sequence this runner applied. */
+  get checkpoint(): number {
+    return this.lane.position;
+  }
+
+  /** Resolves once this runner has applied `seq` (or the timeout passes; then resolves false). */
+  waitFor(seq: number, timeoutMs: number): Promise<boolean> {
+    return this.lane.waitFor(seq, timeoutMs);
+  }
+}
+
+/** A catch-up's limits: larger batches and pulls, for one consumer that feeds several read models (a replay). */
+export const CATCH_UP: FeedLimits = { maxBatch: 8_000, pullMessages: 1_024 };
+
+/**
+ * Runs several projections of the same subject filter from one consumer (`memrelay replay`): each commit crosses
+ * the connection and is decoded once for all of them, and each still applies and checkpoints on its own.
+ */
+export class ProjectionGroupRunner extends FeedRunner {
+  constructor(log: EventLog, db: Db, projections: readonly Projection[], logger: Logger, network = "local", limits: FeedLimits = CATCH_UP) {
+    super(log, db, projections.map((p) => new Lane(log, db, p, logger, network)), logger, limits);
+  }
+
+  /** Per projection: last sequence applied and events not yet applied (0: caught up with the log). */
+  progress(): { name: string; checkpoint: number; pending: number }[] {
+    return this.lanes.map((l) => ({ name: l.projection.name, checkpoint: l.position, pending: this.backlog + l.buffered }));
+  }
+}

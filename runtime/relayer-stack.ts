@@ -14,14 +14,10 @@ import { ActorHost } from "../actors/host.ts";
 import { rememberJobActor } from "../actors/relayer/remember-job.actor.ts";
 import { restoreJobActor } from "../actors/relayer/restore-job.actor.ts";
 import { IndexLog } from "../projections/relayer/index-log.ts";
-import { ProjectionRunner, migrateCheckpoints, type Projection } from "../projections/runtime.ts";
-import { memoryIndexProjection } from "../projections/relayer/memory-index.ts";
-import { lexicalIndexProjection } from "../projections/relayer/lexical-index.ts";
+import { ProjectionRunner, migrateCheckpoints } from "../projections/runtime.ts";
+import { relayerProjections } from "./read-models.ts";
 import { LexicalKeyring } from "../adapters/lexical/keys.ts";
 import { hybridSettings, lexicalSecretFor } from "./lexical.ts";
-import { jobStatusProjection } from "../projections/relayer/job-status.ts";
-import { oauthProjection } from "../projections/relayer/oauth.ts";
-import { alertsProjection } from "../projections/relayer/alerts.ts";
 import { startAlerting } from "./alerting.ts";
 import { createRelayerServer } from "../gateway/relayer/routes.ts";
 import { SignedAuth } from "../gateway/relayer/signed-auth.ts";
@@ -60,11 +56,6 @@ export interface RelayerStack {
   /** Where the MCP sidecar this process started (or the gateway forwards to) listens. */
   readonly sidecarUrl: () => string;
   stop(): Promise<void>;
-}
-
-/** The relayer's projections; with `alerts`, also the one publishing upload-failure alerts (it needs the log). */
-export function relayerProjections(dims: number, alerts?: { log: EventLog; network: string }, embedder?: string): Projection[] {
-  return [memoryIndexProjection(dims, embedder), lexicalIndexProjection, jobStatusProjection, oauthProjection, ...(alerts ? [alertsProjection(alerts.log, { network: alerts.network })] : [])];
 }
 
 export async function startRelayer(opts: {

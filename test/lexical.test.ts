@@ -14,6 +14,7 @@ import { DEFAULT_HYBRID, fusedLexical, rankHybrid, spreadContext, spreadCoverage
 import { LEXICAL_INDEX, lexicalIndexProjection } from "../projections/relayer/lexical-index.ts";
 import { readCheckpoint, resetProjection } from "../projections/runtime.ts";
 import { inTransaction } from "../db/pool.ts";
+import { runProjectionsCommand } from "./support/projections-cli.ts";
 import { HashingEmbedder } from "../adapters/embeddings/hashing.ts";
 import { DEFAULT_WEIGHTS } from "../schemas/relayer/http.ts";
 import type { StoredEvent } from "../schemas/envelope.ts";
@@ -372,12 +373,30 @@ describe("hybrid recall over the relayer", () => {
   }, 60_000);
 });
 
+describe("memrelay replay lexical_index", () => {
+  it("rebuilds the same rows, with the same indexes", async () => {
+    const db = t.stack.db;
+    const rows = async () => ({
+      docs: (await db.query("SELECT n.owner, n.namespace, d.memory_id, d.pos, d.len, d.position FROM lexical_docs d JOIN lexical_namespaces n USING (ns_id) ORDER BY d.memory_id")).rows,
+      postings: (await db.query("SELECT d.memory_id, p.term::text, p.pos, p.tf, p.len FROM lexical_postings p JOIN lexical_docs d USING (doc) ORDER BY d.memory_id, p.term")).rows,
+    });
+    const indexes = async () => (await db.query("SELECT indexname, indexdef FROM pg_indexes WHERE tablename LIKE 'lexical_%' ORDER BY indexname")).rows;
+    const [before, defs] = [await rows(), await indexes()];
+    expect(defs.map((r) => r.indexname)).toEqual(expect.arrayContaining(["lexical_postings_doc", "lexical_postings_term"]));
+    const env = { NATS_URL: t.nats.url, DATABASE_URL: t.database.url };
+    expect((await runProjectionsCommand("replay", [LEXICAL_INDEX], env)).rc).toBe(0);
+    expect(await indexes()).toEqual(defs);
+    // (the stack's own runner rebuilds beside the command; either way the rows end as before)
+    expect(await rows()).toEqual(before);
+  }, 60_000);
+});
+
 describe("lexical index projection", () => {
   it("places memories in submission order whatever order they are indexed in, and moves their postings along", async () => {
     const owner = "0x" + "cd".repeat(32);
     const ring = new LexicalKeyring(parseLexicalSecret("22".repeat(32)));
     const at = (k: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, k)).toISOString();
-    const ids: string[] = Array.from({ length: 8 }, () => randomUUID());
+    const ids: string[] = Array.from({ length: 9 }, () => randomUUID());
     let seq = 1_000_000;
     const ev = (k: number, position = 0): StoredEvent => ({
       seq: ++seq,
@@ -388,15 +407,18 @@ describe("lexical index projection", () => {
           lexical: documentTerms(ring.forOwner(owner), `memory number ${k} word${k}`), submitted_at: at(position ? 6 : k), position },
       },
     });
-    // Submitted 0..7 (6 and 7 in one bulk, positions 0 and 1); indexed 3, 1, 5, then 0, 7, 2, then 6, 4 (7 before 6).
-    for (const batch of [[ev(3), ev(1), ev(5)], [ev(0), ev(7, 1), ev(2)], [ev(6, 0), ev(4)], [ev(2)]]) await inTransaction(t.stack.db, (tx) => lexicalIndexProjection.apply(tx, batch));
+    // Submitted 0..8 (6 and 7 in one bulk, positions 0 and 1); indexed 3, 1, 5, then 0, 7, 2, then 6, 4 (7 before 6),
+    // then 2 again, then 8 twice in one batch (after every other: written at its place at once, once).
+    for (const batch of [[ev(3), ev(1), ev(5)], [ev(0), ev(7, 1), ev(2)], [ev(6, 0), ev(4)], [ev(2)], [ev(8), ev(8)]]) await inTransaction(t.stack.db, (tx) => lexicalIndexProjection.apply(tx, batch));
     const docs = await t.stack.db.query<{ memory_id: string; pos: number }>(
       "SELECT d.memory_id, d.pos FROM lexical_docs d JOIN lexical_namespaces n USING (ns_id) WHERE n.owner = $1 ORDER BY d.pos", [owner]);
-    expect(docs.rows.map((x) => ids.indexOf(x.memory_id))).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
-    expect(docs.rows.map((x) => x.pos)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(docs.rows.map((x) => ids.indexOf(x.memory_id))).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(docs.rows.map((x) => x.pos)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
     const stray = await t.stack.db.query("SELECT count(*)::int AS n FROM lexical_postings p JOIN lexical_docs d USING (doc) WHERE p.pos <> d.pos");
     expect(stray.rows[0].n).toBe(0);
     const stats = await t.stack.db.query("SELECT docs, total_len::int AS len FROM lexical_namespaces WHERE owner = $1", [owner]);
-    expect(stats.rows[0]).toEqual({ docs: 8, len: 8 * 4 }); // "memory", "number", "K", "wordK"
+    expect(stats.rows[0]).toEqual({ docs: 9, len: 9 * 4 }); // "memory", "number", "K", "wordK"
+    const postings = await t.stack.db.query("SELECT count(*)::int AS n FROM lexical_postings p JOIN lexical_docs d USING (doc) WHERE d.ns_id = (SELECT ns_id FROM lexical_namespaces WHERE owner = $1)", [owner]);
+    expect(postings.rows[0].n).toBe(9 * 4);
   });
 });

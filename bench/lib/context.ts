@@ -16,7 +16,7 @@ import { LexicalKeyring, OwnerLexicalKey, parseLexicalSecret } from "../../adapt
 import { documentTerms } from "../../adapters/lexical/terms.ts";
 import { RequestSigner } from "../../client/signer.ts";
 import { BenchEnv, type Role } from "./env.ts";
-import { MemorySampler, OTHERS, cpuShares, formatShares, type IdentityWire } from "./processes.ts";
+import { MemorySampler, OTHERS, cpuShares, formatShares, latestSeen, type CpuReading, type IdentityWire } from "./processes.ts";
 import { memoryTexts, vocabulary } from "./texts.ts";
 import { closedLoop, newPool, signedPost } from "./load.ts";
 import { sleep, until } from "./stats.ts";
@@ -28,6 +28,9 @@ export interface Options {
   readonly cpuProf: boolean;
   readonly profileDir: string;
 }
+
+/** How often a timed window reads every tracked process's CPU time. */
+const CPU_SAMPLE_MS = 250;
 
 export const log = (msg: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${msg}`);
 
@@ -77,9 +80,12 @@ export class Ctx {
   async cpuWindow<T>(fn: () => Promise<T>): Promise<{ result: T; cpu: string; shares: { label: string; share: number }[]; seconds: number; perOp: (ops: number) => string }> {
     const a = await this.sampler.cpu();
     const t = performance.now();
-    const result = await fn();
+    // Readings during the window too: what ends before the window does (see latestSeen) still counts.
+    const during: CpuReading[] = [];
+    const every = setInterval(() => void this.sampler.cpu().then((r) => during.push(r)), CPU_SAMPLE_MS);
+    const result = await fn().finally(() => clearInterval(every));
     const seconds = (performance.now() - t) / 1000;
-    const shares = cpuShares(a, await this.sampler.cpu(), seconds);
+    const shares = cpuShares(a, latestSeen([...during, await this.sampler.cpu()]), seconds);
     this.foreign.push(shares.find((x) => x.label === OTHERS)?.share ?? 0);
     /** CPU milliseconds per operation of each of our processes, and their sum: a capacity figure that other load on the machine does not change much. */
     const perOp = (ops: number) => {

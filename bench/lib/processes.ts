@@ -328,6 +328,23 @@ export type CpuReading = Map<string, Map<number, number>>;
  * the rest of the machine used (anything not started by this run: it disturbs the measurement). Per process:
  * a process that appeared in between counts fully, one that exited in between loses its last moments.
  */
+/**
+ * Every process seen in any of the readings, at the most CPU it was seen with (CPU time only grows): a process that
+ * ends within a timed window (a command run to its exit, the Postgres backends of its connections) is gone from the
+ * window's last reading, and would count for nothing; with readings taken during the window it counts up to its
+ * last one.
+ */
+export function latestSeen(readings: readonly CpuReading[]): CpuReading {
+  const out: CpuReading = new Map();
+  for (const r of readings) {
+    for (const [label, procs] of r) {
+      const into = out.get(label) ?? out.set(label, new Map()).get(label)!;
+      for (const [pid, v] of procs) into.set(pid, Math.max(v, into.get(pid) ?? 0));
+    }
+  }
+  return out;
+}
+
 export function cpuShares(a: CpuReading, b: CpuReading, seconds: number): { label: string; share: number }[] {
   const out: { label: string; share: number }[] = [];
   let ours = 0;

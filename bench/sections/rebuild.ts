@@ -1,5 +1,5 @@
-// Section: rebuild. `memrelay replay all` (every read model: the relayer's, the console's and the blob store's, one
-// after another as an operator recovering would run it) over the main environment's event log, against its floor: a
+// Section: rebuild. `memrelay replay all` (every read model: the relayer's, the console's and the blob store's, at
+// once, as an operator recovering would run it) over the main environment's event log, against its floor: a
 // bare binary COPY of the same rows into the same tables (indexes in place), timed in the same run. Goal (issue 15):
 // the replay reaches at least 0.5× the floor's speed.
 import { spawn } from "node:child_process";
@@ -27,7 +27,7 @@ async function tableRows(env: BenchEnv): Promise<Map<string, number>> {
 
 /** `memrelay replay all` as a child process with the environment's variables; resolves with its exit code. */
 function replayAll(ctx: Ctx, env: BenchEnv, perModel: [string, number][]): Promise<number | null> {
-  const child = spawn(process.execPath, [join(repoRoot, "bin", "memrelay.mjs"), "replay", "all"], {
+  const child = spawn(process.execPath, [...ctx.workerNodeArgs(), join(repoRoot, "bin", "memrelay.mjs"), "replay", "all"], {
     env: { ...process.env, ...env.workerEnv, LOG_FORMAT: "json" },
     stdio: ["ignore", "ignore", "pipe"],
   });
@@ -85,6 +85,7 @@ export async function rebuildSection(ctx: Ctx): Promise<SectionResult> {
   const rows = tables.reduce((s, t) => s + rebuilt.get(t)!, 0);
   const byModel = perModel.map(([name, sec]) => `${name} ${sec.toFixed(1)} s`).join(", ");
   log(`  ${replay.seconds.toFixed(1)} s (${byModel}): ${tables.map((t) => `${t} ${int(rebuilt.get(t)!)}`).join(", ")}`);
+  log(`  CPU ms per 1,000 rows: ${replay.perOp(rows / 1000)}; shares of a core: ${replay.cpu}`);
 
   // The floor: the same rows, dumped in binary, copied back into the same (emptied) tables with their indexes.
   const file = (t: string) => `/tmp/memrelay-rebuild-floor-${process.pid}-${t}.bin`;
@@ -99,7 +100,7 @@ export async function rebuildSection(ctx: Ctx): Promise<SectionResult> {
   const copied = await tableRows(env);
   const same = tables.every((t) => copied.get(t) === rebuilt.get(t) && rebuilt.get(t) === before.get(t));
   const ratio = floor.seconds / replay.seconds;
-  log(`  ${floor.seconds.toFixed(1)} s; replay ÷ floor speed ${ratio.toFixed(2)}×`);
+  log(`  ${floor.seconds.toFixed(1)} s; replay ÷ floor speed ${ratio.toFixed(2)}×; CPU ms per 1,000 rows: ${floor.perOp(rows / 1000)}`);
   await env.startRole("projections");
 
   return {
@@ -115,7 +116,7 @@ export async function rebuildSection(ctx: Ctx): Promise<SectionResult> {
       { metric: "replay speed ÷ floor speed", target: `≥ ${REBUILD_TARGET}×`, measured: `${ratio.toFixed(2)}×`, pass: ratio >= REBUILD_TARGET && same },
     ],
     notes: [
-      `The main environment's event log after the synthetic seeding (${int(ctx.synthetic.rows)} job.indexed commits of other owners, plus the real jobs of earlier sections). The projections' worker and the actor host are stopped; \`memrelay replay all\` runs as the operator would (its own process, every read model one after another); its time runs from its start to its exit.`,
+      `The main environment's event log after the synthetic seeding (${int(ctx.synthetic.rows)} job.indexed commits of other owners, plus the real jobs of earlier sections). The projections' worker and the actor host are stopped; \`memrelay replay all\` runs as the operator would (its own process; every read model at once, those of one subject family from one consumer); its time runs from its start to its exit, and its CPU (and that of its Postgres backends) is counted up to their last reading before they exit.`,
       `Read-model tables: those the projections' resets empty (${tables.join(", ")}). Floor: each dumped with \`COPY … TO … (FORMAT binary)\` after the replay, truncated, then copied back with \`COPY … FROM … (FORMAT binary)\` by the server, indexes in place, one table after another.`,
     ],
     data: { events, rows, tables, replaySeconds: replay.seconds, floorSeconds: floor.seconds, ratio, same },

@@ -4,10 +4,36 @@ import type { Db, Tx } from "../../db/pool.ts";
 import { JOB_EVENTS, type JobAccepted, type JobFailed, type JobStatus, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
 import { storableText } from "../../schemas/text.ts";
 import { isUuid } from "../../schemas/relayer/http.ts";
+import { COPY_MIN_ROWS, copyBinary, encodeBinaryCopy, isCanonicalUuid } from "../../db/copy-binary.ts";
 
 export const JOB_STATUS = "job_status";
 
 interface Row { job_id: string; owner?: string; namespace?: string; status: JobStatus; blob_id?: string; error?: string; done_seq?: number }
+
+/**
+ * Jobs without a row yet (every job of a replay) written by binary COPY, as the upsert below would write them;
+ * returns the rest, for the upsert. Small batches (live) and ids not in canonical form all go to the upsert.
+ */
+async function copyNewJobs(tx: Tx, list: Row[]): Promise<Row[]> {
+  const text = (x: unknown) => x === undefined || typeof x === "string";
+  const exact = list.every((r) => isCanonicalUuid(r.job_id) && text(r.owner) && text(r.namespace) && text(r.blob_id) && text(r.error));
+  if (list.length < COPY_MIN_ROWS || !exact) return list;
+  const ids = list.map((r) => r.job_id.toLowerCase());
+  const known = new Set((await tx.query<{ id: string }>("SELECT job_id::text AS id FROM remember_jobs WHERE job_id = ANY($1::uuid[])", [ids])).rows.map((r) => r.id));
+  const fresh = list.filter((_, i) => !known.has(ids[i]));
+  if (fresh.length) {
+    // updated_at takes its default, now(): the transaction's time, as the upsert writes it
+    await copyBinary(
+      tx,
+      "remember_jobs (job_id, owner, namespace, status, blob_id, error, done_seq)",
+      encodeBinaryCopy(
+        ["uuid", "text", "text", "text", "text", "text", "int8"],
+        [fresh.map((r) => r.job_id), fresh.map((r) => r.owner ?? ""), fresh.map((r) => r.namespace ?? "default"), fresh.map((r) => r.status), fresh.map((r) => r.blob_id ?? null), fresh.map((r) => r.error ?? null), fresh.map((r) => r.done_seq ?? null)],
+      ),
+    );
+  }
+  return list.filter((_, i) => known.has(ids[i]));
+}
 
 export const jobStatusProjection: Projection = {
   name: JOB_STATUS,
@@ -51,7 +77,8 @@ export const jobStatusProjection: Projection = {
       rows.set(id, row);
     }
     if (!rows.size) return;
-    const list = [...rows.values()];
+    const list = await copyNewJobs(tx, [...rows.values()]);
+    if (!list.length) return;
     await tx.query(
       `INSERT INTO remember_jobs AS j (job_id, owner, namespace, status, blob_id, error, done_seq, updated_at)
        SELECT id, coalesce(o, ''), coalesce(ns, 'default'), st, b, e, ds, now()

@@ -22,6 +22,7 @@ import { JOB_EVENTS, type JobIndexed } from "../../schemas/relayer/remember-job.
 import { MEMORY_EVENTS, type MemoryForgotten, type MemoryRestored } from "../../schemas/relayer/memory-maintenance.ts";
 import { isLexicalTerms, type LexicalTerms } from "../../schemas/relayer/lexical.ts";
 import { LEXICAL_SCHEME } from "../../adapters/lexical/keys.ts";
+import { copyBinary, encodeBinaryCopy, exactEpochMicros } from "../../db/copy-binary.ts";
 
 export const LEXICAL_INDEX = "lexical_index";
 
@@ -78,7 +79,11 @@ class DocBatch {
     this.docs.push(d);
   }
 
-  /** Three statements per batch: namespaces, documents (with the namespace counts), places and postings. */
+  /**
+   * Namespaces first; then, when every new document sorts after the last one of its namespace (the usual case: a
+   * replay, or submissions in order), the documents are written at their places and their postings copied in binary;
+   * otherwise the documents are inserted unplaced and placed by renumbering the namespaces' tails (placeAndPost).
+   */
   async flush(tx: Tx): Promise<void> {
     if (!this.docs.length) return;
     const docs = this.docs;
@@ -96,6 +101,7 @@ class DocBatch {
       [owners, names],
     );
     const nsId = new Map<string, number>(ns.rows.map((r) => [`${r.owner}\u0000${r.namespace}`, r.ns_id]));
+    if (await appendInOrder(tx, docs.map((d) => ({ ...d, nsId: nsId.get(key(d))! })))) return;
     // Documents: a memory already indexed (redelivery, a restore of an indexed blob) keeps its row.
     const inserted = await tx.query<{ doc: string; memory_id: string; ns_id: number; len: number }>(
       `WITH ins AS (
@@ -112,19 +118,105 @@ class DocBatch {
     );
     if (!inserted.rows.length) return;
     const byMemory = new Map(docs.map((d) => [d.memoryId.toLowerCase(), d] as const));
-    const pNs: number[] = [], pTerm: string[] = [], pDoc: string[] = [], pTf: number[] = [], pLen: number[] = [];
-    for (const r of inserted.rows) {
-      const d = byMemory.get(r.memory_id)!;
-      d.terms.terms.forEach((t, i) => {
-        pNs.push(r.ns_id);
-        pTerm.push(String(t));
-        pDoc.push(r.doc);
-        pTf.push(d.terms.tf[i]);
-        pLen.push(r.len);
-      });
-    }
-    await placeAndPost(tx, inserted.rows.map((r) => r.doc), { ns: pNs, term: pTerm, doc: pDoc, tf: pTf, len: pLen });
+    await placeAndPost(tx, inserted.rows.map((r) => ({ doc: Number(r.doc), nsId: r.ns_id, terms: byMemory.get(r.memory_id)!.terms })));
   }
+}
+
+/** A document with its namespace's id, and where it goes. */
+interface Placed {
+  readonly doc: number;
+  readonly nsId: number;
+  readonly terms: LexicalTerms;
+}
+
+/** The postings of placed documents, copied in binary (`pos`: each document's place). */
+async function copyPostings(tx: Tx, docs: readonly Placed[], posOf: (doc: number) => number): Promise<void> {
+  const n = docs.reduce((s, d) => s + d.terms.terms.length, 0);
+  const ns = new Int32Array(n), term = new Float64Array(n), doc = new Float64Array(n), pos = new Int32Array(n), tf = new Int16Array(n), len = new Int16Array(n);
+  let i = 0;
+  for (const d of docs) {
+    const p = posOf(d.doc);
+    d.terms.terms.forEach((t, j) => {
+      ns[i] = d.nsId;
+      term[i] = t;
+      doc[i] = d.doc;
+      pos[i] = p;
+      tf[i] = d.terms.tf[j];
+      len[i] = d.terms.len;
+      i++;
+    });
+  }
+  await copyBinary(tx, "lexical_postings (ns_id, term, doc, pos, tf, len)", encodeBinaryCopy(["int4", "int8", "int8", "int4", "int2", "int2"], [ns, term, doc, pos, tf, len]));
+}
+
+/** Submission order, as lexical_docs_order sorts: time, position in the request, then the memory id's bytes. */
+const compareOrder = (a: { us: number; position: number; id: string }, b: { us: number; position: number; id: string }) =>
+  a.us - b.us || a.position - b.position || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/**
+ * Writes the batch's new documents at their final places when each sorts after every document already in its
+ * namespace: places are the namespace's count onwards, doc ids are drawn from the identity, documents go in with one
+ * statement (counts included) and postings by binary COPY — no unplaced rows to renumber. Returns false, having
+ * written nothing, when a document would land before an existing one (or a time is not exact in JavaScript).
+ */
+async function appendInOrder(tx: Tx, batch: readonly (DocIn & { nsId: number })[]): Promise<boolean> {
+  // A memory already indexed (redelivery, a restore of an indexed blob) keeps its row; within a batch the first wins.
+  const ids = [...new Set(batch.map((d) => d.memoryId.toLowerCase()))];
+  const known = new Set((await tx.query<{ id: string }>("SELECT memory_id::text AS id FROM lexical_docs WHERE memory_id = ANY($1::uuid[])", [ids])).rows.map((r) => r.id));
+  const fresh: { d: DocIn & { nsId: number }; us: number; position: number; id: string }[] = [];
+  for (const d of batch) {
+    const id = d.memoryId.toLowerCase();
+    if (known.has(id)) continue;
+    known.add(id);
+    const us = exactEpochMicros(d.submittedAt);
+    if (us === undefined) return false;
+    fresh.push({ d, us, position: d.position, id });
+  }
+  if (!fresh.length) return true;
+  const nsIds = [...new Set(fresh.map((f) => f.d.nsId))];
+  const tails = await tx.query<{ ns_id: number; docs: number; us: string | null; position: number | null; id: string | null }>(
+    `SELECT n.ns_id, n.docs, (extract(epoch FROM t.submitted_at) * 1000000)::bigint AS us, t.position, t.memory_id::text AS id
+     FROM lexical_namespaces n LEFT JOIN LATERAL (
+       SELECT submitted_at, position, memory_id FROM lexical_docs d WHERE d.ns_id = n.ns_id
+       ORDER BY submitted_at DESC, position DESC, memory_id DESC LIMIT 1) t ON true
+     WHERE n.ns_id = ANY($1::int[])`,
+    [nsIds],
+  );
+  const tail = new Map(tails.rows.map((r) => [r.ns_id, r] as const));
+  fresh.sort((a, b) => a.d.nsId - b.d.nsId || compareOrder(a, b));
+  for (let i = 0; i < fresh.length; i++) {
+    const f = fresh[i];
+    if (i > 0 && fresh[i - 1].d.nsId === f.d.nsId) continue;
+    const t = tail.get(f.d.nsId)!;
+    if (t.us !== null && compareOrder(f, { us: Number(t.us), position: t.position!, id: t.id! }) <= 0) return false;
+  }
+  const drawn = await tx.query<{ doc: string }>("SELECT nextval(pg_get_serial_sequence('lexical_docs', 'doc')) AS doc FROM generate_series(1, $1)", [fresh.length]);
+  const next = new Map(nsIds.map((id) => [id, tail.get(id)!.docs] as const));
+  const placed = fresh.map((f, i) => {
+    const pos = next.get(f.d.nsId)!;
+    next.set(f.d.nsId, pos + 1);
+    return { doc: Number(drawn.rows[i].doc), nsId: f.d.nsId, terms: f.d.terms, pos, f };
+  });
+  await tx.query(
+    `WITH ins AS (
+       INSERT INTO lexical_docs (doc, ns_id, memory_id, submitted_at, position, len, pos) OVERRIDING SYSTEM VALUE
+       SELECT * FROM unnest($1::bigint[], $2::int[], $3::uuid[], $4::timestamptz[], $5::int[], $6::smallint[], $7::int[])
+       RETURNING ns_id, len)
+     UPDATE lexical_namespaces n SET docs = n.docs + c.c, total_len = n.total_len + c.l
+     FROM (SELECT ns_id, count(*)::int AS c, sum(len)::bigint AS l FROM ins GROUP BY ns_id) c WHERE n.ns_id = c.ns_id`,
+    [
+      placed.map((p) => p.doc),
+      placed.map((p) => p.nsId),
+      placed.map((p) => p.f.id),
+      placed.map((p) => p.f.d.submittedAt),
+      placed.map((p) => p.f.position),
+      placed.map((p) => p.terms.len),
+      placed.map((p) => p.pos),
+    ],
+  );
+  const posOf = new Map(placed.map((p) => [p.doc, p.pos] as const));
+  await copyPostings(tx, placed, (doc) => posOf.get(doc)!);
+  return true;
 }
 
 /**
@@ -134,7 +226,7 @@ class DocBatch {
  * a restore of old memories renumbers more. Each step reads by key or by one index range per namespace (a lateral
  * join), never the whole table: a replay applies thousands of batches.
  */
-async function placeAndPost(tx: Tx, newDocs: string[], p: { ns: number[]; term: string[]; doc: string[]; tf: number[]; len: number[] }): Promise<void> {
+async function placeAndPost(tx: Tx, newDocs: readonly Placed[]): Promise<void> {
   const placed = await tx.query<{ doc: string; old: number; pos: number }>(
     `WITH first AS (
        SELECT DISTINCT ON (ns_id) ns_id, submitted_at, position, memory_id FROM lexical_docs
@@ -149,7 +241,7 @@ async function placeAndPost(tx: Tx, newDocs: string[], p: { ns: number[]; term: 
        FROM lexical_docs d
        WHERE d.ns_id = b.ns_id AND (d.submitted_at, d.position, d.memory_id) >= (b.submitted_at, b.position, b.memory_id)) r
      WHERE r.old <> r.pos`,
-    [newDocs],
+    [newDocs.map((d) => d.doc)],
   );
   const moved = placed.rows;
   if (!moved.length) return;
@@ -158,12 +250,8 @@ async function placeAndPost(tx: Tx, newDocs: string[], p: { ns: number[]; term: 
   if (older.length) {
     await tx.query("UPDATE lexical_postings p SET pos = u.pos FROM unnest($1::bigint[], $2::int[]) AS u(doc, pos) WHERE p.doc = u.doc", [older.map((m) => m.doc), older.map((m) => m.pos)]);
   }
-  const posOf = new Map(moved.map((m) => [String(m.doc), m.pos]));
-  await tx.query(
-    `INSERT INTO lexical_postings (ns_id, term, doc, pos, tf, len)
-     SELECT * FROM unnest($1::int[], $2::bigint[], $3::bigint[], $4::int[], $5::smallint[], $6::smallint[])`,
-    [p.ns, p.term, p.doc, p.doc.map((d) => posOf.get(d)!), p.tf, p.len],
-  );
+  const posOf = new Map(moved.map((m) => [Number(m.doc), m.pos]));
+  await copyPostings(tx, newDocs, (doc) => posOf.get(doc)!);
 }
 
 async function forget(tx: Tx, d: MemoryForgotten): Promise<void> {

@@ -10,6 +10,7 @@
 //                           kept across rebuilds (see resetMaintenance)
 import type { Db, Tx } from "../../db/pool.ts";
 import { halfvecArrayBinary, halfvecBinary } from "../../db/halfvec.ts";
+import { COPY_MIN_ROWS, copyBinary, encodeBinaryCopy, exactEpochMicros, isCanonicalUuid } from "../../db/copy-binary.ts";
 import type { EventEnvelope } from "../../schemas/envelope.ts";
 import type { IndexRow, MemoryForgotten, MemoryRegistered, MemoryRestored } from "../../schemas/relayer/memory-maintenance.ts";
 
@@ -71,15 +72,61 @@ export class RowBatch {
    */
   async flush(tx: Tx): Promise<void> {
     if (!this.length) return;
-    // Vectors travel as one binary halfvec[] (db/halfvec.ts), which names its element type by oid.
-    const oid = (await tx.query<{ oid: number }>("SELECT 'halfvec'::regtype::oid::int AS oid")).rows[0].oid;
-    await tx.query(
-      `INSERT INTO memories (id, blob_id, owner, namespace, vector, created_at, importance, size)
-       SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::halfvec[], $6::timestamptz[], $7::real[], $8::int[])
-       ON CONFLICT DO NOTHING`,
-      [this.ids, this.blobs, this.owners, this.namespaces, halfvecArrayBinary(oid, this.vectors), this.created, this.importance, this.sizes],
-    );
+    if (this.length < COPY_MIN_ROWS || !(await this.copyNew(tx))) {
+      // Vectors travel as one binary halfvec[] (db/halfvec.ts), which names its element type by oid.
+      const oid = (await tx.query<{ oid: number }>("SELECT 'halfvec'::regtype::oid::int AS oid")).rows[0].oid;
+      await tx.query(
+        `INSERT INTO memories (id, blob_id, owner, namespace, vector, created_at, importance, size)
+         SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::halfvec[], $6::timestamptz[], $7::real[], $8::int[])
+         ON CONFLICT DO NOTHING`,
+        [this.ids, this.blobs, this.owners, this.namespaces, halfvecArrayBinary(oid, this.vectors), this.created, this.importance, this.sizes],
+      );
+    }
     for (const a of [this.ids, this.blobs, this.owners, this.namespaces, this.vectors, this.created, this.importance, this.sizes]) a.length = 0;
+  }
+
+  /**
+   * The same insert by binary COPY (many rows a page, no conflict checks per row): the rows that are taken — by id or
+   * by (owner, blob id), in the table or earlier in the batch — are found first and left out, as ON CONFLICT DO NOTHING
+   * would leave them. The memory index is the table's only writer, and its checkpoint's row lock keeps a second
+   * runner out. False (nothing written) when a value is not in the form the encoder takes exactly.
+   */
+  private async copyNew(tx: Tx): Promise<boolean> {
+    const us = this.created.map(exactEpochMicros);
+    const strings = (a: readonly unknown[]) => a.every((x) => typeof x === "string");
+    const exact =
+      !us.includes(undefined) && this.ids.every(isCanonicalUuid) && strings(this.blobs) && strings(this.owners) && strings(this.namespaces) &&
+      this.importance.every(Number.isFinite) && this.sizes.every((x) => Number.isInteger(x) && Math.abs(x) < 2 ** 31);
+    if (!exact) return false;
+    const taken = await tx.query<{ id: string; owner: string; blob_id: string }>(
+      `SELECT id::text, owner, blob_id FROM memories WHERE id = ANY($1::uuid[])
+       UNION ALL
+       SELECT m.id::text, m.owner, m.blob_id FROM unnest($2::text[], $3::text[]) AS x(owner, blob_id) JOIN memories m USING (owner, blob_id)`,
+      [this.ids, this.owners, this.blobs],
+    );
+    const blobKey = (owner: string, blob: string) => `${owner}\u0000${blob}`;
+    const ids = new Set(taken.rows.map((r) => r.id));
+    const blobs = new Set(taken.rows.map((r) => blobKey(r.owner, r.blob_id)));
+    const keep: number[] = [];
+    for (let i = 0; i < this.length; i++) {
+      const id = this.ids[i].toLowerCase();
+      const blob = blobKey(this.owners[i], this.blobs[i]);
+      if (ids.has(id) || blobs.has(blob)) continue;
+      ids.add(id);
+      blobs.add(blob);
+      keep.push(i);
+    }
+    if (!keep.length) return true;
+    const pick = <T>(a: readonly T[]) => keep.map((i) => a[i]);
+    await copyBinary(
+      tx,
+      "memories (id, blob_id, owner, namespace, vector, created_at, importance, size)",
+      encodeBinaryCopy(
+        ["uuid", "text", "text", "text", "bytes", "timestamptz", "float4", "int4"],
+        [pick(this.ids), pick(this.blobs), pick(this.owners), pick(this.namespaces), pick(this.vectors), pick(us as number[]), pick(this.importance), pick(this.sizes)],
+      ),
+    );
+    return true;
   }
 }
 
