@@ -9,6 +9,7 @@ import { migrateCheckpoints } from "../projections/runtime.ts";
 import { memoryIndexProjection } from "../projections/relayer/memory-index.ts";
 import type { StoredEvent } from "../schemas/envelope.ts";
 import { COPY_MIN_ROWS } from "../db/copy-binary.ts";
+import { encodeVectorF32 } from "../schemas/vector-wire.ts";
 import { createTestDatabase, type TestDatabase } from "./support/postgres.ts";
 
 let database: TestDatabase;
@@ -21,8 +22,8 @@ const indexed = (id: string, blob: string, createdAt = "2026-11-26T05:00:00.000Z
   seq: ++seq,
   subject: `evt.job.${id}`,
   event: {
-    type: "job.indexed", version: 1, id: randomUUID(), aggregate: `job.${id}`, occurred_at: createdAt, causation_id: id, correlation_id: id,
-    data: { object_id: "0x1", wallet: "0x2", owner, namespace: "ns", blob_id: blob, vector: [1, 0, 0.5, -0.25], importance: 0.3, size: 10, created_at: createdAt },
+    type: "job.indexed", version: 2, id: randomUUID(), aggregate: `job.${id}`, occurred_at: createdAt, causation_id: id, correlation_id: id,
+    data: { object_id: "0x1", wallet: "0x2", owner, namespace: "ns", blob_id: blob, vector_f32: encodeVectorF32([1, 0, 0.5, -0.25]), importance: 0.3, size: 10, created_at: createdAt },
   },
 });
 /** Other memories, so that the batch is large enough to be copied. */
