@@ -244,7 +244,7 @@ export class Ledger {
       const prefetch = new Set<string>([KEYS.genesis]);
       for (const p of batch) {
         prefetch.add(KEYS.tx(p.vtx.digest));
-        for (const k of keysToPrefetch(p.vtx)) prefetch.add(k);
+        for (const k of keysToPrefetch(p.vtx, self.opts.target.registryId)) prefetch.add(k);
       }
       // applied first: meta.applied is raised only after a block's writes, so every read that follows sees at least
       // that state; a newer one makes the append below conflict, never succeed on stale reads (or cached ones).
@@ -269,7 +269,7 @@ export class Ledger {
           slots.push({ kind: "result", result: { ok: true, value: fromReceipt(receipt) } });
           continue;
         }
-        const decision = yield* decide(view, vtx, { now }).pipe(Effect.catchTag("TxRejected", (e) => Effect.succeed(e)));
+        const decision = yield* decide(view, vtx, { now, registryId: self.opts.target.registryId }).pipe(Effect.catchTag("TxRejected", (e) => Effect.succeed(e)));
         if (decision instanceof TxRejected) slots.push({ kind: "result", result: { ok: false, error: decision } });
         else if (decision.kind === "noop") slots.push({ kind: "noop", digest: vtx.digest, outcome: decision.outcome });
         else {

@@ -155,3 +155,12 @@ export function deriveObjectId(digestBytes: Uint8Array, creationNum: number): st
   new DataView(input.buffer).setBigUint64(33, BigInt(creationNum), true);
   return "0x" + Buffer.from(blake2b(input, { dkLen: 32 })).toString("hex");
 }
+
+/**
+ * Id of the memory blob object an owner records for a blob id, derived from the registry like Sui's derived objects
+ * (blake2b-256 over the parent and the key), so the ledger finds a recorded blob by (owner, blob id) at its object.
+ */
+export function deriveBlobObjectId(registryId: string, owner: string, blobId: string): string {
+  const input = new TextEncoder().encode(`memrelay::blob\u0000${registryId}\u0000${owner}\u0000${blobId}`);
+  return "0x" + Buffer.from(blake2b(input, { dkLen: 32 })).toString("hex");
+}
