@@ -151,6 +151,31 @@ function validateObject(input: ObjectInput, digest: string): Fx<{ object: Stored
   });
 }
 
+function blobRecordArgs(vtx: VerifiedTx): Record<string, unknown>[] {
+  const records = vtx.body.kind === "record_blob" ? (vtx.body.args as Record<string, unknown>).records : undefined;
+  return Array.isArray(records) ? (records as Record<string, unknown>[]) : [];
+}
+
+/** The (owner, scope) blob indexes a record_blob appends to. */
+function blobIndexes(vtx: VerifiedTx): [string, string][] {
+  const out: [string, string][] = [];
+  for (const r of blobRecordArgs(vtx)) {
+    const owner = typeof r?.owner === "string" ? normalizeAddress(r.owner) : null;
+    if (owner && typeof r.namespace === "string") out.push([owner, ALL_SCOPE], [owner, namespaceScope(r.namespace)]);
+  }
+  return out;
+}
+
+/** The newest pages of the blob indexes `vtx` appends to, once their heads (prefetched) are read: a head names its page. */
+export function pagesToPrefetch(vtx: VerifiedTx, read: (key: string) => Record<string, unknown> | null | undefined): string[] {
+  const keys: string[] = [];
+  for (const [owner, scope] of blobIndexes(vtx)) {
+    const head = read(KEYS.blobHead(owner, scope)) as BlobIndexHead | null | undefined;
+    if (head) keys.push(KEYS.blobPage(owner, scope, head.page));
+  }
+  return keys;
+}
+
 /** The keys `decide` will read for `vtx`, so a block can load them all at once. Best effort: bad input reads nothing. */
 export function keysToPrefetch(vtx: VerifiedTx, registryId: string): string[] {
   const { body } = vtx;
@@ -167,11 +192,11 @@ export function keysToPrefetch(vtx: VerifiedTx, registryId: string): string[] {
       if (typeof a.public_key === "string" && PUBLIC_KEY_HEX_RE.test(a.public_key.toLowerCase())) keys.push(KEYS.delegateKey(a.public_key.toLowerCase()));
       break;
     case "record_blob": {
-      for (const r of Array.isArray(a.records) ? (a.records as Record<string, unknown>[]) : []) {
+      for (const r of blobRecordArgs(vtx)) {
         const owner = addr(r?.owner);
-        if (owner && typeof r.blob_id === "string" && BLOB_ID_RE.test(r.blob_id)) keys.push(KEYS.object(deriveBlobObjectId(registryId, owner, r.blob_id)), KEYS.blobHead(owner, ALL_SCOPE));
-        if (owner && typeof r.namespace === "string") keys.push(KEYS.blobHead(owner, namespaceScope(r.namespace)));
+        if (owner && typeof r.blob_id === "string" && BLOB_ID_RE.test(r.blob_id)) keys.push(KEYS.object(deriveBlobObjectId(registryId, owner, r.blob_id)));
       }
+      for (const [owner, scope] of blobIndexes(vtx)) keys.push(KEYS.blobHead(owner, scope));
       break;
     }
     case "transfer":

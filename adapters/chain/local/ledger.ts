@@ -8,7 +8,7 @@ import { blake2b } from "@noble/hashes/blake2.js";
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { STREAMS } from "../../../eventlog/subjects.ts";
 import { AppendConflict, reject, StoreUnavailable, TxRejected, unavailable, type LedgerError } from "./errors.ts";
-import { decide, keysToPrefetch } from "./decide.ts";
+import { decide, keysToPrefetch, pagesToPrefetch } from "./decide.ts";
 import { StateView, type TxOutcome } from "./state-view.ts";
 import { type ChainBlock, type ChainEvent, type ChainRecord, type TxReceipt } from "./model.ts";
 import { type SignedTx } from "../../../schemas/chain.ts";
@@ -252,6 +252,8 @@ export class Ledger {
       self.cache.validFor(applied.applied);
       const view = new StateView(self.store, self.cache);
       yield* Effect.all([...prefetch].map((k) => view.entry(k)), { concurrency: 64, discard: true });
+      const pages = new Set(batch.flatMap((p) => pagesToPrefetch(p.vtx, (key) => view.seen.get(key)?.value)));
+      yield* Effect.all([...pages].map((k) => view.entry(k)), { concurrency: 64, discard: true });
       const now = self.clock();
       const slots: Slot[] = [];
       const records: ChainRecord[] = [];
