@@ -5,7 +5,7 @@ import { connect } from "@nats-io/transport-node";
 import { STREAMS } from "../eventlog/subjects.ts";
 import { LocalChain } from "../adapters/chain/local/local-chain.ts";
 import { addDelegateKey, createAccount, generateKeypair } from "../adapters/chain/local/accounts.ts";
-import { buildSignedTx } from "../adapters/chain/local/tx.ts";
+import { buildSignedTx, deriveBlobObjectId, deriveObjectId } from "../adapters/chain/local/tx.ts";
 import { GAS_FEE_MIST, type ChainBlock } from "../adapters/chain/local/model.ts";
 import type { SubmitResult } from "../adapters/chain/local/ledger.ts";
 import { CHAIN_STATE_BUCKET, CHAIN_STATE_LAYOUT, CHAIN_TX_SUBJECT, KEYS } from "../adapters/chain/local/state-keys.ts";
@@ -104,24 +104,46 @@ describe("concurrency, restart and recovery", () => {
     }
   });
 
-  it("materialises the stream again when the state has another key layout (blob index pages of an older size)", async () => {
+  it("materialises the stream again when the state has another key layout (no blob index or blob objects of this layout)", async () => {
     const owner = await fundedKey();
     const ids = Array.from({ length: 20 }, (_, i) => blobId(`layout-${i}`));
-    await a.recordBlobs(ids.map((id, i) => ({ owner: owner.keypair.address, namespace: i % 2 ? "odd" : "even", blobId: id, size: i })), owner.secretKey);
-    // State of an older layout: no layout marker and no index pages of the current layout.
+    const recorded = await a.recordBlobs(ids.map((id, i) => ({ owner: owner.keypair.address, namespace: i % 2 ? "odd" : "even", blobId: id, size: i })), owner.secretKey);
+    // State of an older layout: no layout marker, none of this layout's index keys, no blob objects at their ids.
     const kv = await new Kvm(log.nc).open(CHAIN_STATE_BUCKET);
-    for await (const key of await kv.keys(`bix.${owner.keypair.address}.>`)) if (/\.q\d+$/.test(key)) await kv.purge(key);
-    await kv.purge(KEYS.layout);
+    const planted: string[] = [];
+    for await (const key of await kv.keys(`bi.${owner.keypair.address}.>`)) planted.push(key);
+    expect(planted.length).toBeGreaterThan(2);
+    for (const key of [...planted, ...recorded.map((r) => KEYS.object(r.objectId)), KEYS.layout]) await kv.purge(key);
     const nc = await connect({ servers: server.url });
     try {
       const c = await LocalChain.open(nc, { packageId: PACKAGE_ID, network: NETWORK, healIntervalMs: 0 });
       expect((await c.listBlobs(owner.keypair.address, { limit: 100 })).map((x) => x.blobId)).toEqual([...ids].reverse());
       expect((await c.listBlobs(owner.keypair.address, { namespace: "odd", limit: 100 })).map((x) => x.blobId)).toEqual(ids.filter((_, i) => i % 2).reverse());
+      expect(await c.getBlob(owner.keypair.address, ids[7]!)).toEqual(recorded[7]);
       expect((await kv.get(KEYS.layout))?.json()).toEqual({ version: CHAIN_STATE_LAYOUT });
       await c.close();
     } finally {
       await nc.close();
     }
+  });
+
+  it("finds a blob recorded before state layout 4 (its object id from its transaction) by owner and blob id; serves it under that id only", async () => {
+    const wallet = await fundedKey();
+    const owner = generateKeypair().keypair.address;
+    const id = blobId("legacy");
+    const legacyId = deriveObjectId(new Uint8Array(32).fill(7), 0);
+    const blob = { object_id: legacyId, owner, blob_id: id, namespace: "old", package_id: PACKAGE_ID, size: 5, created_at: 1_700_000_000_000 };
+    const record = { v: 1, digest: "legacy" + "1".repeat(38), kind: "record_blob", sender: owner, gas_owner: null, gas_used: "0", executed_at: blob.created_at, events: [{ type: "BlobRecorded", blob, index_all: 0, index_ns: 0 }] };
+    await log.js.publish(CHAIN_TX_SUBJECT, JSON.stringify({ v: 1, records: [record] }));
+    await a.catchUp();
+    const txsBefore = await chainTxCount();
+    const expected = { objectId: legacyId, blobId: id, owner, namespace: "old", packageId: PACKAGE_ID, createdAtMs: blob.created_at, size: 5 };
+    expect(await b.getBlob(owner, id)).toEqual(expected);
+    expect(await b.recordBlob({ owner, namespace: "old", blobId: id, size: 5, walletSecretKey: wallet.secretKey })).toEqual(expected);
+    expect(await chainTxCount()).toBe(txsBefore); // already recorded: nothing appended
+    expect((await b.getObject(legacyId))?.owner).toEqual({ AddressOwner: owner });
+    expect(await b.getObject(deriveBlobObjectId(b.registryId, owner, id))).toBeNull();
+    expect(await b.listBlobs(owner, { limit: 10 })).toEqual([expected]);
   });
 
   it("catches up after a crash between the append and the KV write", async () => {

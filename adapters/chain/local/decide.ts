@@ -7,8 +7,9 @@ import { reject, type StoreUnavailable, type TxRejected } from "./errors.ts";
 import { isAddress, normalizeAddress, PUBLIC_KEY_HEX_RE, suiAddressOf } from "./keys.ts";
 import { GAS_FEE_MIST, GAS_TOKEN, MAX_DELEGATE_KEYS, MAX_LABEL_BYTES, MAX_NAMESPACE_BYTES, SYSTEM_KINDS, U64_MAX, type Account, type BlobRecord, type ChainEvent, type GenesisState, type ObjectInput, type StoredDynamicField, type TxArgs, type TxKind } from "./model.ts";
 import type { StoredObject } from "../../../schemas/chain.ts";
-import { ALL_SCOPE, KEYS, namespaceScope } from "./state-keys.ts";
-import { deriveObjectId, type VerifiedTx } from "./tx.ts";
+import { ALL_SCOPE, KEYS, indexCount, namespaceScope, type BlobIndexHead, type BlobIndexPage } from "./state-keys.ts";
+import { deriveBlobObjectId, deriveObjectId, type VerifiedTx } from "./tx.ts";
+import { blobRecordOf, type BlobObjectView } from "./blob-object.ts";
 import type { DelegateEntry } from "./writes.ts";
 import { decideConsoleTx } from "./console-decide.ts";
 import type { DecideContext, Decision, StateView, TxOutcome } from "./state-view.ts";
@@ -150,8 +151,33 @@ function validateObject(input: ObjectInput, digest: string): Fx<{ object: Stored
   });
 }
 
+function blobRecordArgs(vtx: VerifiedTx): Record<string, unknown>[] {
+  const records = vtx.body.kind === "record_blob" ? (vtx.body.args as Record<string, unknown>).records : undefined;
+  return Array.isArray(records) ? (records as Record<string, unknown>[]) : [];
+}
+
+/** The (owner, scope) blob indexes a record_blob appends to. */
+function blobIndexes(vtx: VerifiedTx): [string, string][] {
+  const out: [string, string][] = [];
+  for (const r of blobRecordArgs(vtx)) {
+    const owner = typeof r?.owner === "string" ? normalizeAddress(r.owner) : null;
+    if (owner && typeof r.namespace === "string") out.push([owner, ALL_SCOPE], [owner, namespaceScope(r.namespace)]);
+  }
+  return out;
+}
+
+/** The newest pages of the blob indexes `vtx` appends to, once their heads (prefetched) are read: a head names its page. */
+export function pagesToPrefetch(vtx: VerifiedTx, read: (key: string) => Record<string, unknown> | null | undefined): string[] {
+  const keys: string[] = [];
+  for (const [owner, scope] of blobIndexes(vtx)) {
+    const head = read(KEYS.blobHead(owner, scope)) as BlobIndexHead | null | undefined;
+    if (head) keys.push(KEYS.blobPage(owner, scope, head.page));
+  }
+  return keys;
+}
+
 /** The keys `decide` will read for `vtx`, so a block can load them all at once. Best effort: bad input reads nothing. */
-export function keysToPrefetch(vtx: VerifiedTx): string[] {
+export function keysToPrefetch(vtx: VerifiedTx, registryId: string): string[] {
   const { body } = vtx;
   const keys = [KEYS.balance(vtx.gasOwner)];
   const a = body.args as Record<string, unknown>;
@@ -166,11 +192,11 @@ export function keysToPrefetch(vtx: VerifiedTx): string[] {
       if (typeof a.public_key === "string" && PUBLIC_KEY_HEX_RE.test(a.public_key.toLowerCase())) keys.push(KEYS.delegateKey(a.public_key.toLowerCase()));
       break;
     case "record_blob": {
-      for (const r of Array.isArray(a.records) ? (a.records as Record<string, unknown>[]) : []) {
+      for (const r of blobRecordArgs(vtx)) {
         const owner = addr(r?.owner);
-        if (owner && typeof r.blob_id === "string" && BLOB_ID_RE.test(r.blob_id)) keys.push(KEYS.blob(owner, r.blob_id), KEYS.blobHead(owner, ALL_SCOPE));
-        if (owner && typeof r.namespace === "string") keys.push(KEYS.blobHead(owner, namespaceScope(r.namespace)));
+        if (owner && typeof r.blob_id === "string" && BLOB_ID_RE.test(r.blob_id)) keys.push(KEYS.object(deriveBlobObjectId(registryId, owner, r.blob_id)));
       }
+      for (const [owner, scope] of blobIndexes(vtx)) keys.push(KEYS.blobHead(owner, scope));
       break;
     }
     case "transfer":
@@ -267,12 +293,17 @@ export function decide(view: StateView, vtx: VerifiedTx, ctx: DecideContext): Fx
         if (!packageId) return yield* fail("invalid", "package_id must be an object id");
         if (!Array.isArray(a.records) || a.records.length === 0) return yield* fail("invalid", "record_blob needs at least one record");
         // Each record is idempotent per (owner, blob id): one already recorded (earlier, or earlier in this
-        // transaction) is left as it is. Heads count per owner and scope across the records of this transaction.
+        // transaction) is left as it is; its object sits at an id derived from both. Index counts per owner and
+        // scope run across the records of this transaction.
         const heads = new Map<string, number>();
         const head = (owner: string, scope: string) =>
           Effect.gen(function* () {
             const key = KEYS.blobHead(owner, scope);
-            if (!heads.has(key)) heads.set(key, (yield* view.get<{ count: number }>(key))?.count ?? 0);
+            if (!heads.has(key)) {
+              const h = yield* view.get<BlobIndexHead>(key);
+              const newest = h ? yield* view.get<BlobIndexPage<BlobRecord>>(KEYS.blobPage(owner, scope, h.page)) : null;
+              heads.set(key, indexCount(h, newest));
+            }
             return { key, index: heads.get(key)! };
           });
         const recorded = new Map<string, BlobRecord>();
@@ -286,17 +317,17 @@ export function decide(view: StateView, vtx: VerifiedTx, ctx: DecideContext): Fx
             return yield* fail("invalid", `namespace must be 1..${MAX_NAMESPACE_BYTES} bytes`);
           }
           if (!Number.isSafeInteger(r.size) || r.size < 0) return yield* fail("invalid", "size must be a non-negative integer");
-          const key = KEYS.blob(owner, r.blob_id);
-          const existing = recorded.get(key) ?? (yield* view.get<BlobRecord>(key));
+          const objectId = deriveBlobObjectId(ctx.registryId, owner, r.blob_id);
+          const existing = recorded.get(objectId) ?? blobRecordOf(yield* view.get<BlobObjectView>(KEYS.object(objectId)));
           if (existing) {
-            blobs.push(strip(existing));
+            blobs.push(existing);
             continue;
           }
           const [all, ns] = [yield* head(owner, ALL_SCOPE), yield* head(owner, namespaceScope(r.namespace))];
           heads.set(all.key, all.index + 1);
           heads.set(ns.key, ns.index + 1);
           const blob: BlobRecord = {
-            object_id: deriveObjectId(vtx.digestBytes, events.length),
+            object_id: objectId,
             owner,
             blob_id: r.blob_id,
             namespace: r.namespace,
@@ -304,7 +335,7 @@ export function decide(view: StateView, vtx: VerifiedTx, ctx: DecideContext): Fx
             size: r.size,
             created_at: ctx.now,
           };
-          recorded.set(key, blob);
+          recorded.set(objectId, blob);
           blobs.push(blob);
           events.push({ type: "BlobRecorded", blob, index_all: all.index, index_ns: ns.index });
         }

@@ -8,7 +8,7 @@ import { blake2b } from "@noble/hashes/blake2.js";
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { STREAMS } from "../../../eventlog/subjects.ts";
 import { AppendConflict, reject, StoreUnavailable, TxRejected, unavailable, type LedgerError } from "./errors.ts";
-import { decide, keysToPrefetch } from "./decide.ts";
+import { decide, keysToPrefetch, pagesToPrefetch } from "./decide.ts";
 import { StateView, type TxOutcome } from "./state-view.ts";
 import { type ChainBlock, type ChainEvent, type ChainRecord, type TxReceipt } from "./model.ts";
 import { type SignedTx } from "../../../schemas/chain.ts";
@@ -244,7 +244,7 @@ export class Ledger {
       const prefetch = new Set<string>([KEYS.genesis]);
       for (const p of batch) {
         prefetch.add(KEYS.tx(p.vtx.digest));
-        for (const k of keysToPrefetch(p.vtx)) prefetch.add(k);
+        for (const k of keysToPrefetch(p.vtx, self.opts.target.registryId)) prefetch.add(k);
       }
       // applied first: meta.applied is raised only after a block's writes, so every read that follows sees at least
       // that state; a newer one makes the append below conflict, never succeed on stale reads (or cached ones).
@@ -252,6 +252,8 @@ export class Ledger {
       self.cache.validFor(applied.applied);
       const view = new StateView(self.store, self.cache);
       yield* Effect.all([...prefetch].map((k) => view.entry(k)), { concurrency: 64, discard: true });
+      const pages = new Set(batch.flatMap((p) => pagesToPrefetch(p.vtx, (key) => view.seen.get(key)?.value)));
+      yield* Effect.all([...pages].map((k) => view.entry(k)), { concurrency: 64, discard: true });
       const now = self.clock();
       const slots: Slot[] = [];
       const records: ChainRecord[] = [];
@@ -269,7 +271,7 @@ export class Ledger {
           slots.push({ kind: "result", result: { ok: true, value: fromReceipt(receipt) } });
           continue;
         }
-        const decision = yield* decide(view, vtx, { now }).pipe(Effect.catchTag("TxRejected", (e) => Effect.succeed(e)));
+        const decision = yield* decide(view, vtx, { now, registryId: self.opts.target.registryId }).pipe(Effect.catchTag("TxRejected", (e) => Effect.succeed(e)));
         if (decision instanceof TxRejected) slots.push({ kind: "result", result: { ok: false, error: decision } });
         else if (decision.kind === "noop") slots.push({ kind: "noop", digest: vtx.digest, outcome: decision.outcome });
         else {

@@ -11,11 +11,12 @@ import { PortError, type BlobObject, type BlobRecordInput, type ChainPort, type 
 import { PORT, toPortError } from "./errors.ts";
 import { keypairFromSecret, normalizeAddress, PUBLIC_KEY_HEX_RE, type ChainKeypair, type SecretKeyInput } from "./keys.ts";
 import { Ledger, type SubmitOptions, type SubmitResult } from "./ledger.ts";
-import { DEFAULT_TOKENS, type Account, type BlobRecord, type DynamicFieldInput, type GenesisState, type StoredDynamicField, type TxArgs, type TxKind, type TxReceipt } from "./model.ts";
+import { BLOB_PAGE_SIZE, DEFAULT_TOKENS, type Account, type BlobRecord, type DynamicFieldInput, type GenesisState, type StoredDynamicField, type TxArgs, type TxKind, type TxReceipt } from "./model.ts";
 import { type ChainTarget, type ObjectOwner, type SignedTx, type StoredObject } from "../../../schemas/chain.ts";
-import { ALL_SCOPE, CHAIN_STATE_LAYOUT, KEYS, dynamicFieldBcsKey, dynamicFieldNameKey, namespaceScope, pageOf } from "./state-keys.ts";
+import { ALL_SCOPE, CHAIN_STATE_LAYOUT, KEYS, dynamicFieldBcsKey, dynamicFieldNameKey, namespaceScope, type BlobIndexHead, type BlobIndexPage } from "./state-keys.ts";
 import { ChainStateStore } from "./state-store.ts";
-import { buildSignedTx } from "./tx.ts";
+import { buildSignedTx, deriveBlobObjectId } from "./tx.ts";
+import { blobRecordOf, type BlobObjectView } from "./blob-object.ts";
 import { encodeTransactionKind, localTarget } from "./transaction-data.ts";
 import { directTransactions } from "../server-transactions.ts";
 import type { DelegateEntry } from "./writes.ts";
@@ -176,7 +177,7 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
     const made = new Map((outcome?.blobs ?? []).map((b) => [`${b.owner}/${b.blob_id}`, b]));
     return Promise.all(
       records.map(async (r) => {
-        const blob = made.get(`${r.owner}/${r.blob_id}`) ?? (await this.read<BlobRecord>(KEYS.blob(r.owner, r.blob_id)));
+        const blob = made.get(`${r.owner}/${r.blob_id}`) ?? (await this.readBlob(r.owner, r.blob_id));
         if (!blob) throw new PortError(PORT, "unavailable", "record_blob produced no blob object");
         return toBlobObject(blob);
       }),
@@ -195,13 +196,12 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
     const limit = Math.min(Math.max(0, Math.floor(opts.limit)), BLOB_LIST_MAX);
     if (!addr || limit === 0) return [];
     const scope = opts.namespace === undefined ? ALL_SCOPE : namespaceScope(opts.namespace);
-    const head = await this.read<{ count: number }>(KEYS.blobHead(addr, scope));
-    const count = head?.count ?? 0;
-    if (count === 0) return [];
-    const first = Math.max(0, count - limit);
+    const head = await this.read<BlobIndexHead>(KEYS.blobHead(addr, scope));
+    if (!head) return [];
+    // The newest page may hold a single item: one page more than `limit` needs when full.
     const pages: number[] = [];
-    for (let p = pageOf(count - 1); p >= pageOf(first); p--) pages.push(p);
-    const contents = await Promise.all(pages.map((p) => this.read<{ items: (BlobRecord | null)[] }>(KEYS.blobPage(addr, scope, p))));
+    for (let p = head.page; p >= Math.max(0, head.page - Math.ceil(limit / BLOB_PAGE_SIZE)); p--) pages.push(p);
+    const contents = await Promise.all(pages.map((p) => this.read<BlobIndexPage<BlobRecord>>(KEYS.blobPage(addr, scope, p))));
     const out: BlobObject[] = [];
     for (const page of contents) {
       const items = page?.items ?? [];
@@ -253,14 +253,21 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
   async getBlob(owner: string, blobId: string): Promise<BlobObject | null> {
     const addr = normalizeAddress(owner);
     if (!addr || !/^[A-Za-z0-9_=-]{1,128}$/.test(blobId)) return null;
-    const b = await this.read<BlobRecord>(KEYS.blob(addr, blobId));
+    const b = await this.readBlob(addr, blobId);
     return b ? toBlobObject(b) : null;
+  }
+
+  /** A recorded blob by owner and blob id: its object, at the id derived from both. */
+  private async readBlob(owner: string, blobId: string): Promise<BlobRecord | null> {
+    return blobRecordOf(await this.read<BlobObjectView>(KEYS.object(deriveBlobObjectId(this.target.registryId, owner, blobId))));
   }
 
   /** An object by id: operator-published objects, their dynamic-field objects, and recorded blob objects. */
   async getObject(objectId: string): Promise<StoredObject | null> {
     const id = normalizeAddress(objectId);
-    return id ? this.read<StoredObject>(KEYS.object(id)) : null;
+    const o = id ? await this.read<StoredObject>(KEYS.object(id)) : null;
+    // a blob recorded before state layout 4 is also stored at its derived id, which is not an object's id
+    return o && o.object_id === id ? o : null;
   }
 
   async getDynamicField(parentId: string, name: DynamicFieldLookup): Promise<StoredDynamicField | null> {

@@ -1,4 +1,5 @@
 // Keys of the `chain_state` KV bucket, the materialised ledger state. One place, so a search for a key finds its writer.
+import { createHash } from "node:crypto";
 import { blake2b } from "@noble/hashes/blake2.js";
 import { BLOB_PAGE_SIZE } from "./model.ts";
 
@@ -7,9 +8,11 @@ export const CHAIN_TX_SUBJECT = "chain.tx";
 /**
  * Version of the state's key layout. A ledger opening state of another layout materialises the chain.tx stream again
  * (every write is idempotent and keys of the old layout are simply no longer read). 2: blob index pages of 8 items. 3: the registry's
- * owner → account entries as objects at their derived ids.
+ * owner → account entries as objects at their derived ids. 4: a recorded blob is found by its object at an id derived from
+ * (registry, owner, blob id), without a `blob.` key; the index head (`bi.`, namespace scopes by another hash) names its
+ * newest page and is written once a page.
  */
-export const CHAIN_STATE_LAYOUT = 3;
+export const CHAIN_STATE_LAYOUT = 4;
 
 const encoder = new TextEncoder();
 
@@ -27,10 +30,13 @@ export const KEYS = {
   /** delegate Sui address -> {account_id, owner, active, public_key} */
   delegateAddress: (address: string) => `da.${address}`,
   balance: (address: string) => `bal.${address}`,
-  blob: (owner: string, blobId: string) => `blob.${owner}.${blobId}`,
-  blobHead: (owner: string, scope: string) => `bix.${owner}.${scope}`,
-  /** `q` pages hold BLOB_PAGE_SIZE items (the `p` pages of 64 that state layout 1 wrote are no longer read). */
-  blobPage: (owner: string, scope: string, page: number) => `bix.${owner}.${scope}.q${page}`,
+  /**
+   * {page}: the newest page of an owner's blob index in a scope, written when that page starts; the count is the
+   * page's number × BLOB_PAGE_SIZE plus its items. (`bix.` heads and pages of layouts up to 3 are no longer read.)
+   */
+  blobHead: (owner: string, scope: string) => `bi.${owner}.${scope}`,
+  /** {items}: BLOB_PAGE_SIZE BlobRecords by position, oldest first. */
+  blobPage: (owner: string, scope: string, page: number) => `bi.${owner}.${scope}.${page}`,
   object: (id: string) => `obj.${id}`,
   /** nameKey: dynamicFieldNameKey (by JSON value) or dynamicFieldBcsKey (by BCS bytes) */
   dynamicField: (parentId: string, nameKey: string) => `df.${parentId}.${nameKey}`,
@@ -38,13 +44,29 @@ export const KEYS = {
 
 export const ALL_SCOPE = "all";
 
-/** Index scope of one namespace: a hash, since namespaces may hold characters a KV key cannot. */
+/**
+ * Index scope of one namespace: a hash, since namespaces may hold characters a KV key cannot. Node's native BLAKE2b
+ * (a tenth of the JavaScript one's cost; it runs several times per recorded blob), truncated to 16 bytes.
+ */
 export function namespaceScope(namespace: string): string {
-  return "ns-" + Buffer.from(blake2b(encoder.encode(namespace), { dkLen: 16 })).toString("hex");
+  return "ns-" + createHash("blake2b512").update(namespace).digest("hex").slice(0, 32);
 }
 
 export function pageOf(index: number): number {
   return Math.floor(index / BLOB_PAGE_SIZE);
+}
+
+export interface BlobIndexHead {
+  readonly page: number;
+}
+
+export interface BlobIndexPage<T> {
+  readonly items: readonly (T | null)[];
+}
+
+/** Items in an index: those of the pages before the newest, and the newest page's. */
+export function indexCount(head: BlobIndexHead | null, newest: BlobIndexPage<unknown> | null): number {
+  return head ? head.page * BLOB_PAGE_SIZE + (newest?.items.length ?? 0) : 0;
 }
 
 /** JSON with sorted object keys and numbers/bigints as decimal strings, so `1`, `"1"` and `1n` name the same field. */

@@ -87,4 +87,6 @@ export type Decision =
 
 export interface DecideContext {
   readonly now: number;
+  /** The ledger's account registry, parent of the derived blob object ids. */
+  readonly registryId: string;
 }

@@ -2,7 +2,7 @@
 // signatures follow Sui: Ed25519 over blake2b-256(intent [0,0,0] ‖ tx_bytes), serialized as flag ‖ sig ‖ pk, so
 // `Ed25519Keypair.signTransaction(tx_bytes)` from @mysten/sui produces a valid signature too. The digest is the Sui
 // transaction digest, base58(blake2b-256("TransactionData::" ‖ tx_bytes)).
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { blake2b } from "@noble/hashes/blake2.js";
 import { toBase58 } from "@mysten/sui/utils";
 import { keypairFromSecret, parseSerializedSignature, suiAddressOf, toSerializedSignature, verifyEd25519, type SecretKeyInput } from "./keys.ts";
@@ -154,4 +154,13 @@ export function deriveObjectId(digestBytes: Uint8Array, creationNum: number): st
   input.set(digestBytes, 1);
   new DataView(input.buffer).setBigUint64(33, BigInt(creationNum), true);
   return "0x" + Buffer.from(blake2b(input, { dkLen: 32 })).toString("hex");
+}
+
+/**
+ * Id of the memory blob object an owner records for a blob id, derived from the registry like Sui's derived objects
+ * (a hash of the parent and the key), so the ledger finds a recorded blob by (owner, blob id) at its object. Node's
+ * native BLAKE2b, truncated to 32 bytes: it runs several times per recorded blob.
+ */
+export function deriveBlobObjectId(registryId: string, owner: string, blobId: string): string {
+  return "0x" + createHash("blake2b512").update(`memrelay::blob\u0000${registryId}\u0000${owner}\u0000${blobId}`).digest("hex").slice(0, 64);
 }

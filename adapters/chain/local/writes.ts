@@ -1,7 +1,9 @@
 // Pure projection of a ledger record onto KV writes. Every write is absolute or positional, so applying a record twice
 // (a retried submit, a catch-up racing the submitter) yields the same state; the stored `_seq` makes older writes lose.
 import { BLOB_PAGE_SIZE, type Account, type ChainEvent, type ChainRecord, type StoredDynamicField, type TxReceipt } from "./model.ts";
-import { memoryBlobType, type StoredObject } from "../../../schemas/chain.ts";
+import type { StoredObject } from "../../../schemas/chain.ts";
+import { blobObjectView } from "./blob-object.ts";
+import { deriveBlobObjectId } from "./tx.ts";
 import { ALL_SCOPE, KEYS, dynamicFieldBcsKey, dynamicFieldNameKey, namespaceScope, pageOf } from "./state-keys.ts";
 import { localRegistryTableId } from "./transaction-data.ts";
 import { deriveDynamicFieldID, normalizeSuiAddress } from "@mysten/sui/utils";
@@ -114,25 +116,19 @@ function eventWrites(e: ChainEvent, at: { readonly registryId: string; readonly 
       return;
     case "BlobRecorded": {
       const b = e.blob;
-      out.push({ kind: "set", key: KEYS.blob(b.owner, b.blob_id), value: { ...b } });
-      out.push({
-        kind: "set",
-        key: KEYS.object(b.object_id),
-        value: {
-          object_id: b.object_id,
-          type: memoryBlobType(b.package_id),
-          version: "1",
-          owner: { AddressOwner: b.owner },
-          fields: { id: b.object_id, blob_id: b.blob_id, namespace: b.namespace, package_id: b.package_id, size: String(b.size), created_at: String(b.created_at) },
-        },
-      });
+      const view = blobObjectView(b);
+      out.push({ kind: "set", key: KEYS.object(b.object_id), value: { ...view } });
+      // A blob recorded before state layout 4 has an object id derived from its transaction: its view is also put at
+      // the derived id, where the ledger looks a blob up (getObject serves a key only under its own object id).
+      const derived = deriveBlobObjectId(at.registryId, b.owner, b.blob_id);
+      if (derived !== b.object_id) out.push({ kind: "set", key: KEYS.object(derived), value: { ...view } });
       const ns = namespaceScope(b.namespace);
       for (const [scope, index] of [
         [ALL_SCOPE, e.index_all],
         [ns, e.index_ns],
       ] as const) {
         out.push({ kind: "slots", key: KEYS.blobPage(b.owner, scope, pageOf(index)), slots: [[index, b]] });
-        out.push({ kind: "set", key: KEYS.blobHead(b.owner, scope), value: { count: index + 1 } });
+        if (index % BLOB_PAGE_SIZE === 0) out.push({ kind: "set", key: KEYS.blobHead(b.owner, scope), value: { page: pageOf(index) } });
       }
       return;
     }
