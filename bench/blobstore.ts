@@ -5,7 +5,7 @@
 // The service runs in a child process (its own event loop, as in production) on a private nats-server and a fresh
 // database; the load generator (undici, keep-alive) and the raw-backend baseline run in this process. A third side,
 // the "HTTP floor", serves the same backend through the same uWS layer in the child with no service logic, to tell
-// the cost of HTTP from the cost of the service. Sides alternate in 1-second slices; each reports ops/s, p50/p99 and
+// the cost of HTTP from the cost of the service. Sides alternate in slices of about a second, each side in every position; each reports ops/s, p50/p99 and
 // its process's CPU per operation, and every comparison records how busy the rest of the machine was.
 // The raw side and the floor use the backend the service uses (--backend, default BLOBSTORE_BACKEND or the service's
 // default): for "jetstream" the raw side is the same JetStreamBlobBackend called in this process on its own NATS

@@ -87,7 +87,7 @@ export async function blobstoreSection(ctx: Ctx): Promise<SectionResult> {
     seconds: (performance.now() - t0) / 1000,
     rows,
     notes: [
-      `\`node --import tsx bench/blobstore.ts\` as a section: the service in a child process (its own event loop) on a private nats-server and a fresh database, ${connections} keep-alive connections from this process; service, raw backend (${setup?.backend ?? "?"}, called in this process) and the HTTP floor alternate in 1-second slices, ${seconds} s each per scenario.`,
+      `\`node --import tsx bench/blobstore.ts\` as a section: the service in a child process (its own event loop) on a private nats-server and a fresh database, ${connections} keep-alive connections from this process; service, raw backend (${setup?.backend ?? "?"}, called in this process) and the HTTP floor alternate in slices of about a second, each side in every position (the raw side, run in this process, weighed on whichever side followed it), ${seconds} s each per scenario.`,
       "Overhead = raw backend ops/s ÷ service ops/s − 1. \"Flat\" memory: the service's resident set grows by less than half the streamed size (it streams, never buffers a blob).",
       ...(before ? [before] : []),
     ],

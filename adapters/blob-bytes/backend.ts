@@ -51,6 +51,8 @@ export interface OpenOptions {
   readonly inlineBelow?: number;
   /** Where a whole read goes (default a fresh buffer); a backend may return other memory. */
   readonly alloc?: (size: number) => Buffer;
+  /** The blob's size when the caller knows it (its read model records it): a backend may skip looking it up. */
+  readonly size?: number;
 }
 
 export interface BlobBackend {
@@ -226,7 +228,8 @@ export class FsBlobBackend implements BlobBackend {
       throw err;
     }
     try {
-      const total = (await fh.stat()).size;
+      // content-addressed: the size recorded for this id is the file's size, so a known one saves an fstat
+      const total = opts.size ?? (await fh.stat()).size;
       const start = range?.start ?? 0;
       const end = range ? Math.min(range.end, total - 1) : total - 1;
       const size = Math.max(0, end - start + 1);

@@ -95,7 +95,7 @@ export function blobServing(deps: BlobServingDeps): Pick<BlobstoreRouteKit, "ser
       let whole = cache.get(b.blobId);
       if (!whole) {
         if (bytesInNats) needLog();
-        opened = await backend.open(b.blobId, undefined, { inlineBelow: SMALL });
+        opened = await backend.open(b.blobId, undefined, { inlineBelow: SMALL, size: b.size });
         if (opened?.bytes) cache.put(b.blobId, (whole = opened.bytes));
       }
       if (whole) {
@@ -106,7 +106,7 @@ export function blobServing(deps: BlobServingDeps): Pick<BlobstoreRouteKit, "ser
       opened = null;
     } else {
       if (bytesInNats) needLog();
-      opened = await backend.open(b.blobId, range, { inlineBelow: READ_INLINE, alloc: reads.take });
+      opened = await backend.open(b.blobId, range, { inlineBelow: READ_INLINE, alloc: reads.take, size: b.size });
     }
     if (!opened) {
       logger.error("referenced blob bytes are missing from the backend", { blob_id: b.blobId });

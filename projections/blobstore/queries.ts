@@ -1,6 +1,7 @@
 // Read-model queries of the blob storage service (Postgres tables built by ./projections.ts). Hot queries are
 // prepared once per connection (db/pool.ts `prepared`).
 import { prepared, type Db } from "../../db/pool.ts";
+import { BatchedLookup } from "../../db/batched-lookup.ts";
 import type { KeyKind } from "../../schemas/blobstore/events.ts";
 
 const iso = (v: unknown): string | null => (v === null || v === undefined ? null : v instanceof Date ? v.toISOString() : String(v));
@@ -46,6 +47,14 @@ export interface ObjectRow {
   content_type: string;
   created_at: string;
   updated_at: string;
+}
+
+export interface PublicObject {
+  blob_id: string;
+  size: number;
+  md5: string;
+  content_type: string;
+  updated_ms: number;
 }
 
 export interface WalrusRow {
@@ -162,13 +171,28 @@ export class Queries {
   }
 
   /** The live object at bucket name + key, for public reads. */
-  async publicObject(bucket: string, key: string): Promise<{ blob_id: string; size: number; md5: string; content_type: string; updated_ms: number } | null> {
-    // rowMode array and epoch milliseconds: the hottest query, kept cheap to decode
-    const r = await this.db.query({ ...prepared(`SELECT o.blob_id, o.size::float8, o.md5, o.content_type, (extract(epoch from o.updated_at) * 1000)::float8 FROM bs_buckets b
-             JOIN bs_objects o ON o.bucket_id = b.bucket_id AND o.key = $2 WHERE b.name = $1`, [bucket, key]), rowMode: "array" });
-    const x = r.rows[0] as [string, number, string, string, number] | undefined;
-    return x ? { blob_id: x[0], size: x[1], md5: x[2], content_type: x[3], updated_ms: x[4] } : null;
+  /**
+   * A public read's object by bucket name and key. The hottest query: concurrent reads go out as one statement
+   * (db/batched-lookup.ts), in array row mode with epoch milliseconds, cheap to decode.
+   */
+  publicObject(bucket: string, key: string): Promise<PublicObject | null> {
+    return this.publicObjects.get([bucket, key]);
   }
+
+  private readonly publicObjects = new BatchedLookup<readonly [string, string], PublicObject | null>(async (pairs) => {
+    const r = await this.db.query({
+      ...prepared(`SELECT r.i::int, o.blob_id, o.size::float8, o.md5, o.content_type, (extract(epoch from o.updated_at) * 1000)::float8
+             FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS r(name, key, i)
+             JOIN bs_buckets b ON b.name = r.name
+             JOIN bs_objects o ON o.bucket_id = b.bucket_id AND o.key = r.key COLLATE "C"`, [pairs.map((p) => p[0]), pairs.map((p) => p[1])]),
+      rowMode: "array",
+    });
+    const found: (PublicObject | null)[] = pairs.map(() => null);
+    for (const x of r.rows as [number, string, number, string, string, number][]) {
+      found[x[0] - 1] = { blob_id: x[1], size: x[2], md5: x[3], content_type: x[4], updated_ms: x[5] };
+    }
+    return found;
+  }, 1);
 
   /** Size of referenced content (null when nothing references the blob id). */
   async content(blobId: string): Promise<number | null> {

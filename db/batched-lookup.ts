@@ -1,0 +1,58 @@
+// Lookups batched by arrival: while `maxInFlight` queries are out, new lookups queue, and the next query takes all
+// of them at once. Each lookup is answered by a query sent after it was asked (never by one already in flight), so a
+// batched read sees every write answered before it, as its own query would; what batching saves is the per-query
+// cost (a pool checkout, a round trip, Postgres's per-statement work), paid once per batch instead of per lookup.
+
+interface Waiting<K, V> {
+  readonly key: K;
+  readonly resolve: (v: V) => void;
+  readonly reject: (err: unknown) => void;
+}
+
+export class BatchedLookup<K, V> {
+  private queue: Waiting<K, V>[] = [];
+  private inFlight = 0;
+
+  /** `run` answers the keys in order (one value per key, duplicates included). */
+  constructor(
+    private readonly run: (keys: readonly K[]) => Promise<readonly V[]>,
+    private readonly maxInFlight = 2,
+    private readonly maxBatch = 256,
+  ) {}
+
+  get(key: K): Promise<V> {
+    return new Promise<V>((resolve, reject) => {
+      this.queue.push({ key, resolve, reject });
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    while (this.inFlight < this.maxInFlight && this.queue.length) {
+      const batch = this.queue.length <= this.maxBatch ? this.queue : this.queue.slice(0, this.maxBatch);
+      this.queue = this.queue.length <= this.maxBatch ? [] : this.queue.slice(this.maxBatch);
+      this.inFlight++;
+      let run: Promise<readonly V[]>;
+      try {
+        run = this.run(batch.map((w) => w.key));
+      } catch (err) {
+        run = Promise.reject(err);
+      }
+      // the next batch goes out before this one's callers resume
+      const done = () => {
+        this.inFlight--;
+        this.flush();
+      };
+      run.then(
+        (values) => {
+          done();
+          batch.forEach((w, i) => w.resolve(values[i]));
+        },
+        (err: unknown) => {
+          done();
+          batch.forEach((w) => w.reject(err));
+        },
+      );
+    }
+  }
+}
