@@ -164,10 +164,11 @@ export class Ledger {
   catchUp(): Effect.Effect<number, StoreUnavailable> {
     const self = this;
     return Effect.gen(function* () {
-      self.cache.clear();
       const last = yield* self.lastSeq();
       const { applied } = yield* self.store.applied();
       if (applied >= last) return applied;
+      // Other writers' blocks change the state this process cached (the next round would notice the new sequence).
+      self.cache.clear();
       if (last - applied > DIRECT_READ_GAP) return yield* self.replayFrom(applied + 1);
       let upTo = applied;
       for (let seq = applied + 1; seq <= last; seq++) {
