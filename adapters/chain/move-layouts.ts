@@ -4,7 +4,7 @@
 import { bcs } from "@mysten/sui/bcs";
 
 /** `account::DelegateKey` */
-export const DelegateKeyBcs = bcs.struct("DelegateKey", { public_key: bcs.vector(bcs.u8()), sui_address: bcs.Address, label: bcs.String, created_at: bcs.u64() });
+const DelegateKeyBcs = bcs.struct("DelegateKey", { public_key: bcs.vector(bcs.u8()), sui_address: bcs.Address, label: bcs.String, created_at: bcs.u64() });
 
 /** `account::MemWalAccount` (a UID is its address) */
 export const MemWalAccountBcs = bcs.struct("MemWalAccount", { id: bcs.Address, owner: bcs.Address, delegate_keys: bcs.vector(DelegateKeyBcs), created_at: bcs.u64(), active: bcs.bool() });
