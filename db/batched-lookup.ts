@@ -10,7 +10,7 @@ interface Waiting<K, V> {
 }
 
 export class BatchedLookup<K, V> {
-  private queue: Waiting<K, V>[] = [];
+  private readonly queue: Waiting<K, V>[] = [];
   private inFlight = 0;
 
   /** `run` answers the keys in order (one value per key, duplicates included). */
@@ -29,8 +29,7 @@ export class BatchedLookup<K, V> {
 
   private flush(): void {
     while (this.inFlight < this.maxInFlight && this.queue.length) {
-      const batch = this.queue.length <= this.maxBatch ? this.queue : this.queue.slice(0, this.maxBatch);
-      this.queue = this.queue.length <= this.maxBatch ? [] : this.queue.slice(this.maxBatch);
+      const batch = this.queue.splice(0, this.maxBatch);
       this.inFlight++;
       let run: Promise<readonly V[]>;
       try {

@@ -20,9 +20,11 @@ export const MAX_APPLY_ATTEMPTS = 3;
 /** SQLSTATEs a retry resolves: serialization failure and deadlock (class 40), lock not available, query cancelled. */
 const RETRYABLE_SQLSTATE = /^(40|55P03|57014)/;
 /** A failure that retrying cannot fix: not an unavailable backing service, not a transient conflict, not another runner's move. */
-export const isPoison = (err: unknown) =>
+const isPoison = (err: unknown) =>
   !(err instanceof CheckpointMoved) && !isUnavailable(err) && !RETRYABLE_SQLSTATE.test(String((err as { code?: unknown })?.code ?? ""));
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
+/** Moves a checkpoint ($1) to $2 only from $3 (compare-and-set). */
+const MOVE_CHECKPOINT = "UPDATE projection_checkpoints SET seq = $2, updated_at = now() WHERE name = $1 AND seq = $3";
 
 export class Lane {
   /** Last sequence applied (or skipped) and committed. */
@@ -110,7 +112,7 @@ export class Lane {
     await setAside(this.log, record, this.network);
     const write = async (withHook: boolean) =>
       inTransaction(this.db, async (tx) => {
-        const moved = await tx.query("UPDATE projection_checkpoints SET seq = $2, updated_at = now() WHERE name = $1 AND seq = $3", [name, seq, this.position]);
+        const moved = await tx.query(MOVE_CHECKPOINT, [name, seq, this.position]);
         if (moved.rowCount !== 1) throw new CheckpointMoved(`checkpoint of ${name} moved while setting #${seq} aside`);
         await tx.query(
           `INSERT INTO dead_letters (projection, seq, subject, aggregate, types, error, attempts) VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -135,13 +137,12 @@ export class Lane {
     // The checkpoint moves by compare-and-set, which also locks its row for the transaction: a runner of another
     // process (or an operator's reset) cannot interleave. Nothing to apply (every commit skipped by `wants`): the
     // statement alone, no transaction.
-    const cas = "UPDATE projection_checkpoints SET seq = $2, updated_at = now() WHERE name = $1 AND seq = $3";
-    const moved = !batch.length && (await this.db.query(prepared(cas, [name, toSeq, expected]))).rowCount === 1;
+    const moved = !batch.length && (await this.db.query(prepared(MOVE_CHECKPOINT, [name, toSeq, expected]))).rowCount === 1;
     if (!moved) {
       await inTransaction(
         this.db,
         async (tx) => {
-          if ((await tx.query(prepared(cas, [name, toSeq, expected]))).rowCount !== 1) {
+          if ((await tx.query(prepared(MOVE_CHECKPOINT, [name, toSeq, expected]))).rowCount !== 1) {
             // Why not: moved by someone else, or no row yet (a first batch at 0 creates it).
             const r = await tx.query<{ seq: string }>("SELECT seq FROM projection_checkpoints WHERE name = $1 FOR UPDATE", [name]);
             const stored = r.rows.length ? Number(r.rows[0].seq) : 0;

@@ -2,7 +2,7 @@
 // Each batch of events is applied and the checkpoint advanced in one transaction, with a compare-and-set on the
 // checkpoint, so a redelivered event changes nothing and a reset (replay) made by another process is noticed.
 // A batch that fails for a reason other than an unavailable backing service is applied again commit by commit; a
-// commit that still fails after MAX_APPLY_ATTEMPTS is set aside (DLQ stream, alert, `dead_letters` row, the
+// commit that still fails after MAX_APPLY_ATTEMPTS (lane.ts) is set aside (DLQ stream, alert, `dead_letters` row, the
 // projection's own record of the failure) and the checkpoint moves past it, so no event stalls the stream.
 import { DeliverPolicy } from "@nats-io/jetstream";
 import type { EventLog } from "../eventlog/connection.ts";
@@ -12,8 +12,6 @@ import type { EventEnvelope, StoredEvent } from "../schemas/envelope.ts";
 import { inTransaction, type Db, type Tx } from "../db/pool.ts";
 import type { Logger } from "../config/logger.ts";
 import { CheckpointMoved, Lane } from "./lane.ts";
-
-export { MAX_APPLY_ATTEMPTS } from "./lane.ts";
 
 export interface Projection {
   readonly name: string;
@@ -93,7 +91,6 @@ export async function resetProjection(db: Db, p: Projection): Promise<void> {
     await p.reset(tx);
   });
 }
-
 
 const MAX_BATCH = 2_000;
 /**

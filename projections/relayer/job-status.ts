@@ -15,9 +15,9 @@ interface Row { job_id: string; owner?: string; namespace?: string; status: JobS
  * returns the rest, for the upsert. Small batches (live) and ids not in canonical form all go to the upsert.
  */
 async function copyNewJobs(tx: Tx, list: Row[]): Promise<Row[]> {
+  if (list.length < COPY_MIN_ROWS) return list;
   const text = (x: unknown) => x === undefined || typeof x === "string";
-  const exact = list.every((r) => isCanonicalUuid(r.job_id) && text(r.owner) && text(r.namespace) && text(r.blob_id) && text(r.error));
-  if (list.length < COPY_MIN_ROWS || !exact) return list;
+  if (!list.every((r) => isCanonicalUuid(r.job_id) && text(r.owner) && text(r.namespace) && text(r.blob_id) && text(r.error))) return list;
   const ids = list.map((r) => r.job_id.toLowerCase());
   const known = new Set((await tx.query<{ id: string }>("SELECT job_id::text AS id FROM remember_jobs WHERE job_id = ANY($1::uuid[])", [ids])).rows.map((r) => r.id));
   const fresh = list.filter((_, i) => !known.has(ids[i]));

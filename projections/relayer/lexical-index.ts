@@ -129,18 +129,17 @@ interface Placed {
   readonly terms: LexicalTerms;
 }
 
-/** The postings of placed documents, copied in binary (`pos`: each document's place). */
-async function copyPostings(tx: Tx, docs: readonly Placed[], posOf: (doc: number) => number): Promise<void> {
+/** The postings of placed documents (`pos`: each document's place), copied in binary. */
+async function copyPostings(tx: Tx, docs: readonly (Placed & { readonly pos: number })[]): Promise<void> {
   const n = docs.reduce((s, d) => s + d.terms.terms.length, 0);
   const ns = new Int32Array(n), term = new Float64Array(n), doc = new Float64Array(n), pos = new Int32Array(n), tf = new Int16Array(n), len = new Int16Array(n);
   let i = 0;
   for (const d of docs) {
-    const p = posOf(d.doc);
     d.terms.terms.forEach((t, j) => {
       ns[i] = d.nsId;
       term[i] = t;
       doc[i] = d.doc;
-      pos[i] = p;
+      pos[i] = d.pos;
       tf[i] = d.terms.tf[j];
       len[i] = d.terms.len;
       i++;
@@ -214,8 +213,7 @@ async function appendInOrder(tx: Tx, batch: readonly (DocIn & { nsId: number })[
       placed.map((p) => p.pos),
     ],
   );
-  const posOf = new Map(placed.map((p) => [p.doc, p.pos] as const));
-  await copyPostings(tx, placed, (doc) => posOf.get(doc)!);
+  await copyPostings(tx, placed);
   return true;
 }
 
@@ -251,7 +249,7 @@ async function placeAndPost(tx: Tx, newDocs: readonly Placed[]): Promise<void> {
     await tx.query("UPDATE lexical_postings p SET pos = u.pos FROM unnest($1::bigint[], $2::int[]) AS u(doc, pos) WHERE p.doc = u.doc", [older.map((m) => m.doc), older.map((m) => m.pos)]);
   }
   const posOf = new Map(moved.map((m) => [Number(m.doc), m.pos]));
-  await copyPostings(tx, newDocs, (doc) => posOf.get(doc)!);
+  await copyPostings(tx, newDocs.map((d) => ({ ...d, pos: posOf.get(d.doc)! })));
 }
 
 async function forget(tx: Tx, d: MemoryForgotten): Promise<void> {
