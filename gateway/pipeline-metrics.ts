@@ -5,7 +5,7 @@ import type { EventLog } from "../eventlog/connection.ts";
 import { STREAMS } from "../eventlog/subjects.ts";
 import { deadLetterCounts } from "../eventlog/dead-letter.ts";
 import type { Db } from "../db/pool.ts";
-import type { ProjectionRunner } from "../projections/runtime.ts";
+import type { ProjectionHandle } from "../projections/runtime.ts";
 import type { ServiceMetrics } from "./metrics.ts";
 
 const CACHE_MS = 1_500;
@@ -16,7 +16,7 @@ export interface PipelineSources {
   /** Read models of this service (their checkpoints are read from Postgres, wherever they run). */
   readonly projections: readonly string[];
   /** Runners in this process: their lag is known exactly. */
-  readonly runners: () => readonly ProjectionRunner[];
+  readonly runners: () => readonly ProjectionHandle[];
   /** Durable CMD consumers of this service's actor hosts, by name prefix (e.g. `actor-job`). */
   readonly consumerPrefix?: string;
 }

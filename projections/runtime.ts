@@ -109,7 +109,10 @@ export interface FeedLimits {
   /** Messages pulled from JetStream at once. */
   readonly pullMessages: number;
 }
-const LIVE: FeedLimits = { maxBatch: MAX_BATCH, pullMessages: PULL_MAX_MESSAGES };
+/** A live runner's limits. */
+export const LIVE: FeedLimits = { maxBatch: MAX_BATCH, pullMessages: PULL_MAX_MESSAGES };
+
+const laneNames = (lanes: readonly Lane[]) => lanes.map((l) => l.projection.name).join(", ");
 
 /** One lane's share of a consumer: what it buffered, how far it read, its flush in progress. */
 class LaneFeed {
@@ -199,15 +202,20 @@ abstract class FeedRunner {
   /** Matching events the log still holds beyond what was received (from the consumer's delivery info). */
   protected backlog = Number.POSITIVE_INFINITY;
   private stopCurrent?: () => void;
+  /** Ends the current consumer so the next one starts from the lanes' checkpoints (lanes changed, or moved). */
+  private restartCurrent?: () => void;
+  /** The lanes this runner still feeds (a lane stopped alone leaves the others running). */
+  protected lanes: readonly Lane[];
 
   protected constructor(
     private readonly log: EventLog,
     private readonly db: Db,
-    protected readonly lanes: readonly Lane[],
+    lanes: readonly Lane[],
     private readonly logger: Logger,
     private readonly limits: FeedLimits,
   ) {
     if (new Set(lanes.map((l) => l.projection.filter)).size !== 1) throw new Error("the projections of one runner must follow the same subjects");
+    this.lanes = lanes;
   }
 
   async start(): Promise<void> {
@@ -222,9 +230,15 @@ abstract class FeedRunner {
     this.stopCurrent?.();
   }
 
+  /** Stops feeding one lane; the others go on (from their checkpoints), and the last one stopped stops the runner. */
+  protected async stopLane(lane: Lane): Promise<void> {
+    this.lanes = this.lanes.filter((l) => l !== lane);
+    if (!this.lanes.length) return this.stop();
+    this.restartCurrent?.();
+  }
+
   private async run(): Promise<void> {
     let failures = 0;
-    const names = this.lanes.map((l) => l.projection.name).join(",");
     while (!this.stopped) {
       try {
         for (const lane of this.lanes) {
@@ -238,7 +252,7 @@ abstract class FeedRunner {
         if (this.stopped) break;
         if (!(err instanceof CheckpointMoved)) {
           failures++;
-          this.logger.warn("projection paused; will resume from its checkpoint", { projection: names, error: err instanceof Error ? err.message : String(err) });
+          this.logger.warn("projection paused; will resume from its checkpoint", { projection: laneNames(this.lanes), error: err instanceof Error ? err.message : String(err) });
           await new Promise((r) => setTimeout(r, Math.min(5_000, 100 * 2 ** Math.min(failures, 6))));
         }
       }
@@ -270,14 +284,15 @@ abstract class FeedRunner {
     // An idle lane sees no batch to fail its compare-and-set: poll the checkpoints so a reset made by another process
     // (operator replay) restarts the runner from sequence 1 even when no new events arrive.
     let moved = false;
+    this.restartCurrent = () => {
+      moved = true;
+      messages.stop();
+    };
     const watch = setInterval(() => {
       for (const f of feeds) {
         if (f.flushing || f.buffer.length) continue;
         readCheckpoint(this.db, f.lane.projection.name).then((stored) => {
-          if (!f.flushing && !f.buffer.length && stored !== f.lane.position) {
-            moved = true;
-            messages.stop();
-          }
+          if (!f.flushing && !f.buffer.length && stored !== f.lane.position) this.restartCurrent?.();
         }, () => undefined);
       }
     }, CHECKPOINT_POLL_MS);
@@ -286,7 +301,7 @@ abstract class FeedRunner {
         this.backlog = m.info.pending;
         let events: readonly EventEnvelope[] | undefined;
         const decode = () => (events ??= decodeCommit(m.data).events);
-        for (const f of feeds) f.take(m.seq, m.subject, m.data, decode);
+        for (const f of feeds) if (this.lanes.includes(f.lane)) f.take(m.seq, m.subject, m.data, decode);
         for (const f of feeds) while (f.buffer.length >= this.limits.maxBatch && f.flushing && !failure) await f.taken();
         if (failure) break;
       }
@@ -296,12 +311,25 @@ abstract class FeedRunner {
     }
     await Promise.all(feeds.map((f) => f.flushing));
     if (failure) throw failure;
-    if (moved) throw new CheckpointMoved(`checkpoint of ${this.lanes.map((l) => l.projection.name).join(", ")} was moved`);
+    if (moved) throw new CheckpointMoved(`checkpoint of ${laneNames(feeds.map((f) => f.lane))} was moved, or a lane stopped`);
   }
 }
 
-/** Runs one projection (live): its own consumer, so a slow read model never holds back another. */
-export class ProjectionRunner extends FeedRunner {
+/** One projection's side of a runner, whichever consumer feeds it: what metrics, waiters and tests read. */
+export interface ProjectionHandle {
+  readonly projection: Projection;
+  /** Events not yet applied; 0 means caught up with the log. */
+  readonly pending: number;
+  /** Last sequence applied. */
+  readonly checkpoint: number;
+  /** Resolves once `seq` is applied (or the timeout passes; then resolves false). */
+  waitFor(seq: number, timeoutMs: number): Promise<boolean>;
+  /** Stops applying this projection's events (the others of a shared consumer go on). */
+  stop(): Promise<void>;
+}
+
+/** Runs one projection: its own consumer (a read model other processes wait on alone, e.g. the blob store's). */
+export class ProjectionRunner extends FeedRunner implements ProjectionHandle {
   private readonly lane: Lane;
 
   constructor(log: EventLog, db: Db, readonly projection: Projection, logger: Logger, network = "local") {
@@ -330,12 +358,34 @@ export class ProjectionRunner extends FeedRunner {
 export const CATCH_UP: FeedLimits = { maxBatch: 8_000, pullMessages: 1_024 };
 
 /**
- * Runs several projections of the same subject filter from one consumer (`memrelay replay`): each commit crosses
- * the connection and is decoded once for all of them, and each still applies and checkpoints on its own.
+ * Runs several projections of the same subject filter from one consumer (`memrelay replay`, and the relayer's job
+ * read models live): each commit crosses the connection and is decoded once for all of them, and each still applies
+ * and checkpoints in its own transactions, concurrently. A slow one holds the others back only once it has a full
+ * batch (`maxBatch`) waiting.
  */
 export class ProjectionGroupRunner extends FeedRunner {
+  private readonly fed: readonly Lane[];
+
   constructor(log: EventLog, db: Db, projections: readonly Projection[], logger: Logger, network = "local", limits: FeedLimits = CATCH_UP) {
-    super(log, db, projections.map((p) => new Lane(log, db, p, logger, network)), logger, limits);
+    const lanes = projections.map((p) => new Lane(log, db, p, logger.child({ projection: p.name }), network));
+    super(log, db, lanes, logger, limits);
+    this.fed = lanes;
+  }
+
+  /** A handle per projection; stopping one leaves the others running. */
+  handles(): ProjectionHandle[] {
+    const runner = this;
+    return this.fed.map((lane) => ({
+      projection: lane.projection,
+      get pending() {
+        return runner.backlog + lane.buffered;
+      },
+      get checkpoint() {
+        return lane.position;
+      },
+      waitFor: (seq, timeoutMs) => lane.waitFor(seq, timeoutMs),
+      stop: () => runner.stopLane(lane),
+    }));
   }
 
   /** Per projection: last sequence applied and events not yet applied (0: caught up with the log). */

@@ -14,7 +14,7 @@ import { ActorHost } from "../actors/host.ts";
 import { rememberJobActor } from "../actors/relayer/remember-job.actor.ts";
 import { restoreJobActor } from "../actors/relayer/restore-job.actor.ts";
 import { IndexLog } from "../projections/relayer/index-log.ts";
-import { ProjectionRunner, migrateCheckpoints } from "../projections/runtime.ts";
+import { LIVE, ProjectionGroupRunner, ProjectionRunner, migrateCheckpoints, type Projection, type ProjectionHandle } from "../projections/runtime.ts";
 import { relayerProjections } from "./read-models.ts";
 import { LexicalKeyring } from "../adapters/lexical/keys.ts";
 import { hybridSettings, lexicalSecretFor } from "./lexical.ts";
@@ -51,7 +51,7 @@ export interface RelayerRoles {
 
 export interface RelayerStack {
   readonly port: number;
-  readonly projections: readonly ProjectionRunner[];
+  readonly projections: readonly ProjectionHandle[];
   readonly actorHost?: ActorHost<never>;
   /** Where the MCP sidecar this process started (or the gateway forwards to) listens. */
   readonly sidecarUrl: () => string;
@@ -77,7 +77,7 @@ export async function startRelayer(opts: {
   const { config, log, db, ports, logger } = opts;
   const roles = { gateway: true, actors: true, projections: true, mcp: false, ...opts.roles };
   const stops: (() => Promise<void> | void)[] = [];
-  const runners: ProjectionRunner[] = [];
+  const runners: ProjectionHandle[] = [];
   let actorHost: ActorHost<never> | undefined;
   let port = 0;
   // The sidecar's address is known once it listens (port 0 in tests): the gateway reads it per request.
@@ -97,10 +97,19 @@ export async function startRelayer(opts: {
     stops.push(() => alerting.stop());
     if (roles.projections) {
       await migrateCheckpoints(db);
+      // The read models of one subject family share a consumer: every remember job's commits reach this process
+      // and are decoded once, not once per read model.
+      const families = new Map<string, Projection[]>();
       for (const p of relayerProjections(ports.embedder.dims, { log, network: ports.chain.network }, ports.embedder.name)) {
-        const r = new ProjectionRunner(log, db, p, logger.child({ projection: p.name }), ports.chain.network);
+        (families.get(p.filter) ?? families.set(p.filter, []).get(p.filter)!).push(p);
+      }
+      for (const family of families.values()) {
+        const network = ports.chain.network;
+        const r = family.length === 1
+          ? new ProjectionRunner(log, db, family[0], logger.child({ projection: family[0].name }), network)
+          : new ProjectionGroupRunner(log, db, family, logger, network, LIVE);
         await r.start();
-        runners.push(r);
+        runners.push(...(r instanceof ProjectionGroupRunner ? r.handles() : [r]));
         stops.push(() => r.stop());
       }
     }

@@ -9,7 +9,7 @@ import { openEventLog, type EventLog } from "../eventlog/connection.ts";
 import { EventStore } from "../eventlog/event-store.ts";
 import { createPool, type Db } from "../db/pool.ts";
 import { silentLogger } from "../config/logger.ts";
-import { ProjectionGroupRunner, migrateCheckpoints, readCheckpoint, resetProjection } from "../projections/runtime.ts";
+import { LIVE, ProjectionGroupRunner, migrateCheckpoints, readCheckpoint, resetProjection } from "../projections/runtime.ts";
 import { PROBE_KEPT, probeAll, probeKept } from "./support/probe-group.ts";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.ts";
 import { createTestDatabase, type TestDatabase } from "./support/postgres.ts";
@@ -98,4 +98,28 @@ describe("one consumer for several projections", () => {
     expect(await ids("probe_kept")).toEqual(sorted(kept));
     expect(await readCheckpoint(db, probeKept.name)).toBe(last);
   }, 120_000);
+
+  it("live, a projection stopped alone stays where it was and the others go on applying new commits", async () => {
+    const runner = new ProjectionGroupRunner(log, db, [probeAll, probeKept], silentLogger, "local", LIVE);
+    await runner.start();
+    const [allHandle, keptHandle] = runner.handles();
+    try {
+      expect(await allHandle.waitFor(last, 30_000)).toBe(true);
+      expect(await keptHandle.waitFor(last, 30_000)).toBe(true);
+      await keptHandle.stop();
+      const store = new EventStore(log.js, log.jsm);
+      const later = randomUUID();
+      const { seq } = await store.append(`probe.${later}`, [{ type: PROBE_KEPT, version: 1, data: { id: later } }], 0, { causationId: later, correlationId: later });
+      expect(await allHandle.waitFor(seq, 30_000)).toBe(true);
+      expect(await ids("probe_all")).toContain(later);
+      // Given time it would have had, the stopped one applied nothing more.
+      await new Promise((r) => setTimeout(r, 500));
+      expect(keptHandle.checkpoint).toBe(last);
+      expect(await readCheckpoint(db, probeKept.name)).toBe(last);
+      expect(await ids("probe_kept")).not.toContain(later);
+      expect(allHandle.pending).toBe(0);
+    } finally {
+      await runner.stop();
+    }
+  }, 60_000);
 });

@@ -15,7 +15,7 @@ import { JobLookup } from "../../projections/relayer/job-lookup.ts";
 import { CheckpointFeed } from "../../projections/checkpoint-feed.ts";
 import { ServiceMetrics, measured } from "../metrics.ts";
 import { registerPipelineGauges } from "../pipeline-metrics.ts";
-import type { ProjectionRunner } from "../../projections/runtime.ts";
+import type { ProjectionHandle } from "../../projections/runtime.ts";
 import { MEMORY_INDEX } from "../../projections/relayer/memory-index.ts";
 import { LEXICAL_INDEX } from "../../projections/relayer/lexical-index.ts";
 import { JOB_STATUS } from "../../projections/relayer/job-status.ts";
@@ -62,7 +62,7 @@ export interface RelayerDeps {
   /** OAuth 2.1 for the agent transports, when MCP_OAUTH_DELEGATE_ENCRYPTION_KEY is set. */
   readonly oauth?: { readonly settings: OAuthSettings; readonly vault: DelegateVault };
   /** Projection runners of this process, for the lag gauges of `/metrics`. */
-  readonly projectionRunners?: () => readonly ProjectionRunner[];
+  readonly projectionRunners?: () => readonly ProjectionHandle[];
 }
 
 /** Importance given to plain remembers (REFERENCE.md: remember and restore use 0.5). */
