@@ -1,6 +1,8 @@
 // Summarises a V8 .cpuprofile (from `bench/run.ts --cpu-prof`): self time by function and by package/file, and
 // inclusive time of the heaviest frames.
-//   node --import tsx bench/profile-summary.ts bench/profiles/<file>.cpuprofile [top]
+//   node --import tsx bench/profile-summary.ts bench/profiles/<file>.cpuprofile [top] [--callers X] [--window A-B]
+// --window A-B: only the samples taken from A to B seconds after the profile started (one phase of a section; the
+// file name carries the process's start time, the bench log each phase's).
 import { readFileSync } from "node:fs";
 
 interface Node { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number; children?: number[] }
@@ -14,10 +16,16 @@ if (!file) {
   console.error("usage: profile-summary.ts <file.cpuprofile> [top]");
   process.exit(2);
 }
+const windowArg = process.argv.includes("--window") ? process.argv[process.argv.indexOf("--window") + 1] : undefined;
+const [fromUs, toUs] = windowArg ? windowArg.split("-").map((x) => Number(x) * 1e6) : [0, Number.POSITIVE_INFINITY];
 const p = JSON.parse(readFileSync(file, "utf8")) as Profile;
 const byId = new Map(p.nodes.map((n) => [n.id, n]));
 const selfUs = new Map<number, number>();
-for (let i = 0; i < p.samples.length; i++) selfUs.set(p.samples[i], (selfUs.get(p.samples[i]) ?? 0) + (p.timeDeltas[i] ?? 0));
+let atUs = 0;
+for (let i = 0; i < p.samples.length; i++) {
+  atUs += p.timeDeltas[i] ?? 0;
+  if (atUs >= fromUs && atUs <= toUs) selfUs.set(p.samples[i], (selfUs.get(p.samples[i]) ?? 0) + (p.timeDeltas[i] ?? 0));
+}
 const total = [...selfUs.values()].reduce((a, b) => a + b, 0);
 
 const short = (url: string) => {

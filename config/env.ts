@@ -1,5 +1,6 @@
 // Operator configuration from environment variables. The names are a public contract (spec/relayer.md,
 // Operator configuration): read them here only, with their documented defaults.
+import { availableParallelism } from "node:os";
 import { parseOperatorKey, type OAuthSettings } from "../schemas/relayer/oauth.ts";
 import type { RetryPolicy } from "../schemas/relayer/sponsor.ts";
 
@@ -16,6 +17,8 @@ export interface RelayerConfig {
   readonly databaseUrl: string | undefined;
   readonly logFormat: string;
   readonly authMaxClockDriftSecs: number;
+  /** GATEWAY_VERIFY_THREADS: workers verifying request signatures (default every core but one; 0: on the event loop). */
+  readonly gatewayVerifyThreads: number;
   readonly corsAllowedOrigins: readonly string[];
   readonly packageId: string;
   readonly registryId: string;
@@ -209,6 +212,7 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     databaseUrl: env.DATABASE_URL,
     logFormat: env.LOG_FORMAT ?? "pretty",
     authMaxClockDriftSecs: clockDriftSecs(env),
+    gatewayVerifyThreads: intVar(env, "GATEWAY_VERIFY_THREADS", Math.max(0, availableParallelism() - 1), 0, 64),
     corsAllowedOrigins: list(env.CORS_ALLOWED_ORIGINS),
     packageId: env.MEMORY_PACKAGE_ID ?? "0x" + "a1".repeat(32),
     registryId: env.MEMORY_REGISTRY_ID ?? "0x" + "b2".repeat(32),

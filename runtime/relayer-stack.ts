@@ -31,6 +31,7 @@ import { SponsorBindings } from "../adapters/sponsor/bindings.ts";
 import { SPONSOR_LIMITS } from "../schemas/relayer/sponsor.ts";
 import type { SecretKeyInput } from "../adapters/chain/local/keys.ts";
 import { registrationChain, sponsorshipPort } from "./sponsorship.ts";
+import { signatureVerifier } from "../gateway/relayer/signature-verifier.ts";
 
 export interface RelayerPorts {
   readonly chain: ChainPort;
@@ -145,11 +146,13 @@ export async function startRelayer(opts: {
     }
     if (roles.gateway) {
       const nonces = new KvNonceStore(await openNonceStore(log, nonceTtlSecs(config.authMaxClockDriftSecs)));
+      const verifier = signatureVerifier(config.gatewayVerifyThreads);
+      stops.push(() => verifier.close());
       const server = createRelayerServer({
         config,
         log,
         db,
-        auth: new SignedAuth(ports.chain, nonces, config.authMaxClockDriftSecs, COMMAND_DEDUP_WINDOW_SECS),
+        auth: new SignedAuth(ports.chain, nonces, config.authMaxClockDriftSecs, COMMAND_DEDUP_WINDOW_SECS, verifier),
         chain: ports.chain,
         embedder: ports.embedder,
         blobs: ports.blobs,

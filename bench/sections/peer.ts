@@ -70,7 +70,9 @@ async function acceptedRemembers(ctx: Ctx, env: BenchEnv, users: readonly Identi
     await ctx.quiet();
     log(`peer: memrelay accepted remembers, ${n} requests over ${ACCEPT_CONNECTIONS} connections (actor host stopped) ...`);
     const w = await ctx.cpuWindow(() => closedLoop(pool, reqs, ACCEPT_CONNECTIONS, { expect: 202 }));
-    return { rate: w.result.latencies.length / w.result.seconds, s: summarize(Array.from(w.result.latencies)), errors: w.result.errors, perOp: w.perOp(n) };
+    const accepted = { rate: w.result.latencies.length / w.result.seconds, s: summarize(Array.from(w.result.latencies)), errors: w.result.errors, perOp: w.perOp(n) };
+    log(`  memrelay: accepted ${rate(accepted.rate, "/s")} (${latencyLine(accepted.s)}), ${accepted.errors} errors; CPU ms per request: ${accepted.perOp}`);
+    return accepted;
   } finally {
     await pool.close();
     await env.log.jsm.streams.purge(STREAMS.commands);

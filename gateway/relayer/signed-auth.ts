@@ -1,9 +1,10 @@
 // Signed-header authentication of the relayer (spec/relayer.md, Authentication; DESIGN.md section 3).
-// Order: header syntax, clock window, Ed25519 signature (native), then the nonce record and the owner lookup
-// (in parallel, both remote). Nonces are single-use across replicas through a shared set-if-absent store.
-import { createHash, createPublicKey, verify, type KeyObject } from "node:crypto";
+// Order: header syntax, clock window, Ed25519 signature (native, on worker threads: signature-verifier.ts), then the
+// nonce record and the owner lookup (in parallel, both remote). Nonces are single-use across replicas through a shared set-if-absent store.
+import { createHash } from "node:crypto";
 import { HttpError, type Request } from "../http.ts";
 import type { ChainPort, ResolvedAccount } from "../../adapters/ports.ts";
+import { InlineVerifier, type SignatureVerifier } from "./signature-verifier.ts";
 
 export interface NonceStore {
   /** Records the nonce; false when it was already recorded. Throws when the store is unavailable. */
@@ -25,7 +26,6 @@ const COMMAND_NONCE_MARGIN_SECS = 60;
 const HEX64 = /^[0-9a-fA-F]{64}$/;
 const HEX128 = /^[0-9a-fA-F]{128}$/;
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
-const SPKI_ED25519_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
 
 const fail = (error: string, code: string, status = 401) => new HttpError(status, error, {}, { "x-auth-error": code });
 
@@ -37,8 +37,6 @@ export function signedMessage(timestamp: string, method: string, target: string,
 }
 
 export class SignedAuth {
-  private readonly keys = new Map<string, KeyObject>();
-
   /** The work queue remembers command ids longer than a replay stays possible (2 × window), margin included. */
   private readonly queueDedupCoversReplays: boolean;
 
@@ -48,19 +46,10 @@ export class SignedAuth {
     private readonly windowSecs: number,
     /** COMMAND_DEDUP_WINDOW_SECS of the work queue; 0: every nonce is claimed in the nonce store. */
     commandDedupSecs = 0,
+    private readonly verifier: SignatureVerifier = new InlineVerifier(),
     private readonly now: () => number = () => Date.now(),
   ) {
     this.queueDedupCoversReplays = 2 * windowSecs + COMMAND_NONCE_MARGIN_SECS <= commandDedupSecs;
-  }
-
-  private keyObject(hex: string): KeyObject {
-    let k = this.keys.get(hex);
-    if (!k) {
-      k = createPublicKey({ key: Buffer.concat([SPKI_ED25519_PREFIX, Buffer.from(hex, "hex")]), format: "der", type: "spki" });
-      if (this.keys.size > 10_000) this.keys.clear();
-      this.keys.set(hex, k);
-    }
-    return k;
   }
 
   /**
@@ -81,14 +70,8 @@ export class SignedAuth {
     if (skew > this.windowSecs) throw fail(`timestamp outside the allowed window of ${this.windowSecs} s`, "ERR_TIMESTAMP_OUT_OF_BOUNDS");
     const accountId = h["x-account-id"] ?? "";
     const message = signedMessage(ts, req.method, req.target, req.body, nonce, accountId);
-    let valid = false;
-    try {
-      valid = verify(null, message, this.keyObject(pub.toLowerCase()), Buffer.from(sig, "hex"));
-    } catch {
-      valid = false;
-    }
-    if (!valid) throw fail("invalid signature", "ERR_INVALID_SIGNATURE");
     const publicKeyHex = pub.toLowerCase();
+    if (!(await this.verifier.verify(message, Buffer.from(publicKeyHex, "hex"), Buffer.from(sig, "hex")))) throw fail("invalid signature", "ERR_INVALID_SIGNATURE");
     const commandNonce = opts.nonceInCommand && this.queueDedupCoversReplays ? nonce.toLowerCase() : undefined;
     const [fresh, account] = await Promise.all([
       commandNonce ? true : this.nonces.claim(nonce.toLowerCase()).catch(() => {
