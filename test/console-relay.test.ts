@@ -2,11 +2,13 @@
 // through the listener arrive intact while slabs cycle between concurrent uploads.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHash, randomBytes, randomUUID } from "node:crypto";
+import { Readable } from "node:stream";
 import { startConsoleTestStack, type ConsoleTestStack } from "./support/console-testkit.ts";
 import { mintKey, signUp } from "../actors/console/directory.ts";
 import { ConsoleClient } from "../client/console-client.ts";
 import { bodyBuffers } from "../gateway/recycled-buffers.ts";
 import { parseMultipart } from "../gateway/console/multipart.ts";
+import { BlobStoreStorage, storageBucketName } from "../adapters/file-storage/blobstore-http.ts";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -98,6 +100,24 @@ describe("bytes through the listener", () => {
   afterAll(async () => {
     await c?.close().catch(() => undefined);
     await s?.teardown();
+  });
+
+  it("the storage client's stat (an upload job's check) reads an object's size, blob id and MD5 as its write answered them; null when absent", async () => {
+    const storage = new BlobStoreStorage(s.storage);
+    try {
+      const name = storageBucketName(randomUUID());
+      await storage.ensureBucket(name);
+      const bytes = randomBytes(300_000);
+      const put = await storage.put(name, "k/1 é", Readable.from([bytes]), "application/octet-stream");
+      expect(put).toMatchObject({ key: "k/1 é", size: bytes.length, md5: createHash("md5").update(bytes).digest("hex") });
+      expect(await storage.stat(name, "k/1 é")).toEqual(put);
+      expect(await storage.stat(name, "k/1")).toBeNull();
+      expect(await storage.stat(storageBucketName(randomUUID()), "k/1 é")).toBeNull();
+      await storage.remove(name, "k/1 é");
+      expect(await storage.stat(name, "k/1 é")).toBeNull();
+    } finally {
+      await storage.close();
+    }
   });
 
   it("concurrent uploads of several MiB arrive byte for byte and are accounted for", async () => {
