@@ -41,6 +41,7 @@ const PASS_ON = 64 * 1024;
 const HEADER_END = Buffer.from("\r\n\r\n");
 /** Bytes parsed at a time before the file's data (see parseMultipart). */
 const HEAD = 16 * 1024;
+const EMPTY = Buffer.alloc(0);
 
 const enum State {
   Preamble,
@@ -203,7 +204,8 @@ export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: st
       try {
         // Before the file's data (preamble, fields, part headers) a chunk is parsed in pieces of at most HEAD bytes:
         // those states join what is left over to the next bytes, and joining a whole chunk would copy up to 512 KiB
-        // of file data that follows the headers in the same chunk.
+        // of file data that follows the headers in the same chunk. Once the file part's headers are read, its data
+        // is parsed on in the chunk itself, from where it starts (one piece of data, as the chunk came).
         for (let rest: Buffer | undefined = chunk; rest && state !== State.Done; ) {
           let piece: Buffer = rest;
           rest = undefined;
@@ -211,7 +213,11 @@ export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: st
             rest = piece.subarray(HEAD);
             piece = piece.subarray(0, HEAD);
           }
-          await parsePiece(piece);
+          if ((await parsePiece(piece, rest !== undefined)) && buf.length <= piece.length) {
+            // what is left of the piece (it ends where the piece does) is the start of the file's data
+            rest = chunk.subarray(piece.byteOffset - chunk.byteOffset + piece.length - buf.length);
+            buf = EMPTY;
+          }
         }
       } finally {
         // what is left of this chunk for the next one is copied: the chunk itself is given back
@@ -227,8 +233,11 @@ export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: st
     throw err;
   }
 
-  /** Parses the next bytes of the body (a chunk, or a piece of one). */
-  async function parsePiece(chunk: Buffer): Promise<void> {
+  /**
+   * Parses the next bytes of the body (a chunk, or a piece of one); with `stopAtFile`, stops right after the file
+   * part's headers and answers true.
+   */
+  async function parsePiece(chunk: Buffer, stopAtFile: boolean): Promise<boolean> {
     if (state === State.Body && buf.length && buf.length <= keep && chunk.length > 4 * keep) {
       // Large chunk after a short tail: only a delimiter starting in the tail needs the two joined. Otherwise the
       // tail is part data and the chunk is parsed in place (no copy of the chunk).
@@ -280,6 +289,7 @@ export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: st
         startPart(buf.subarray(0, i).toString("utf8"));
         buf = buf.subarray(i + 4);
         state = State.Body;
+        if (stopAtFile && isFile) return true;
       } else if (state === State.Body) {
         const i = buf.indexOf(delimiter);
         if (i < 0) {
@@ -299,5 +309,6 @@ export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: st
         break;
       }
     }
+    return false;
   }
 }
