@@ -3,6 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { startConsoleTestStack, type ConsoleTestStack } from "./support/console-testkit.ts";
 import { mintKey, signUp } from "../actors/console/directory.ts";
 import { ConsoleClient } from "../client/console-client.ts";
@@ -81,6 +83,31 @@ describe("the multipart parser on recycled chunks", () => {
     expect(Buffer.concat(got).equals(payload)).toBe(true);
     const reused = Array.from({ length: slabSet.size }, () => slabs.copy(new ArrayBuffer(100 * KiB)).buffer);
     expect(reused.every((b) => slabSet.has(b))).toBe(true);
+  });
+});
+
+describe("the storage client's stat", () => {
+  it("reads the object's headers over one kept-alive connection (undici would close it after every HEAD); 404 is null, other statuses fail", async () => {
+    let connections = 0;
+    const server = createServer((req, res) => {
+      const known = req.url === "/api/v1/buckets/b/blobs/k%2F1";
+      if (req.method !== "HEAD" || (!known && !req.url!.endsWith("/missing") && !req.url!.endsWith("/broken"))) res.writeHead(400).end();
+      else if (known) res.writeHead(200, { "content-length": "1234", "x-blob-id": "blob-1", etag: `"${"a".repeat(32)}"` }).end();
+      else res.writeHead(req.url!.endsWith("/missing") ? 404 : 500).end();
+    });
+    server.on("connection", () => connections++);
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const storage = new BlobStoreStorage({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, apiKey: "k" });
+    try {
+      for (let i = 0; i < 10; i++) expect(await storage.stat("b", "k/1")).toEqual({ key: "k/1", blob_id: "blob-1", size: 1234, md5: "a".repeat(32) });
+      expect(await storage.stat("b", "missing")).toBeNull();
+      await expect(storage.stat("b", "broken")).rejects.toMatchObject({ status: 500, transient: true });
+      // (a request may go out moments before the previous one's socket is free again: a second one is opened)
+      expect(connections).toBeLessThanOrEqual(3);
+    } finally {
+      await storage.close();
+      server.close();
+    }
   });
 });
 
