@@ -2,11 +2,15 @@
 // through the listener arrive intact while slabs cycle between concurrent uploads.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHash, randomBytes, randomUUID } from "node:crypto";
+import { Readable } from "node:stream";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { startConsoleTestStack, type ConsoleTestStack } from "./support/console-testkit.ts";
 import { mintKey, signUp } from "../actors/console/directory.ts";
 import { ConsoleClient } from "../client/console-client.ts";
 import { bodyBuffers } from "../gateway/recycled-buffers.ts";
 import { parseMultipart } from "../gateway/console/multipart.ts";
+import { BlobStoreStorage, storageBucketName } from "../adapters/file-storage/blobstore-http.ts";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -82,6 +86,31 @@ describe("the multipart parser on recycled chunks", () => {
   });
 });
 
+describe("the storage client's stat", () => {
+  it("reads the object's headers over one kept-alive connection (undici would close it after every HEAD); 404 is null, other statuses fail", async () => {
+    let connections = 0;
+    const server = createServer((req, res) => {
+      const known = req.url === "/api/v1/buckets/b/blobs/k%2F1";
+      if (req.method !== "HEAD" || (!known && !req.url!.endsWith("/missing") && !req.url!.endsWith("/broken"))) res.writeHead(400).end();
+      else if (known) res.writeHead(200, { "content-length": "1234", "x-blob-id": "blob-1", etag: `"${"a".repeat(32)}"` }).end();
+      else res.writeHead(req.url!.endsWith("/missing") ? 404 : 500).end();
+    });
+    server.on("connection", () => connections++);
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const storage = new BlobStoreStorage({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, apiKey: "k" });
+    try {
+      for (let i = 0; i < 10; i++) expect(await storage.stat("b", "k/1")).toEqual({ key: "k/1", blob_id: "blob-1", size: 1234, md5: "a".repeat(32) });
+      expect(await storage.stat("b", "missing")).toBeNull();
+      await expect(storage.stat("b", "broken")).rejects.toMatchObject({ status: 500, transient: true });
+      // (a request may go out moments before the previous one's socket is free again: a second one is opened)
+      expect(connections).toBeLessThanOrEqual(3);
+    } finally {
+      await storage.close();
+      server.close();
+    }
+  });
+});
+
 describe("bytes through the listener", () => {
   let s: ConsoleTestStack;
   let c: ConsoleClient;
@@ -98,6 +127,24 @@ describe("bytes through the listener", () => {
   afterAll(async () => {
     await c?.close().catch(() => undefined);
     await s?.teardown();
+  });
+
+  it("the storage client's stat (an upload job's check) reads an object's size, blob id and MD5 as its write answered them; null when absent", async () => {
+    const storage = new BlobStoreStorage(s.storage);
+    try {
+      const name = storageBucketName(randomUUID());
+      await storage.ensureBucket(name);
+      const bytes = randomBytes(300_000);
+      const put = await storage.put(name, "k/1 é", Readable.from([bytes]), "application/octet-stream");
+      expect(put).toMatchObject({ key: "k/1 é", size: bytes.length, md5: createHash("md5").update(bytes).digest("hex") });
+      expect(await storage.stat(name, "k/1 é")).toEqual(put);
+      expect(await storage.stat(name, "k/1")).toBeNull();
+      expect(await storage.stat(storageBucketName(randomUUID()), "k/1 é")).toBeNull();
+      await storage.remove(name, "k/1 é");
+      expect(await storage.stat(name, "k/1 é")).toBeNull();
+    } finally {
+      await storage.close();
+    }
   });
 
   it("concurrent uploads of several MiB arrive byte for byte and are accounted for", async () => {

@@ -18,6 +18,8 @@ import { boundaryOf, parseMultipart, partialDelimiterAt } from "../gateway/conso
 import { ConsoleHttpError, decodeCursor, encodeCursor, parseBucketListQuery, parseFileMetadata, parseSponsor, parseUpdateBucket, validateBucketName, validateFileName } from "../schemas/console/http.ts";
 import { multipartBody } from "../client/console-client.ts";
 import { ConfigError, consoleLimitsFromEnv, loadConfig } from "../config/env.ts";
+import { encodeCommit, envelope } from "../eventlog/event-store.ts";
+import { consoleProjection } from "../projections/console/read-models.ts";
 
 const ports = {} as ConsoleActorPorts;
 
@@ -202,6 +204,38 @@ describe("multipart parser", () => {
     expect(partialDelimiterAt(Buffer.concat([Buffer.from("ab"), delimiter.subarray(0, delimiter.length - 1)]), delimiter)).toBe(2);
   });
 
+  it("passes the file data of a chunk that starts with the form's fields and headers on in place (no copy)", async () => {
+    const boundary = "----memrelay-in-place";
+    const note = "n".repeat(20_000); // a field longer than the pieces the fields and headers are parsed in
+    const payload = randomBytes(600 * 1024);
+    const body = Buffer.concat([
+      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="note"\r\n\r\n${note}\r\n`),
+      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="f.bin"\r\n\r\n`),
+      payload,
+      Buffer.from(`\r\n--${boundary}--\r\n`),
+    ]);
+    for (const chunk of [body.length, 512 * 1024]) {
+      const source = Buffer.from(body); // one ArrayBuffer behind every chunk
+      const chunks: Buffer[] = [];
+      for (let i = 0; i < source.length; i += chunk) chunks.push(source.subarray(i, i + chunk));
+      const got: Buffer[] = [];
+      let note2 = "";
+      await parseMultipart(Readable.from(chunks), boundary, { fileBytes: 1 << 30, fieldBytes: 32 * 1024, fields: 8, headerBytes: 1024 }, {
+        onField: (_n, v) => (note2 = v),
+        onFile: async (_info, stream) => {
+          for await (const c of stream) got.push(c as Buffer);
+        },
+      });
+      expect(note2).toBe(note);
+      expect(Buffer.concat(got).equals(payload)).toBe(true);
+      const inPlace = got.filter((c) => c.buffer === source.buffer).reduce((a, c) => a + c.length, 0);
+      // views of the received chunks, all but (rarely) a chunk's last bytes that could start the closing delimiter
+      expect(inPlace).toBeGreaterThanOrEqual(payload.length - boundary.length - 4);
+      // as the chunks came: the first piece of data starts right after the file part's headers
+      expect(got[0].byteOffset).toBe(body.indexOf(payload.subarray(0, 64)));
+    }
+  });
+
   it("filename* (RFC 5987), quoted boundaries, an empty file", async () => {
     const body = Buffer.from(`preamble\r\n--"b"\r\nContent-Disposition: form-data; name="file"; filename="fallback"; filename*=UTF-8''%E2%82%AC.txt\r\n\r\n\r\n--"b"--\r\nepilogue`.replace(/"b"/g, "b"));
     const r = await parse(body, boundaryOf('multipart/form-data; boundary="b"'), 3);
@@ -218,6 +252,19 @@ describe("multipart parser", () => {
     await expect(parse(Buffer.from(part("file", '; filename="a"') + `--${b}--`), b, 5, 2)).rejects.toMatchObject({ status: 413, code: "payload_too_large" });
     expect(() => boundaryOf("multipart/form-data")).toThrow(ConsoleHttpError);
     expect(() => boundaryOf("application/json")).toThrow(ConsoleHttpError);
+  });
+});
+
+describe("console read model", () => {
+  it("skips name claims' commits without decoding them, and no other commit, whatever a file is named", () => {
+    const ctx = { causationId: "c", correlationId: "c" };
+    const commit = (aggregate: string, ...events: NewEvent[]) => encodeCommit({ events: events.map((e) => envelope(aggregate, e, ctx)) });
+    const wants = consoleProjection.wants!;
+    expect(wants(commit(`${AGG.claim}.f-1-abc`, ev(EV.claimHeld, { owner_id: "o", name: "n" })))).toBe(false);
+    expect(wants(commit(`${AGG.claim}.f-1-abc`, ev(EV.claimReleased, { owner_id: "o" })))).toBe(false);
+    const sly = '"aggregate":"console.claim.x"';
+    expect(wants(commit(`${AGG.upload}.u1`, ev(EV.uploadQueued, { file_id: "u1", name: sly }), ev(EV.uploadStarted, {})))).toBe(true);
+    expect(wants(commit(`${AGG.bucket}.b1`, ev(EV.bucketActivated, {})))).toBe(true);
   });
 });
 

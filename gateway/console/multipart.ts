@@ -39,6 +39,9 @@ const COALESCE = 256 * 1024;
 /** File data pieces at least this large are handed on as they are (no copy); smaller ones are joined. */
 const PASS_ON = 64 * 1024;
 const HEADER_END = Buffer.from("\r\n\r\n");
+/** Bytes parsed at a time before the file's data (see parseMultipart). */
+const HEAD = 16 * 1024;
+const EMPTY = Buffer.alloc(0);
 
 const enum State {
   Preamble,
@@ -95,7 +98,7 @@ export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: st
   const delimiter = Buffer.from(`\r\n--${boundary}`);
   const keep = delimiter.length + 1;
   let buf: Buffer = Buffer.from(CRLF);
-  let state: State = State.Preamble;
+  let state = State.Preamble as State; // (changed in parsePiece: not narrowed)
   let fields = 0;
   let sawFile = false;
   // current part
@@ -199,74 +202,21 @@ export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: st
   try {
     for await (const chunk of source) {
       try {
-        if (state === State.Body && buf.length && buf.length <= keep && chunk.length > 4 * keep) {
-          // Large chunk after a short tail: only a delimiter starting in the tail needs the two joined. Otherwise the
-          // tail is part data and the chunk is parsed in place (no copy of the chunk).
-          const window = Buffer.concat([buf, chunk.subarray(0, delimiter.length)]);
-          const i = window.indexOf(delimiter);
-          if (i < 0 || i >= buf.length) {
-            await emit(buf);
-            buf = chunk;
-          } else {
-            buf = Buffer.concat([buf, chunk]);
+        // Before the file's data (preamble, fields, part headers) a chunk is parsed in pieces of at most HEAD bytes:
+        // those states join what is left over to the next bytes, and joining a whole chunk would copy up to 512 KiB
+        // of file data that follows the headers in the same chunk. Once the file part's headers are read, its data
+        // is parsed on in the chunk itself, from where it starts (one piece of data, as the chunk came).
+        for (let rest: Buffer | undefined = chunk; rest && state !== State.Done; ) {
+          let piece: Buffer = rest;
+          rest = undefined;
+          if (state !== State.Body && piece.length > HEAD) {
+            rest = piece.subarray(HEAD);
+            piece = piece.subarray(0, HEAD);
           }
-        } else {
-          buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
-        }
-        for (;;) {
-          if (state === State.Preamble) {
-            const i = buf.indexOf(delimiter);
-            if (i < 0) {
-              if (buf.length > 4096) throw badRequest("multipart body does not start with its boundary");
-              break;
-            }
-            buf = buf.subarray(i + delimiter.length);
-            state = State.AfterDelimiter;
-          } else if (state === State.AfterDelimiter) {
-            if (buf.length < 2) break;
-            if (buf[0] === 0x2d && buf[1] === 0x2d) {
-              state = State.Done;
-              buf = Buffer.alloc(0);
-              break;
-            }
-            // transport padding then CRLF
-            const i = buf.indexOf(CRLF);
-            if (i < 0) {
-              if (buf.length > 256) throw badRequest("malformed multipart boundary line");
-              break;
-            }
-            buf = buf.subarray(i + 2);
-            state = State.Headers;
-          } else if (state === State.Headers) {
-            const i = buf.indexOf(HEADER_END);
-            if (i < 0) {
-              if (buf.length > limits.headerBytes) throw badRequest("multipart part headers are too large");
-              if (buf.length >= 2 && buf[0] === 0x0d && buf[1] === 0x0a) {
-                // a part without headers
-                throw badRequest("a multipart part has no headers");
-              }
-              break;
-            }
-            startPart(buf.subarray(0, i).toString("utf8"));
-            buf = buf.subarray(i + 4);
-            state = State.Body;
-          } else if (state === State.Body) {
-            const i = buf.indexOf(delimiter);
-            if (i < 0) {
-              // Everything but a possible partial delimiter at the end is part data.
-              const safe = partialDelimiterAt(buf, delimiter);
-              if (safe > 0) {
-                await emit(buf.subarray(0, safe));
-                buf = buf.subarray(safe);
-              }
-              break;
-            }
-            await emit(buf.subarray(0, i));
-            buf = buf.subarray(i + delimiter.length);
-            await endPart();
-            state = State.AfterDelimiter;
-          } else {
-            break;
+          if ((await parsePiece(piece, rest !== undefined)) && buf.length <= piece.length) {
+            // what is left of the piece (it ends where the piece does) is the start of the file's data
+            rest = chunk.subarray(piece.byteOffset - chunk.byteOffset + piece.length - buf.length);
+            buf = EMPTY;
           }
         }
       } finally {
@@ -281,5 +231,84 @@ export async function parseMultipart(source: AsyncIterable<Buffer>, boundary: st
     fileStream?.fail(err instanceof Error ? err : new Error(String(err)));
     if (fileDone) await fileDone;
     throw err;
+  }
+
+  /**
+   * Parses the next bytes of the body (a chunk, or a piece of one); with `stopAtFile`, stops right after the file
+   * part's headers and answers true.
+   */
+  async function parsePiece(chunk: Buffer, stopAtFile: boolean): Promise<boolean> {
+    if (state === State.Body && buf.length && buf.length <= keep && chunk.length > 4 * keep) {
+      // Large chunk after a short tail: only a delimiter starting in the tail needs the two joined. Otherwise the
+      // tail is part data and the chunk is parsed in place (no copy of the chunk).
+      const window = Buffer.concat([buf, chunk.subarray(0, delimiter.length)]);
+      const i = window.indexOf(delimiter);
+      if (i < 0 || i >= buf.length) {
+        await emit(buf);
+        buf = chunk;
+      } else {
+        buf = Buffer.concat([buf, chunk]);
+      }
+    } else {
+      buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
+    }
+    for (;;) {
+      if (state === State.Preamble) {
+        const i = buf.indexOf(delimiter);
+        if (i < 0) {
+          if (buf.length > 4096) throw badRequest("multipart body does not start with its boundary");
+          break;
+        }
+        buf = buf.subarray(i + delimiter.length);
+        state = State.AfterDelimiter;
+      } else if (state === State.AfterDelimiter) {
+        if (buf.length < 2) break;
+        if (buf[0] === 0x2d && buf[1] === 0x2d) {
+          state = State.Done;
+          buf = Buffer.alloc(0);
+          break;
+        }
+        // transport padding then CRLF
+        const i = buf.indexOf(CRLF);
+        if (i < 0) {
+          if (buf.length > 256) throw badRequest("malformed multipart boundary line");
+          break;
+        }
+        buf = buf.subarray(i + 2);
+        state = State.Headers;
+      } else if (state === State.Headers) {
+        const i = buf.indexOf(HEADER_END);
+        if (i < 0) {
+          if (buf.length > limits.headerBytes) throw badRequest("multipart part headers are too large");
+          if (buf.length >= 2 && buf[0] === 0x0d && buf[1] === 0x0a) {
+            // a part without headers
+            throw badRequest("a multipart part has no headers");
+          }
+          break;
+        }
+        startPart(buf.subarray(0, i).toString("utf8"));
+        buf = buf.subarray(i + 4);
+        state = State.Body;
+        if (stopAtFile && isFile) return true;
+      } else if (state === State.Body) {
+        const i = buf.indexOf(delimiter);
+        if (i < 0) {
+          // Everything but a possible partial delimiter at the end is part data.
+          const safe = partialDelimiterAt(buf, delimiter);
+          if (safe > 0) {
+            await emit(buf.subarray(0, safe));
+            buf = buf.subarray(safe);
+          }
+          break;
+        }
+        await emit(buf.subarray(0, i));
+        buf = buf.subarray(i + delimiter.length);
+        await endPart();
+        state = State.AfterDelimiter;
+      } else {
+        break;
+      }
+    }
+    return false;
   }
 }

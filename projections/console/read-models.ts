@@ -13,6 +13,7 @@ import type { Projection } from "../runtime.ts";
 import type { Tx } from "../../db/pool.ts";
 import type { StoredEvent } from "../../schemas/envelope.ts";
 import {
+  AGG,
   CONSOLE_EVENTS_FILTER,
   EV,
   type BucketCreated,
@@ -36,9 +37,18 @@ export const CONSOLE_PROJECTION = "console";
 
 const idOf = (aggregate: string) => aggregate.slice(aggregate.lastIndexOf(".") + 1);
 
+/**
+ * How a name claim's commit starts its aggregate in the commit's JSON (every event of a commit has the same one; in a
+ * string value the quotes would be escaped, so no file name can imitate it).
+ */
+const CLAIM_COMMIT = Buffer.from(JSON.stringify({ aggregate: `${AGG.claim}.` }).slice(1, -2));
+
 export const consoleProjection: Projection = {
   name: CONSOLE_PROJECTION,
   filter: CONSOLE_EVENTS_FILTER,
+  // Name claims (one per upload) hold nothing the read models show: they are not decoded, and a claim alone costs no
+  // transaction (its checkpoint moves with the next batch, or shortly).
+  wants: (raw) => !Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).includes(CLAIM_COMMIT),
   migrate: migrateConsole,
   reset: async (tx: Tx) => {
     await tx.query("TRUNCATE console_users, console_spaces, console_members, console_keys, console_buckets, console_files");
