@@ -135,6 +135,9 @@ function eventWrites(e: ChainEvent, at: { readonly registryId: string; readonly 
     case "BalanceChanged":
       out.push({ kind: "merge", key: KEYS.balance(e.address), fields: { [e.token]: e.amount } });
       return;
+    case "WalrusObjectWritten":
+      out.push({ kind: "set", key: KEYS.object(e.object.object_id), value: { ...e.object } });
+      return;
     case "ObjectPut":
       out.push({ kind: "set", key: KEYS.object(e.object.object_id), value: { ...e.object } });
       for (const f of e.dynamic_fields) {

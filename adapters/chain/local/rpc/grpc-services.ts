@@ -13,7 +13,7 @@ import { isValidSuiObjectId, normalizeStructTag, normalizeSuiAddress, toBase64 }
 import { memoryBlobType, type SignedTx } from "../../../../schemas/chain.ts";
 import type { TxReceipt } from "../model.ts";
 import type { ChainObject, ChainOwner, ObjectSource } from "./objects.ts";
-import { COIN_TYPES, DIGEST_RE, SUI, createdObjects, tokenOf, type LedgerTransactions } from "./transactions.ts";
+import { COIN_TYPES, DIGEST_RE, SUI, changedObjects, tokenOf, type ChangedObject, type LedgerTransactions } from "./transactions.ts";
 import { GrpcCode, GrpcStatusError, unary, type GrpcMethod } from "./grpc-web.ts";
 
 const { LedgerService, StateService, TransactionExecutionService, Owner_OwnerKind } = GrpcTypes;
@@ -75,18 +75,20 @@ function objectId(value: string | undefined, what = "object_id"): string {
 /** A ledger receipt as an ExecutedTransaction: success effects listing the created objects with their types. */
 function executedProto(receipt: TxReceipt, packageId: string, signed?: SignedTx): GrpcTypes.ExecutedTransaction {
   const { ChangedObject_IdOperation: IdOperation, ChangedObject_InputObjectState: InputState, ChangedObject_OutputObjectState: OutputState } = GrpcTypes;
-  const changedObjects = createdObjects(receipt.events, packageId).map((o) =>
+  const { created, mutated } = changedObjects(receipt, packageId);
+  const change = (o: ChangedObject, isNew: boolean) =>
     GrpcTypes.ChangedObject.create({
       objectId: o.objectId,
       objectType: o.objectType,
-      inputState: InputState.DOES_NOT_EXIST,
+      inputState: isNew ? InputState.DOES_NOT_EXIST : InputState.EXISTS,
+      ...(isNew ? {} : { inputVersion: BigInt(o.version) - 1n }),
       outputState: OutputState.OBJECT_WRITE,
-      outputVersion: 1n,
-      outputDigest: receipt.digest,
+      outputVersion: BigInt(o.version),
+      outputDigest: o.digest,
       outputOwner: ledgerOwnerProto(o.owner),
-      idOperation: IdOperation.CREATED,
-    }),
-  );
+      idOperation: isNew ? IdOperation.CREATED : IdOperation.NONE,
+    });
+  const objectChanges = [...created.map((o) => change(o, true)), ...mutated.map((o) => change(o, false))];
   const balanceChanges = receipt.events.flatMap((e) =>
     e.type === "BalanceChanged" && COIN_TYPES[e.token] ? [GrpcTypes.BalanceChange.create({ address: e.address, coinType: COIN_TYPES[e.token], amount: e.delta })] : [],
   );
@@ -100,7 +102,7 @@ function executedProto(receipt: TxReceipt, packageId: string, signed?: SignedTx)
       status: { success: true },
       epoch: 0n,
       gasUsed: { computationCost: BigInt(receipt.gas_used), storageCost: 0n, storageRebate: 0n, nonRefundableStorageFee: 0n },
-      changedObjects,
+      changedObjects: objectChanges,
     },
     checkpoint: BigInt(receipt.seq),
     timestamp: { seconds: BigInt(Math.floor(receipt.executed_at / 1000)), nanos: (receipt.executed_at % 1000) * 1_000_000 },

@@ -1,0 +1,470 @@
+// Walrus transactions on the local ledger: the programmable transactions `@mysten/walrus` builds to register and
+// certify blobs, read from their BCS and executed command by command with Move's rules for values (a Coin, Storage or
+// Blob must be used exactly once; references borrow). The calls the ledger implements:
+//
+//   0x2::coin::redeem_funds<T>(withdrawal)          a coin from the sender's address balance (FundsWithdrawal input)
+//   0x2::coin::send_funds<T>(coin, address)         a coin back into an address balance
+//   0x2::coin::destroy_zero<T>(coin), zero<T>()
+//   SplitCoins, MergeCoins, TransferObjects         (a transferred coin lands in the recipient's address balance)
+//   walrus::system::reserve_space(&mut System, amount: u64, epochs_ahead: u32, &mut Coin<WAL>): Storage
+//   walrus::system::register_blob(&mut System, Storage, blob_id: u256, root_hash: u256, size: u64,
+//                                 encoding_type: u8, deletable: bool, &mut Coin<WAL>): Blob
+//   walrus::system::certify_blob(&System, &mut Blob, signature, signers_bitmap, message)
+//
+// with the checks of Walrus's Move code: prices from the System's inner state, the blob id derived from its root
+// hash, the storage covering the encoded size and the current epoch, and a certificate whose signers hold a quorum of
+// the shards and whose aggregate BLS signature (min-pk) verifies over the confirmation message for this blob. Any
+// other call, command or input is refused with the reason. WAL paid for storage goes to the System object's address.
+import { Effect } from "effect";
+import { bcs, type BcsType } from "@mysten/sui/bcs";
+import { normalizeStructTag, normalizeSuiAddress } from "@mysten/sui/utils";
+import { bls12_381 } from "@noble/curves/bls12-381.js";
+import { reject, type StoreUnavailable, type TxRejected } from "./errors.ts";
+import type { ChainEvent } from "./model.ts";
+import type { StoredObject } from "../../../schemas/chain.ts";
+import { KEYS } from "./state-keys.ts";
+import type { Decision, StateView, TxOutcome } from "./state-view.ts";
+import { deriveObjectId, type VerifiedTx } from "./tx.ts";
+import { ledgerObjectDigest } from "./rpc/ledger-source.ts";
+import { tokenOf } from "./rpc/transactions.ts";
+import { localWalrusIds, MAX_EPOCHS_AHEAD, parseSystemInnerField, systemInnerFieldId } from "./walrus-deployment.ts";
+import { BLOB_CERT_INTENT, BlobBcs, blobIdFromU256, deriveBlobId, encodedBlobLength, isQuorumWeight, RS2_ENCODING, StorageBcs, StorageConfirmationBcs, storageUnits, type BlobValue, type StorageValue } from "./walrus-layouts.ts";
+
+type Fx<A> = Effect.Effect<A, TxRejected | StoreUnavailable>;
+const fail = (message: string, kind: TxRejected["kind"] = "invalid") => Effect.fail(reject(kind, message));
+
+// ---------------------------------------------------------------- the transaction as the ledger keeps it
+
+export type PtbArg = { readonly input: number } | { readonly result: number } | { readonly nested: readonly [number, number] } | { readonly gas: true };
+
+export type PtbInput =
+  | { readonly pure: string }
+  | { readonly shared: { readonly id: string; readonly initial_shared_version: string; readonly mutable: boolean } }
+  | { readonly owned: { readonly id: string; readonly version: string; readonly digest: string } }
+  | { readonly withdrawal: { readonly amount: string; readonly coin_type: string; readonly from: "sender" | "sponsor" } };
+
+export type PtbCommand =
+  | { readonly call: { readonly package: string; readonly module: string; readonly function: string; readonly type_arguments: readonly string[]; readonly arguments: readonly PtbArg[] } }
+  | { readonly split: { readonly coin: PtbArg; readonly amounts: readonly PtbArg[] } }
+  | { readonly merge: { readonly into: PtbArg; readonly from: readonly PtbArg[] } }
+  | { readonly transfer: { readonly objects: readonly PtbArg[]; readonly to: PtbArg } };
+
+/** The `walrus` kind's args: the programmable transaction, inputs and commands in JSON. */
+export interface WalrusPtb {
+  readonly inputs: readonly PtbInput[];
+  readonly commands: readonly PtbCommand[];
+}
+
+const MAX_COMMANDS = 128;
+const FRAMEWORK = normalizeSuiAddress("0x2");
+const COIN_CALLS = new Set(["redeem_funds", "send_funds", "destroy_zero", "zero"]);
+const SYSTEM_CALLS = new Set(["reserve_space", "register_blob", "certify_blob"]);
+
+type ParsedPtb = NonNullable<ReturnType<typeof bcs.TransactionData.parse>["V1"]>["kind"]["ProgrammableTransaction"] & object;
+
+/** true when the programmable transaction calls the network's local Walrus package (so it is a `walrus` kind). */
+export function callsWalrus(ptb: ParsedPtb, network: string): boolean {
+  const pkg = localWalrusIds(network).packageId;
+  return ptb.commands.some((c) => c.MoveCall && normalizeSuiAddress(c.MoveCall.package) === pkg);
+}
+
+function arg(a: ParsedPtb["commands"][number]["SplitCoins"] extends infer S ? (S extends { coin: infer A } ? A : never) : never): PtbArg | { error: string } {
+  if (a.GasCoin) return { gas: true };
+  if (a.Input !== undefined) return { input: a.Input };
+  if (a.Result !== undefined) return { result: a.Result };
+  if (a.NestedResult) return { nested: [a.NestedResult[0], a.NestedResult[1]] };
+  return { error: "unsupported argument" };
+}
+
+/** Reads a Walrus programmable transaction; refuses commands, inputs and calls the ledger does not implement. */
+export function decodeWalrusPtb(ptb: ParsedPtb, network: string): { ptb: WalrusPtb } | { error: string } {
+  const pkg = localWalrusIds(network).packageId;
+  if (ptb.commands.length === 0 || ptb.commands.length > MAX_COMMANDS) return { error: `a Walrus transaction has 1 to ${MAX_COMMANDS} commands` };
+  const inputs: PtbInput[] = [];
+  for (const input of ptb.inputs) {
+    if (input.Pure) inputs.push({ pure: input.Pure.bytes });
+    else if (input.Object?.SharedObject) {
+      const s = input.Object.SharedObject;
+      inputs.push({ shared: { id: normalizeSuiAddress(s.objectId), initial_shared_version: String(s.initialSharedVersion), mutable: s.mutable } });
+    } else if (input.Object?.ImmOrOwnedObject) {
+      const o = input.Object.ImmOrOwnedObject;
+      inputs.push({ owned: { id: normalizeSuiAddress(o.objectId), version: String(o.version), digest: o.digest } });
+    } else if (input.FundsWithdrawal) {
+      const w = input.FundsWithdrawal;
+      if (w.reservation.MaxAmountU64 === undefined || !w.typeArg.Balance) return { error: "a funds withdrawal must reserve a u64 amount of a balance type" };
+      inputs.push({ withdrawal: { amount: String(w.reservation.MaxAmountU64), coin_type: normalizeStructTag(w.typeArg.Balance), from: w.withdrawFrom.Sponsor ? "sponsor" : "sender" } });
+    } else return { error: `input kind ${Object.keys(input).find((k) => k !== "$kind") ?? "unknown"} is not supported in Walrus transactions` };
+  }
+  const commands: PtbCommand[] = [];
+  const args = (list: readonly Parameters<typeof arg>[0][]): PtbArg[] | { error: string } => {
+    const out: PtbArg[] = [];
+    for (const a of list) {
+      const r = arg(a);
+      if ("error" in r) return r;
+      out.push(r);
+    }
+    return out;
+  };
+  for (const c of ptb.commands) {
+    if (c.MoveCall) {
+      const m = c.MoveCall;
+      const target = normalizeSuiAddress(m.package);
+      const known = (target === FRAMEWORK && m.module === "coin" && COIN_CALLS.has(m.function)) || (target === pkg && m.module === "system" && SYSTEM_CALLS.has(m.function));
+      if (!known) return { error: `unknown Move call ${target}::${m.module}::${m.function}: the local ledger implements ${[...SYSTEM_CALLS].map((f) => `system::${f}`).join(", ")} of Walrus and coin::${[...COIN_CALLS].join("/")}` };
+      const a = args(m.arguments);
+      if ("error" in a) return a;
+      commands.push({ call: { package: target, module: m.module, function: m.function, type_arguments: m.typeArguments.map((t) => normalizeStructTag(t)), arguments: a } });
+    } else if (c.SplitCoins) {
+      const coin = arg(c.SplitCoins.coin);
+      const amounts = args(c.SplitCoins.amounts);
+      if ("error" in coin) return coin;
+      if ("error" in amounts) return amounts;
+      commands.push({ split: { coin, amounts } });
+    } else if (c.MergeCoins) {
+      const into = arg(c.MergeCoins.destination);
+      const from = args(c.MergeCoins.sources);
+      if ("error" in into) return into;
+      if ("error" in from) return from;
+      commands.push({ merge: { into, from } });
+    } else if (c.TransferObjects) {
+      const objects = args(c.TransferObjects.objects);
+      const to = arg(c.TransferObjects.address);
+      if ("error" in objects) return objects;
+      if ("error" in to) return to;
+      commands.push({ transfer: { objects, to } });
+    } else return { error: `command ${c.$kind} is not supported in Walrus transactions` };
+  }
+  return { ptb: { inputs, commands } };
+}
+
+// ---------------------------------------------------------------- execution
+
+type Value =
+  | { kind: "coin"; coinType: string; token: string; value: bigint }
+  | { kind: "storage"; storage: StorageValue; owner: string | null; created: boolean; version: string }
+  | { kind: "blob"; blob: BlobValue; owner: string | null; created: boolean; version: string; changed: boolean }
+  | { kind: "pure"; bytes: Uint8Array }
+  | { kind: "withdrawal"; amount: bigint; coinType: string; from: "sender" | "sponsor" }
+  | { kind: "system"; mutable: boolean };
+
+type Slot = { value: Value; moved: boolean; reusable: boolean };
+
+export interface WalrusDecideTools {
+  /** Moves WAL/SUI between address balances with BalanceChanged events. */
+  readonly debit: (address: string, token: string, amount: bigint) => Fx<void>;
+  readonly credit: (address: string, token: string, amount: bigint) => Fx<void>;
+  readonly chargeGas: Fx<void>;
+  readonly append: (events: ChainEvent[], outcome: TxOutcome) => Decision;
+}
+
+function u64(bytes: Uint8Array, what: string): Fx<bigint> {
+  return bytes.length === 8 ? Effect.succeed(new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true)) : fail(`${what} must be a u64`);
+}
+
+function pureOf<T, I>(type: BcsType<T, I>, bytes: Uint8Array, what: string): Fx<T> {
+  try {
+    const v = type.parse(bytes);
+    if (Buffer.compare(Buffer.from(type.serialize(v as unknown as I).toBytes()), Buffer.from(bytes)) !== 0) return fail(`${what} is not canonical BCS`);
+    return Effect.succeed(v);
+  } catch {
+    return fail(`${what} is not valid BCS`);
+  }
+}
+
+const blobType = (pkg: string) => `${pkg}::blob::Blob`;
+const storageType = (pkg: string) => `${pkg}::storage_resource::Storage`;
+
+export function decideWalrusTx(view: StateView, vtx: VerifiedTx, ptb: WalrusPtb, tools: WalrusDecideTools): Fx<Decision> {
+  return Effect.gen(function* () {
+    const network = vtx.body.chain;
+    const ids = localWalrusIds(network);
+    const sender = vtx.body.sender;
+    const innerField = yield* view.get<StoredObject>(KEYS.object(systemInnerFieldId(network)));
+    if (!innerField?.bcs) return yield* fail(`the Walrus system of ${network} is not deployed on this ledger`, "not_found");
+    const system = parseSystemInnerField(new Uint8Array(Buffer.from(innerField.bcs, "base64")));
+    const epoch = system.committee.epoch;
+    const nShards = system.committee.nShards;
+    // The objects the transaction transfers, and the blobs it changes in place: written when it succeeds.
+    const transferred: Extract<Value, { kind: "blob" | "storage" }>[] = [];
+    const touched = new Set<Extract<Value, { kind: "blob" }>>();
+    let created = 0;
+    const newId = () => deriveObjectId(vtx.digestBytes, created++);
+
+    // Inputs, loaded when first used.
+    const inputs: (Slot | undefined)[] = [];
+    const input = (i: number): Fx<Slot> =>
+      Effect.gen(function* () {
+        const raw = ptb.inputs[i];
+        if (!raw) return yield* fail(`input ${i} does not exist`);
+        const have = inputs[i];
+        if (have) return have;
+        let slot: Slot;
+        if ("pure" in raw) slot = { value: { kind: "pure", bytes: new Uint8Array(Buffer.from(raw.pure, "base64")) }, moved: false, reusable: true };
+        else if ("withdrawal" in raw) {
+          slot = { value: { kind: "withdrawal", amount: BigInt(raw.withdrawal.amount), coinType: raw.withdrawal.coin_type, from: raw.withdrawal.from }, moved: false, reusable: false };
+        } else if ("shared" in raw) {
+          if (raw.shared.id !== ids.systemObjectId) return yield* fail(`shared object ${raw.shared.id} is not the Walrus System object`);
+          if (raw.shared.initial_shared_version !== "1") return yield* fail("the System object was shared at version 1");
+          slot = { value: { kind: "system", mutable: raw.shared.mutable }, moved: false, reusable: true };
+        } else {
+          const stored = yield* view.get<StoredObject>(KEYS.object(raw.owned.id));
+          if (!stored?.bcs || (stored.type !== blobType(ids.packageId) && stored.type !== storageType(ids.packageId))) return yield* fail(`object ${raw.owned.id} is not a Walrus Blob or Storage`, "not_found");
+          const owner = typeof stored.owner === "object" && "AddressOwner" in stored.owner ? stored.owner.AddressOwner : null;
+          if (owner !== sender) return yield* fail(`object ${raw.owned.id} is not owned by the sender`, "forbidden");
+          if (raw.owned.version !== stored.version || raw.owned.digest !== ledgerObjectDigest(stored)) {
+            return yield* fail(`object ${raw.owned.id} is at version ${stored.version}; the transaction names another version or digest`, "rejected");
+          }
+          const bytes = new Uint8Array(Buffer.from(stored.bcs, "base64"));
+          slot =
+            stored.type === blobType(ids.packageId)
+              ? { value: { kind: "blob", blob: BlobBcs.parse(bytes), owner, created: false, version: stored.version, changed: false }, moved: false, reusable: false }
+              : { value: { kind: "storage", storage: StorageBcs.parse(bytes), owner, created: false, version: stored.version }, moved: false, reusable: false };
+        }
+        inputs[i] = slot;
+        return slot;
+      });
+
+    const results: Slot[][] = [];
+    const slotOf = (a: PtbArg): Fx<Slot> => {
+      if ("gas" in a) return fail("the gas coin cannot be used: gas is paid from the gas owner's address balance");
+      if ("input" in a) return input(a.input);
+      const [c, n] = "result" in a ? [a.result, 0] : a.nested;
+      const out = results[c];
+      if (!out) return fail(`command ${c} has no result yet`);
+      if ("result" in a && out.length !== 1) return fail(`command ${c} returns ${out.length} values; name one with NestedResult`);
+      const slot = out[n];
+      return slot ? Effect.succeed(slot) : fail(`command ${c} has no result ${n}`);
+    };
+    /** By value: the value moves out of its slot. */
+    const take = (a: PtbArg): Fx<Value> =>
+      slotOf(a).pipe(
+        Effect.flatMap((slot) => {
+          if (slot.moved) return fail("a value is used after it was moved");
+          if (!slot.reusable) slot.moved = true;
+          return Effect.succeed(slot.value);
+        }),
+      );
+    /** By reference. */
+    const borrow = (a: PtbArg): Fx<Value> => slotOf(a).pipe(Effect.flatMap((slot) => (slot.moved ? fail("a value is used after it was moved") : Effect.succeed(slot.value))));
+    const coin = (v: Value, what: string): Fx<Extract<Value, { kind: "coin" }>> => (v.kind === "coin" ? Effect.succeed(v) : fail(`${what} must be a Coin`));
+    const pure = (v: Value, what: string): Fx<Uint8Array> => (v.kind === "pure" ? Effect.succeed(v.bytes) : fail(`${what} must be a pure argument`));
+    const walCoin = (v: Value, what: string): Fx<Extract<Value, { kind: "coin" }>> =>
+      coin(v, what).pipe(Effect.flatMap((c) => (c.coinType === ids.walCoinType ? Effect.succeed(c) : fail(`${what} must be a Coin<${ids.walCoinType}>`))));
+    const pay = (c: Extract<Value, { kind: "coin" }>, amount: bigint, what: string): Fx<void> =>
+      Effect.gen(function* () {
+        if (c.value < amount) return yield* fail(`${what} costs ${amount} WAL; the payment coin holds ${c.value}`, "insufficient_funds");
+        c.value -= amount;
+        yield* tools.credit(ids.systemObjectId, c.token, amount);
+      });
+    const systemArg = (v: Value, mutable: boolean): Fx<void> =>
+      v.kind !== "system" ? fail("the first argument must be the Walrus System object") : mutable && !v.mutable ? fail("the System object must be passed mutably") : Effect.succeed(undefined);
+    const addressOf = (bytes: Uint8Array, what: string): Fx<string> => (bytes.length === 32 ? Effect.succeed(normalizeSuiAddress(Buffer.from(bytes).toString("hex"))) : fail(`${what} must be an address`));
+
+    for (const [index, command] of ptb.commands.entries()) {
+      const out: Value[] = [];
+      if ("split" in command) {
+        const from = yield* borrow(command.split.coin).pipe(Effect.flatMap((v) => coin(v, "SplitCoins' coin")));
+        for (const a of command.split.amounts) {
+          const amount = yield* u64(yield* pure(yield* take(a), "a split amount"), "a split amount");
+          if (amount > from.value) return yield* fail(`cannot split ${amount} from a coin of ${from.value}`, "insufficient_funds");
+          from.value -= amount;
+          out.push({ kind: "coin", coinType: from.coinType, token: from.token, value: amount });
+        }
+      } else if ("merge" in command) {
+        const into = yield* borrow(command.merge.into).pipe(Effect.flatMap((v) => coin(v, "MergeCoins' destination")));
+        for (const a of command.merge.from) {
+          const c = yield* take(a).pipe(Effect.flatMap((v) => coin(v, "a merged coin")));
+          if (c.coinType !== into.coinType) return yield* fail("merged coins must be of one type");
+          into.value += c.value;
+        }
+      } else if ("transfer" in command) {
+        const to = yield* addressOf(yield* pure(yield* take(command.transfer.to), "the recipient"), "the recipient");
+        for (const a of command.transfer.objects) {
+          const v = yield* take(a);
+          if (v.kind === "coin") yield* tools.credit(to, v.token, v.value);
+          else if (v.kind === "blob" || v.kind === "storage") {
+            v.owner = to;
+            if (v.kind === "blob") v.changed = true;
+            transferred.push(v);
+          } else return yield* fail("TransferObjects takes coins, Blob and Storage objects");
+        }
+      } else {
+        const call = command.call;
+        const args = call.arguments;
+        const arity = (n: number) => (args.length === n ? Effect.succeed(undefined) : fail(`${call.module}::${call.function} takes ${n} arguments`));
+        const typeArg = (): Fx<{ coinType: string; token: string }> => {
+          const t = call.type_arguments[0];
+          const token = t ? tokenOf(t) : undefined;
+          return call.type_arguments.length === 1 && t && token ? Effect.succeed({ coinType: t, token }) : fail(`${call.module}::${call.function} takes one coin type argument the ledger knows (SUI or WAL)`);
+        };
+        if (call.module === "coin") {
+          const { coinType, token } = yield* typeArg();
+          switch (call.function) {
+            case "redeem_funds": {
+              yield* arity(1);
+              const w = yield* take(args[0]!);
+              if (w.kind !== "withdrawal" || w.coinType !== coinType) return yield* fail("redeem_funds takes a funds withdrawal of its coin type");
+              yield* tools.debit(w.from === "sender" ? sender : vtx.gasOwner, token, w.amount);
+              out.push({ kind: "coin", coinType, token, value: w.amount });
+              break;
+            }
+            case "send_funds": {
+              yield* arity(2);
+              const c = yield* take(args[0]!).pipe(Effect.flatMap((v) => coin(v, "send_funds' coin")));
+              if (c.coinType !== coinType) return yield* fail("send_funds' coin is of another type");
+              yield* tools.credit(yield* addressOf(yield* pure(yield* take(args[1]!), "send_funds' recipient"), "send_funds' recipient"), token, c.value);
+              break;
+            }
+            case "destroy_zero": {
+              yield* arity(1);
+              const c = yield* take(args[0]!).pipe(Effect.flatMap((v) => coin(v, "destroy_zero's coin")));
+              if (c.value !== 0n) return yield* fail(`destroy_zero on a coin of ${c.value}`);
+              break;
+            }
+            case "zero":
+              yield* arity(0);
+              out.push({ kind: "coin", coinType, token, value: 0n });
+              break;
+          }
+        } else {
+          if (call.type_arguments.length) return yield* fail(`system::${call.function} takes no type arguments`);
+          switch (call.function) {
+            case "reserve_space": {
+              yield* arity(4);
+              yield* systemArg(yield* borrow(args[0]!), true);
+              const amount = yield* u64(yield* pure(yield* take(args[1]!), "storage_amount"), "storage_amount");
+              const epochs = yield* pureOf(bcs.u32(), yield* pure(yield* take(args[2]!), "epochs_ahead"), "epochs_ahead");
+              if (epochs < 1 || epochs > MAX_EPOCHS_AHEAD) return yield* fail(`epochs_ahead must be 1..${MAX_EPOCHS_AHEAD}`);
+              const payment = yield* walCoin(yield* borrow(args[3]!), "reserve_space's payment");
+              yield* pay(payment, storageUnits(amount) * system.storagePricePerUnit * BigInt(epochs), "the storage");
+              out.push({ kind: "storage", storage: { id: newId(), start_epoch: epoch, end_epoch: epoch + epochs, storage_size: amount.toString() }, owner: null, created: true, version: "1" });
+              break;
+            }
+            case "register_blob": {
+              yield* arity(8);
+              yield* systemArg(yield* borrow(args[0]!), true);
+              const storage = yield* take(args[1]!);
+              if (storage.kind !== "storage") return yield* fail("register_blob's storage must be a Storage");
+              const blobId = yield* pureOf(bcs.u256(), yield* pure(yield* take(args[2]!), "blob_id"), "blob_id");
+              const rootHash = yield* pureOf(bcs.u256(), yield* pure(yield* take(args[3]!), "root_hash"), "root_hash");
+              const size = yield* u64(yield* pure(yield* take(args[4]!), "size"), "size");
+              const encoding = yield* pureOf(bcs.u8(), yield* pure(yield* take(args[5]!), "encoding_type"), "encoding_type");
+              const deletable = yield* pureOf(bcs.bool(), yield* pure(yield* take(args[6]!), "deletable"), "deletable");
+              const payment = yield* walCoin(yield* borrow(args[7]!), "register_blob's write payment");
+              if (encoding !== RS2_ENCODING) return yield* fail(`encoding_type ${encoding} is not supported (RS2 is ${RS2_ENCODING})`);
+              const derived = deriveBlobId(blobIdFromU256(rootHash), encoding, size);
+              if (Buffer.compare(Buffer.from(derived), Buffer.from(blobIdFromU256(blobId))) !== 0) return yield* fail("blob_id is not derived from root_hash, encoding_type and size");
+              const s = storage.storage;
+              if (!(s.start_epoch <= epoch && epoch < s.end_epoch)) return yield* fail(`the storage covers epochs ${s.start_epoch}..${s.end_epoch}, not the current epoch ${epoch}`);
+              if (size > BigInt(Number.MAX_SAFE_INTEGER)) return yield* fail("size is too large");
+              const encoded = encodedBlobLength(Number(size), nShards);
+              if (BigInt(encoded) > BigInt(s.storage_size)) return yield* fail(`the blob's encoded size ${encoded} exceeds the storage's ${s.storage_size}`);
+              yield* pay(payment, storageUnits(encoded) * system.writePricePerUnit, "writing the blob");
+              out.push({
+                kind: "blob",
+                blob: { id: newId(), registered_epoch: epoch, blob_id: BigInt(blobId).toString(), size: size.toString(), encoding_type: encoding, certified_epoch: null, storage: s, deletable },
+                owner: null,
+                created: true,
+                version: "1",
+                changed: true,
+              });
+              break;
+            }
+            case "certify_blob": {
+              yield* arity(5);
+              yield* systemArg(yield* borrow(args[0]!), false);
+              const blob = yield* borrow(args[1]!);
+              if (blob.kind !== "blob") return yield* fail("certify_blob's blob must be a Blob");
+              const signature = yield* pureOf(bcs.byteVector(), yield* pure(yield* take(args[2]!), "signature"), "signature");
+              const bitmap = yield* pureOf(bcs.byteVector(), yield* pure(yield* take(args[3]!), "signers_bitmap"), "signers_bitmap");
+              const message = yield* pureOf(bcs.byteVector(), yield* pure(yield* take(args[4]!), "message"), "message");
+              yield* verifyCertificate(system.committee, { signature, bitmap, message });
+              const msg = StorageConfirmationBcs.parse(message);
+              if (msg.epoch !== epoch) return yield* fail(`the certificate is for epoch ${msg.epoch}, not the current epoch ${epoch}`);
+              const b = blob.blob;
+              if (BigInt(msg.blobId) !== BigInt(b.blob_id)) return yield* fail("the certificate is for another blob id");
+              const persistence = msg.blobType.Deletable ? normalizeSuiAddress(msg.blobType.Deletable.objectId) : null;
+              if (b.deletable ? persistence !== b.id : persistence !== null) return yield* fail(`the certificate is not for this ${b.deletable ? "deletable blob object" : "permanent blob"}`);
+              if (b.certified_epoch !== null) return yield* fail("the blob is already certified", "rejected");
+              if (epoch >= b.storage.end_epoch) return yield* fail("the blob's storage has expired", "rejected");
+              b.certified_epoch = epoch;
+              blob.changed = true;
+              touched.add(blob);
+              break;
+            }
+          }
+        }
+      }
+      results[index] = out.map((value) => ({ value, moved: false, reusable: false }));
+    }
+
+    // Move's rule: a value without `drop` (Coin, Storage, Blob) must be used.
+    for (const [c, out] of results.entries()) {
+      for (const slot of out) if (!slot.moved) return yield* fail(`result of command ${c} (a ${slot.value.kind === "coin" ? "Coin" : slot.value.kind === "blob" ? "Blob" : "Storage"}) is never used`);
+    }
+    for (const slot of inputs) {
+      if (slot && !slot.reusable && !slot.moved && slot.value.kind === "withdrawal") return yield* fail("a funds withdrawal is never redeemed");
+    }
+    yield* tools.chargeGas;
+
+    const events: ChainEvent[] = [];
+    const write = (v: Extract<Value, { kind: "blob" | "storage" }>) => {
+      const version = v.created ? "1" : (BigInt(v.version) + 1n).toString();
+      const bytes = v.kind === "blob" ? BlobBcs.serialize(v.blob).toBytes() : StorageBcs.serialize(v.storage).toBytes();
+      const id = v.kind === "blob" ? v.blob.id : v.storage.id;
+      const fields = v.kind === "blob" ? { blob_id: v.blob.blob_id, certified_epoch: v.blob.certified_epoch, deletable: v.blob.deletable } : { ...v.storage };
+      const object: StoredObject = {
+        object_id: id,
+        type: v.kind === "blob" ? blobType(ids.packageId) : storageType(ids.packageId),
+        version,
+        owner: { AddressOwner: v.owner! },
+        fields,
+        bcs: Buffer.from(bytes).toString("base64"),
+        previous_transaction: vtx.digest,
+      };
+      events.push({ type: "WalrusObjectWritten", object, created: v.created });
+      return object;
+    };
+    const written = new Set<Value>();
+    let blobObject: StoredObject | undefined;
+    for (const v of [...transferred, ...touched]) {
+      if (written.has(v)) continue;
+      written.add(v);
+      const o = write(v);
+      if (v.kind === "blob") blobObject = o;
+    }
+    return tools.append(events, blobObject ? { object: blobObject } : {});
+  });
+}
+
+/** `bls_aggregate::verify_quorum_in_epoch`: signers hold a quorum of the shards and their aggregate signature verifies. */
+function verifyCertificate(committee: ReturnType<typeof parseSystemInnerField>["committee"], cert: { signature: Uint8Array; bitmap: Uint8Array; message: Uint8Array }): Fx<void> {
+  return Effect.gen(function* () {
+    const n = committee.members.length;
+    if (cert.bitmap.length !== Math.ceil(n / 8)) return yield* fail(`signers_bitmap must be ${Math.ceil(n / 8)} bytes for ${n} committee members`);
+    const signers = committee.members.filter((_, i) => (cert.bitmap[i >> 3]! >> (i & 7)) & 1);
+    for (let i = n; i < cert.bitmap.length * 8; i++) if ((cert.bitmap[i >> 3]! >> (i & 7)) & 1) return yield* fail("signers_bitmap names a signer outside the committee");
+    const weight = signers.reduce((sum, m) => sum + m.weight, 0);
+    if (!isQuorumWeight(weight, committee.nShards)) return yield* fail(`the signers hold ${weight} of ${committee.nShards} shards, not a quorum`, "forbidden");
+    const parsed = (() => {
+      try {
+        const msg = StorageConfirmationBcs.parse(cert.message);
+        return Buffer.compare(Buffer.from(StorageConfirmationBcs.serialize(msg).toBytes()), Buffer.from(cert.message)) === 0 ? msg : null;
+      } catch {
+        return null;
+      }
+    })();
+    if (!parsed) return yield* fail("message is not a storage confirmation");
+    if (parsed.intent.type !== BLOB_CERT_INTENT.type || parsed.intent.version !== BLOB_CERT_INTENT.version || parsed.intent.appId !== BLOB_CERT_INTENT.appId) {
+      return yield* fail("message is not a blob certification (intent 1, version 0, Walrus app 3)");
+    }
+    const bls = bls12_381.longSignatures;
+    let valid = false;
+    try {
+      valid = bls.verify(cert.signature, bls.hash(cert.message), bls.aggregatePublicKeys(signers.map((m) => m.publicKey)));
+    } catch {
+      valid = false;
+    }
+    if (!valid) return yield* fail("the aggregate signature does not verify for the signers", "forbidden");
+  });
+}
