@@ -87,6 +87,14 @@ describe("TransactionData codec", () => {
     expect(refused(decodeEdited((d) => (d.expiration = { None: true } as never)))).toMatch(/ValidDuring/);
     expect(refused(decodeEdited((d) => (d.expiration.ValidDuring!.maxTimestamp = String(10_000_000_000))))).toMatch(/validity window/);
     expect(refused(decodeEdited((d) => (d.expiration.ValidDuring!.minEpoch = "1")))).toMatch(/epoch bounds/);
+    // epoch bounds (what the SDK sets when gas comes from an address balance) must hold the local epoch 0, one change at most
+    const epochs = (min: string | null, max: string | null) => (d: Parameters<Parameters<typeof decodeEdited>[0]>[0]) => {
+      d.expiration.ValidDuring = { ...d.expiration.ValidDuring!, minEpoch: min, maxEpoch: max, minTimestamp: null, maxTimestamp: null };
+    };
+    expect(decodeEdited(epochs("0", "1"))).toMatchObject({ body: { kind: "add_delegate_key", valid_from_ms: 0, valid_until_ms: Number.MAX_SAFE_INTEGER } });
+    expect(refused(decodeEdited(epochs("1", "2")))).toMatch(/must contain the current epoch 0/);
+    expect(refused(decodeEdited(epochs("0", "5")))).toMatch(/at most one epoch change/);
+    expect(refused(decodeEdited(epochs("0", null)))).toMatch(/both epochs/);
     // the account passed immutably, and a pure argument with a trailing byte
     expect(refused(decodeEdited((d) => ((ptb(d).inputs[0] as { Object: { SharedObject: { mutable: boolean } } }).Object.SharedObject.mutable = false)))).toMatch(/mutably/);
     expect(refused(decodeEdited((d) => (ptb(d).inputs[3] = { Pure: { bytes: Buffer.concat([Buffer.from(bcs.String.serialize("x").toBytes()), Buffer.from([0])]).toString("base64") } } as never)))).toMatch(/not a canonical BCS string/);

@@ -8,27 +8,28 @@ import { bls12_381 } from "@noble/curves/bls12-381.js";
 import { startChainRpcServer } from "../adapters/chain/local/rpc/server.ts";
 import { ledgerObjectSource } from "../adapters/chain/local/rpc/ledger-source.ts";
 import { localWalrusIds, localWalrusNodeId, walrusDeploymentObjects, LOCAL_WALRUS_EPOCH } from "../adapters/chain/local/walrus-deployment.ts";
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll } from "vitest";
 import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
-import { startLocalCommittee, type LocalCommittee } from "../adapters/walrus-nodes/local-committee.ts";
+import type { LocalCommittee } from "../adapters/walrus-nodes/local-committee.ts";
+import { startLocalWalrus, type LocalWalrus } from "../adapters/walrus-nodes/local-walrus.ts";
 import type { ChainRpcServerHandle } from "../adapters/chain/local/rpc/server.ts";
 import { NETWORK, PACKAGE_ID, a, operator, useLocalChainSuite } from "./support/local-chain-suite.ts";
 import { mint } from "../adapters/chain/local/accounts.ts";
 import { GAS_FEE_MIST } from "../adapters/chain/local/model.ts";
+import { Transaction, coinWithBalance } from "@mysten/sui/transactions";
+import { BlobMetadataBcs, blobIdFromString, confirmationMessage } from "../adapters/chain/local/walrus-layouts.ts";
 
 useLocalChainSuite();
 
-/** A committee of four storage nodes, the deployment published on the ledger, and the ledger's RPC. */
-async function walrusStack(dir: string): Promise<{ committee: LocalCommittee; rpc: ChainRpcServerHandle; client: () => WalrusClient }> {
-  const committee = await startLocalCommittee({ dir, network: NETWORK });
-  for (const { objectId, input } of walrusDeploymentObjects(committee.deployment)) await a.putObject(objectId, input);
+/** The local stack's Walrus (four storage nodes, the deployment published on the ledger) and the ledger's RPC. */
+async function walrusStack(dir: string, size: { count?: number; nShards?: number } = {}): Promise<{ walrus: LocalWalrus; committee: LocalCommittee; rpc: ChainRpcServerHandle; client: () => WalrusClient }> {
+  const walrus = await startLocalWalrus({ ledger: a, dir, ...size });
   const rpc = await startChainRpcServer({ objects: ledgerObjectSource(a, { packageIds: [PACKAGE_ID], accounts: a }), transactions: a, chainName: NETWORK });
-  const ids = localWalrusIds(NETWORK);
-  const client = () => new WalrusClient({ packageConfig: { systemObjectId: ids.systemObjectId, stakingPoolId: ids.stakingObjectId }, suiClient: new SuiJsonRpcClient({ url: rpc.url, network: "localnet" }), storageNodeUrlScheme: "http" });
-  return { committee, rpc, client };
+  const client = () => new WalrusClient({ packageConfig: walrus.packageConfig, suiClient: new SuiJsonRpcClient({ url: rpc.url, network: "localnet" }), storageNodeUrlScheme: "http" });
+  return { walrus, committee: walrus.committee, rpc, client };
 }
 
 async function fundedSigner(wal = 1_000_000n): Promise<Ed25519Keypair> {
@@ -115,5 +116,241 @@ describe("WalrusClient writes and reads blobs on the local stack", () => {
     }
     const read = await stack.client().readBlob({ blobId });
     expect(Buffer.from(read).equals(Buffer.from(blob))).toBe(true);
+  });
+});
+
+/** The node keys on disk (test-only: to forge certificates the nodes never signed). */
+function nodeKeys(dir: string, count = 4): Uint8Array[] {
+  return Array.from({ length: count }, (_, i) => new Uint8Array(Buffer.from(readFileSync(join(dir, `node-${i}`, "bls.key"), "utf8").trim(), "hex")));
+}
+
+function certificate(keys: Uint8Array[], signers: number[], message: Uint8Array, bitmapSigners = signers) {
+  const bls = bls12_381.longSignatures;
+  const signature = bls.aggregateSignatures(signers.map((i) => bls.sign(bls.hash(message), keys[i]!))).toBytes(true);
+  return { signers: bitmapSigners, serializedMessage: message, signature };
+}
+
+describe("refusals", () => {
+  let dir: string;
+  let stack: Awaited<ReturnType<typeof walrusStack>>;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "walrus-nodes-"));
+    stack = await walrusStack(dir);
+  });
+  afterAll(async () => {
+    await stack?.rpc.close();
+    await stack?.committee.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A registered, not yet certified blob (the certificates below are made with the nodes' keys). */
+  async function registered(signer: Ed25519Keypair, deletable = true) {
+    const walrus = stack.client();
+    const blob = new TextEncoder().encode(`blob ${Math.random()}`.repeat(30));
+    const flow = walrus.writeBlobFlow({ blob });
+    const { blobId } = await flow.encode();
+    const { blobObjectId } = await flow.executeRegister({ signer, epochs: 2, deletable, owner: signer.toSuiAddress() });
+    return { walrus, blobId, blobObjectId, blob };
+  }
+
+  it("certify_blob refuses certificates without a quorum, with a signature of other signers, for another blob or epoch, or twice", async () => {
+    const signer = await fundedSigner();
+    const keys = nodeKeys(dir);
+    const { walrus, blobId, blobObjectId } = await registered(signer);
+    const bytes = blobIdFromString(blobId)!;
+    const message = confirmationMessage(LOCAL_WALRUS_EPOCH, bytes, { deletable: true, objectId: blobObjectId });
+    const certify = (cert: ReturnType<typeof certificate>, deletable = true) => walrus.executeCertifyBlobTransaction({ certificate: cert, blobId, blobObjectId, deletable, signer });
+    // nodes 0 and 1 hold 6 of 10 shards: not more than two thirds
+    await expect(certify(certificate(keys, [0, 1], message))).rejects.toThrow(/not a quorum/);
+    // signed by 0, 1, 2 but the bitmap names 0, 1, 3
+    await expect(certify(certificate(keys, [0, 1, 2], message, [0, 1, 3]))).rejects.toThrow(/aggregate signature does not verify/);
+    // a quorum's signature over a message for another blob, a permanent blob, or another epoch
+    const other = new Uint8Array(32).fill(7);
+    await expect(certify(certificate(keys, [0, 1, 2], confirmationMessage(LOCAL_WALRUS_EPOCH, other, { deletable: true, objectId: blobObjectId })))).rejects.toThrow(/another blob id/);
+    await expect(certify(certificate(keys, [0, 1, 2], confirmationMessage(LOCAL_WALRUS_EPOCH, bytes, { deletable: false })))).rejects.toThrow(/not for this deletable blob object/);
+    await expect(certify(certificate(keys, [0, 1, 2], confirmationMessage(LOCAL_WALRUS_EPOCH + 1, bytes, { deletable: true, objectId: blobObjectId })))).rejects.toThrow(/for epoch 2/);
+    // a message that is not a storage confirmation
+    await expect(certify(certificate(keys, [0, 1, 2], new TextEncoder().encode("certify everything")))).rejects.toThrow(/not a storage confirmation/);
+    expect((await walrus.getBlobObject(blobObjectId)).certified_epoch).toBeNull();
+    // a quorum's genuine certificate (nodes 0, 2, 3: 7 shards) certifies; a second time is refused
+    await certify(certificate(keys, [0, 2, 3], message));
+    expect((await stack.client().getBlobObject(blobObjectId)).certified_epoch).toBe(LOCAL_WALRUS_EPOCH);
+    await expect(certify(certificate(keys, [0, 1, 2, 3], message))).rejects.toThrow(/already certified/);
+  });
+
+  it("register_blob refuses a blob id not derived from the root hash; reserve_space refuses an underpayment; unknown calls, unused coins and the gas coin are refused", async () => {
+    const signer = await fundedSigner();
+    const walrus = stack.client();
+    const blob = new TextEncoder().encode("registered under a false id");
+    const { rootHash } = await walrus.encodeBlob(blob);
+    const { blobId: otherId } = await walrus.encodeBlob(new TextEncoder().encode("another blob"));
+    await expect(walrus.executeRegisterBlobTransaction({ signer, size: blob.length, epochs: 1, blobId: otherId, rootHash, deletable: false, owner: signer.toSuiAddress() })).rejects.toThrow(/blob_id is not derived from root_hash/);
+
+    const ids = localWalrusIds(NETWORK);
+    const run = async (build: (tx: Transaction) => void) => {
+      const tx = new Transaction();
+      tx.setSender(signer.toSuiAddress());
+      build(tx);
+      return signer.signAndExecuteTransaction({ transaction: tx, client: new SuiJsonRpcClient({ url: stack.rpc.url, network: "localnet" }) });
+    };
+    // the price of 1 MiB for 2 epochs is 200; the coin holds 150
+    await expect(
+      run((tx) => {
+        const coin = tx.add(coinWithBalance({ balance: 150, type: ids.walCoinType }));
+        const storage = tx.moveCall({ target: `${ids.packageId}::system::reserve_space`, arguments: [tx.object(ids.systemObjectId), tx.pure.u64(1000), tx.pure.u32(2), coin] });
+        tx.transferObjects([storage, coin], signer.toSuiAddress());
+      }),
+    ).rejects.toThrow(/costs 200 WAL; the payment coin holds 150/);
+    await expect(
+      run((tx) => {
+        const coin = tx.add(coinWithBalance({ balance: 500, type: ids.walCoinType }));
+        tx.moveCall({ target: `${ids.packageId}::system::reserve_space`, arguments: [tx.object(ids.systemObjectId), tx.pure.u64(1000), tx.pure.u32(54), coin] });
+      }),
+    ).rejects.toThrow(/epochs_ahead must be 1..53/);
+    // a reservation nobody uses, and a coin left over
+    await expect(
+      run((tx) => {
+        const coin = tx.add(coinWithBalance({ balance: 500, type: ids.walCoinType }));
+        tx.moveCall({ target: `${ids.packageId}::system::reserve_space`, arguments: [tx.object(ids.systemObjectId), tx.pure.u64(1000), tx.pure.u32(1), coin] });
+        tx.transferObjects([coin], signer.toSuiAddress());
+      }),
+    ).rejects.toThrow(/result of command \d+ \(a Storage\) is never used/);
+    await expect(
+      run((tx) => {
+        const coin = tx.add(coinWithBalance({ balance: 500, type: ids.walCoinType }));
+        const storage = tx.moveCall({ target: `${ids.packageId}::system::reserve_space`, arguments: [tx.object(ids.systemObjectId), tx.pure.u64(1000), tx.pure.u32(1), coin] });
+        tx.transferObjects([storage], signer.toSuiAddress());
+      }),
+    ).rejects.toThrow(/a Coin\) is never used/);
+    await expect(
+      run((tx) => {
+        tx.moveCall({ target: `${ids.packageId}::staking::stake_with_pool`, arguments: [tx.object(ids.stakingObjectId), tx.add(coinWithBalance({ balance: 5, type: ids.walCoinType })), tx.pure.address(ids.systemObjectId)] });
+      }),
+    ).rejects.toThrow(/unknown Move call .*staking::stake_with_pool/);
+    await expect(
+      run((tx) => {
+        const [sui] = tx.splitCoins(tx.gas, [1]);
+        const storage = tx.moveCall({ target: `${ids.packageId}::system::reserve_space`, arguments: [tx.object(ids.systemObjectId), tx.pure.u64(1000), tx.pure.u32(1), sui!] });
+        tx.transferObjects([storage], signer.toSuiAddress());
+      }),
+    ).rejects.toThrow(/gas coin cannot be used|gas/);
+    await expect(
+      run((tx) => {
+        const coin = tx.add(coinWithBalance({ balance: 100, type: ids.walCoinType }));
+        const storage = tx.moveCall({ target: `${ids.packageId}::system::reserve_space`, arguments: [tx.object(ids.systemObjectId), tx.pure.u64(1000), tx.pure.u32(1), coin] });
+        tx.moveCall({ target: "0x2::coin::destroy_zero", typeArguments: [ids.walCoinType], arguments: [coin] });
+        tx.transferObjects([tx.makeMoveVec({ elements: [storage] })], signer.toSuiAddress());
+      }),
+    ).rejects.toThrow(/command MakeMoveVec is not supported/);
+    // a transfer of a storage reservation works, and the reservation is an object the recipient owns
+    const ok = await run((tx) => {
+      const coin = tx.add(coinWithBalance({ balance: 100, type: ids.walCoinType }));
+      const storage = tx.moveCall({ target: `${ids.packageId}::system::reserve_space`, arguments: [tx.object(ids.systemObjectId), tx.pure.u64(1000), tx.pure.u32(1), coin] });
+      tx.moveCall({ target: "0x2::coin::destroy_zero", typeArguments: [ids.walCoinType], arguments: [coin] });
+      tx.transferObjects([storage], signer.toSuiAddress());
+    });
+    const created = ok.Transaction!.effects!.changedObjects.filter((o) => o.idOperation === "Created");
+    expect(created).toHaveLength(1);
+    expect(await a.getObject(created[0]!.objectId)).toMatchObject({ type: `${ids.packageId}::storage_resource::Storage`, owner: { AddressOwner: signer.toSuiAddress() } });
+  });
+});
+
+describe("storage nodes", () => {
+  let dir: string;
+  let stack: Awaited<ReturnType<typeof walrusStack>>;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "walrus-nodes-"));
+    stack = await walrusStack(dir);
+  });
+  afterAll(async () => {
+    await stack?.rpc.close();
+    await stack?.committee.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const metadataBytes = (metadata: Awaited<ReturnType<WalrusClient["encodeBlob"]>>["metadata"]) =>
+    BlobMetadataBcs.serialize({ V1: { ...metadata.V1, encoding_type: { RS2: true } } } as never).toBytes();
+
+  it("refuse bad blob ids, metadata of another blob or of an unregistered one, misplaced or malformed slivers, and confirm only a complete upload", async () => {
+    const walrus = stack.client();
+    const blob = new TextEncoder().encode("sliver by sliver ".repeat(20));
+    const encoded = await walrus.encodeBlob(blob);
+    const other = await walrus.encodeBlob(new TextEncoder().encode("another"));
+    const node0 = stack.committee.nodes[0]!.url;
+    const call = (path: string, init?: RequestInit) => fetch(`${node0}/v1/blobs/${path}`, init);
+    const put = (path: string, body: Uint8Array) => call(path, { method: "PUT", body, headers: { "content-type": "application/octet-stream" } });
+    const error = async (r: Response) => ({ status: r.status, body: (await r.json()) as { error: { message: string; details: { reason: string }[] } } });
+
+    expect((await error(await call("not-a-blob-id/metadata"))).status).toBe(400);
+    expect((await error(await call(`${encoded.blobId}/metadata`))).status).toBe(404);
+    expect(await (await call(`${encoded.blobId}/metadata/status`)).json()).toEqual({ success: { code: 200, data: "Nonexistent" } });
+    // metadata that derives another blob id; metadata with a trailing byte
+    const otherMeta = await error(await put(`${encoded.blobId}/metadata`, metadataBytes(other.metadata)));
+    expect(otherMeta.status).toBe(400);
+    expect(otherMeta.body.error.message).toMatch(/does not match blob/);
+    expect((await error(await put(`${encoded.blobId}/metadata`, Uint8Array.from([...metadataBytes(encoded.metadata), 0])))).body.error.message).toMatch(/trailing/);
+    // consistent metadata of a blob the chain has not registered: NOT_REGISTERED (the SDK's BlobNotRegisteredError)
+    const unregistered = await error(await put(`${encoded.blobId}/metadata`, metadataBytes(encoded.metadata)));
+    expect(unregistered.status).toBe(400);
+    expect(unregistered.body.error.details[0]?.reason).toBe("NOT_REGISTERED");
+
+    const signer = await fundedSigner();
+    await walrus.executeRegisterBlobTransaction({ signer, size: blob.length, epochs: 1, blobId: encoded.blobId, rootHash: encoded.rootHash, deletable: false, owner: signer.toSuiAddress() });
+    const mine = encoded.sliversByNode[0]!;
+    const pair = mine.primary[0]!.sliverPairIndex;
+    // a sliver before the metadata
+    expect((await error(await put(`${encoded.blobId}/slivers/${pair}/primary`, mine.primary[0]!.sliver))).status).toBe(400);
+    expect((await put(`${encoded.blobId}/metadata`, metadataBytes(encoded.metadata))).status).toBe(200);
+    expect(await (await call(`${encoded.blobId}/metadata/status`)).json()).toEqual({ success: { code: 200, data: "Stored" } });
+    // a pair held by another node; an index out of range; a sliver cut short; a primary sent as secondary
+    const elsewhere = encoded.sliversByNode[1]!.primary[0]!;
+    expect((await error(await put(`${encoded.blobId}/slivers/${elsewhere.sliverPairIndex}/primary`, elsewhere.sliver))).status).toBe(421);
+    expect((await error(await put(`${encoded.blobId}/slivers/10/primary`, mine.primary[0]!.sliver))).status).toBe(400);
+    expect((await error(await put(`${encoded.blobId}/slivers/${pair}/primary`, mine.primary[0]!.sliver.subarray(0, 20)))).status).toBe(400);
+    expect((await error(await put(`${encoded.blobId}/slivers/${pair}/secondary`, mine.primary[0]!.sliver))).body.error.message).toMatch(/secondary sliver/);
+    // no confirmation until every sliver of its shards is stored
+    expect((await error(await call(`${encoded.blobId}/confirmation/permanent`))).status).toBe(404);
+    for (const type of ["primary", "secondary"] as const) {
+      for (const s of mine[type]) expect((await put(`${encoded.blobId}/slivers/${s.sliverPairIndex}/${type}`, s.sliver)).status).toBe(200);
+    }
+    expect(await (await call(`${encoded.blobId}/slivers/${pair}/primary/status`)).json()).toEqual({ success: { code: 200, data: "Stored" } });
+    expect((await error(await call(`${encoded.blobId}/confirmation/deletable/0x12`))).status).toBe(400);
+    const confirmation = (await (await call(`${encoded.blobId}/confirmation/permanent`)).json()) as { success: { data: { signed: { serializedMessage: string; signature: string } } } };
+    const { serializedMessage, signature } = confirmation.success.data.signed;
+    expect(Buffer.from(serializedMessage, "base64").equals(Buffer.from(confirmationMessage(LOCAL_WALRUS_EPOCH, blobIdFromString(encoded.blobId)!, { deletable: false })))).toBe(true);
+    const bls = bls12_381.longSignatures;
+    expect(bls.verify(Buffer.from(signature, "base64"), bls.hash(Buffer.from(serializedMessage, "base64")), stack.committee.nodes[0]!.publicKey)).toBe(true);
+  });
+
+});
+
+// @mysten/walrus 1.2.13 reads metadata from one random node and, when that node fails, splits the rest into
+// floor(rest / 10) sized chunks: below 11 nodes that is 0 and the read throws (RangeError in chunk). So reading with a
+// node down needs a committee of at least 11 nodes; this suite runs one.
+describe("a committee with a node down", () => {
+  let dir: string;
+  let stack: Awaited<ReturnType<typeof walrusStack>>;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "walrus-nodes-"));
+    stack = await walrusStack(dir, { count: 11, nShards: 11 });
+  });
+  afterAll(async () => {
+    await stack?.rpc.close();
+    await stack?.committee.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("a permanent blob is written and read with one node down; the nodes keep their slivers across a restart", async () => {
+    const signer = await fundedSigner();
+    const blob = new TextEncoder().encode("survives a node and a restart ".repeat(30));
+    await stack.committee.stop(3);
+    const { blobId, blobObject } = await stack.client().writeBlob({ blob, deletable: false, epochs: 1, signer });
+    expect(blobObject).toMatchObject({ deletable: false, certified_epoch: LOCAL_WALRUS_EPOCH });
+    for (let i = 0; i < 5; i++) expect(Buffer.from(await stack.client().readBlob({ blobId })).equals(Buffer.from(blob))).toBe(true);
+    // restart: new ports, the deployment published again; the slivers are read from disk
+    await stack.committee.close();
+    const restarted = await startLocalWalrus({ ledger: a, dir, count: 11, nShards: 11 });
+    stack = { ...stack, walrus: restarted, committee: restarted.committee };
+    expect(Buffer.from(await stack.client().readBlob({ blobId })).equals(Buffer.from(blob))).toBe(true);
   });
 });

@@ -17,6 +17,8 @@ import { ALL_SCOPE, CHAIN_STATE_LAYOUT, KEYS, dynamicFieldBcsKey, dynamicFieldNa
 import { ChainStateStore } from "./state-store.ts";
 import { buildSignedTx, deriveBlobObjectId, txDigestBytes, type VerifiedTx } from "./tx.ts";
 import { decide } from "./decide.ts";
+import { blobIdFromString, blobIdToU256 } from "./walrus-layouts.ts";
+import { LOCAL_WALRUS_EPOCH } from "./walrus-deployment.ts";
 import { StateView } from "./state-view.ts";
 import { toBase58 } from "@mysten/sui/utils";
 import { blobRecordOf, type BlobObjectView } from "./blob-object.ts";
@@ -278,6 +280,14 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
     if (!id) return null;
     const nameKey = "bcs" in name && typeof name.bcs === "string" ? dynamicFieldBcsKey({ type: name.type, bcs: name.bcs }) : dynamicFieldNameKey(name as { type: string; value: unknown });
     return this.read<StoredDynamicField>(KEYS.dynamicField(id, nameKey));
+  }
+
+  /** Whether a Walrus Blob object for `blobId` (URL-safe base64) is registered and its storage not yet ended: what a storage node checks before it takes the blob's metadata. */
+  async walrusBlobRegistered(blobId: string): Promise<boolean> {
+    const bytes = blobIdFromString(blobId);
+    if (!bytes) return false;
+    const objects = await this.read<Record<string, unknown>>(KEYS.walrusBlob(blobIdToU256(bytes).toString()));
+    return Object.values(objects ?? {}).some((end) => typeof end === "number" && end > LOCAL_WALRUS_EPOCH);
   }
 
   async getTransaction(digest: string): Promise<TxReceipt | null> {

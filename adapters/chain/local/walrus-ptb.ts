@@ -412,7 +412,7 @@ export function decideWalrusTx(view: StateView, vtx: VerifiedTx, ptb: WalrusPtb,
       const version = v.created ? "1" : (BigInt(v.version) + 1n).toString();
       const bytes = v.kind === "blob" ? BlobBcs.serialize(v.blob).toBytes() : StorageBcs.serialize(v.storage).toBytes();
       const id = v.kind === "blob" ? v.blob.id : v.storage.id;
-      const fields = v.kind === "blob" ? { blob_id: v.blob.blob_id, certified_epoch: v.blob.certified_epoch, deletable: v.blob.deletable } : { ...v.storage };
+      const fields = v.kind === "blob" ? { blob_id: v.blob.blob_id, certified_epoch: v.blob.certified_epoch, deletable: v.blob.deletable, end_epoch: v.blob.storage.end_epoch } : { ...v.storage };
       const object: StoredObject = {
         object_id: id,
         type: v.kind === "blob" ? blobType(ids.packageId) : storageType(ids.packageId),

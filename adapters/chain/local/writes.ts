@@ -135,9 +135,12 @@ function eventWrites(e: ChainEvent, at: { readonly registryId: string; readonly 
     case "BalanceChanged":
       out.push({ kind: "merge", key: KEYS.balance(e.address), fields: { [e.token]: e.amount } });
       return;
-    case "WalrusObjectWritten":
+    case "WalrusObjectWritten": {
       out.push({ kind: "set", key: KEYS.object(e.object.object_id), value: { ...e.object } });
+      const blob = e.object.fields as { blob_id?: string; end_epoch?: number };
+      if (e.created && typeof blob.blob_id === "string") out.push({ kind: "merge", key: KEYS.walrusBlob(blob.blob_id), fields: { [e.object.object_id]: blob.end_epoch } });
       return;
+    }
     case "ObjectPut":
       out.push({ kind: "set", key: KEYS.object(e.object.object_id), value: { ...e.object } });
       for (const f of e.dynamic_fields) {

@@ -1,0 +1,44 @@
+// The local stack's Walrus: the storage-node committee (local-committee.ts) started in the data directory, checking
+// registrations against the ledger, and its deployment published on the ledger by the operator, so an unmodified
+// `WalrusClient` given `packageConfig` and the ledger's JSON-RPC writes and reads blobs with them.
+import { localWalrusIds, walrusDeploymentObjects } from "../chain/local/walrus-deployment.ts";
+import type { PutObjectInput } from "../chain/local/local-chain.ts";
+import { startLocalCommittee, type LocalCommittee } from "./local-committee.ts";
+
+/** What a WalrusClient is given for the local network (with `storageNodeUrlScheme: "http"`). */
+export interface WalrusPackageConfig {
+  readonly systemObjectId: string;
+  readonly stakingPoolId: string;
+}
+
+export interface LocalWalrus {
+  readonly committee: LocalCommittee;
+  readonly packageConfig: WalrusPackageConfig;
+  close(): Promise<void>;
+}
+
+export interface LocalWalrusLedger {
+  readonly network: string;
+  putObject(objectId: string, input: PutObjectInput): Promise<unknown>;
+  walrusBlobRegistered(blobId: string): Promise<boolean>;
+}
+
+export async function startLocalWalrus(opts: { ledger: LocalWalrusLedger; dir: string; host?: string; count?: number; nShards?: number; ports?: readonly number[] }): Promise<LocalWalrus> {
+  const committee = await startLocalCommittee({
+    dir: opts.dir,
+    network: opts.ledger.network,
+    count: opts.count,
+    nShards: opts.nShards,
+    host: opts.host,
+    ports: opts.ports,
+    isRegistered: (blobId) => opts.ledger.walrusBlobRegistered(blobId),
+  });
+  try {
+    for (const { objectId, input } of walrusDeploymentObjects(committee.deployment)) await opts.ledger.putObject(objectId, input);
+  } catch (err) {
+    await committee.close();
+    throw err;
+  }
+  const ids = localWalrusIds(opts.ledger.network);
+  return { committee, packageConfig: { systemObjectId: ids.systemObjectId, stakingPoolId: ids.stakingObjectId }, close: () => committee.close() };
+}
