@@ -116,6 +116,8 @@ describe("WalrusClient writes and reads blobs on the local stack", () => {
     }
     const read = await stack.client().readBlob({ blobId });
     expect(Buffer.from(read).equals(Buffer.from(blob))).toBe(true);
+    // the nodes report the blob's status from the chain
+    expect(await stack.client().getVerifiedBlobStatus({ blobId })).toMatchObject({ type: "deletable", initialCertifiedEpoch: LOCAL_WALRUS_EPOCH, deletableCounts: { countDeletableTotal: 1, countDeletableCertified: 1 } });
   });
 });
 
@@ -294,8 +296,10 @@ describe("storage nodes", () => {
     expect(unregistered.status).toBe(400);
     expect(unregistered.body.error.details[0]?.reason).toBe("NOT_REGISTERED");
 
+    expect(await (await call(`${encoded.blobId}/status`)).json()).toEqual({ success: { code: 200, data: "nonexistent" } });
     const signer = await fundedSigner();
     await walrus.executeRegisterBlobTransaction({ signer, size: blob.length, epochs: 1, blobId: encoded.blobId, rootHash: encoded.rootHash, deletable: false, owner: signer.toSuiAddress() });
+    expect(await (await call(`${encoded.blobId}/status`)).json()).toMatchObject({ success: { data: { permanent: { endEpoch: LOCAL_WALRUS_EPOCH + 1, isCertified: false, initialCertifiedEpoch: null } } } });
     const mine = encoded.sliversByNode[0]!;
     const pair = mine.primary[0]!.sliverPairIndex;
     // a sliver before the metadata
@@ -315,6 +319,10 @@ describe("storage nodes", () => {
     }
     expect(await (await call(`${encoded.blobId}/slivers/${pair}/primary/status`)).json()).toEqual({ success: { code: 200, data: "Stored" } });
     expect((await error(await call(`${encoded.blobId}/confirmation/deletable/0x12`))).status).toBe(400);
+    // the blob is registered as permanent: no confirmation for a deletable object the chain does not have
+    const unknownObject = await error(await call(`${encoded.blobId}/confirmation/deletable/0x${"ab".repeat(32)}`));
+    expect(unknownObject.status).toBe(400);
+    expect(unknownObject.body.error.details[0]?.reason).toBe("NOT_REGISTERED");
     const confirmation = (await (await call(`${encoded.blobId}/confirmation/permanent`)).json()) as { success: { data: { signed: { serializedMessage: string; signature: string } } } };
     const { serializedMessage, signature } = confirmation.success.data.signed;
     expect(Buffer.from(serializedMessage, "base64").equals(Buffer.from(confirmationMessage(LOCAL_WALRUS_EPOCH, blobIdFromString(encoded.blobId)!, { deletable: false })))).toBe(true);
@@ -346,6 +354,7 @@ describe("a committee with a node down", () => {
     await stack.committee.stop(3);
     const { blobId, blobObject } = await stack.client().writeBlob({ blob, deletable: false, epochs: 1, signer });
     expect(blobObject).toMatchObject({ deletable: false, certified_epoch: LOCAL_WALRUS_EPOCH });
+    expect(await stack.client().getVerifiedBlobStatus({ blobId })).toMatchObject({ type: "permanent", isCertified: true, initialCertifiedEpoch: LOCAL_WALRUS_EPOCH, endEpoch: LOCAL_WALRUS_EPOCH + 1 });
     for (let i = 0; i < 5; i++) expect(Buffer.from(await stack.client().readBlob({ blobId })).equals(Buffer.from(blob))).toBe(true);
     // restart: new ports, the deployment published again; the slivers are read from disk
     await stack.committee.close();

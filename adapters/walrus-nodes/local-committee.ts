@@ -6,7 +6,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSy
 import { join } from "node:path";
 import { bls12_381 } from "@noble/curves/bls12-381.js";
 import { LOCAL_WALRUS_EPOCH, type WalrusDeploymentSpec } from "../chain/local/walrus-deployment.ts";
-import { startStorageNode, type StorageNodeHandle } from "./storage-node.ts";
+import { startStorageNode, type StorageNodeHandle, type StorageNodeOptions } from "./storage-node.ts";
 
 export interface LocalCommitteeOptions {
   readonly dir: string;
@@ -19,7 +19,7 @@ export interface LocalCommitteeOptions {
   /** Fixed ports per node; default ephemeral. */
   readonly ports?: readonly number[];
   /** Passed to every node (storage-node.ts). */
-  readonly isRegistered?: (blobId: string) => Promise<boolean>;
+  readonly registrations?: StorageNodeOptions["registrations"];
   readonly storagePricePerUnit?: bigint;
   readonly writePricePerUnit?: bigint;
 }
@@ -77,7 +77,7 @@ export async function startLocalCommittee(opts: LocalCommitteeOptions): Promise<
           shards: shards[i]!,
           epoch: LOCAL_WALRUS_EPOCH,
           secretKey: loadOrCreateSecretKey(join(dir, "bls.key")),
-          isRegistered: opts.isRegistered,
+          registrations: opts.registrations,
           host: opts.host,
           port: opts.ports?.[i],
         }),

@@ -3,6 +3,7 @@
 // `WalrusClient` given `packageConfig` and the ledger's JSON-RPC writes and reads blobs with them.
 import { localWalrusIds, walrusDeploymentObjects } from "../chain/local/walrus-deployment.ts";
 import type { PutObjectInput } from "../chain/local/local-chain.ts";
+import type { WalrusRegistration } from "../chain/local/walrus-layouts.ts";
 import { startLocalCommittee, type LocalCommittee } from "./local-committee.ts";
 
 /** What a WalrusClient is given for the local network (with `storageNodeUrlScheme: "http"`). */
@@ -20,7 +21,7 @@ export interface LocalWalrus {
 export interface LocalWalrusLedger {
   readonly network: string;
   putObject(objectId: string, input: PutObjectInput): Promise<unknown>;
-  walrusBlobRegistered(blobId: string): Promise<boolean>;
+  walrusBlobRegistrations(blobId: string): Promise<readonly WalrusRegistration[]>;
 }
 
 export async function startLocalWalrus(opts: { ledger: LocalWalrusLedger; dir: string; host?: string; count?: number; nShards?: number; ports?: readonly number[] }): Promise<LocalWalrus> {
@@ -31,7 +32,7 @@ export async function startLocalWalrus(opts: { ledger: LocalWalrusLedger; dir: s
     nShards: opts.nShards,
     host: opts.host,
     ports: opts.ports,
-    isRegistered: (blobId) => opts.ledger.walrusBlobRegistered(blobId),
+    registrations: (blobId) => opts.ledger.walrusBlobRegistrations(blobId),
   });
   try {
     for (const { objectId, input } of walrusDeploymentObjects(committee.deployment)) await opts.ledger.putObject(objectId, input);

@@ -6,9 +6,11 @@
 //   GET     /v1/blobs/{id}/slivers/{pair}/{type}/status   "Stored" | "Nonexistent"
 //   GET     /v1/blobs/{id}/confirmation/permanent         a BLS signature over the storage confirmation message,
 //   GET     /v1/blobs/{id}/confirmation/deletable/{obj}   once every sliver of its shards is stored
+//   GET     /v1/blobs/{id}/status                        nonexistent | permanent | deletable, from the chain
 //
 // Metadata is accepted only when it derives the blob id in the path (Merkle root over the sliver-pair hashes, as
-// `register_blob` derives it on chain) and, when the node is told how, only for a blob registered on chain; slivers
+// `register_blob` derives it on chain) and, when the node is told how, only for a blob registered on chain (and a
+// confirmation only for a registered object of that persistence); slivers
 // only for the node's own shards, with the symbol size and length that metadata implies. Errors use the storage
 // nodes' JSON shape `{error: {code, status, message, details}}`, which the SDK turns into its typed errors.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -16,7 +18,7 @@ import type { AddressInfo } from "node:net";
 import { bcs, type BcsType } from "@mysten/sui/bcs";
 import { bls12_381 } from "@noble/curves/bls12-381.js";
 import { SliverStore, type SliverType } from "./sliver-store.ts";
-import { BlobMetadataBcs, blobIdFromString, blobIdToString, confirmationMessage, deriveBlobId, metadataRootHash, RS2_ENCODING, sourceSymbols, symbolSize, type BlobPersistence } from "../chain/local/walrus-layouts.ts";
+import { BlobMetadataBcs, blobIdFromString, blobIdToString, confirmationMessage, deriveBlobId, metadataRootHash, RS2_ENCODING, sourceSymbols, symbolSize, type BlobPersistence, type WalrusRegistration } from "../chain/local/walrus-layouts.ts";
 
 const SliverDataBcs = bcs.struct("SliverData", { symbols: bcs.struct("Symbols", { data: bcs.byteVector(), symbol_size: bcs.u16() }), index: bcs.u16() });
 const OBJECT_ID_RE = /^0x[0-9a-f]{64}$/;
@@ -30,8 +32,12 @@ export interface StorageNodeOptions {
   readonly epoch: number;
   /** 32-byte BLS12-381 secret key (min-pk: public key in G1, signatures in G2). */
   readonly secretKey: Uint8Array;
-  /** Whether the chain has the blob registered (a real node follows the chain's events); absent: not checked. */
-  readonly isRegistered?: (blobId: string) => Promise<boolean>;
+  /**
+   * The Blob objects the chain has registered for a blob id (a real node follows the chain's events): metadata is
+   * stored and confirmations signed only for a registration in force, and the blob status is read from them. Absent:
+   * registrations are not checked and the status is not served.
+   */
+  readonly registrations?: (blobId: string) => Promise<readonly WalrusRegistration[]>;
   readonly host?: string;
   readonly port?: number;
   /** Largest accepted body (a sliver of a 13 MiB blob is about 1 MiB). Default 16 MiB. */
@@ -102,7 +108,7 @@ export async function startStorageNode(opts: StorageNodeOptions): Promise<Storag
     if (metadata.V1.hashes.length !== opts.nShards) throw new NodeError(400, `metadata must hash ${opts.nShards} sliver pairs`);
     const derived = deriveBlobId(metadataRootHash(metadata), RS2_ENCODING, BigInt(metadata.V1.unencoded_length));
     if (Buffer.compare(Buffer.from(derived), Buffer.from(blobId)) !== 0) throw new NodeError(400, `metadata does not match blob ${id} (it derives ${blobIdToString(derived)})`);
-    if (opts.isRegistered && !(await opts.isRegistered(id))) throw new NodeError(400, `blob ${id} is not registered`, "NOT_REGISTERED");
+    if (opts.registrations && !(await inForce(id)).length) throw new NodeError(400, `blob ${id} is not registered`, "NOT_REGISTERED");
     await store.putMetadata(blobId, bytes);
     return "metadata successfully stored";
   }
@@ -122,7 +128,17 @@ export async function startStorageNode(opts: StorageNodeOptions): Promise<Storag
     return "sliver stored successfully";
   }
 
+  /** Registrations whose storage still covers the current epoch. */
+  async function inForce(id: string): Promise<readonly WalrusRegistration[]> {
+    return (await opts.registrations?.(id) ?? []).filter((r) => r.endEpoch > opts.epoch);
+  }
+
   async function confirm(id: string, blobId: Uint8Array, persistence: BlobPersistence): Promise<unknown> {
+    if (opts.registrations) {
+      const registered = await inForce(id);
+      const matches = persistence.deletable ? registered.some((r) => r.deletable && r.objectId === persistence.objectId) : registered.some((r) => !r.deletable);
+      if (!matches) throw new NodeError(400, persistence.deletable ? `no deletable blob object ${persistence.objectId} of blob ${id} is registered` : `blob ${id} is not registered as permanent`, "NOT_REGISTERED");
+    }
     if (!(await metadataOf(blobId))) throw new NodeError(404, `blob ${id} is not stored here`);
     for (const pair of pairsOf(blobId)) {
       for (const type of ["primary", "secondary"] as const) {
@@ -176,6 +192,7 @@ export async function startStorageNode(opts: StorageNodeOptions): Promise<Storag
       res.writeHead(200, { "content-type": "application/octet-stream" });
       return void res.end(bytes);
     }
+    if (method === "GET" && rest === "/status" && opts.registrations) return ok(res, blobStatus(await inForce(id)));
     if (method === "GET" && rest === "/confirmation/permanent") return ok(res, await confirm(id, blobId, { deletable: false }));
     const deletable = /^\/confirmation\/deletable\/([^/]+)$/.exec(rest);
     if (method === "GET" && deletable) {
@@ -208,6 +225,23 @@ export async function startStorageNode(opts: StorageNodeOptions): Promise<Storag
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * A blob's status as storage nodes report it (the SDK's getBlobStatus): permanent when a permanent registration is in
+ * force, else deletable with its counts, else nonexistent. The chain event ids real nodes add are not kept here.
+ */
+export function blobStatus(registered: readonly WalrusRegistration[]): unknown {
+  if (!registered.length) return "nonexistent";
+  const certified = registered.flatMap((r) => (r.certifiedEpoch === null ? [] : [r.certifiedEpoch]));
+  const initialCertifiedEpoch = certified.length ? Math.min(...certified) : null;
+  const permanent = registered.filter((r) => !r.deletable);
+  const deletable = registered.filter((r) => r.deletable);
+  const deletableCounts = { countDeletableTotal: deletable.length, countDeletableCertified: deletable.filter((r) => r.certifiedEpoch !== null).length };
+  if (permanent.length) {
+    return { permanent: { endEpoch: Math.max(...permanent.map((r) => r.endEpoch)), isCertified: permanent.some((r) => r.certifiedEpoch !== null), initialCertifiedEpoch, deletableCounts } };
+  }
+  return { deletable: { initialCertifiedEpoch, deletableCounts } };
 }
 
 function json(res: ServerResponse, status: number, body: unknown): void {

@@ -17,8 +17,7 @@ import { ALL_SCOPE, CHAIN_STATE_LAYOUT, KEYS, dynamicFieldBcsKey, dynamicFieldNa
 import { ChainStateStore } from "./state-store.ts";
 import { buildSignedTx, deriveBlobObjectId, txDigestBytes, type VerifiedTx } from "./tx.ts";
 import { decide } from "./decide.ts";
-import { blobIdFromString, blobIdToU256 } from "./walrus-layouts.ts";
-import { LOCAL_WALRUS_EPOCH } from "./walrus-deployment.ts";
+import { blobIdFromString, blobIdToU256, type WalrusRegistration } from "./walrus-layouts.ts";
 import { StateView } from "./state-view.ts";
 import { toBase58 } from "@mysten/sui/utils";
 import { blobRecordOf, type BlobObjectView } from "./blob-object.ts";
@@ -282,12 +281,12 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
     return this.read<StoredDynamicField>(KEYS.dynamicField(id, nameKey));
   }
 
-  /** Whether a Walrus Blob object for `blobId` (URL-safe base64) is registered and its storage not yet ended: what a storage node checks before it takes the blob's metadata. */
-  async walrusBlobRegistered(blobId: string): Promise<boolean> {
+  /** The Walrus Blob objects registered for `blobId` (URL-safe base64): what storage nodes check before they store or confirm it. */
+  async walrusBlobRegistrations(blobId: string): Promise<WalrusRegistration[]> {
     const bytes = blobIdFromString(blobId);
-    if (!bytes) return false;
-    const objects = await this.read<Record<string, unknown>>(KEYS.walrusBlob(blobIdToU256(bytes).toString()));
-    return Object.values(objects ?? {}).some((end) => typeof end === "number" && end > LOCAL_WALRUS_EPOCH);
+    if (!bytes) return [];
+    const objects = await this.read<Record<string, WalrusRegistration>>(KEYS.walrusBlob(blobIdToU256(bytes).toString()));
+    return Object.values(objects ?? {});
   }
 
   async getTransaction(digest: string): Promise<TxReceipt | null> {

@@ -177,6 +177,14 @@ export const StorageConfirmationBcs = bcs.struct("StorageConfirmation", {
   blobType: bcs.enum("BlobPersistenceType", { Permanent: null, Deletable: bcs.struct("Deletable", { objectId: bcs.Address }) }),
 });
 
+/** A Blob object registered for a blob id, as the ledger indexes it (`wblob.<id>`) and storage nodes check it. */
+export interface WalrusRegistration {
+  readonly objectId: string;
+  readonly deletable: boolean;
+  readonly endEpoch: number;
+  readonly certifiedEpoch: number | null;
+}
+
 export type BlobPersistence = { readonly deletable: false } | { readonly deletable: true; readonly objectId: string };
 
 export function confirmationMessage(epoch: number, blobId: Uint8Array, persistence: BlobPersistence): Uint8Array {

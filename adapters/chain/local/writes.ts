@@ -6,6 +6,7 @@ import { blobObjectView } from "./blob-object.ts";
 import { deriveBlobObjectId } from "./tx.ts";
 import { ALL_SCOPE, KEYS, dynamicFieldBcsKey, dynamicFieldNameKey, namespaceScope, pageOf } from "./state-keys.ts";
 import { localRegistryTableId } from "./transaction-data.ts";
+import type { WalrusRegistration } from "./walrus-layouts.ts";
 import { deriveDynamicFieldID, normalizeSuiAddress } from "@mysten/sui/utils";
 
 export type Op =
@@ -137,8 +138,11 @@ function eventWrites(e: ChainEvent, at: { readonly registryId: string; readonly 
       return;
     case "WalrusObjectWritten": {
       out.push({ kind: "set", key: KEYS.object(e.object.object_id), value: { ...e.object } });
-      const blob = e.object.fields as { blob_id?: string; end_epoch?: number };
-      if (e.created && typeof blob.blob_id === "string") out.push({ kind: "merge", key: KEYS.walrusBlob(blob.blob_id), fields: { [e.object.object_id]: blob.end_epoch } });
+      const blob = e.object.fields as { blob_id?: string; end_epoch?: number; deletable?: boolean; certified_epoch?: number | null };
+      if (typeof blob.blob_id === "string") {
+        const registration: WalrusRegistration = { objectId: e.object.object_id, deletable: blob.deletable === true, endEpoch: Number(blob.end_epoch), certifiedEpoch: blob.certified_epoch ?? null };
+        out.push({ kind: "merge", key: KEYS.walrusBlob(blob.blob_id), fields: { [e.object.object_id]: registration } });
+      }
       return;
     }
     case "ObjectPut":
