@@ -2,7 +2,8 @@
 // staking objects (walrus-deployment.ts) over its Sui JSON-RPC; local storage nodes take metadata and slivers and sign
 // confirmations; the ledger executes register_blob / certify_blob.
 import { describe, expect, it } from "vitest";
-import { WalrusClient } from "@mysten/walrus";
+import { WalrusClient, blobIdToInt } from "@mysten/walrus";
+import { bcs } from "@mysten/sui/bcs";
 import { SuiJsonRpcClient } from "@mysten/sui/jsonRpc";
 import { bls12_381 } from "@noble/curves/bls12-381.js";
 import { startChainRpcServer } from "../adapters/chain/local/rpc/server.ts";
@@ -174,10 +175,25 @@ describe("refusals", () => {
     // a message that is not a storage confirmation
     await expect(certify(certificate(keys, [0, 1, 2], new TextEncoder().encode("certify everything")))).rejects.toThrow(/not a storage confirmation/);
     expect((await walrus.getBlobObject(blobObjectId)).certified_epoch).toBeNull();
+    // a genuine certificate, but from someone who does not own the blob object
+    const stranger = await fundedSigner();
+    await expect(walrus.executeCertifyBlobTransaction({ certificate: certificate(keys, [0, 2, 3], message), blobId, blobObjectId, deletable: true, signer: stranger })).rejects.toThrow(/not owned by the sender/);
     // a quorum's genuine certificate (nodes 0, 2, 3: 7 shards) certifies; a second time is refused
+    const sui = new SuiJsonRpcClient({ url: stack.rpc.url, network: "localnet" });
+    const before = (await sui.getObject({ id: blobObjectId })).data!;
     await certify(certificate(keys, [0, 2, 3], message));
     expect((await stack.client().getBlobObject(blobObjectId)).certified_epoch).toBe(LOCAL_WALRUS_EPOCH);
     await expect(certify(certificate(keys, [0, 1, 2, 3], message))).rejects.toThrow(/already certified/);
+    // the blob object at the version it had before: refused as stale
+    const cert = certificate(keys, [0, 1, 2, 3], message);
+    const stale = new Transaction();
+    stale.setSender(signer.toSuiAddress());
+    const ids = localWalrusIds(NETWORK);
+    stale.moveCall({
+      target: `${ids.packageId}::system::certify_blob`,
+      arguments: [stale.object(ids.systemObjectId), stale.objectRef({ objectId: blobObjectId, version: before.version, digest: before.digest }), stale.pure.vector("u8", cert.signature), stale.pure.vector("u8", [0x0f]), stale.pure.vector("u8", cert.serializedMessage)],
+    });
+    await expect(signer.signAndExecuteTransaction({ transaction: stale, client: sui })).rejects.toThrow(/is at version 2; the transaction names another version/);
   });
 
   it("register_blob refuses a blob id not derived from the root hash; reserve_space refuses an underpayment; unknown calls, unused coins and the gas coin are refused", async () => {
@@ -247,13 +263,41 @@ describe("refusals", () => {
     // a transfer of a storage reservation works, and the reservation is an object the recipient owns
     const ok = await run((tx) => {
       const coin = tx.add(coinWithBalance({ balance: 100, type: ids.walCoinType }));
-      const storage = tx.moveCall({ target: `${ids.packageId}::system::reserve_space`, arguments: [tx.object(ids.systemObjectId), tx.pure.u64(1000), tx.pure.u32(1), coin] });
+      const storage = tx.moveCall({ target: `${ids.packageId}::system::reserve_space`, arguments: [tx.object(ids.systemObjectId), tx.pure.u64(1 << 20), tx.pure.u32(1), coin] });
       tx.moveCall({ target: "0x2::coin::destroy_zero", typeArguments: [ids.walCoinType], arguments: [coin] });
       tx.transferObjects([storage], signer.toSuiAddress());
     });
     const created = ok.Transaction!.effects!.changedObjects.filter((o) => o.idOperation === "Created");
     expect(created).toHaveLength(1);
-    expect(await a.getObject(created[0]!.objectId)).toMatchObject({ type: `${ids.packageId}::storage_resource::Storage`, owner: { AddressOwner: signer.toSuiAddress() } });
+    const storageId = created[0]!.objectId;
+    expect(await a.getObject(storageId)).toMatchObject({ type: `${ids.packageId}::storage_resource::Storage`, owner: { AddressOwner: signer.toSuiAddress() } });
+    // that reservation registers one blob; it is then inside the blob, so it cannot register a second one
+    const sui = new SuiJsonRpcClient({ url: stack.rpc.url, network: "localnet" });
+    const ref = (await sui.getObject({ id: storageId })).data!;
+    const registerWith = (encoded: Awaited<ReturnType<WalrusClient["encodeBlob"]>>, size: number) =>
+      run((tx) => {
+        const coin = tx.add(coinWithBalance({ balance: 200, type: ids.walCoinType }));
+        const blob = tx.moveCall({
+          target: `${ids.packageId}::system::register_blob`,
+          arguments: [tx.object(ids.systemObjectId), tx.objectRef({ objectId: storageId, version: ref.version, digest: ref.digest }), tx.pure.u256(blobIdToInt(encoded.blobId)), tx.pure.u256(BigInt(bcs.u256().parse(encoded.rootHash))), tx.pure.u64(size), tx.pure.u8(1), tx.pure.bool(false), coin],
+        });
+        tx.moveCall({ target: "0x2::coin::destroy_zero", typeArguments: [ids.walCoinType], arguments: [coin] });
+        tx.transferObjects([blob], signer.toSuiAddress());
+      });
+    const first = new TextEncoder().encode("first blob in a reserved storage");
+    await registerWith(await walrus.encodeBlob(first), first.length);
+    expect(await a.getObject(storageId)).toBeNull();
+    const second = new TextEncoder().encode("second blob in the same storage");
+    await expect(registerWith(await walrus.encodeBlob(second), second.length)).rejects.toThrow(/is not a Walrus Blob or Storage/);
+    // merging a coin into itself is refused
+    await expect(
+      run((tx) => {
+        const coin = tx.add(coinWithBalance({ balance: 50, type: ids.walCoinType }));
+        tx.mergeCoins(coin, [coin]);
+        const storage = tx.moveCall({ target: `${ids.packageId}::system::reserve_space`, arguments: [tx.object(ids.systemObjectId), tx.pure.u64(1000), tx.pure.u32(1), coin] });
+        tx.transferObjects([storage, coin], signer.toSuiAddress());
+      }),
+    ).rejects.toThrow(/merge a coin into itself/);
   });
 });
 

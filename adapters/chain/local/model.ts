@@ -164,7 +164,9 @@ export type ChainEvent =
     }
   | { readonly type: "ObjectPut"; readonly object: StoredObject; readonly dynamic_fields: readonly StoredDynamicField[] }
   /** An object a Walrus call created or changed (a Blob or Storage), its Move contents in `bcs`. */
-  | { readonly type: "WalrusObjectWritten"; readonly object: StoredObject; readonly created: boolean };
+  | { readonly type: "WalrusObjectWritten"; readonly object: StoredObject; readonly created: boolean }
+  /** A Walrus object moved into another (a Storage registered for a blob): no longer an object of its own. */
+  | { readonly type: "WalrusObjectWrapped"; readonly object_id: string };
 
 /** A verified transaction and the events it produced. */
 export interface ChainRecord {

@@ -68,7 +68,9 @@ export function callsWalrus(ptb: ParsedPtb, network: string): boolean {
   return ptb.commands.some((c) => c.MoveCall && normalizeSuiAddress(c.MoveCall.package) === pkg);
 }
 
-function arg(a: ParsedPtb["commands"][number]["SplitCoins"] extends infer S ? (S extends { coin: infer A } ? A : never) : never): PtbArg | { error: string } {
+type ParsedArg = ReturnType<typeof bcs.Argument.parse>;
+
+function arg(a: ParsedArg): PtbArg | { error: string } {
   if (a.GasCoin) return { gas: true };
   if (a.Input !== undefined) return { input: a.Input };
   if (a.Result !== undefined) return { result: a.Result };
@@ -96,7 +98,7 @@ export function decodeWalrusPtb(ptb: ParsedPtb, network: string): { ptb: WalrusP
     } else return { error: `input kind ${Object.keys(input).find((k) => k !== "$kind") ?? "unknown"} is not supported in Walrus transactions` };
   }
   const commands: PtbCommand[] = [];
-  const args = (list: readonly Parameters<typeof arg>[0][]): PtbArg[] | { error: string } => {
+  const args = (list: readonly ParsedArg[]): PtbArg[] | { error: string } => {
     const out: PtbArg[] = [];
     for (const a of list) {
       const r = arg(a);
@@ -187,6 +189,7 @@ export function decideWalrusTx(view: StateView, vtx: VerifiedTx, ptb: WalrusPtb,
     // The objects the transaction transfers, and the blobs it changes in place: written when it succeeds.
     const transferred: Extract<Value, { kind: "blob" | "storage" }>[] = [];
     const touched = new Set<Extract<Value, { kind: "blob" }>>();
+    const wrapped: string[] = [];
     let created = 0;
     const newId = () => deriveObjectId(vtx.digestBytes, created++);
 
@@ -273,6 +276,7 @@ export function decideWalrusTx(view: StateView, vtx: VerifiedTx, ptb: WalrusPtb,
       } else if ("merge" in command) {
         const into = yield* borrow(command.merge.into).pipe(Effect.flatMap((v) => coin(v, "MergeCoins' destination")));
         for (const a of command.merge.from) {
+          if ((yield* slotOf(a)).value === into) return yield* fail("MergeCoins cannot merge a coin into itself");
           const c = yield* take(a).pipe(Effect.flatMap((v) => coin(v, "a merged coin")));
           if (c.coinType !== into.coinType) return yield* fail("merged coins must be of one type");
           into.value += c.value;
@@ -345,6 +349,8 @@ export function decideWalrusTx(view: StateView, vtx: VerifiedTx, ptb: WalrusPtb,
               yield* systemArg(yield* borrow(args[0]!), true);
               const storage = yield* take(args[1]!);
               if (storage.kind !== "storage") return yield* fail("register_blob's storage must be a Storage");
+              // An existing Storage object is wrapped into the blob: it stops being an object of its own.
+              if (!storage.created) wrapped.push(storage.storage.id);
               const blobId = yield* pureOf(bcs.u256(), yield* pure(yield* take(args[2]!), "blob_id"), "blob_id");
               const rootHash = yield* pureOf(bcs.u256(), yield* pure(yield* take(args[3]!), "root_hash"), "root_hash");
               const size = yield* u64(yield* pure(yield* take(args[4]!), "size"), "size");
@@ -433,6 +439,7 @@ export function decideWalrusTx(view: StateView, vtx: VerifiedTx, ptb: WalrusPtb,
       const o = write(v);
       if (v.kind === "blob") blobObject = o;
     }
+    for (const id of wrapped) events.push({ type: "WalrusObjectWrapped", object_id: id });
     return tools.append(events, blobObject ? { object: blobObject } : {});
   });
 }

@@ -145,6 +145,9 @@ function eventWrites(e: ChainEvent, at: { readonly registryId: string; readonly 
       }
       return;
     }
+    case "WalrusObjectWrapped":
+      out.push({ kind: "set", key: KEYS.object(e.object_id), value: { ...TOMBSTONE } });
+      return;
     case "ObjectPut":
       out.push({ kind: "set", key: KEYS.object(e.object.object_id), value: { ...e.object } });
       for (const f of e.dynamic_fields) {

@@ -5,7 +5,7 @@
 import { bcs } from "@mysten/sui/bcs";
 import { fromBase64, normalizeStructTag, normalizeSuiAddress } from "@mysten/sui/utils";
 import { memoryBlobType, memWalAccountType, type SignedTx } from "../../../../schemas/chain.ts";
-import type { ChainEvent, TxReceipt } from "../model.ts";
+import type { TxReceipt } from "../model.ts";
 import { GAS_PRICE, LOCAL_SUI_EPOCH } from "../transaction-data.ts";
 import { ledgerObjectDigest } from "./ledger-source.ts";
 
