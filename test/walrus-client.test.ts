@@ -107,6 +107,7 @@ describe("WalrusClient writes and reads blobs on the local stack", () => {
     const balances = (await a.balance(owner)).balances;
     expect(balances.WAL).toBe(1_000_000n - totalCost);
     expect(balances.SUI).toBe(10n ** 9n - 2n * GAS_FEE_MIST);
+    expect(await walrus.readBlobAttributes({ blobObjectId: blobObject.id }).catch((e: Error) => e.message)).toMatch(/not found|does not exist|notExists/i);
     expect((await a.balance(ids.systemObjectId)).balances.WAL).toBe(systemWalBefore + totalCost);
     // the certified Blob is an object the sender owns, at its second version (registered, then certified)
     const stored = await a.getObject(blobObject.id);
@@ -117,6 +118,11 @@ describe("WalrusClient writes and reads blobs on the local stack", () => {
     }
     const read = await stack.client().readBlob({ blobId });
     expect(Buffer.from(read).equals(Buffer.from(blob))).toBe(true);
+    // attributes: written with the blob, then changed and removed on the existing blob object
+    const withAttributes = await walrus.writeBlob({ blob: new TextEncoder().encode("an image, say"), deletable: false, epochs: 1, signer, attributes: { "content-type": "image/png", owner: "me" } });
+    expect(await stack.client().readBlobAttributes({ blobObjectId: withAttributes.blobObject.id })).toEqual({ "content-type": "image/png", owner: "me" });
+    await stack.client().executeWriteBlobAttributesTransaction({ blobObjectId: withAttributes.blobObject.id, attributes: { "content-type": "image/jpeg", owner: null, size: "12" }, signer });
+    expect(await stack.client().readBlobAttributes({ blobObjectId: withAttributes.blobObject.id })).toEqual({ "content-type": "image/jpeg", size: "12" });
     // the nodes report the blob's status from the chain
     expect(await stack.client().getVerifiedBlobStatus({ blobId })).toMatchObject({ type: "deletable", initialCertifiedEpoch: LOCAL_WALRUS_EPOCH, deletableCounts: { countDeletableTotal: 1, countDeletableCertified: 1 } });
   });
@@ -285,8 +291,24 @@ describe("refusals", () => {
         tx.transferObjects([blob], signer.toSuiAddress());
       });
     const first = new TextEncoder().encode("first blob in a reserved storage");
-    await registerWith(await walrus.encodeBlob(first), first.length);
+    const registeredFirst = await registerWith(await walrus.encodeBlob(first), first.length);
     expect(await a.getObject(storageId)).toBeNull();
+    const firstBlobId = registeredFirst.Transaction!.effects!.changedObjects.find((o) => o.idOperation === "Created")!.objectId;
+    // attributes: a second Metadata on a blob that has one, and removing a key it does not have
+    await run((tx) => {
+      tx.moveCall({ target: `${ids.packageId}::blob::insert_or_update_metadata_pair`, arguments: [tx.object(firstBlobId), tx.pure.string("k"), tx.pure.string("v")] });
+    });
+    await expect(
+      run((tx) => {
+        tx.moveCall({ target: `${ids.packageId}::blob::add_metadata`, arguments: [tx.object(firstBlobId), tx.moveCall({ target: `${ids.packageId}::metadata::new` })] });
+      }),
+    ).rejects.toThrow(/already has metadata/);
+    await expect(
+      run((tx) => {
+        tx.moveCall({ target: `${ids.packageId}::blob::remove_metadata_pair`, arguments: [tx.object(firstBlobId), tx.pure.string("missing")] });
+      }),
+    ).rejects.toThrow(/no metadata key "missing"/);
+    expect(await walrus.readBlobAttributes({ blobObjectId: firstBlobId })).toEqual({ k: "v" });
     const second = new TextEncoder().encode("second blob in the same storage");
     await expect(registerWith(await walrus.encodeBlob(second), second.length)).rejects.toThrow(/is not a Walrus Blob or Storage/);
     // merging a coin into itself is refused

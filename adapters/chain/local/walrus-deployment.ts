@@ -76,14 +76,17 @@ function walrusFunctions(ids: WalrusIds): Record<string, unknown> {
   const [walAddress, walModule, walName] = ids.walCoinType.split("::") as [string, string, string];
   const coinWal = struct("0x2", "coin", "Coin", [struct(walAddress, walModule, walName)]);
   const own = (module: string, name: string) => struct(ids.packageId, module, name);
-  const fn = (parameters: unknown[], returns: unknown[] = []) => ({ visibility: "Public", isEntry: false, typeParameters: [], parameters: [...parameters, TX_CONTEXT], return: returns });
+  const fn = (parameters: unknown[], returns: unknown[] = [], takesContext = false) => ({ visibility: "Public", isEntry: false, typeParameters: [], parameters: takesContext ? [...parameters, TX_CONTEXT] : parameters, return: returns });
   return {
-    "system::reserve_space": fn([{ MutableReference: own("system", "System") }, "U64", "U32", { MutableReference: coinWal }], [own("storage_resource", "Storage")]),
-    "system::register_blob": fn([{ MutableReference: own("system", "System") }, own("storage_resource", "Storage"), "U256", "U256", "U64", "U8", "Bool", { MutableReference: coinWal }], [own("blob", "Blob")]),
+    "system::reserve_space": fn([{ MutableReference: own("system", "System") }, "U64", "U32", { MutableReference: coinWal }], [own("storage_resource", "Storage")], true),
+    "system::register_blob": fn([{ MutableReference: own("system", "System") }, own("storage_resource", "Storage"), "U256", "U256", "U64", "U8", "Bool", { MutableReference: coinWal }], [own("blob", "Blob")], true),
     "system::certify_blob": fn([{ Reference: own("system", "System") }, { MutableReference: own("blob", "Blob") }, { Vector: "U8" }, { Vector: "U8" }, { Vector: "U8" }]),
-    "system::delete_blob": fn([{ Reference: own("system", "System") }, own("blob", "Blob")], [own("storage_resource", "Storage")]),
+    "metadata::new": fn([], [own("metadata", "Metadata")]),
+    "blob::add_metadata": fn([{ MutableReference: own("blob", "Blob") }, own("metadata", "Metadata")]),
+    "blob::insert_or_update_metadata_pair": fn([{ MutableReference: own("blob", "Blob") }, struct("0x1", "string", "String"), struct("0x1", "string", "String")]),
+    "blob::remove_metadata_pair": fn([{ MutableReference: own("blob", "Blob") }, struct("0x1", "string", "String")]),
     // Declared for the SDK, which reads the WAL type from its second parameter; the ledger does not implement staking.
-    "staking::stake_with_pool": fn([{ MutableReference: own("staking", "Staking") }, coinWal, struct("0x2", "object", "ID")], [own("staked_wal", "StakedWal")]),
+    "staking::stake_with_pool": fn([{ MutableReference: own("staking", "Staking") }, coinWal, struct("0x2", "object", "ID")], [own("staked_wal", "StakedWal")], true),
   };
 }
 

@@ -110,6 +110,10 @@ export const BlobBcs = bcs.struct("Blob", {
   deletable: bcs.bool(),
 });
 
+/** `metadata::Metadata`, a Blob's attributes, kept in its dynamic field named `b"metadata"` (a `vector<u8>`). */
+export const MetadataBcs = bcs.struct("Metadata", { metadata: VecMap("String,String", bcs.string(), bcs.string()) });
+export const METADATA_FIELD_NAME = bcs.vector(bcs.u8()).serialize(new TextEncoder().encode("metadata")).toBytes();
+
 export type StorageValue = ReturnType<typeof StorageBcs.parse>;
 export type BlobValue = ReturnType<typeof BlobBcs.parse>;
 

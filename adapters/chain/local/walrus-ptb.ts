@@ -10,6 +10,8 @@
 //   walrus::system::register_blob(&mut System, Storage, blob_id: u256, root_hash: u256, size: u64,
 //                                 encoding_type: u8, deletable: bool, &mut Coin<WAL>): Blob
 //   walrus::system::certify_blob(&System, &mut Blob, signature, signers_bitmap, message)
+//   walrus::metadata::new(), walrus::blob::add_metadata / insert_or_update_metadata_pair / remove_metadata_pair
+//                                                   a Blob's attributes, in its `b"metadata"` dynamic field
 //
 // with the checks of Walrus's Move code: prices from the System's inner state, the blob id derived from its root
 // hash, the storage covering the encoded size and the current epoch, and a certificate whose signers hold a quorum of
@@ -17,7 +19,7 @@
 // other call, command or input is refused with the reason. WAL paid for storage goes to the System object's address.
 import { Effect } from "effect";
 import { bcs, type BcsType } from "@mysten/sui/bcs";
-import { normalizeStructTag, normalizeSuiAddress } from "@mysten/sui/utils";
+import { deriveDynamicFieldID, normalizeStructTag, normalizeSuiAddress } from "@mysten/sui/utils";
 import { bls12_381 } from "@noble/curves/bls12-381.js";
 import { reject, type StoreUnavailable, type TxRejected } from "./errors.ts";
 import type { ChainEvent } from "./model.ts";
@@ -28,7 +30,7 @@ import { deriveObjectId, type VerifiedTx } from "./tx.ts";
 import { ledgerObjectDigest } from "./rpc/ledger-source.ts";
 import { tokenOf } from "./rpc/transactions.ts";
 import { localWalrusIds, MAX_EPOCHS_AHEAD, parseSystemInnerField, systemInnerFieldId } from "./walrus-deployment.ts";
-import { BLOB_CERT_INTENT, BlobBcs, blobIdFromU256, deriveBlobId, encodedBlobLength, isQuorumWeight, RS2_ENCODING, StorageBcs, StorageConfirmationBcs, storageUnits, type BlobValue, type StorageValue } from "./walrus-layouts.ts";
+import { BLOB_CERT_INTENT, BlobBcs, METADATA_FIELD_NAME, MetadataBcs, blobIdFromU256, deriveBlobId, encodedBlobLength, isQuorumWeight, RS2_ENCODING, StorageBcs, StorageConfirmationBcs, storageUnits, type BlobValue, type StorageValue } from "./walrus-layouts.ts";
 
 type Fx<A> = Effect.Effect<A, TxRejected | StoreUnavailable>;
 const fail = (message: string, kind: TxRejected["kind"] = "invalid") => Effect.fail(reject(kind, message));
@@ -59,6 +61,7 @@ const MAX_COMMANDS = 128;
 const FRAMEWORK = normalizeSuiAddress("0x2");
 const COIN_CALLS = new Set(["redeem_funds", "send_funds", "destroy_zero", "zero"]);
 const SYSTEM_CALLS = new Set(["reserve_space", "register_blob", "certify_blob"]);
+const BLOB_CALLS = new Set(["add_metadata", "insert_or_update_metadata_pair", "remove_metadata_pair"]);
 
 type ParsedPtb = NonNullable<ReturnType<typeof bcs.TransactionData.parse>["V1"]>["kind"]["ProgrammableTransaction"] & object;
 
@@ -111,8 +114,13 @@ export function decodeWalrusPtb(ptb: ParsedPtb, network: string): { ptb: WalrusP
     if (c.MoveCall) {
       const m = c.MoveCall;
       const target = normalizeSuiAddress(m.package);
-      const known = (target === FRAMEWORK && m.module === "coin" && COIN_CALLS.has(m.function)) || (target === pkg && m.module === "system" && SYSTEM_CALLS.has(m.function));
-      if (!known) return { error: `unknown Move call ${target}::${m.module}::${m.function}: the local ledger implements ${[...SYSTEM_CALLS].map((f) => `system::${f}`).join(", ")} of Walrus and coin::${[...COIN_CALLS].join("/")}` };
+      const known =
+        (target === FRAMEWORK && m.module === "coin" && COIN_CALLS.has(m.function)) ||
+        (target === pkg && ((m.module === "system" && SYSTEM_CALLS.has(m.function)) || (m.module === "blob" && BLOB_CALLS.has(m.function)) || (m.module === "metadata" && m.function === "new")));
+      if (!known) {
+        const walrus = [...[...SYSTEM_CALLS].map((f) => `system::${f}`), ...[...BLOB_CALLS].map((f) => `blob::${f}`), "metadata::new"];
+        return { error: `unknown Move call ${target}::${m.module}::${m.function}: the local ledger implements ${walrus.join(", ")} of Walrus and coin::${[...COIN_CALLS].join("/")}` };
+      }
       const a = args(m.arguments);
       if ("error" in a) return a;
       commands.push({ call: { package: target, module: m.module, function: m.function, type_arguments: m.typeArguments.map((t) => normalizeStructTag(t)), arguments: a } });
@@ -144,7 +152,17 @@ export function decodeWalrusPtb(ptb: ParsedPtb, network: string): { ptb: WalrusP
 type Value =
   | { kind: "coin"; coinType: string; token: string; value: bigint }
   | { kind: "storage"; storage: StorageValue; owner: string | null; created: boolean; version: string }
-  | { kind: "blob"; blob: BlobValue; owner: string | null; created: boolean; version: string; changed: boolean }
+  | {
+      kind: "blob";
+      blob: BlobValue;
+      owner: string | null;
+      created: boolean;
+      version: string;
+      changed: boolean;
+      /** Its attributes (the `metadata` dynamic field): undefined until read, null when it has none. */
+      attributes?: { entries: Map<string, string>; created: boolean; version: string; changed: boolean } | null;
+    }
+  | { kind: "metadata"; entries: Map<string, string> }
   | { kind: "pure"; bytes: Uint8Array }
   | { kind: "withdrawal"; amount: bigint; coinType: string; from: "sender" | "sponsor" }
   | { kind: "system"; mutable: boolean };
@@ -174,6 +192,8 @@ function pureOf<T, I>(type: BcsType<T, I>, bytes: Uint8Array, what: string): Fx<
 }
 
 const blobType = (pkg: string) => `${pkg}::blob::Blob`;
+/** Where a Blob's attributes live: its dynamic field named `b"metadata"`. */
+const metadataFieldId = (blobId: string) => deriveDynamicFieldID(blobId, "vector<u8>", METADATA_FIELD_NAME);
 const storageType = (pkg: string) => `${pkg}::storage_resource::Storage`;
 
 export function decideWalrusTx(view: StateView, vtx: VerifiedTx, ptb: WalrusPtb, tools: WalrusDecideTools): Fx<Decision> {
@@ -261,6 +281,16 @@ export function decideWalrusTx(view: StateView, vtx: VerifiedTx, ptb: WalrusPtb,
       });
     const systemArg = (v: Value, mutable: boolean): Fx<void> =>
       v.kind !== "system" ? fail("the first argument must be the Walrus System object") : mutable && !v.mutable ? fail("the System object must be passed mutably") : Effect.succeed(undefined);
+    /** A blob's attributes: a new blob has none; an existing one's are read from its dynamic field once. */
+    const attributesOf = (blob: Extract<Value, { kind: "blob" }>): Fx<NonNullable<Extract<Value, { kind: "blob" }>["attributes"]> | null> =>
+      Effect.gen(function* () {
+        if (blob.attributes !== undefined) return blob.attributes;
+        if (blob.created) return (blob.attributes = null);
+        const field = yield* view.get<StoredObject>(KEYS.object(metadataFieldId(blob.blob.id)));
+        if (!field?.bcs) return (blob.attributes = null);
+        const metadata = MetadataBcs.parse(new Uint8Array(Buffer.from(field.bcs, "base64")).subarray(32 + METADATA_FIELD_NAME.length));
+        return (blob.attributes = { entries: new Map(metadata.metadata.contents.map((e) => [e.key, e.value])), created: false, version: field.version, changed: false });
+      });
     const addressOf = (bytes: Uint8Array, what: string): Fx<string> => (bytes.length === 32 ? Effect.succeed(normalizeSuiAddress(Buffer.from(bytes).toString("hex"))) : fail(`${what} must be an address`));
 
     for (const [index, command] of ptb.commands.entries()) {
@@ -329,6 +359,38 @@ export function decideWalrusTx(view: StateView, vtx: VerifiedTx, ptb: WalrusPtb,
               yield* arity(0);
               out.push({ kind: "coin", coinType, token, value: 0n });
               break;
+          }
+        } else if (call.module === "metadata" || call.module === "blob") {
+          if (call.type_arguments.length) return yield* fail(`${call.module}::${call.function} takes no type arguments`);
+          if (call.module === "metadata") {
+            yield* arity(0);
+            out.push({ kind: "metadata", entries: new Map() });
+          } else {
+            const blob = yield* borrow(args[0]!);
+            if (blob.kind !== "blob") return yield* fail(`blob::${call.function} takes a Blob first`);
+            const attributes = yield* attributesOf(blob);
+            const text = (a: PtbArg, what: string) => Effect.flatMap(take(a), (v) => Effect.flatMap(pure(v, what), (b) => pureOf(bcs.string(), b, what)));
+            if (call.function === "add_metadata") {
+              yield* arity(2);
+              const metadata = yield* take(args[1]!);
+              if (metadata.kind !== "metadata") return yield* fail("add_metadata takes a Metadata");
+              if (attributes) return yield* fail("the blob already has metadata", "rejected");
+              blob.attributes = { entries: metadata.entries, created: true, version: "1", changed: true };
+            } else if (call.function === "insert_or_update_metadata_pair") {
+              yield* arity(3);
+              const [key, value] = [yield* text(args[1]!, "key"), yield* text(args[2]!, "value")];
+              const current = attributes ?? { entries: new Map<string, string>(), created: true, version: "1", changed: true };
+              current.entries.set(key, value);
+              current.changed = true;
+              blob.attributes = current;
+            } else {
+              yield* arity(2);
+              const key = yield* text(args[1]!, "key");
+              if (!attributes?.entries.has(key)) return yield* fail(`the blob has no metadata key ${JSON.stringify(key)}`, "not_found");
+              attributes.entries.delete(key);
+              attributes.changed = true;
+            }
+            touched.add(blob);
           }
         } else {
           if (call.type_arguments.length) return yield* fail(`system::${call.function} takes no type arguments`);
@@ -406,7 +468,8 @@ export function decideWalrusTx(view: StateView, vtx: VerifiedTx, ptb: WalrusPtb,
 
     // Move's rule: a value without `drop` (Coin, Storage, Blob) must be used.
     for (const [c, out] of results.entries()) {
-      for (const slot of out) if (!slot.moved) return yield* fail(`result of command ${c} (a ${slot.value.kind === "coin" ? "Coin" : slot.value.kind === "blob" ? "Blob" : "Storage"}) is never used`);
+      const names: Record<string, string> = { coin: "Coin", blob: "Blob", storage: "Storage", metadata: "Metadata" };
+      for (const slot of out) if (!slot.moved) return yield* fail(`result of command ${c} (a ${names[slot.value.kind] ?? slot.value.kind}) is never used`);
     }
     for (const slot of inputs) {
       if (slot && !slot.reusable && !slot.moved && slot.value.kind === "withdrawal") return yield* fail("a funds withdrawal is never redeemed");
@@ -429,7 +492,23 @@ export function decideWalrusTx(view: StateView, vtx: VerifiedTx, ptb: WalrusPtb,
         previous_transaction: vtx.digest,
       };
       events.push({ type: "WalrusObjectWritten", object, created: v.created });
+      if (v.kind === "blob" && v.attributes?.changed) writeAttributes(id, v.attributes);
       return object;
+    };
+    const writeAttributes = (blobId: string, a: NonNullable<Extract<Value, { kind: "blob" }>["attributes"]>) => {
+      const fieldId = metadataFieldId(blobId);
+      const contents = [...a.entries].map(([key, value]) => ({ key, value }));
+      const value = MetadataBcs.serialize({ metadata: { contents } }).toBytes();
+      const object: StoredObject = {
+        object_id: fieldId,
+        type: `0x2::dynamic_field::Field<vector<u8>, ${ids.packageId}::metadata::Metadata>`,
+        version: a.created ? "1" : (BigInt(a.version) + 1n).toString(),
+        owner: { ObjectOwner: blobId },
+        fields: { name: "metadata", value: Object.fromEntries(a.entries) },
+        bcs: Buffer.concat([Buffer.from(fieldId.slice(2), "hex"), METADATA_FIELD_NAME, value]).toString("base64"),
+        previous_transaction: vtx.digest,
+      };
+      events.push({ type: "WalrusObjectWritten", object, created: a.created });
     };
     const written = new Set<Value>();
     let blobObject: StoredObject | undefined;
