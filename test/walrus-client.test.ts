@@ -125,6 +125,20 @@ describe("WalrusClient writes and reads blobs on the local stack", () => {
     expect(await stack.client().readBlobAttributes({ blobObjectId: withAttributes.blobObject.id })).toEqual({ "content-type": "image/jpeg", size: "12" });
     // the nodes report the blob's status from the chain
     expect(await stack.client().getVerifiedBlobStatus({ blobId })).toMatchObject({ type: "deletable", initialCertifiedEpoch: LOCAL_WALRUS_EPOCH, deletableCounts: { countDeletableTotal: 1, countDeletableCertified: 1 } });
+    // extended by two epochs (paid at the storage price), then deleted: its storage comes back as an object
+    const walBefore = (await a.balance(owner)).balances.WAL!;
+    await expect(stack.client().executeExtendBlobTransaction({ blobObjectId: blobObject.id, epochs: 60, signer })).rejects.toThrow(/end at most 53 epochs ahead/);
+    await stack.client().executeExtendBlobTransaction({ blobObjectId: blobObject.id, epochs: 2, signer });
+    expect((await stack.client().getBlobObject(blobObject.id)).storage.end_epoch).toBe(LOCAL_WALRUS_EPOCH + 5);
+    expect((await a.balance(owner)).balances.WAL).toBe(walBefore - 2n * 100n);
+    const deleted = await stack.client().executeDeleteBlobTransaction({ blobObjectId: blobObject.id, signer });
+    expect(await a.getObject(blobObject.id)).toBeNull();
+    const receipt = await a.getTransaction(deleted.digest);
+    expect(receipt?.events.filter((e) => e.type === "WalrusObjectWritten").map((e) => (e as { object: { type: string; owner: unknown } }).object)).toEqual([
+      expect.objectContaining({ type: `${ids.packageId}::storage_resource::Storage`, owner: { AddressOwner: owner } }),
+    ]);
+    expect(await stack.client().getVerifiedBlobStatus({ blobId })).toEqual({ type: "nonexistent" });
+    await expect(stack.client().executeDeleteBlobTransaction({ blobObjectId: withAttributes.blobObject.id, signer })).rejects.toThrow(/not deletable/);
   });
 });
 
@@ -309,6 +323,7 @@ describe("refusals", () => {
       }),
     ).rejects.toThrow(/no metadata key "missing"/);
     expect(await walrus.readBlobAttributes({ blobObjectId: firstBlobId })).toEqual({ k: "v" });
+    await expect(walrus.executeExtendBlobTransaction({ blobObjectId: firstBlobId, epochs: 1, signer })).rejects.toThrow(/only a certified blob can be extended/);
     const second = new TextEncoder().encode("second blob in the same storage");
     await expect(registerWith(await walrus.encodeBlob(second), second.length)).rejects.toThrow(/is not a Walrus Blob or Storage/);
     // merging a coin into itself is refused

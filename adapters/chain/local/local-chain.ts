@@ -285,8 +285,8 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
   async walrusBlobRegistrations(blobId: string): Promise<WalrusRegistration[]> {
     const bytes = blobIdFromString(blobId);
     if (!bytes) return [];
-    const objects = await this.read<Record<string, WalrusRegistration>>(KEYS.walrusBlob(blobIdToU256(bytes).toString()));
-    return Object.values(objects ?? {});
+    const objects = await this.read<Record<string, WalrusRegistration | null>>(KEYS.walrusBlob(blobIdToU256(bytes).toString()));
+    return Object.values(objects ?? {}).filter((r): r is WalrusRegistration => r !== null);
   }
 
   async getTransaction(digest: string): Promise<TxReceipt | null> {

@@ -165,8 +165,11 @@ export type ChainEvent =
   | { readonly type: "ObjectPut"; readonly object: StoredObject; readonly dynamic_fields: readonly StoredDynamicField[] }
   /** An object a Walrus call created or changed (a Blob or Storage), its Move contents in `bcs`. */
   | { readonly type: "WalrusObjectWritten"; readonly object: StoredObject; readonly created: boolean }
-  /** A Walrus object moved into another (a Storage registered for a blob): no longer an object of its own. */
-  | { readonly type: "WalrusObjectWrapped"; readonly object_id: string };
+  /**
+   * A Walrus object that stops being an object of its own: wrapped into another (a Storage registered for a blob) or
+   * deleted (a deletable Blob, whose registration of `blob_id` (u256, decimal) ends, and its attributes field).
+   */
+  | { readonly type: "WalrusObjectRemoved"; readonly object_id: string; readonly blob_id?: string };
 
 /** A verified transaction and the events it produced. */
 export interface ChainRecord {

@@ -81,6 +81,8 @@ function walrusFunctions(ids: WalrusIds): Record<string, unknown> {
     "system::reserve_space": fn([{ MutableReference: own("system", "System") }, "U64", "U32", { MutableReference: coinWal }], [own("storage_resource", "Storage")], true),
     "system::register_blob": fn([{ MutableReference: own("system", "System") }, own("storage_resource", "Storage"), "U256", "U256", "U64", "U8", "Bool", { MutableReference: coinWal }], [own("blob", "Blob")], true),
     "system::certify_blob": fn([{ Reference: own("system", "System") }, { MutableReference: own("blob", "Blob") }, { Vector: "U8" }, { Vector: "U8" }, { Vector: "U8" }]),
+    "system::delete_blob": fn([{ Reference: own("system", "System") }, own("blob", "Blob")], [own("storage_resource", "Storage")]),
+    "system::extend_blob": fn([{ MutableReference: own("system", "System") }, { MutableReference: own("blob", "Blob") }, "U32", { MutableReference: coinWal }]),
     "metadata::new": fn([], [own("metadata", "Metadata")]),
     "blob::add_metadata": fn([{ MutableReference: own("blob", "Blob") }, own("metadata", "Metadata")]),
     "blob::insert_or_update_metadata_pair": fn([{ MutableReference: own("blob", "Blob") }, struct("0x1", "string", "String"), struct("0x1", "string", "String")]),

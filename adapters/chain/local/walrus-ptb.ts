@@ -10,6 +10,8 @@
 //   walrus::system::register_blob(&mut System, Storage, blob_id: u256, root_hash: u256, size: u64,
 //                                 encoding_type: u8, deletable: bool, &mut Coin<WAL>): Blob
 //   walrus::system::certify_blob(&System, &mut Blob, signature, signers_bitmap, message)
+//   walrus::system::extend_blob(&mut System, &mut Blob, extended_epochs: u32, &mut Coin<WAL>)   (certified blobs)
+//   walrus::system::delete_blob(&System, Blob): Storage                                         (deletable blobs)
 //   walrus::metadata::new(), walrus::blob::add_metadata / insert_or_update_metadata_pair / remove_metadata_pair
 //                                                   a Blob's attributes, in its `b"metadata"` dynamic field
 //
@@ -60,7 +62,7 @@ export interface WalrusPtb {
 const MAX_COMMANDS = 128;
 const FRAMEWORK = normalizeSuiAddress("0x2");
 const COIN_CALLS = new Set(["redeem_funds", "send_funds", "destroy_zero", "zero"]);
-const SYSTEM_CALLS = new Set(["reserve_space", "register_blob", "certify_blob"]);
+const SYSTEM_CALLS = new Set(["reserve_space", "register_blob", "certify_blob", "extend_blob", "delete_blob"]);
 const BLOB_CALLS = new Set(["add_metadata", "insert_or_update_metadata_pair", "remove_metadata_pair"]);
 
 type ParsedPtb = NonNullable<ReturnType<typeof bcs.TransactionData.parse>["V1"]>["kind"]["ProgrammableTransaction"] & object;
@@ -159,6 +161,8 @@ type Value =
       created: boolean;
       version: string;
       changed: boolean;
+      /** Deleted by delete_blob: not written. */
+      deleted?: boolean;
       /** Its attributes (the `metadata` dynamic field): undefined until read, null when it has none. */
       attributes?: { entries: Map<string, string>; created: boolean; version: string; changed: boolean } | null;
     }
@@ -209,7 +213,8 @@ export function decideWalrusTx(view: StateView, vtx: VerifiedTx, ptb: WalrusPtb,
     // The objects the transaction transfers, and the blobs it changes in place: written when it succeeds.
     const transferred: Extract<Value, { kind: "blob" | "storage" }>[] = [];
     const touched = new Set<Extract<Value, { kind: "blob" }>>();
-    const wrapped: string[] = [];
+    /** Objects that stop being objects of their own (wrapped or deleted). */
+    const removed: { object_id: string; blob_id?: string }[] = [];
     let created = 0;
     const newId = () => deriveObjectId(vtx.digestBytes, created++);
 
@@ -412,7 +417,7 @@ export function decideWalrusTx(view: StateView, vtx: VerifiedTx, ptb: WalrusPtb,
               const storage = yield* take(args[1]!);
               if (storage.kind !== "storage") return yield* fail("register_blob's storage must be a Storage");
               // An existing Storage object is wrapped into the blob: it stops being an object of its own.
-              if (!storage.created) wrapped.push(storage.storage.id);
+              if (!storage.created) removed.push({ object_id: storage.storage.id });
               const blobId = yield* pureOf(bcs.u256(), yield* pure(yield* take(args[2]!), "blob_id"), "blob_id");
               const rootHash = yield* pureOf(bcs.u256(), yield* pure(yield* take(args[3]!), "root_hash"), "root_hash");
               const size = yield* u64(yield* pure(yield* take(args[4]!), "size"), "size");
@@ -436,6 +441,38 @@ export function decideWalrusTx(view: StateView, vtx: VerifiedTx, ptb: WalrusPtb,
                 version: "1",
                 changed: true,
               });
+              break;
+            }
+            case "extend_blob": {
+              yield* arity(4);
+              yield* systemArg(yield* borrow(args[0]!), true);
+              const blob = yield* borrow(args[1]!);
+              if (blob.kind !== "blob") return yield* fail("extend_blob's blob must be a Blob");
+              const epochs = yield* pureOf(bcs.u32(), yield* pure(yield* take(args[2]!), "extended_epochs"), "extended_epochs");
+              const payment = yield* walCoin(yield* borrow(args[3]!), "extend_blob's payment");
+              const s = blob.blob.storage;
+              if (blob.blob.certified_epoch === null) return yield* fail("only a certified blob can be extended", "rejected");
+              if (epoch >= s.end_epoch) return yield* fail("the blob's storage has expired", "rejected");
+              if (epochs < 1 || s.end_epoch + epochs - epoch > MAX_EPOCHS_AHEAD) return yield* fail(`extended_epochs must be at least 1 and end at most ${MAX_EPOCHS_AHEAD} epochs ahead`);
+              yield* pay(payment, storageUnits(BigInt(s.storage_size)) * system.storagePricePerUnit * BigInt(epochs), "extending the storage");
+              blob.blob.storage = { ...s, end_epoch: s.end_epoch + epochs };
+              blob.changed = true;
+              touched.add(blob);
+              break;
+            }
+            case "delete_blob": {
+              yield* arity(2);
+              yield* systemArg(yield* borrow(args[0]!), false);
+              const blob = yield* take(args[1]!);
+              if (blob.kind !== "blob") return yield* fail("delete_blob's blob must be a Blob");
+              if (!blob.blob.deletable) return yield* fail("the blob is not deletable", "rejected");
+              if (epoch >= blob.blob.storage.end_epoch) return yield* fail("the blob's storage has expired", "rejected");
+              const attributes = yield* attributesOf(blob);
+              blob.deleted = true;
+              if (!blob.created) removed.push({ object_id: blob.blob.id, blob_id: blob.blob.blob_id });
+              if (attributes && !attributes.created) removed.push({ object_id: metadataFieldId(blob.blob.id) });
+              // The blob's storage becomes an object of its own again.
+              out.push({ kind: "storage", storage: blob.blob.storage, owner: null, created: true, version: "1" });
               break;
             }
             case "certify_blob": {
@@ -513,12 +550,12 @@ export function decideWalrusTx(view: StateView, vtx: VerifiedTx, ptb: WalrusPtb,
     const written = new Set<Value>();
     let blobObject: StoredObject | undefined;
     for (const v of [...transferred, ...touched]) {
-      if (written.has(v)) continue;
+      if (written.has(v) || (v.kind === "blob" && v.deleted)) continue;
       written.add(v);
       const o = write(v);
       if (v.kind === "blob") blobObject = o;
     }
-    for (const id of wrapped) events.push({ type: "WalrusObjectWrapped", object_id: id });
+    for (const r of removed) events.push({ type: "WalrusObjectRemoved", ...r });
     return tools.append(events, blobObject ? { object: blobObject } : {});
   });
 }

@@ -145,8 +145,9 @@ function eventWrites(e: ChainEvent, at: { readonly registryId: string; readonly 
       }
       return;
     }
-    case "WalrusObjectWrapped":
+    case "WalrusObjectRemoved":
       out.push({ kind: "set", key: KEYS.object(e.object_id), value: { ...TOMBSTONE } });
+      if (e.blob_id !== undefined) out.push({ kind: "merge", key: KEYS.walrusBlob(e.blob_id), fields: { [e.object_id]: null } });
       return;
     case "ObjectPut":
       out.push({ kind: "set", key: KEYS.object(e.object.object_id), value: { ...e.object } });
