@@ -96,7 +96,10 @@ describe("WalrusClient writes and reads blobs on the local stack", () => {
     const walrus = stack.client();
     const blob = new TextEncoder().encode("a memory worth keeping ".repeat(40));
     const systemWalBefore = (await a.balance(ids.systemObjectId)).balances.WAL ?? 0n;
+    const usedBefore = BigInt((await walrus.systemState()).used_capacity_size);
     const { blobId, blobObject } = await walrus.writeBlob({ blob, deletable: true, epochs: 3, signer });
+    // the reservation covers the encoded size and counts against the System's capacity
+    expect(BigInt((await stack.client().systemState()).used_capacity_size)).toBe(usedBefore + BigInt(blobObject.storage.storage_size));
     expect(blobObject.certified_epoch).toBe(LOCAL_WALRUS_EPOCH);
     expect(blobObject.registered_epoch).toBe(LOCAL_WALRUS_EPOCH);
     expect(blobObject.storage.end_epoch).toBe(LOCAL_WALRUS_EPOCH + 3);
@@ -245,6 +248,14 @@ describe("refusals", () => {
         tx.moveCall({ target: `${ids.packageId}::system::reserve_space`, arguments: [tx.object(ids.systemObjectId), tx.pure.u64(1000), tx.pure.u32(54), coin] });
       }),
     ).rejects.toThrow(/epochs_ahead must be 1..53/);
+    // more than the committee's capacity (1 TiB)
+    await expect(
+      run((tx) => {
+        const coin = tx.add(coinWithBalance({ balance: 500, type: ids.walCoinType }));
+        const storage = tx.moveCall({ target: `${ids.packageId}::system::reserve_space`, arguments: [tx.object(ids.systemObjectId), tx.pure.u64(2n ** 41n), tx.pure.u32(1), coin] });
+        tx.transferObjects([storage, coin], signer.toSuiAddress());
+      }),
+    ).rejects.toThrow(/not enough free storage/);
     // a reservation nobody uses, and a coin left over
     await expect(
       run((tx) => {
@@ -438,8 +449,10 @@ describe("a committee with a node down", () => {
     expect(await stack.client().getVerifiedBlobStatus({ blobId })).toMatchObject({ type: "permanent", isCertified: true, initialCertifiedEpoch: LOCAL_WALRUS_EPOCH, endEpoch: LOCAL_WALRUS_EPOCH + 1 });
     for (let i = 0; i < 5; i++) expect(Buffer.from(await stack.client().readBlob({ blobId })).equals(Buffer.from(blob))).toBe(true);
     // restart: new ports, the deployment published again; the slivers are read from disk
+    const used = (await stack.client().systemState()).used_capacity_size;
     await stack.committee.close();
     const restarted = await startLocalWalrus({ ledger: a, dir, count: 11, nShards: 11 });
+    expect((await stack.client().systemState()).used_capacity_size).toBe(used);
     stack = { ...stack, walrus: restarted, committee: restarted.committee };
     expect(Buffer.from(await stack.client().readBlob({ blobId })).equals(Buffer.from(blob))).toBe(true);
   });

@@ -59,6 +59,8 @@ export interface WalrusDeploymentSpec {
   /** WAL per MiB of encoded size, once per registration. */
   readonly writePricePerUnit: bigint;
   readonly totalCapacity: bigint;
+  /** Bytes already reserved (kept across a republication of the deployment). */
+  readonly usedCapacity?: bigint;
 }
 
 /** The committee of a deployment as the ledger checks certificates against it. */
@@ -111,7 +113,7 @@ export function walrusDeploymentObjects(spec: WalrusDeploymentSpec): { objectId:
       total_aggregated_key: { bytes: [...aggregate] },
     },
     total_capacity_size: spec.totalCapacity,
-    used_capacity_size: 0n,
+    used_capacity_size: spec.usedCapacity ?? 0n,
     storage_price_per_unit_size: spec.storagePricePerUnit,
     write_price_per_unit_size: spec.writePricePerUnit,
     future_accounting: { current_index: 0, length: 0, ring_buffer: [] },
@@ -207,9 +209,11 @@ export function systemInnerFieldId(network: string): string {
 }
 
 /** Reads the committee and prices from the System inner state's BCS (a Field<u64, SystemStateInnerV1>: id ‖ name ‖ value). */
-export function parseSystemInnerField(fieldBcs: Uint8Array): { committee: WalrusCommitteeView; storagePricePerUnit: bigint; writePricePerUnit: bigint } {
+export function parseSystemInnerField(fieldBcs: Uint8Array): { committee: WalrusCommitteeView; storagePricePerUnit: bigint; writePricePerUnit: bigint; totalCapacity: bigint; usedCapacity: bigint } {
   const inner = SystemStateInnerV1Bcs.parse(fieldBcs.subarray(32 + 8));
   return {
+    totalCapacity: BigInt(inner.total_capacity_size),
+    usedCapacity: BigInt(inner.used_capacity_size),
     committee: {
       epoch: inner.committee.epoch,
       nShards: inner.committee.n_shards,
@@ -218,4 +222,11 @@ export function parseSystemInnerField(fieldBcs: Uint8Array): { committee: Walrus
     storagePricePerUnit: BigInt(inner.storage_price_per_unit_size),
     writePricePerUnit: BigInt(inner.write_price_per_unit_size),
   };
+}
+
+/** The System inner state's field BCS with another used capacity (reservations add to it; it is never freed here). */
+export function withUsedCapacity(fieldBcs: Uint8Array, used: bigint): Uint8Array {
+  const head = fieldBcs.subarray(0, 32 + 8);
+  const inner = SystemStateInnerV1Bcs.parse(fieldBcs.subarray(32 + 8));
+  return Uint8Array.from([...head, ...SystemStateInnerV1Bcs.serialize({ ...inner, used_capacity_size: used }).toBytes()]);
 }

@@ -7,6 +7,7 @@
 //   0x2::coin::destroy_zero<T>(coin), zero<T>()
 //   SplitCoins, MergeCoins, TransferObjects         (a transferred coin lands in the recipient's address balance)
 //   walrus::system::reserve_space(&mut System, amount: u64, epochs_ahead: u32, &mut Coin<WAL>): Storage
+//                                 (within the System's free capacity; the used capacity grows)
 //   walrus::system::register_blob(&mut System, Storage, blob_id: u256, root_hash: u256, size: u64,
 //                                 encoding_type: u8, deletable: bool, &mut Coin<WAL>): Blob
 //   walrus::system::certify_blob(&System, &mut Blob, signature, signers_bitmap, message)
@@ -31,7 +32,7 @@ import type { Decision, StateView, TxOutcome } from "./state-view.ts";
 import { deriveObjectId, type VerifiedTx } from "./tx.ts";
 import { ledgerObjectDigest } from "./rpc/ledger-source.ts";
 import { tokenOf } from "./rpc/transactions.ts";
-import { localWalrusIds, MAX_EPOCHS_AHEAD, parseSystemInnerField, systemInnerFieldId } from "./walrus-deployment.ts";
+import { localWalrusIds, MAX_EPOCHS_AHEAD, parseSystemInnerField, systemInnerFieldId, withUsedCapacity } from "./walrus-deployment.ts";
 import { BLOB_CERT_INTENT, BlobBcs, METADATA_FIELD_NAME, MetadataBcs, blobIdFromU256, deriveBlobId, encodedBlobLength, isQuorumWeight, RS2_ENCODING, StorageBcs, StorageConfirmationBcs, storageUnits, type BlobValue, type StorageValue } from "./walrus-layouts.ts";
 
 type Fx<A> = Effect.Effect<A, TxRejected | StoreUnavailable>;
@@ -215,6 +216,8 @@ export function decideWalrusTx(view: StateView, vtx: VerifiedTx, ptb: WalrusPtb,
     const touched = new Set<Extract<Value, { kind: "blob" }>>();
     /** Objects that stop being objects of their own (wrapped or deleted). */
     const removed: { object_id: string; blob_id?: string }[] = [];
+    /** Bytes reserved by this transaction, added to the System's used capacity. */
+    let reserved = 0n;
     let created = 0;
     const newId = () => deriveObjectId(vtx.digestBytes, created++);
 
@@ -406,6 +409,10 @@ export function decideWalrusTx(view: StateView, vtx: VerifiedTx, ptb: WalrusPtb,
               const amount = yield* u64(yield* pure(yield* take(args[1]!), "storage_amount"), "storage_amount");
               const epochs = yield* pureOf(bcs.u32(), yield* pure(yield* take(args[2]!), "epochs_ahead"), "epochs_ahead");
               if (epochs < 1 || epochs > MAX_EPOCHS_AHEAD) return yield* fail(`epochs_ahead must be 1..${MAX_EPOCHS_AHEAD}`);
+              if (system.usedCapacity + reserved + amount > system.totalCapacity) {
+                return yield* fail(`not enough free storage: ${system.usedCapacity + reserved} of ${system.totalCapacity} bytes are reserved`, "rejected");
+              }
+              reserved += amount;
               const payment = yield* walCoin(yield* borrow(args[3]!), "reserve_space's payment");
               yield* pay(payment, storageUnits(amount) * system.storagePricePerUnit * BigInt(epochs), "the storage");
               out.push({ kind: "storage", storage: { id: newId(), start_epoch: epoch, end_epoch: epoch + epochs, storage_size: amount.toString() }, owner: null, created: true, version: "1" });
@@ -556,6 +563,11 @@ export function decideWalrusTx(view: StateView, vtx: VerifiedTx, ptb: WalrusPtb,
       if (v.kind === "blob") blobObject = o;
     }
     for (const r of removed) events.push({ type: "WalrusObjectRemoved", ...r });
+    if (reserved > 0n) {
+      const { _seq, ...field } = innerField as StoredObject & { _seq?: number };
+      const bytes = withUsedCapacity(new Uint8Array(Buffer.from(field.bcs!, "base64")), system.usedCapacity + reserved);
+      events.push({ type: "WalrusObjectWritten", object: { ...field, version: (BigInt(field.version) + 1n).toString(), bcs: Buffer.from(bytes).toString("base64"), previous_transaction: vtx.digest }, created: false });
+    }
     return tools.append(events, blobObject ? { object: blobObject } : {});
   });
 }
