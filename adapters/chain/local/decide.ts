@@ -12,7 +12,7 @@ import { deriveBlobObjectId, deriveObjectId, type VerifiedTx } from "./tx.ts";
 import { blobRecordOf, type BlobObjectView } from "./blob-object.ts";
 import type { DelegateEntry } from "./writes.ts";
 import { decideConsoleTx } from "./console-decide.ts";
-import { decideWalrusTx } from "./walrus-ptb.ts";
+import { decideWalrusTx } from "./walrus-decide.ts";
 import type { DecideContext, Decision, StateView, TxOutcome } from "./state-view.ts";
 
 type Fx<A> = Effect.Effect<A, TxRejected | StoreUnavailable>;
