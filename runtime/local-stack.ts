@@ -102,7 +102,7 @@ export async function startLocalStack(opts: {
     stops.unshift(() => encryptionStack.close());
     // Walrus storage nodes beside the blob store: what an unmodified WalrusClient writes to (the relayer keeps the
     // publisher/aggregator API of the blob store).
-    const walrus = await startLocalWalrus({ ledger: chain, dir: join(opts.config.dataDir, "walrus"), host: opts.config.host });
+    const walrus = await startLocalWalrus({ ledger: chain, dir: join(opts.config.dataDir, "walrus"), host: opts.config.host, count: opts.config.walrusLocalNodes, nShards: opts.config.walrusLocalShards });
     stops.unshift(() => walrus.close());
     const threshold = opts.config.encryptionThreshold ?? Math.min(2, encryptionStack.serverConfigs.length);
     // Seal's key-server reads go to this stack's ledger listener, over gRPC when CHAIN_GRPC_URL is set (as /config reports).
