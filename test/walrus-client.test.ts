@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { WalrusClient, blobIdToInt } from "@mysten/walrus";
 import { bcs } from "@mysten/sui/bcs";
 import { SuiJsonRpcClient } from "@mysten/sui/jsonRpc";
+import { SuiGrpcClient } from "@mysten/sui/grpc";
 import { bls12_381 } from "@noble/curves/bls12-381.js";
 import { startChainRpcServer } from "../adapters/chain/local/rpc/server.ts";
 import { ledgerObjectSource } from "../adapters/chain/local/rpc/ledger-source.ts";
@@ -87,6 +88,23 @@ describe("WalrusClient writes and reads blobs on the local stack", () => {
     await stack?.rpc.close();
     await stack?.committee.close();
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("over the ledger's gRPC API (SuiGrpcClient) too: writeBlob with attributes, readBlob, extend", async () => {
+    const signer = await fundedSigner();
+    const grpc = new SuiGrpcClient({ baseUrl: stack.rpc.grpcUrl, network: "localnet", format: "binary" });
+    const walrus = new WalrusClient({ packageConfig: stack.walrus.packageConfig, suiClient: grpc, storageNodeUrlScheme: "http" });
+    expect((await walrus.systemState()).committee.n_shards).toBe(10);
+    const blob = new TextEncoder().encode("written over gRPC-web ".repeat(20));
+    const { blobId, blobObject } = await walrus.writeBlob({ blob, deletable: true, epochs: 2, signer, attributes: { via: "grpc" } });
+    expect(blobObject.certified_epoch).toBe(LOCAL_WALRUS_EPOCH);
+    expect(await walrus.readBlobAttributes({ blobObjectId: blobObject.id })).toEqual({ via: "grpc" });
+    expect(Buffer.from(await walrus.readBlob({ blobId })).equals(Buffer.from(blob))).toBe(true);
+    await walrus.executeExtendBlobTransaction({ blobObjectId: blobObject.id, epochs: 1, signer });
+    const fresh = new WalrusClient({ packageConfig: stack.walrus.packageConfig, suiClient: grpc, storageNodeUrlScheme: "http" });
+    expect((await fresh.getBlobObject(blobObject.id)).storage.end_epoch).toBe(LOCAL_WALRUS_EPOCH + 3);
+    // a refusal comes back as the simulation's failure, with the ledger's reason
+    await expect(walrus.executeCertifyBlobTransaction({ certificate: { signers: [0, 1], serializedMessage: new Uint8Array(3), signature: new Uint8Array(96) }, blobId, blobObjectId: blobObject.id, deletable: true, signer })).rejects.toThrow(/not a quorum/);
   });
 
   it("writeBlob registers, uploads to the nodes and certifies with their aggregate signature; readBlob returns the bytes", async () => {
