@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { WalrusClient, blobIdToInt } from "@mysten/walrus";
 import { bcs } from "@mysten/sui/bcs";
 import { SuiJsonRpcClient } from "@mysten/sui/jsonRpc";
-import { SuiGrpcClient } from "@mysten/sui/grpc";
+import { GrpcTypes, SuiGrpcClient } from "@mysten/sui/grpc";
 import { bls12_381 } from "@noble/curves/bls12-381.js";
 import { startChainRpcServer } from "../adapters/chain/local/rpc/server.ts";
 import { ledgerObjectSource } from "../adapters/chain/local/rpc/ledger-source.ts";
@@ -103,6 +103,12 @@ describe("WalrusClient writes and reads blobs on the local stack", () => {
     await walrus.executeExtendBlobTransaction({ blobObjectId: blobObject.id, epochs: 1, signer });
     const fresh = new WalrusClient({ packageConfig: stack.walrus.packageConfig, suiClient: grpc, storageNodeUrlScheme: "http" });
     expect((await fresh.getBlobObject(blobObject.id)).storage.end_epoch).toBe(LOCAL_WALRUS_EPOCH + 3);
+    // SimulateTransaction refuses what it cannot read
+    const simulate = (transaction: GrpcTypes.Transaction | undefined) => grpc.transactionExecutionService.simulateTransaction({ transaction, doGasSelection: true, checks: 0 } as never).then(() => null, (e: { code: string; message: string }) => e);
+    expect(await simulate(undefined)).toMatchObject({ code: "INVALID_ARGUMENT", message: "expected a transaction" });
+    expect(await simulate(GrpcTypes.Transaction.create({ sender: signer.toSuiAddress() }))).toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("only programmable transactions") });
+    const publish = GrpcTypes.Transaction.create({ sender: signer.toSuiAddress(), kind: { data: { oneofKind: "programmableTransaction", programmableTransaction: { inputs: [], commands: [{ command: { oneofKind: "publish", publish: { modules: [], dependencies: [] } } }] } } } });
+    expect(await simulate(publish)).toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("command publish is not supported") });
     // a refusal comes back as the simulation's failure, with the ledger's reason
     await expect(walrus.executeCertifyBlobTransaction({ certificate: { signers: [0, 1], serializedMessage: new Uint8Array(3), signature: new Uint8Array(96) }, blobId, blobObjectId: blobObject.id, deletable: true, signer })).rejects.toThrow(/not a quorum/);
   });
