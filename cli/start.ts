@@ -20,7 +20,7 @@ import { withNetworkPreset } from "../config/network-presets.ts";
 export const START_HELP = `memrelay start [--network <name>]
   Starts nats-server (with nats.conf; NATS_URL to use a running one), Postgres (DATABASE_URL; else the native
   server on 127.0.0.1:5432 when it has pgvector; else embedded PGlite with pgvector), the local chain, the
-  key servers, the blob store (BLOBSTORE_PORT, 8200), the developer console (CONSOLE_PORT, 8100) and the relayer
+  key servers, the blob store (BLOBSTORE_PORT, 8200), four Walrus storage nodes (ephemeral ports), the developer console (CONSOLE_PORT, 8100) and the relayer
   (PORT, 8000) with its MCP sidecar (SIDECAR_URL, 9000), and the dashboard (DASHBOARD_PORT, 5173). Creates a dev account and
   writes ~/.memory/credentials.json (0600) when absent. Data lives in MEMRELAY_DATA_DIR (~/.memrelay); each data
   directory gets its own database on the native Postgres. While running, <data dir>/stack.json (0600) tells the
@@ -125,6 +125,7 @@ export async function startCommand(args: string[], env = process.env): Promise<n
       "memrelay is running",
       `  relayer      ${stack.relayerUrl}`,
       `  blob store   ${stack.blobstoreUrl}  (Walrus API: PUT ${stack.blobstoreUrl}/v1/blobs)`,
+      `  walrus nodes ${stack.walrus.committee.nodes.length} storage nodes (WalrusClient: packageConfig {systemObjectId: ${stack.walrus.packageConfig.systemObjectId}, stakingPoolId: ${stack.walrus.packageConfig.stakingPoolId}}, storageNodeUrlScheme "http", the chain RPC below)`,
       `  console      ${stack.consoleUrl}/api/v1  (keys: memrelay console signup / key mint)`,
       ...(dashboard ? [`  dashboard    ${dashboard.url}  (agents sign in here: memrelay-mcp --local login; keys: ${dashboard.url}/keys)`] : []),
       `  agent tools  ${stack.relayerUrl}/api/mcp (Streamable HTTP), ${stack.relayerUrl}/api/mcp/sse (SSE); stdio: memrelay-mcp --local`,

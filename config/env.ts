@@ -37,6 +37,10 @@ export interface RelayerConfig {
   readonly blobstoreSkipConsistencyCheck: boolean;
   /** WALRUS_N_SHARDS (1000): shards of the Walrus committee, for the consistency check on mainnet and testnet. */
   readonly walrusShards: number;
+  /** WALRUS_LOCAL_NODES (4): storage nodes of the local stack's Walrus committee. */
+  readonly walrusLocalNodes: number;
+  /** WALRUS_LOCAL_SHARDS (10, at least one per node): its shards; the largest blob is (n − 2f)(n − f) × 65,534 bytes (1.8 MB at 10, 7.3 MB at 20). */
+  readonly walrusLocalShards: number;
   readonly serverChainPrivateKeys: readonly string[];
   readonly encryptionThreshold: number | undefined;
   readonly embedder: "hashing" | "use-lite" | "openai";
@@ -227,6 +231,8 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     blobCacheMaxBytes: intVar(env, "BLOB_CACHE_MAX_BYTES", 524_288, 0),
     blobstoreSkipConsistencyCheck: ["true", "1"].includes(env.BLOBSTORE_SKIP_CONSISTENCY_CHECK?.trim().toLowerCase() ?? ""),
     walrusShards: intVar(env, "WALRUS_N_SHARDS", 1000, 1, 65_535),
+    walrusLocalNodes: intVar(env, "WALRUS_LOCAL_NODES", 4, 1, 100),
+    walrusLocalShards: Math.max(intVar(env, "WALRUS_LOCAL_SHARDS", 10, 1, 1000), intVar(env, "WALRUS_LOCAL_NODES", 4, 1, 100)),
     serverChainPrivateKeys: list(env.SERVER_CHAIN_PRIVATE_KEYS ?? env.SERVER_CHAIN_PRIVATE_KEY),
     encryptionThreshold: env.ENCRYPTION_THRESHOLD ? intVar(env, "ENCRYPTION_THRESHOLD", 2, 1) : undefined,
     embedder: ["hashing", "use-lite", "openai"].includes(embedder) ? embedder : "hashing",

@@ -13,6 +13,7 @@ import type { Logger } from "../config/logger.ts";
 import { LocalChain } from "../adapters/chain/local/local-chain.ts";
 import { createAccount, addDelegateKey, generateKeypair, keypairFromSecret, mint } from "../adapters/chain/local/accounts.ts";
 import { startLocalEncryptionStack, type LocalEncryptionStack } from "../adapters/encryption/local-keyservers/local-stack.ts";
+import { startLocalWalrus, type LocalWalrus } from "../adapters/walrus-nodes/local-walrus.ts";
 import { ownerOrDelegate } from "../adapters/encryption/local-keyservers/policy.ts";
 import { createEnvelopeEncryption } from "../adapters/encryption/envelope.ts";
 import { createEmbedder } from "../adapters/embeddings/select.ts";
@@ -39,6 +40,8 @@ export interface LocalStack {
   readonly db: Db;
   readonly chain: LocalChain;
   readonly encryptionStack: LocalEncryptionStack;
+  /** The Walrus storage nodes and the packageConfig a WalrusClient is given (with the ledger's JSON-RPC). */
+  readonly walrus: LocalWalrus;
   readonly relayer: RelayerStack;
   readonly relayerUrl: string;
   readonly blobstoreUrl: string;
@@ -97,6 +100,10 @@ export async function startLocalStack(opts: {
       rpcRoutes: sponsorProvider.routes,
     });
     stops.unshift(() => encryptionStack.close());
+    // Walrus storage nodes beside the blob store: what an unmodified WalrusClient writes to (the relayer keeps the
+    // publisher/aggregator API of the blob store).
+    const walrus = await startLocalWalrus({ ledger: chain, dir: join(opts.config.dataDir, "walrus"), host: opts.config.host, count: opts.config.walrusLocalNodes, nShards: opts.config.walrusLocalShards });
+    stops.unshift(() => walrus.close());
     const threshold = opts.config.encryptionThreshold ?? Math.min(2, encryptionStack.serverConfigs.length);
     // Seal's key-server reads go to this stack's ledger listener, over gRPC when CHAIN_GRPC_URL is set (as /config reports).
     const node = opts.config.chainGrpcUrl ? { grpcUrl: encryptionStack.grpcUrl } : { rpcUrl: encryptionStack.rpcUrl };
@@ -194,6 +201,7 @@ export async function startLocalStack(opts: {
       db,
       chain,
       encryptionStack,
+      walrus,
       relayer,
       relayerUrl: `http://${config.host}:${relayer.port}`,
       blobstoreUrl,

@@ -55,14 +55,16 @@ describe("the ledger's gRPC-web endpoint", () => {
   });
 
   it("answers UNIMPLEMENTED for a method it does not serve, and INVALID_ARGUMENT for a malformed body", async () => {
-    const unknown = await post("/sui.rpc.v2.MovePackageService/GetFunction", "application/grpc-web+proto", frame(0, new Uint8Array()));
+    const unknown = await post("/sui.rpc.v2.StateService/ListDynamicFields", "application/grpc-web+proto", frame(0, new Uint8Array()));
     expect(unknown.headers.get("grpc-status")).toBe("12");
-    expect(decodeURIComponent(unknown.headers.get("grpc-message")!)).toBe("method sui.rpc.v2.MovePackageService/GetFunction is not implemented by this ledger");
+    expect(decodeURIComponent(unknown.headers.get("grpc-message")!)).toBe("method sui.rpc.v2.StateService/ListDynamicFields is not implemented by this ledger");
     // the SDK sees the same: a typed UNIMPLEMENTED error naming the method
     const sdk = new SuiGrpcClient({ baseUrl: node.grpcUrl, network: "memnet" });
-    const refused = await sdk.core.getMoveFunction({ packageId: "0x2", moduleName: "coin", name: "value" }).catch((e: unknown) => e);
+    const refused = await sdk.core.listDynamicFields({ parentId: "0x2" }).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(RpcError);
-    expect(refused).toMatchObject({ code: "UNIMPLEMENTED", message: expect.stringContaining("GetFunction is not implemented") });
+    expect(refused).toMatchObject({ code: "UNIMPLEMENTED", message: expect.stringContaining("ListDynamicFields is not implemented") });
+    // a function of a package the ledger does not have is NOT_FOUND
+    await expect(sdk.core.getMoveFunction({ packageId: "0x2", moduleName: "coin", name: "value" })).rejects.toMatchObject({ code: "NOT_FOUND" });
 
     const truncated = await post("/sui.rpc.v2.LedgerService/GetServiceInfo", "application/grpc-web+proto", Buffer.from([0, 0, 0, 0, 9, 1]));
     expect(truncated.headers.get("grpc-status")).toBe("3");

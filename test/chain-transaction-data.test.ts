@@ -8,7 +8,7 @@ import { decodeTransactionData, encodeTransactionData, localTarget, transactionV
 import { decodePure, encodePure, MOVE_CALLS } from "../adapters/chain/local/move-calls.ts";
 import { generateKeypair, suiAddressOf } from "../adapters/chain/local/keys.ts";
 import { buildSignedTx, verifySignedTx } from "../adapters/chain/local/tx.ts";
-import type { TxArgs, TxBody, TxKind } from "../adapters/chain/local/model.ts";
+import type { CallKind, TxArgs, TxBody } from "../adapters/chain/local/model.ts";
 
 const PKG = "0x" + "5a".repeat(32);
 const target = localTarget("localnet", PKG);
@@ -18,7 +18,7 @@ const sponsor = id(0xb2);
 const pk = generateKeypair().keypair.publicKeyHex;
 const UUID = "0b6c3a5e-8f1d-4c2a-9e7b-1d2c3b4a5f60";
 
-const SAMPLES: { [K in TxKind]: TxArgs[K] } = {
+const SAMPLES: { [K in CallKind]: TxArgs[K] } = {
   genesis: { operator_public_key: pk, package_id: PKG },
   create_account: {},
   add_delegate_key: { account_id: id(1), public_key: pk, label: "laptop ✓" },
@@ -37,12 +37,12 @@ const SAMPLES: { [K in TxKind]: TxArgs[K] } = {
   unshare_bucket_access: { group_id: id(6), service_signer: id(8) },
 };
 
-function body<K extends TxKind>(kind: K, args: TxArgs[K] = SAMPLES[kind]): TxBody<K> {
+function body<K extends CallKind>(kind: K, args: TxArgs[K] = SAMPLES[kind] as TxArgs[K]): TxBody<K> {
   return { chain: "localnet", kind, sender, gas_owner: sponsor, nonce: 42, valid_from_ms: 1_000, valid_until_ms: 2_000, args };
 }
 
 /** Encodes, lets `edit` change the parsed TransactionData, and decodes the result. */
-function decodeEdited(edit: (d: NonNullable<ReturnType<typeof bcs.TransactionData.parse>["V1"]>) => void, kind: TxKind = "add_delegate_key") {
+function decodeEdited(edit: (d: NonNullable<ReturnType<typeof bcs.TransactionData.parse>["V1"]>) => void, kind: CallKind = "add_delegate_key") {
   const parsed = bcs.TransactionData.parse(encodeTransactionData(body(kind), target));
   edit(parsed.V1!);
   return decodeTransactionData(bcs.TransactionData.serialize(parsed).toBytes(), target);
@@ -51,7 +51,7 @@ function decodeEdited(edit: (d: NonNullable<ReturnType<typeof bcs.TransactionDat
 const refused = (r: ReturnType<typeof decodeTransactionData>) => ("error" in r ? r.error : "accepted");
 
 describe("TransactionData codec", () => {
-  it.each(Object.keys(SAMPLES) as TxKind[])("%s round-trips; the SDK reads and rebuilds the identical bytes", async (kind) => {
+  it.each(Object.keys(SAMPLES) as CallKind[])("%s round-trips; the SDK reads and rebuilds the identical bytes", async (kind) => {
     const bytes = encodeTransactionData(body(kind), target);
     expect(decodeTransactionData(bytes, target)).toEqual({ body: body(kind) });
     const sdk = Transaction.from(bytes);
@@ -87,6 +87,14 @@ describe("TransactionData codec", () => {
     expect(refused(decodeEdited((d) => (d.expiration = { None: true } as never)))).toMatch(/ValidDuring/);
     expect(refused(decodeEdited((d) => (d.expiration.ValidDuring!.maxTimestamp = String(10_000_000_000))))).toMatch(/validity window/);
     expect(refused(decodeEdited((d) => (d.expiration.ValidDuring!.minEpoch = "1")))).toMatch(/epoch bounds/);
+    // epoch bounds (what the SDK sets when gas comes from an address balance) must hold the local epoch 0, one change at most
+    const epochs = (min: string | null, max: string | null) => (d: Parameters<Parameters<typeof decodeEdited>[0]>[0]) => {
+      d.expiration.ValidDuring = { ...d.expiration.ValidDuring!, minEpoch: min, maxEpoch: max, minTimestamp: null, maxTimestamp: null };
+    };
+    expect(decodeEdited(epochs("0", "1"))).toMatchObject({ body: { kind: "add_delegate_key", valid_from_ms: 0, valid_until_ms: Number.MAX_SAFE_INTEGER } });
+    expect(refused(decodeEdited(epochs("1", "2")))).toMatch(/must contain the current epoch 0/);
+    expect(refused(decodeEdited(epochs("0", "5")))).toMatch(/at most one epoch change/);
+    expect(refused(decodeEdited(epochs("0", null)))).toMatch(/both epochs/);
     // the account passed immutably, and a pure argument with a trailing byte
     expect(refused(decodeEdited((d) => ((ptb(d).inputs[0] as { Object: { SharedObject: { mutable: boolean } } }).Object.SharedObject.mutable = false)))).toMatch(/mutably/);
     expect(refused(decodeEdited((d) => (ptb(d).inputs[3] = { Pure: { bytes: Buffer.concat([Buffer.from(bcs.String.serialize("x").toBytes()), Buffer.from([0])]).toString("base64") } } as never)))).toMatch(/not a canonical BCS string/);

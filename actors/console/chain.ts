@@ -3,7 +3,7 @@
 // reading bucket policies and access groups back for the access checks. Signatures follow Sui, so the client can
 // sign the bytes with `Ed25519Keypair.signTransaction` from @mysten/sui.
 import type { SponsoredChainPort } from "../../adapters/ports.ts";
-import type { TxArgs, TxKind } from "../../adapters/chain/local/model.ts";
+import type { CallKind, TxArgs } from "../../adapters/chain/local/model.ts";
 import type { ChainTarget } from "../../schemas/chain.ts";
 import { buildTransactionBytes, txDigest } from "../../adapters/chain/local/tx.ts";
 import { transactionValidUntil } from "../../adapters/chain/local/transaction-data.ts";
@@ -16,7 +16,7 @@ export interface UnsignedTx {
 }
 
 /** Builds the Sui `TransactionData` for `sender`, with the sponsor paying the gas. Nothing is signed yet. */
-export function buildSponsoredTx<K extends TxKind>(input: { target: ChainTarget; kind: K; args: TxArgs[K]; sender: string; sponsorAddress: string; timestampMs?: number }): UnsignedTx {
+export function buildSponsoredTx<K extends CallKind>(input: { target: ChainTarget; kind: K; args: TxArgs[K]; sender: string; sponsorAddress: string; timestampMs?: number }): UnsignedTx {
   const txBytes = buildTransactionBytes({ target: input.target, kind: input.kind, args: input.args, sender: input.sender, gasOwner: input.sponsorAddress, timestampMs: input.timestampMs });
   return { bytes: Buffer.from(txBytes).toString("base64"), digest: txDigest(txBytes) };
 }

@@ -12,6 +12,7 @@ import { deriveBlobObjectId, deriveObjectId, type VerifiedTx } from "./tx.ts";
 import { blobRecordOf, type BlobObjectView } from "./blob-object.ts";
 import type { DelegateEntry } from "./writes.ts";
 import { decideConsoleTx } from "./console-decide.ts";
+import { decideWalrusTx } from "./walrus-decide.ts";
 import type { DecideContext, Decision, StateView, TxOutcome } from "./state-view.ts";
 
 type Fx<A> = Effect.Effect<A, TxRejected | StoreUnavailable>;
@@ -373,6 +374,14 @@ export function decide(view: StateView, vtx: VerifiedTx, ctx: DecideContext): Fx
         const { object, fields } = yield* validateObject(a.object, vtx.digest);
         return append([{ type: "ObjectPut", object, dynamic_fields: fields }], { object });
       }
+
+      case "walrus":
+        return yield* decideWalrusTx(view, vtx, args(vtx, "walrus"), {
+          debit: (address, token, amount) => sheet.debit(address, token, amount, "transfer"),
+          credit: (address, token, amount) => sheet.credit(address, token, amount, "transfer"),
+          chargeGas,
+          append,
+        });
 
       default:
         return yield* decideConsoleTx(view, vtx, body.kind, { genesis, chargeGas, append });

@@ -11,13 +11,17 @@ import { PortError, type BlobObject, type BlobRecordInput, type ChainPort, type 
 import { PORT, toPortError } from "./errors.ts";
 import { keypairFromSecret, normalizeAddress, PUBLIC_KEY_HEX_RE, type ChainKeypair, type SecretKeyInput } from "./keys.ts";
 import { Ledger, type SubmitOptions, type SubmitResult } from "./ledger.ts";
-import { BLOB_PAGE_SIZE, DEFAULT_TOKENS, type Account, type BlobRecord, type DynamicFieldInput, type GenesisState, type StoredDynamicField, type TxArgs, type TxKind, type TxReceipt } from "./model.ts";
+import { BLOB_PAGE_SIZE, DEFAULT_TOKENS, type Account, type CallKind, type BlobRecord, type DynamicFieldInput, type GenesisState, type StoredDynamicField, type TxArgs, type TxKind, type TxReceipt } from "./model.ts";
 import { type ChainTarget, type ObjectOwner, type SignedTx, type StoredObject } from "../../../schemas/chain.ts";
 import { ALL_SCOPE, CHAIN_STATE_LAYOUT, KEYS, dynamicFieldBcsKey, dynamicFieldNameKey, namespaceScope, type BlobIndexHead, type BlobIndexPage } from "./state-keys.ts";
 import { ChainStateStore } from "./state-store.ts";
-import { buildSignedTx, deriveBlobObjectId } from "./tx.ts";
+import { buildSignedTx, deriveBlobObjectId, txDigestBytes, type VerifiedTx } from "./tx.ts";
+import { decide } from "./decide.ts";
+import { blobIdFromString, blobIdToU256, type WalrusRegistration } from "./walrus-layouts.ts";
+import { StateView } from "./state-view.ts";
+import { toBase58 } from "@mysten/sui/utils";
 import { blobRecordOf, type BlobObjectView } from "./blob-object.ts";
-import { encodeTransactionKind, localTarget } from "./transaction-data.ts";
+import { decodeTransactionData, encodeTransactionKind, localTarget } from "./transaction-data.ts";
 import { directTransactions } from "../server-transactions.ts";
 import type { DelegateEntry } from "./writes.ts";
 
@@ -277,6 +281,14 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
     return this.read<StoredDynamicField>(KEYS.dynamicField(id, nameKey));
   }
 
+  /** The Walrus Blob objects registered for `blobId` (URL-safe base64): what storage nodes check before they store or confirm it. */
+  async walrusBlobRegistrations(blobId: string): Promise<WalrusRegistration[]> {
+    const bytes = blobIdFromString(blobId);
+    if (!bytes) return [];
+    const objects = await this.read<Record<string, WalrusRegistration | null>>(KEYS.walrusBlob(blobIdToU256(bytes).toString()));
+    return Object.values(objects ?? {}).filter((r): r is WalrusRegistration => r !== null);
+  }
+
   async getTransaction(digest: string): Promise<TxReceipt | null> {
     if (!/^[1-9A-HJ-NP-Za-km-z]{32,64}$/.test(digest)) return null;
     return this.read<TxReceipt>(KEYS.tx(digest));
@@ -303,8 +315,26 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
     return { digest: result.digest, objects };
   }
 
+  /** The ledger's decision on unsigned transaction bytes against the current state, not committed (a dry run). */
+  async dryRun(txBytes: Uint8Array): Promise<{ receipt: TxReceipt } | { error: string }> {
+    const decoded = decodeTransactionData(txBytes, this.target);
+    if ("error" in decoded) return decoded;
+    const digestBytes = txDigestBytes(txBytes);
+    const { body } = decoded;
+    const vtx: VerifiedTx = { body, digest: toBase58(digestBytes), digestBytes, signers: new Map(), gasOwner: body.gas_owner ?? body.sender };
+    const now = Date.now();
+    try {
+      const decision = await Effect.runPromise(decide(new StateView(this.store), vtx, { now, registryId: this.target.registryId }));
+      const events = decision.kind === "append" ? decision.events : [];
+      const gasUsed = decision.kind === "append" ? decision.gasUsed : 0n;
+      return { receipt: { v: 1, digest: vtx.digest, kind: body.kind, sender: body.sender, gas_owner: body.gas_owner ?? null, gas_used: gasUsed.toString(), executed_at: now, events, seq: 0, index: 0 } };
+    } catch (err) {
+      return { error: toPortError(err).message };
+    }
+  }
+
   /** Builds, signs (sender, and sponsor paying the gas) and submits one transaction. */
-  signAndSubmit<K extends TxKind>(kind: K, sender: SecretKeyInput, args: TxArgs[K], opts: { gasOwner?: SecretKeyInput; submit?: SubmitOptions } = {}): Promise<SubmitResult> {
+  signAndSubmit<K extends CallKind>(kind: K, sender: SecretKeyInput, args: TxArgs[K], opts: { gasOwner?: SecretKeyInput; submit?: SubmitOptions } = {}): Promise<SubmitResult> {
     let tx: SignedTx;
     try {
       tx = buildSignedTx({ target: this.target, kind, args, sender, gasOwner: opts.gasOwner });

@@ -2,6 +2,7 @@
 // constants; amounts are u64 carried as decimal strings in JSON.
 import type { ConsoleTxArgs, ConsoleTxKind } from "./console-model.ts";
 import type { DynamicFieldName, ObjectOwner, SignedTx, StoredObject } from "../../../schemas/chain.ts";
+import type { WalrusPtb } from "./walrus-ptb.ts";
 
 /** Fixed gas fee charged to the gas owner of every non-system transaction, in MIST (1 SUI = 10^9 MIST). */
 export const GAS_FEE_MIST = 1_000_000n;
@@ -19,7 +20,8 @@ export const BLOB_PAGE_SIZE = 8;
 export const GAS_TOKEN = "SUI";
 export const DEFAULT_TOKENS = ["SUI", "WAL"] as const;
 
-export type TxKind =
+/** Kinds whose transaction is one table-driven Move call (move-calls.ts), built by this project's builders. */
+export type CallKind =
   | "genesis"
   | "create_account"
   | "add_delegate_key"
@@ -32,6 +34,9 @@ export type TxKind =
   | "put_object"
   /** the console's bucket policies and access groups (console-model.ts) */
   | ConsoleTxKind;
+
+/** `walrus`: a programmable transaction calling the local Walrus system package (walrus-ptb.ts), as @mysten/walrus builds it. */
+export type TxKind = CallKind | "walrus";
 
 /** Kinds only the operator may sign; they pay no gas. */
 export const SYSTEM_KINDS: ReadonlySet<TxKind> = new Set(["genesis", "mint", "put_object"]);
@@ -48,6 +53,7 @@ export interface TxArgs extends ConsoleTxArgs {
   transfer: { to: string; token: string; amount: string };
   mint: { to: string; token: string; amount: string };
   put_object: { object: ObjectInput };
+  walrus: WalrusPtb;
 }
 
 /** A transaction as the ledger reads it from its Sui `TransactionData` (transaction-data.ts). */
@@ -156,7 +162,14 @@ export type ChainEvent =
       readonly delta: string;
       readonly reason: "gas" | "transfer" | "mint";
     }
-  | { readonly type: "ObjectPut"; readonly object: StoredObject; readonly dynamic_fields: readonly StoredDynamicField[] };
+  | { readonly type: "ObjectPut"; readonly object: StoredObject; readonly dynamic_fields: readonly StoredDynamicField[] }
+  /** An object a Walrus call created or changed (a Blob or Storage), its Move contents in `bcs`. */
+  | { readonly type: "WalrusObjectWritten"; readonly object: StoredObject; readonly created: boolean }
+  /**
+   * A Walrus object that stops being an object of its own: wrapped into another (a Storage registered for a blob) or
+   * deleted (a deletable Blob, whose registration of `blob_id` (u256, decimal) ends, and its attributes field).
+   */
+  | { readonly type: "WalrusObjectRemoved"; readonly object_id: string; readonly blob_id?: string };
 
 /** A verified transaction and the events it produced. */
 export interface ChainRecord {

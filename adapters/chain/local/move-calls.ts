@@ -5,7 +5,7 @@
 import { normalizeSuiAddress } from "@mysten/sui/utils";
 import { suiAddressOf } from "./keys.ts";
 import { MAX_GRANT_GROUPS } from "./console-model.ts";
-import type { TxArgs, TxKind } from "./model.ts";
+import type { CallKind, TxArgs } from "./model.ts";
 
 /** Sui's shared Clock object. */
 export const CLOCK_ID = normalizeSuiAddress("0x6");
@@ -58,7 +58,7 @@ const delegateAddress: MoveParam = {
   derive: (a) => suiAddressOf(Buffer.from(String(a.public_key), "hex")),
 };
 
-export const MOVE_CALLS: { readonly [K in TxKind]: MoveCallSpec } = {
+export const MOVE_CALLS: { readonly [K in CallKind]: MoveCallSpec } = {
   // The local network's bootstrap, faucet and address-balance transfers: calls the ledger implements natively (move/README.md).
   genesis: { module: "localnet", fn: "genesis", params: [pure("operator_public_key", "key-bytes"), pure("package_id", "address")] },
   mint: { module: "localnet", fn: "mint", params: [pure("to", "address"), pure("token", "string"), pure("amount", "u64-decimal")] },
@@ -95,10 +95,10 @@ export const MOVE_CALLS: { readonly [K in TxKind]: MoveCallSpec } = {
   unshare_bucket_access: { module: "bucket_policy", fn: "unshare_service_signer", params: [shared("group_id", "AccessGroup"), pure("service_signer", "address")] },
 };
 
-const BY_FUNCTION = new Map<string, TxKind>(Object.entries(MOVE_CALLS).map(([kind, spec]) => [`${spec.module}::${spec.fn}`, kind as TxKind]));
+const BY_FUNCTION = new Map<string, CallKind>(Object.entries(MOVE_CALLS).map(([kind, spec]) => [`${spec.module}::${spec.fn}`, kind as CallKind]));
 
 /** The kind a `module::function` call stands for, or null when the ledger does not implement it. */
-export function kindOfCall(module: string, fn: string): TxKind | null {
+export function kindOfCall(module: string, fn: string): CallKind | null {
   return BY_FUNCTION.get(`${module}::${fn}`) ?? null;
 }
 

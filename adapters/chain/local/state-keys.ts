@@ -38,6 +38,8 @@ export const KEYS = {
   /** {items}: BLOB_PAGE_SIZE BlobRecords by position, oldest first. */
   blobPage: (owner: string, scope: string, page: number) => `bi.${owner}.${scope}.${page}`,
   object: (id: string) => `obj.${id}`,
+  /** {<Blob object id>: WalrusRegistration, or null once deleted}: the Walrus Blob objects registered for a blob id (u256, decimal), as storage nodes look it up. */
+  walrusBlob: (blobIdU256: string) => `wblob.${blobIdU256}`,
   /** nameKey: dynamicFieldNameKey (by JSON value) or dynamicFieldBcsKey (by BCS bytes) */
   dynamicField: (parentId: string, nameKey: string) => `df.${parentId}.${nameKey}`,
 } as const;

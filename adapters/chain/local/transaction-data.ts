@@ -8,8 +8,9 @@ import { bcs } from "@mysten/sui/bcs";
 import { normalizeSuiAddress, toBase58 } from "@mysten/sui/utils";
 import { isAddress } from "./keys.ts";
 import { CLOCK_ID, decodePure, encodePure, kindOfCall, LEDGER_INITIAL_SHARED_VERSION, MOVE_CALLS, type MoveParam } from "./move-calls.ts";
-import { GAS_FEE_MIST, TX_CLOCK_SKEW_MS, type TxArgs, type TxBody, type TxKind } from "./model.ts";
+import { GAS_FEE_MIST, TX_CLOCK_SKEW_MS, type CallKind, type TxArgs, type TxBody, type TxKind } from "./model.ts";
 import type { ChainTarget } from "../../../schemas/chain.ts";
+import { callsWalrus, decodeWalrusPtb } from "./walrus-ptb.ts";
 
 /** The chain identifier transactions carry: the digest of the network's genesis checkpoint, as the JSON-RPC serves it. */
 export function chainIdentifierDigest(network: string): string {
@@ -36,7 +37,7 @@ export const GAS_PRICE = 1000n;
 type CallArg = { Pure: { bytes: Uint8Array } } | { Object: { SharedObject: { objectId: string; initialSharedVersion: string; mutable: boolean } } };
 
 /** BCS `TransactionData` of one ledger transaction. Throws when the args cannot be encoded. */
-export function encodeTransactionData<K extends TxKind>(body: TxBody<K>, target: ChainTarget): Uint8Array {
+export function encodeTransactionData<K extends CallKind>(body: TxBody<K>, target: ChainTarget): Uint8Array {
   return wrapTransactionKind(transactionKind(body.kind, body.args, target), {
     target,
     sender: body.sender,
@@ -48,11 +49,11 @@ export function encodeTransactionData<K extends TxKind>(body: TxBody<K>, target:
 }
 
 /** BCS `TransactionKind` of a kind's call (what a wallet asks /sponsor to pay for). Throws when the args cannot be encoded. */
-export function encodeTransactionKind<K extends TxKind>(kind: K, args: TxArgs[K], target: ChainTarget): Uint8Array {
+export function encodeTransactionKind<K extends CallKind>(kind: K, args: TxArgs[K], target: ChainTarget): Uint8Array {
   return bcs.TransactionKind.serialize(transactionKind(kind, args, target)).toBytes();
 }
 
-function transactionKind<K extends TxKind>(kind: K, rawArgs: TxArgs[K], target: ChainTarget): TransactionKindInput {
+function transactionKind<K extends CallKind>(kind: K, rawArgs: TxArgs[K], target: ChainTarget): TransactionKindInput {
   const spec = MOVE_CALLS[kind];
   const args = rawArgs as unknown as Record<string, unknown>;
   const inputs: CallArg[] = [];
@@ -166,16 +167,20 @@ export function decodeTransactionData(bytes: Uint8Array, target: ChainTarget): D
   const validity = data.expiration.ValidDuring;
   if (!validity) return { error: "the expiration must be ValidDuring (chain identifier, validity window and nonce)" };
   if (validity.chain !== target.chainIdentifier) return { error: `transaction is for another chain than ${target.network}` };
-  if (validity.minEpoch !== null || validity.maxEpoch !== null) return { error: "epoch bounds are not supported; use the timestamp window" };
-  if (validity.minTimestamp === null || validity.maxTimestamp === null) return { error: "the validity window needs both timestamps" };
-  const validFrom = Number(validity.minTimestamp);
-  const validUntil = Number(validity.maxTimestamp);
-  if (validUntil < validFrom || validUntil - validFrom > 2 * TX_CLOCK_SKEW_MS) {
-    return { error: `the validity window must be at most ${(2 * TX_CLOCK_SKEW_MS) / 60_000} minutes` };
-  }
+  const window = validityWindow(validity);
+  if ("error" in window) return window;
+  const { validFrom, validUntil } = window;
   if (data.gasData.payment.length > 0) return { error: "gas coins are not accepted: gas is paid from the gas owner's address balance (empty payment)" };
   if (BigInt(data.gasData.budget) < GAS_FEE_MIST) return { error: `gas budget below the fee of ${GAS_FEE_MIST} MIST` };
   if (BigInt(data.gasData.price) < GAS_PRICE) return { error: `gas price below the reference price ${GAS_PRICE}` };
+
+  const gasOwner = normalizeSuiAddress(data.gasData.owner);
+  const sender = normalizeSuiAddress(data.sender);
+  const envelope = { chain: target.network, sender, ...(gasOwner !== sender ? { gas_owner: gasOwner } : {}), nonce: validity.nonce, valid_from_ms: validFrom, valid_until_ms: validUntil };
+  if (callsWalrus(ptb, target.network)) {
+    const walrus = decodeWalrusPtb(ptb, target.network);
+    return "error" in walrus ? walrus : { body: { ...envelope, kind: "walrus", args: walrus.ptb } };
+  }
 
   const calls = ptb.commands.map((c) => c.MoveCall);
   const first = calls[0];
@@ -222,20 +227,34 @@ export function decodeTransactionData(bytes: Uint8Array, target: ChainTarget): D
   for (const p of spec.params) {
     if (p.input === "derived" && derived.get(p.name) !== p.derive(args)) return { error: `${p.name} does not match the other arguments` };
   }
-  const gasOwner = normalizeSuiAddress(data.gasData.owner);
-  const sender = normalizeSuiAddress(data.sender);
-  return {
-    body: {
-      chain: target.network,
-      kind,
-      sender,
-      ...(gasOwner !== sender ? { gas_owner: gasOwner } : {}),
-      nonce: validity.nonce,
-      valid_from_ms: validFrom,
-      valid_until_ms: validUntil,
-      args: args as unknown as TxArgs[TxKind],
-    },
-  };
+  return { body: { ...envelope, kind, args: args as unknown as TxArgs[TxKind] } };
+}
+
+/** The local network's Sui epoch: it never changes (the JSON-RPC's system state and checkpoint say 0). */
+export const LOCAL_SUI_EPOCH = 0;
+
+/**
+ * The window a ValidDuring expiration allows: a timestamp window of at most 2 × TX_CLOCK_SKEW_MS (this project's
+ * builders), or epoch bounds containing the current epoch, as the SDK sets them when it pays gas from an address
+ * balance (`minEpoch` = current, `maxEpoch` = current + 1). The local epoch never ends, so the digest record alone
+ * keeps such a transaction single-use.
+ */
+function validityWindow(v: { minEpoch: string | null; maxEpoch: string | null; minTimestamp: string | null; maxTimestamp: string | null }): { validFrom: number; validUntil: number } | { error: string } {
+  if (v.minEpoch !== null || v.maxEpoch !== null) {
+    if (v.minTimestamp !== null || v.maxTimestamp !== null) return { error: "give either epoch bounds or a timestamp window, not both" };
+    if (v.minEpoch === null || v.maxEpoch === null) return { error: "epoch bounds need both epochs" };
+    if (!(BigInt(v.minEpoch) <= LOCAL_SUI_EPOCH && LOCAL_SUI_EPOCH <= BigInt(v.maxEpoch)) || BigInt(v.maxEpoch) - BigInt(v.minEpoch) > 1n) {
+      return { error: `the epoch bounds must contain the current epoch ${LOCAL_SUI_EPOCH} and span at most one epoch change` };
+    }
+    return { validFrom: 0, validUntil: Number.MAX_SAFE_INTEGER };
+  }
+  if (v.minTimestamp === null || v.maxTimestamp === null) return { error: "the validity window needs both timestamps" };
+  const validFrom = Number(v.minTimestamp);
+  const validUntil = Number(v.maxTimestamp);
+  if (validUntil < validFrom || validUntil - validFrom > 2 * TX_CLOCK_SKEW_MS) {
+    return { error: `the validity window must be at most ${(2 * TX_CLOCK_SKEW_MS) / 60_000} minutes` };
+  }
+  return { validFrom, validUntil };
 }
 
 function readParam(p: MoveParam, arg: ParsedInput, target: ChainTarget): { value: unknown } | { error: string } {

@@ -6,7 +6,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { blake2b } from "@noble/hashes/blake2.js";
 import { toBase58 } from "@mysten/sui/utils";
 import { keypairFromSecret, parseSerializedSignature, suiAddressOf, toSerializedSignature, verifyEd25519, type SecretKeyInput } from "./keys.ts";
-import { TX_CLOCK_SKEW_MS, type TxArgs, type TxBody, type TxKind } from "./model.ts";
+import { TX_CLOCK_SKEW_MS, type CallKind, type TxArgs, type TxBody } from "./model.ts";
 import type { SignedTx } from "../../../schemas/chain.ts";
 import { decodeTransactionData, encodeTransactionData } from "./transaction-data.ts";
 import { TX_EXPIRED, type ChainTarget } from "../../../schemas/chain.ts";
@@ -35,7 +35,7 @@ export function txDigest(txBytes: Uint8Array): string {
   return toBase58(txDigestBytes(txBytes));
 }
 
-export interface UnsignedTxInput<K extends TxKind> {
+export interface UnsignedTxInput<K extends CallKind> {
   readonly target: ChainTarget;
   readonly kind: K;
   readonly args: TxArgs[K];
@@ -47,7 +47,7 @@ export interface UnsignedTxInput<K extends TxKind> {
 }
 
 /** The `TransactionData` bytes of one ledger transaction, unsigned. Throws when the args cannot be encoded. */
-export function buildTransactionBytes<K extends TxKind>(input: UnsignedTxInput<K>): Uint8Array {
+export function buildTransactionBytes<K extends CallKind>(input: UnsignedTxInput<K>): Uint8Array {
   const at = input.timestampMs ?? Date.now();
   const body: TxBody<K> = {
     chain: input.target.network,
@@ -62,7 +62,7 @@ export function buildTransactionBytes<K extends TxKind>(input: UnsignedTxInput<K
   return encodeTransactionData(body, input.target);
 }
 
-export interface BuildTxInput<K extends TxKind> extends Omit<UnsignedTxInput<K>, "sender" | "gasOwner"> {
+export interface BuildTxInput<K extends CallKind> extends Omit<UnsignedTxInput<K>, "sender" | "gasOwner"> {
   /** The sender's secret key; the sender address is derived from it. */
   readonly sender: SecretKeyInput;
   /** Sponsor paying the gas; co-signs. */
@@ -70,7 +70,7 @@ export interface BuildTxInput<K extends TxKind> extends Omit<UnsignedTxInput<K>,
 }
 
 /** Builds and signs a transaction with the sender (and sponsor) keys. */
-export function buildSignedTx<K extends TxKind>(input: BuildTxInput<K>): SignedTx {
+export function buildSignedTx<K extends CallKind>(input: BuildTxInput<K>): SignedTx {
   const sender = keypairFromSecret(input.sender);
   const sponsor = input.gasOwner === undefined ? undefined : keypairFromSecret(input.gasOwner);
   const txBytes = buildTransactionBytes({ ...input, sender: sender.address, gasOwner: sponsor?.address });

@@ -6,6 +6,7 @@ import { blobObjectView } from "./blob-object.ts";
 import { deriveBlobObjectId } from "./tx.ts";
 import { ALL_SCOPE, KEYS, dynamicFieldBcsKey, dynamicFieldNameKey, namespaceScope, pageOf } from "./state-keys.ts";
 import { localRegistryTableId } from "./transaction-data.ts";
+import type { WalrusRegistration } from "./walrus-layouts.ts";
 import { deriveDynamicFieldID, normalizeSuiAddress } from "@mysten/sui/utils";
 
 export type Op =
@@ -134,6 +135,19 @@ function eventWrites(e: ChainEvent, at: { readonly registryId: string; readonly 
     }
     case "BalanceChanged":
       out.push({ kind: "merge", key: KEYS.balance(e.address), fields: { [e.token]: e.amount } });
+      return;
+    case "WalrusObjectWritten": {
+      out.push({ kind: "set", key: KEYS.object(e.object.object_id), value: { ...e.object } });
+      const blob = e.object.fields as { blob_id?: string; end_epoch?: number; deletable?: boolean; certified_epoch?: number | null };
+      if (typeof blob.blob_id === "string") {
+        const registration: WalrusRegistration = { objectId: e.object.object_id, deletable: blob.deletable === true, endEpoch: Number(blob.end_epoch), certifiedEpoch: blob.certified_epoch ?? null };
+        out.push({ kind: "merge", key: KEYS.walrusBlob(blob.blob_id), fields: { [e.object.object_id]: registration } });
+      }
+      return;
+    }
+    case "WalrusObjectRemoved":
+      out.push({ kind: "set", key: KEYS.object(e.object_id), value: { ...TOMBSTONE } });
+      if (e.blob_id !== undefined) out.push({ kind: "merge", key: KEYS.walrusBlob(e.blob_id), fields: { [e.object_id]: null } });
       return;
     case "ObjectPut":
       out.push({ kind: "set", key: KEYS.object(e.object.object_id), value: { ...e.object } });

@@ -2,9 +2,10 @@
 // getChainIdentifier, getObject(s), getDynamicField, listOwnedObjects, getBalance, executeTransaction,
 // getTransaction / waitForTransaction), and through it the chain port and Seal's key-server reads:
 //
-//   LedgerService             GetServiceInfo, GetObject, BatchGetObjects, GetTransaction
-//   StateService              ListOwnedObjects (an owner's memory blobs), GetBalance
-//   TransactionExecutionService ExecuteTransaction
+//   LedgerService             GetServiceInfo, GetObject, BatchGetObjects, GetTransaction, GetEpoch
+//   StateService              ListOwnedObjects (an owner's memory blobs; coins: none), GetBalance
+//   TransactionExecutionService ExecuteTransaction, SimulateTransaction
+//   MovePackageService        GetFunction
 //
 // Objects come from the same ObjectSource as the JSON-RPC server, transactions from the same ledger; the messages are
 // the SDK's generated protobuf types (GrpcTypes). Everything else is UNIMPLEMENTED (grpc-web.ts).
@@ -13,10 +14,14 @@ import { isValidSuiObjectId, normalizeStructTag, normalizeSuiAddress, toBase64 }
 import { memoryBlobType, type SignedTx } from "../../../../schemas/chain.ts";
 import type { TxReceipt } from "../model.ts";
 import type { ChainObject, ChainOwner, ObjectSource } from "./objects.ts";
-import { COIN_TYPES, DIGEST_RE, SUI, createdObjects, tokenOf, type LedgerTransactions } from "./transactions.ts";
+import { COIN_TYPES, DIGEST_RE, SUI, changedObjects, tokenOf, type ChangedObject, type LedgerTransactions } from "./transactions.ts";
 import { GrpcCode, GrpcStatusError, unary, type GrpcMethod } from "./grpc-web.ts";
+import { functionDescriptor, grpcTransaction, grpcTransactionKind, transactionDataJson } from "./grpc-transaction.ts";
+import { Transaction } from "@mysten/sui/transactions";
+import { SuiJsonRpcClient } from "@mysten/sui/jsonRpc";
+import { GAS_PRICE, LOCAL_SUI_EPOCH } from "../transaction-data.ts";
 
-const { LedgerService, StateService, TransactionExecutionService, Owner_OwnerKind } = GrpcTypes;
+const { LedgerService, StateService, TransactionExecutionService, MovePackageService, Owner_OwnerKind } = GrpcTypes;
 type ProtoObject = GrpcTypes.Object;
 type ProtoOwner = GrpcTypes.Owner;
 
@@ -75,24 +80,26 @@ function objectId(value: string | undefined, what = "object_id"): string {
 /** A ledger receipt as an ExecutedTransaction: success effects listing the created objects with their types. */
 function executedProto(receipt: TxReceipt, packageId: string, signed?: SignedTx): GrpcTypes.ExecutedTransaction {
   const { ChangedObject_IdOperation: IdOperation, ChangedObject_InputObjectState: InputState, ChangedObject_OutputObjectState: OutputState } = GrpcTypes;
-  const changedObjects = createdObjects(receipt.events, packageId).map((o) =>
+  const { created, mutated } = changedObjects(receipt, packageId);
+  const change = (o: ChangedObject, isNew: boolean) =>
     GrpcTypes.ChangedObject.create({
       objectId: o.objectId,
       objectType: o.objectType,
-      inputState: InputState.DOES_NOT_EXIST,
+      inputState: isNew ? InputState.DOES_NOT_EXIST : InputState.EXISTS,
+      ...(isNew ? {} : { inputVersion: BigInt(o.version) - 1n }),
       outputState: OutputState.OBJECT_WRITE,
-      outputVersion: 1n,
-      outputDigest: receipt.digest,
+      outputVersion: BigInt(o.version),
+      outputDigest: o.digest,
       outputOwner: ledgerOwnerProto(o.owner),
-      idOperation: IdOperation.CREATED,
-    }),
-  );
+      idOperation: isNew ? IdOperation.CREATED : IdOperation.NONE,
+    });
+  const objectChanges = [...created.map((o) => change(o, true)), ...mutated.map((o) => change(o, false))];
   const balanceChanges = receipt.events.flatMap((e) =>
     e.type === "BalanceChanged" && COIN_TYPES[e.token] ? [GrpcTypes.BalanceChange.create({ address: e.address, coinType: COIN_TYPES[e.token], amount: e.delta })] : [],
   );
   return GrpcTypes.ExecutedTransaction.create({
     digest: receipt.digest,
-    transaction: { digest: receipt.digest, ...(signed ? { bcs: { name: "TransactionData", value: Buffer.from(signed.tx_bytes, "base64") } } : {}) },
+    transaction: signed ? grpcTransaction(new Uint8Array(Buffer.from(signed.tx_bytes, "base64")), receipt.digest) : { digest: receipt.digest },
     signatures: (signed?.signatures ?? []).map((s) => GrpcTypes.UserSignature.create({ bcs: { name: "UserSignatureBytes", value: Buffer.from(s, "base64") } })),
     effects: {
       digest: receipt.digest,
@@ -100,7 +107,7 @@ function executedProto(receipt: TxReceipt, packageId: string, signed?: SignedTx)
       status: { success: true },
       epoch: 0n,
       gasUsed: { computationCost: BigInt(receipt.gas_used), storageCost: 0n, storageRebate: 0n, nonRefundableStorageFee: 0n },
-      changedObjects,
+      changedObjects: objectChanges,
     },
     checkpoint: BigInt(receipt.seq),
     timestamp: { seconds: BigInt(Math.floor(receipt.executed_at / 1000)), nanos: (receipt.executed_at % 1000) * 1_000_000 },
@@ -114,6 +121,8 @@ export interface LedgerGrpcOptions {
   /** The network's name and its chain identifier (base58 digest of checkpoint 0). */
   readonly chainName: string;
   readonly chainIdentifier: string;
+  /** The JSON-RPC on the same listener, against which SimulateTransaction resolves unresolved transactions. */
+  readonly selfJsonRpcUrl?: () => string;
 }
 
 /** The ledger's gRPC methods; without `transactions` only the service info and object reads. */
@@ -145,6 +154,30 @@ export function ledgerGrpcMethods(opts: LedgerGrpcOptions): GrpcMethod[] {
       const result = (await objectResult(req.objectId, maskOf(req.readMask, DEFAULT_OBJECT_MASK))).result;
       if (result.oneofKind === "error") throw new GrpcStatusError(result.error.code, result.error.message);
       return { object: result.oneofKind === "object" ? result.object : undefined };
+    }),
+    // The epoch (ValidDuring bounds) and reference gas price that transaction builders read.
+    unary<GrpcTypes.GetEpochRequest, GrpcTypes.GetEpochResponse>(LedgerService, "GetEpoch", async () => ({
+      epoch: {
+        epoch: BigInt(LOCAL_SUI_EPOCH),
+        referenceGasPrice: GAS_PRICE,
+        start: { seconds: 0n, nanos: 0 },
+        systemState: {
+          version: 2n,
+          epoch: BigInt(LOCAL_SUI_EPOCH),
+          protocolVersion: 1n,
+          referenceGasPrice: GAS_PRICE,
+          epochStartTimestampMs: 0n,
+          safeMode: false,
+          validatorReportRecords: [],
+          parameters: { epochDurationMs: BigInt(24 * 3600 * 1000) },
+        },
+      },
+    })),
+    unary<GrpcTypes.GetFunctionRequest, GrpcTypes.GetFunctionResponse>(MovePackageService, "GetFunction", async (req) => {
+      const pkg = await objects.getObject(objectId(req.packageId, "package_id"));
+      const f = pkg?.type === "package" ? pkg.functions?.[`${req.moduleName}::${req.name}`] : undefined;
+      if (!f) throw new GrpcStatusError(GrpcCode.NOT_FOUND, `function ${req.moduleName}::${req.name} not found in package ${normalizeSuiAddress(req.packageId ?? "0x0")}`);
+      return { function: functionDescriptor(req.name!, f) };
     }),
     unary<GrpcTypes.BatchGetObjectsRequest, GrpcTypes.BatchGetObjectsResponse>(LedgerService, "BatchGetObjects", async (req) => {
       if (req.requests.length > MAX_BATCH) throw new GrpcStatusError(GrpcCode.INVALID_ARGUMENT, `at most ${MAX_BATCH} objects per request`);
@@ -180,9 +213,42 @@ export function ledgerGrpcMethods(opts: LedgerGrpcOptions): GrpcMethod[] {
       if (!receipt) throw new GrpcStatusError(GrpcCode.INTERNAL, "executed transaction not readable yet");
       return { transaction: executedProto(receipt, ledger.packageId, signed) };
     }),
-    // Owned objects: the ledger indexes only the memory blobs an address owns (its other objects are shared).
+    // A simulation is the ledger's decision on the current state, not committed (gas is a fixed fee). The SDK's gRPC
+    // client also sends transactions it has not resolved (objects by id, no gas) and expects them back resolved, as a
+    // full node does: they are resolved by the SDK's own resolver against this listener's JSON-RPC.
+    unary<GrpcTypes.SimulateTransactionRequest, GrpcTypes.SimulateTransactionResponse>(TransactionExecutionService, "SimulateTransaction", async (req) => {
+      if (!ledger.dryRun || !opts.selfJsonRpcUrl) throw new GrpcStatusError(GrpcCode.UNIMPLEMENTED, "SimulateTransaction is not available");
+      const failed = (description: string) => ({ transaction: GrpcTypes.ExecutedTransaction.create({ effects: GrpcTypes.TransactionEffects.create({ status: { success: false, error: { description } }, epoch: 0n }) }), commandOutputs: [] });
+      let bytes = req.transaction?.bcs?.value;
+      if (!bytes?.length) {
+        if (!req.transaction) throw new GrpcStatusError(GrpcCode.INVALID_ARGUMENT, "expected a transaction");
+        let tx: Transaction;
+        try {
+          tx = Transaction.from(transactionDataJson(req.transaction, req.doGasSelection === true));
+        } catch (err) {
+          throw new GrpcStatusError(GrpcCode.INVALID_ARGUMENT, `unreadable transaction: ${err instanceof Error ? err.message : String(err)}`);
+        }
+        const client = new SuiJsonRpcClient({ url: opts.selfJsonRpcUrl(), network: opts.chainName });
+        if (req.checks === GrpcTypes.SimulateTransactionRequest_TransactionChecks.DISABLED) {
+          // Kind-only resolution (`build({ onlyTransactionKind: true })`): the resolved commands and inputs.
+          const kind = await tx.build({ client, onlyTransactionKind: true }).catch((err: Error) => err);
+          if (kind instanceof Error) return failed(kind.message);
+          return { transaction: GrpcTypes.ExecutedTransaction.create({ transaction: grpcTransactionKind(kind), effects: { status: { success: true }, epoch: 0n } }), commandOutputs: [] };
+        }
+        const built = await tx.build({ client }).catch((err: Error & { executionError?: { message?: string } }) => err);
+        if (built instanceof Error) return failed(built.executionError?.message ?? built.message);
+        bytes = built;
+      }
+      const result = await ledger.dryRun(bytes);
+      if ("error" in result) return failed(result.error);
+      const executed = executedProto(result.receipt, ledger.packageId);
+      return { transaction: { ...executed, transaction: grpcTransaction(bytes, result.receipt.digest) }, commandOutputs: [] };
+    }),
+    // Owned objects: the ledger indexes only the memory blobs an address owns (its other objects are shared); it
+    // holds no coin objects (balances are address balances), so a coin listing is empty.
     unary<GrpcTypes.ListOwnedObjectsRequest, GrpcTypes.ListOwnedObjectsResponse>(StateService, "ListOwnedObjects", async (req) => {
       const owner = objectId(req.owner, "owner");
+      if (req.objectType && /^0x0*2::coin::Coin</.test(req.objectType)) return { objects: [] };
       const blobType = memoryBlobType(ledger.packageId);
       if (!req.objectType || normalizeStructTag(req.objectType) !== normalizeStructTag(blobType)) {
         throw new GrpcStatusError(GrpcCode.INVALID_ARGUMENT, `this ledger lists owned objects of object_type ${blobType} only`);

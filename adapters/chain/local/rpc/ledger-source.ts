@@ -35,7 +35,8 @@ function owner(o: LedgerOwner): ChainOwner {
   return { kind: "Shared", initialSharedVersion: String(o.Shared.initial_shared_version) };
 }
 
-function digestFor(o: LedgerStoredObject): string {
+/** The digest an object is served with (and an owned-object input must name). */
+export function ledgerObjectDigest(o: LedgerStoredObject): string {
   // The ledger does not keep object digests; a stable one from (id, version, contents) is what clients need.
   return digestOf("ledger", o.object_id, "\n", String(o.version), "\n", o.bcs ?? "");
 }
@@ -66,7 +67,7 @@ export function fromLedgerObject(o: LedgerStoredObject): ChainObject {
   return {
     objectId: normalizeSuiAddress(o.object_id),
     version: String(o.version),
-    digest: digestFor(o),
+    digest: ledgerObjectDigest(o),
     type: o.type,
     owner: owner(o.owner),
     contents: isPackage && o.bcs === undefined ? undefined : contentsOf(o, fields),

@@ -193,7 +193,8 @@ export async function startChainRpcServer(opts: ChainRpcServerOptions): Promise<
     res.end(text);
   }
 
-  const grpc = grpcWebRoute(ledgerGrpcMethods({ objects: source, transactions: opts.transactions, chainName: opts.chainName ?? "memrelay-local", chainIdentifier: checkpointDigest }), { maxBodyBytes: maxBody, cors: CORS });
+  let url = "";
+  const grpc = grpcWebRoute(ledgerGrpcMethods({ objects: source, transactions: opts.transactions, chainName: opts.chainName ?? "memrelay-local", chainIdentifier: checkpointDigest, selfJsonRpcUrl: () => url }), { maxBodyBytes: maxBody, cors: CORS });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (opts.routes && (await opts.routes(req, res))) return;
@@ -235,7 +236,7 @@ export async function startChainRpcServer(opts: ChainRpcServerOptions): Promise<
     server.listen(opts.port ?? 0, opts.host ?? "127.0.0.1", () => resolve());
   });
   const addr = server.address() as AddressInfo;
-  const url = `http://${addr.address.includes(":") ? `[${addr.address}]` : addr.address}:${addr.port}`;
+  url = `http://${addr.address.includes(":") ? `[${addr.address}]` : addr.address}:${addr.port}`;
   return {
     url,
     grpcUrl: url,

@@ -5,8 +5,9 @@
 import { bcs } from "@mysten/sui/bcs";
 import { fromBase64, normalizeStructTag, normalizeSuiAddress } from "@mysten/sui/utils";
 import { memoryBlobType, memWalAccountType, type SignedTx } from "../../../../schemas/chain.ts";
-import type { ChainEvent, TxReceipt } from "../model.ts";
-import { GAS_PRICE } from "../transaction-data.ts";
+import type { TxReceipt } from "../model.ts";
+import { GAS_PRICE, LOCAL_SUI_EPOCH } from "../transaction-data.ts";
+import { ledgerObjectDigest } from "./ledger-source.ts";
 
 /** What the methods need from the ledger (LocalChain provides it). */
 export interface LedgerTransactions {
@@ -17,6 +18,8 @@ export interface LedgerTransactions {
   submit(tx: SignedTx): Promise<{ readonly digest: string }>;
   getTransaction(digest: string): Promise<TxReceipt | null>;
   balance(address: string): Promise<{ readonly balances: Readonly<Record<string, bigint>> }>;
+  /** Decides a transaction against the current state without signatures or commit (sui_dryRunTransactionBlock). */
+  dryRun?(txBytes: Uint8Array): Promise<{ readonly receipt: TxReceipt } | { readonly error: string }>;
 }
 
 /** A JSON-RPC error answer (code and message). */
@@ -30,6 +33,7 @@ interface BlockOptions {
   showInput?: boolean;
   showRawInput?: boolean;
   showEffects?: boolean;
+  showRawEffects?: boolean;
   showEvents?: boolean;
   showObjectChanges?: boolean;
   showBalanceChanges?: boolean;
@@ -53,20 +57,79 @@ function senderSignedData(tx: SignedTx): string {
   ]).toBase64();
 }
 
-export function createdObjects(events: readonly ChainEvent[], packageId: string): { objectId: string; objectType: string; owner: unknown }[] {
-  const out: { objectId: string; objectType: string; owner: unknown }[] = [];
-  for (const e of events) {
-    if (e.type === "AccountCreated") out.push({ objectId: e.account.id, objectType: memWalAccountType(packageId), owner: { Shared: { initial_shared_version: 1 } } });
-    else if (e.type === "BlobRecorded") out.push({ objectId: e.blob.object_id, objectType: memoryBlobType(packageId), owner: { AddressOwner: e.blob.owner } });
-    else if (e.type === "ObjectPut") out.push({ objectId: e.object.object_id, objectType: e.object.type, owner: e.object.owner });
+export interface ChangedObject {
+  readonly objectId: string;
+  readonly objectType: string;
+  readonly owner: unknown;
+  readonly version: string;
+  /** The object's digest; objects whose digest the ledger does not keep carry the transaction's. */
+  readonly digest: string;
+}
+
+/** The objects a transaction created, and those it changed (Walrus blobs it certified or transferred). */
+export function changedObjects(receipt: Pick<TxReceipt, "events" | "digest">, packageId: string): { created: ChangedObject[]; mutated: ChangedObject[] } {
+  const created: ChangedObject[] = [];
+  const mutated: ChangedObject[] = [];
+  const at = { version: "1", digest: receipt.digest };
+  for (const e of receipt.events) {
+    if (e.type === "AccountCreated") created.push({ objectId: e.account.id, objectType: memWalAccountType(packageId), owner: { Shared: { initial_shared_version: 1 } }, ...at });
+    else if (e.type === "BlobRecorded") created.push({ objectId: e.blob.object_id, objectType: memoryBlobType(packageId), owner: { AddressOwner: e.blob.owner }, ...at });
+    else if (e.type === "ObjectPut") created.push({ objectId: e.object.object_id, objectType: e.object.type, owner: e.object.owner, ...at });
+    else if (e.type === "WalrusObjectWritten") {
+      const o = { objectId: e.object.object_id, objectType: e.object.type, owner: e.object.owner, version: e.object.version, digest: ledgerObjectDigest(e.object) };
+      (e.created ? created : mutated).push(o);
+    }
   }
-  return out;
+  return { created, mutated };
+}
+
+type EffectsOwner = Parameters<typeof bcs.Owner.serialize>[0];
+
+function effectsOwner(owner: unknown): EffectsOwner {
+  if (owner === "Immutable") return { Immutable: true };
+  const o = owner as { AddressOwner?: string; ObjectOwner?: string; Shared?: { initial_shared_version: string | number } };
+  if (o.AddressOwner) return { AddressOwner: o.AddressOwner };
+  if (o.ObjectOwner) return { ObjectOwner: o.ObjectOwner };
+  return { Shared: { initialSharedVersion: String(o.Shared?.initial_shared_version ?? 1) } };
+}
+
+/**
+ * BCS `TransactionEffects` (V2) of a receipt, the `rawEffects` the SDK's core API parses: success, the fixed gas, and
+ * the created and changed objects. A changed object's input digest is not kept by the ledger; the transaction digest
+ * stands in for it.
+ */
+export function rawEffects(receipt: TxReceipt, packageId: string): number[] {
+  const { created, mutated } = changedObjects(receipt, packageId);
+  const write = (o: ChangedObject) => ({ ObjectWrite: [o.digest, effectsOwner(o.owner)] as [string, EffectsOwner] });
+  const lamport = [...created, ...mutated].reduce((max, o) => (BigInt(o.version) > max ? BigInt(o.version) : max), 1n);
+  return [
+    ...bcs.TransactionEffects.serialize({
+      V2: {
+        status: { Success: true },
+        executedEpoch: "0",
+        gasUsed: { computationCost: receipt.gas_used, storageCost: "0", storageRebate: "0", nonRefundableStorageFee: "0" },
+        transactionDigest: receipt.digest,
+        gasObjectIndex: null,
+        eventsDigest: null,
+        dependencies: [],
+        lamportVersion: lamport.toString(),
+        changedObjects: [
+          ...created.map((o) => [o.objectId, { inputState: { NotExist: true }, outputState: write(o), idOperation: { Created: true } }] as const),
+          ...mutated.map((o) => [o.objectId, { inputState: { Exist: [[String(BigInt(o.version) - 1n), receipt.digest], effectsOwner(o.owner)] }, outputState: write(o), idOperation: { None: true } }] as const),
+        ] as never,
+        unchangedConsensusObjects: [],
+        auxDataDigest: null,
+      },
+    }).toBytes(),
+  ];
 }
 
 /** A transaction block as the JSON-RPC answers it, showing what `options` asks for. */
 function blockJson(receipt: TxReceipt, options: BlockOptions, packageId: string, signed?: SignedTx): Record<string, unknown> {
   const out: Record<string, unknown> = { digest: receipt.digest, timestampMs: String(receipt.executed_at), checkpoint: String(receipt.seq) };
   if (options.showRawInput && signed) out.rawTransaction = senderSignedData(signed);
+  const { created, mutated } = changedObjects(receipt, packageId);
+  const reference = (o: ChangedObject) => ({ owner: o.owner, reference: { objectId: o.objectId, version: Number(o.version), digest: o.digest } });
   if (options.showEffects) {
     out.effects = {
       messageVersion: "v1",
@@ -74,12 +137,18 @@ function blockJson(receipt: TxReceipt, options: BlockOptions, packageId: string,
       executedEpoch: "0",
       gasUsed: { computationCost: receipt.gas_used, storageCost: "0", storageRebate: "0", nonRefundableStorageFee: "0" },
       transactionDigest: receipt.digest,
-      created: createdObjects(receipt.events, packageId).map((o) => ({ owner: o.owner, reference: { objectId: o.objectId, version: 1, digest: receipt.digest } })),
+      created: created.map(reference),
+      ...(mutated.length ? { mutated: mutated.map(reference) } : {}),
+      gasObject: { owner: { AddressOwner: receipt.gas_owner ?? receipt.sender }, reference: { objectId: "0x0", version: 0, digest: receipt.digest } },
     };
   }
+  if (options.showRawEffects) out.rawEffects = rawEffects(receipt, packageId);
   if (options.showEvents) out.events = [];
   if (options.showObjectChanges) {
-    out.objectChanges = createdObjects(receipt.events, packageId).map((o) => ({ type: "created", sender: receipt.sender, owner: o.owner, objectType: o.objectType, objectId: o.objectId, version: "1", digest: receipt.digest }));
+    out.objectChanges = [
+      ...created.map((o) => ({ type: "created", sender: receipt.sender, owner: o.owner, objectType: o.objectType, objectId: o.objectId, version: o.version, digest: o.digest })),
+      ...mutated.map((o) => ({ type: "mutated", sender: receipt.sender, owner: o.owner, objectType: o.objectType, objectId: o.objectId, version: o.version, previousVersion: String(BigInt(o.version) - 1n), digest: o.digest })),
+    ];
   }
   if (options.showBalanceChanges) {
     out.balanceChanges = receipt.events.flatMap((e) =>
@@ -126,6 +195,55 @@ export function transactionMethods(
       return { coinType: normalizeStructTag(type), coinObjectCount: 0, totalBalance: amount.toString(), lockedBalance: {}, fundsInAddressBalance: amount.toString() };
     },
     suix_getReferenceGasPrice: async () => GAS_PRICE.toString(),
+    // Ledger balances are address balances: there are no coin objects to list.
+    suix_getCoins: async ([owner]) => {
+      if (typeof owner !== "string") throw new RpcError(-32602, "Invalid Params: owner");
+      return { data: [], nextCursor: null, hasNextPage: false };
+    },
+    // What transaction builders read: the epoch (ValidDuring bounds) and the reference gas price.
+    suix_getLatestSuiSystemState: async () => ({
+      systemStateVersion: "2",
+      epoch: String(LOCAL_SUI_EPOCH),
+      protocolVersion: "1",
+      referenceGasPrice: GAS_PRICE.toString(),
+      epochStartTimestampMs: "0",
+      epochDurationMs: String(24 * 3600 * 1000),
+      safeMode: false,
+      safeModeStorageRewards: "0",
+      safeModeComputationRewards: "0",
+      safeModeStorageRebates: "0",
+      safeModeNonRefundableStorageFee: "0",
+      stakeSubsidyStartEpoch: "0",
+      maxValidatorCount: "0",
+      minValidatorJoiningStake: "0",
+      validatorLowStakeThreshold: "0",
+      validatorLowStakeGracePeriod: "0",
+      storageFundTotalObjectStorageRebates: "0",
+      storageFundNonRefundableBalance: "0",
+      stakeSubsidyBalance: "0",
+      stakeSubsidyDistributionCounter: "0",
+      stakeSubsidyCurrentDistributionAmount: "0",
+      stakeSubsidyPeriodLength: "0",
+      stakeSubsidyDecreaseRate: 0,
+      activeValidators: [],
+    }),
+    // Gas is a fixed fee, so a dry run is the ledger's decision on the current state: success with the fee and the
+    // objects it would create, or the reason it would refuse.
+    sui_dryRunTransactionBlock: async ([txBytes]) => {
+      if (typeof txBytes !== "string") throw new RpcError(-32602, "Invalid Params: expected tx_bytes base64");
+      if (!ledger.dryRun) throw new RpcError(-32601, "Method not found: sui_dryRunTransactionBlock");
+      const result = await ledger.dryRun(fromBase64(txBytes));
+      if ("error" in result) {
+        return {
+          effects: { messageVersion: "v1", status: { status: "failure", error: result.error }, executedEpoch: "0", gasUsed: { computationCost: "0", storageCost: "0", storageRebate: "0", nonRefundableStorageFee: "0" }, transactionDigest: "", gasObject: { owner: "Immutable", reference: { objectId: "0x0", version: 0, digest: "" } } },
+          events: [],
+          objectChanges: [],
+          balanceChanges: [],
+          input: {},
+        };
+      }
+      return { ...blockJson(result.receipt, { showEffects: true, showObjectChanges: true, showBalanceChanges: true }, ledger.packageId), events: [], input: {} };
+    },
     // Owned objects: the ledger indexes only the memory blobs an address owns (its other objects are shared).
     suix_getOwnedObjects: async ([owner, query, cursor, limit]) => {
       if (typeof owner !== "string") throw new RpcError(-32602, "Invalid Params: owner");
