@@ -1,5 +1,5 @@
 // The local EncryptionPort: envelope encryption (one Seal-encrypted data key per owner, namespace and key epoch;
-// AES-256-GCM per memory) over the unmodified Seal SDK against local 2-of-3 key servers.
+// AES-256-GCM per memory) over the unmodified Seal SDK against local 2-of-3 key servers, and weighted ones (threshold 3 of weights 2, 1, 1).
 
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -262,4 +262,45 @@ describe("encryption configuration", () => {
     expect(thresholdFromEnv(3, { ENCRYPTION_THRESHOLD: "3" })).toBe(3);
     expect(() => thresholdFromEnv(3, { ENCRYPTION_THRESHOLD: "4" })).toThrow();
   });
+});
+
+describe("weighted key servers (ENCRYPTION_SERVER_CONFIGS weights)", () => {
+  let wdir: string;
+  let wstack: LocalEncryptionStack;
+  let weighted: EnvelopeEncryption;
+
+  beforeAll(async () => {
+    wdir = mkdtempSync(join(tmpdir(), "memrelay-enc-weights-"));
+    wstack = await startLocalEncryptionStack({
+      dir: wdir,
+      packageId: PKG,
+      isAuthorized: ownerOrDelegate({ ownerOfDelegateAddress: async (a) => (delegates.has(a) ? { owner: delegates.get(a)! } : null) }),
+    });
+    // The first server weighs 2: threshold 3 holds with it and any one other, not without it.
+    const serverConfigs = wstack.serverConfigs.map((s, i) => ({ ...s, weight: i === 0 ? 2 : 1 }));
+    weighted = new EnvelopeEncryption({ packageId: PKG, rpcUrl: wstack.rpcUrl, serverConfigs, threshold: 3 });
+  });
+
+  afterAll(async () => {
+    weighted?.close();
+    await wstack?.close();
+    if (wdir) rmSync(wdir, { recursive: true, force: true });
+  });
+
+  const freshSession = async () => {
+    const s = await createDelegateSession({ delegateSecretKey: delegateA.getSecretKey(), packageId: PKG, rpcUrl: wstack.rpcUrl, ttlMin: 5 });
+    return { kind: "session", exported: s.header } as DecryptCredential;
+  };
+
+  it("decrypts with a server of weight 1 down (2 + 1 reaches 3 with two servers), and not once the weight left is below the threshold", async () => {
+    const blob = await weighted.encrypt(A, "weights", enc.encode("weighed shares"));
+    await wstack.cluster.stop(2);
+    expect(dec.decode((await weighted.decryptMany(A, [blob], await freshSession()))[0]!)).toBe("weighed shares");
+    // A new data key (another namespace) must be unlocked by the servers: weight 2 alone is short of 3.
+    const other = await weighted.encrypt(A, "weights-2", enc.encode("short of the threshold"));
+    await wstack.cluster.stop(1);
+    const err = await weighted.decryptMany(A, [other], await freshSession()).catch((e) => e);
+    expect(err).toBeInstanceOf(PortError);
+    expect((err as PortError).kind).toBe("unavailable");
+  }, 60_000);
 });
