@@ -7,7 +7,8 @@
 // occupies a worker or the queue indefinitely.
 import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
 import { Effect, Exit, Cause } from "effect";
-import { transition, initialTransition, type AnyStateMachine, type AnyMachineSnapshot } from "xstate";
+import type { AnyStateMachine, AnyMachineSnapshot } from "xstate";
+import { initialSnapshot, step } from "./machine-steps.ts";
 import type { CommandEnvelope, EventEnvelope } from "../schemas/envelope.ts";
 import { ConcurrencyConflict, EventStore, decodeCommit, type NewEvent } from "../eventlog/event-store.ts";
 import type { EventLog } from "../eventlog/connection.ts";
@@ -89,7 +90,7 @@ export function effectOf(snapshot: AnyMachineSnapshot): EffectMeta | undefined {
 
 export function evolve(machine: AnyStateMachine, snapshot: AnyMachineSnapshot, events: readonly EventEnvelope[]): AnyMachineSnapshot {
   let s = snapshot;
-  for (const e of events) [s] = transition(machine, s, toMachineEvent(e));
+  for (const e of events) s = step(machine, s, toMachineEvent(e));
   return s;
 }
 
@@ -221,7 +222,7 @@ export class ActorHost<Cmd extends CommandEnvelope> {
       snapshot = this.def.machine.resolveState({ value: persisted.value as never, context: persisted.context as never });
       fromSeq = persisted.seq;
     } else {
-      [snapshot] = initialTransition(this.def.machine);
+      snapshot = initialSnapshot(this.def.machine);
     }
     if (lastSeq > fromSeq) {
       const { events } = await this.store.load(aggregate, fromSeq);
@@ -234,12 +235,12 @@ export class ActorHost<Cmd extends CommandEnvelope> {
     const aggregate = `${this.def.aggregateType}.${aggregateId}`;
     // A command delivered for the first time to a fresh aggregate needs no reads: if events did exist after all,
     // the append's expected sequence 0 conflicts and the redelivery rehydrates properly.
-    let { snapshot, seq } = firstDelivery && this.def.freshOnFirstDelivery ? { snapshot: initialTransition(this.def.machine)[0], seq: 0 } : await this.rehydrate(aggregateId);
+    let { snapshot, seq } = firstDelivery && this.def.freshOnFirstDelivery ? { snapshot: initialSnapshot(this.def.machine), seq: 0 } : await this.rehydrate(aggregateId);
     const pending: NewEvent[] = [...this.def.decide(snapshot, command)];
     // Nothing decided and nothing left to do: the command is already reflected (a redelivery after success).
     if (!pending.length && !effectOf(snapshot)) return;
     const applyLocal = (events: readonly NewEvent[]) => {
-      for (const e of events) [snapshot] = transition(this.def.machine, snapshot, { type: e.type, data: e.data });
+      for (const e of events) snapshot = step(this.def.machine, snapshot, { type: e.type, data: e.data });
     };
     applyLocal(pending);
     // Run effects until the machine rests in a state that names none (final, or waiting for another command).
