@@ -243,6 +243,17 @@ describe("refusals", () => {
     await expect(signer.signAndExecuteTransaction({ transaction: stale, client: sui })).rejects.toThrow(/is at version 2; the transaction names another version/);
   });
 
+  it("the JSON-RPC methods SDK-built transactions need refuse bad parameters; a dry run of bytes the ledger cannot read fails with the reason", async () => {
+    const rpc = async (method: string, params: unknown[]) =>
+      (await (await fetch(stack.rpc.url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) })).json()) as { result?: Record<string, unknown>; error?: { code: number; message: string } };
+    expect((await rpc("sui_dryRunTransactionBlock", [42])).error).toMatchObject({ code: -32602 });
+    expect((await rpc("suix_getCoins", [])).error).toMatchObject({ code: -32602 });
+    expect((await rpc("suix_getCoins", ["0x" + "ab".repeat(32)])).result).toEqual({ data: [], nextCursor: null, hasNextPage: false });
+    expect((await rpc("suix_getLatestSuiSystemState", [])).result).toMatchObject({ epoch: "0", referenceGasPrice: "1000" });
+    const garbage = await rpc("sui_dryRunTransactionBlock", [Buffer.from("not a transaction").toString("base64")]);
+    expect(garbage.result).toMatchObject({ effects: { status: { status: "failure", error: expect.stringMatching(/not BCS TransactionData|unsupported/) } } });
+  });
+
   it("register_blob refuses a blob id not derived from the root hash; reserve_space refuses an underpayment; unknown calls, unused coins and the gas coin are refused", async () => {
     const signer = await fundedSigner();
     const walrus = stack.client();
