@@ -291,6 +291,15 @@ describe("refusals", () => {
         tx.transferObjects([storage, coin], signer.toSuiAddress());
       }),
     ).rejects.toThrow(/not enough free storage/);
+    // a primitive where a coin type belongs
+    await expect(
+      run((tx) => {
+        const coin = tx.add(coinWithBalance({ balance: 100, type: ids.walCoinType }));
+        const storage = tx.moveCall({ target: `${ids.packageId}::system::reserve_space`, arguments: [tx.object(ids.systemObjectId), tx.pure.u64(1000), tx.pure.u32(1), coin] });
+        tx.moveCall({ target: "0x2::coin::destroy_zero", typeArguments: ["u64"], arguments: [coin] });
+        tx.transferObjects([storage], signer.toSuiAddress());
+      }),
+    ).rejects.toThrow(/takes coin types \(struct types\) as type arguments/);
     // a reservation nobody uses, and a coin left over
     await expect(
       run((tx) => {

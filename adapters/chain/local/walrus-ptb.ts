@@ -49,6 +49,15 @@ function arg(a: ParsedArg): PtbArg | { error: string } {
   return { error: "unsupported argument" };
 }
 
+/** A coin type argument in its normal form, or null when it is not a struct type. */
+function structTag(type: string): string | null {
+  try {
+    return normalizeStructTag(type);
+  } catch {
+    return null;
+  }
+}
+
 /** Reads a Walrus programmable transaction; refuses commands, inputs and calls the ledger does not implement. */
 export function decodeWalrusPtb(ptb: ParsedPtb, network: string): { ptb: WalrusPtb } | { error: string } {
   const pkg = localWalrusIds(network).packageId;
@@ -64,8 +73,9 @@ export function decodeWalrusPtb(ptb: ParsedPtb, network: string): { ptb: WalrusP
       inputs.push({ owned: { id: normalizeSuiAddress(o.objectId), version: String(o.version), digest: o.digest } });
     } else if (input.FundsWithdrawal) {
       const w = input.FundsWithdrawal;
-      if (w.reservation.MaxAmountU64 === undefined || !w.typeArg.Balance) return { error: "a funds withdrawal must reserve a u64 amount of a balance type" };
-      inputs.push({ withdrawal: { amount: String(w.reservation.MaxAmountU64), coin_type: normalizeStructTag(w.typeArg.Balance), from: w.withdrawFrom.Sponsor ? "sponsor" : "sender" } });
+      const coinType = w.typeArg.Balance ? structTag(w.typeArg.Balance) : null;
+      if (w.reservation.MaxAmountU64 === undefined || !coinType) return { error: "a funds withdrawal must reserve a u64 amount of a coin type" };
+      inputs.push({ withdrawal: { amount: String(w.reservation.MaxAmountU64), coin_type: coinType, from: w.withdrawFrom.Sponsor ? "sponsor" : "sender" } });
     } else return { error: `input kind ${Object.keys(input).find((k) => k !== "$kind") ?? "unknown"} is not supported in Walrus transactions` };
   }
   const commands: PtbCommand[] = [];
@@ -91,7 +101,9 @@ export function decodeWalrusPtb(ptb: ParsedPtb, network: string): { ptb: WalrusP
       }
       const a = args(m.arguments);
       if ("error" in a) return a;
-      commands.push({ call: { package: target, module: m.module, function: m.function, type_arguments: m.typeArguments.map((t) => normalizeStructTag(t)), arguments: a } });
+      const typeArguments = m.typeArguments.map(structTag);
+      if (typeArguments.some((t) => t === null)) return { error: `${m.module}::${m.function} takes coin types (struct types) as type arguments` };
+      commands.push({ call: { package: target, module: m.module, function: m.function, type_arguments: typeArguments as string[], arguments: a } });
     } else if (c.SplitCoins) {
       const coin = arg(c.SplitCoins.coin);
       const amounts = args(c.SplitCoins.amounts);
