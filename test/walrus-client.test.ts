@@ -23,6 +23,7 @@ import { mint } from "../adapters/chain/local/accounts.ts";
 import { GAS_FEE_MIST } from "../adapters/chain/local/model.ts";
 import { Transaction, coinWithBalance } from "@mysten/sui/transactions";
 import { BlobMetadataBcs, blobIdFromString, confirmationMessage } from "../adapters/chain/local/walrus-layouts.ts";
+import { decodeWalrusPtb } from "../adapters/chain/local/walrus-ptb.ts";
 
 useLocalChainSuite();
 
@@ -179,6 +180,18 @@ function certificate(keys: Uint8Array[], signers: number[], message: Uint8Array,
   const signature = bls.aggregateSignatures(signers.map((i) => bls.sign(bls.hash(message), keys[i]!))).toBytes(true);
   return { signers: bitmapSigners, serializedMessage: message, signature };
 }
+
+describe("Walrus transaction decoding", () => {
+  it("refuses an object named by two inputs, other input kinds and other commands", () => {
+    const ids = localWalrusIds(NETWORK);
+    const owned = { Object: { ImmOrOwnedObject: { objectId: "0x" + "cd".repeat(32), version: "1", digest: "11111111111111111111111111111111" } } };
+    const certify = { MoveCall: { package: ids.packageId, module: "system", function: "certify_blob", typeArguments: [], arguments: [{ Input: 0 }, { Input: 1 }] } };
+    expect(decodeWalrusPtb({ inputs: [owned, owned], commands: [certify] } as never, NETWORK)).toEqual({ error: `object 0x${"cd".repeat(32)} is named by more than one input` });
+    const receiving = { Object: { Receiving: owned.Object.ImmOrOwnedObject } };
+    expect(decodeWalrusPtb({ inputs: [receiving], commands: [certify] } as never, NETWORK)).toEqual({ error: "input kind Object Receiving is not supported in Walrus transactions" });
+    expect(decodeWalrusPtb({ inputs: [], commands: [] } as never, NETWORK)).toMatchObject({ error: expect.stringMatching(/1 to 128 commands/) });
+  });
+});
 
 describe("refusals", () => {
   let dir: string;

@@ -63,7 +63,15 @@ export function decodeWalrusPtb(ptb: ParsedPtb, network: string): { ptb: WalrusP
   const pkg = localWalrusIds(network).packageId;
   if (ptb.commands.length === 0 || ptb.commands.length > MAX_COMMANDS) return { error: `a Walrus transaction has 1 to ${MAX_COMMANDS} commands` };
   const inputs: PtbInput[] = [];
+  // As a validator does: an object is one input, else it could be moved twice.
+  const objectIds = new Set<string>();
   for (const input of ptb.inputs) {
+    const ref = input.Object?.SharedObject ?? input.Object?.ImmOrOwnedObject;
+    if (ref) {
+      const id = normalizeSuiAddress(ref.objectId);
+      if (objectIds.has(id)) return { error: `object ${id} is named by more than one input` };
+      objectIds.add(id);
+    }
     if (input.Pure) inputs.push({ pure: input.Pure.bytes });
     else if (input.Object?.SharedObject) {
       const s = input.Object.SharedObject;
@@ -76,7 +84,10 @@ export function decodeWalrusPtb(ptb: ParsedPtb, network: string): { ptb: WalrusP
       const coinType = w.typeArg.Balance ? structTag(w.typeArg.Balance) : null;
       if (w.reservation.MaxAmountU64 === undefined || !coinType) return { error: "a funds withdrawal must reserve a u64 amount of a coin type" };
       inputs.push({ withdrawal: { amount: String(w.reservation.MaxAmountU64), coin_type: coinType, from: w.withdrawFrom.Sponsor ? "sponsor" : "sender" } });
-    } else return { error: `input kind ${Object.keys(input).find((k) => k !== "$kind") ?? "unknown"} is not supported in Walrus transactions` };
+    } else {
+      const kind = (o: object | undefined) => Object.keys(o ?? {}).find((k) => k !== "$kind") ?? "unknown";
+      return { error: `input kind ${input.Object ? `Object ${kind(input.Object)}` : kind(input)} is not supported in Walrus transactions` };
+    }
   }
   const commands: PtbCommand[] = [];
   const args = (list: readonly ParsedArg[]): PtbArg[] | { error: string } => {
