@@ -166,6 +166,13 @@ describe("WalrusClient writes and reads blobs on the local stack", () => {
       expect.objectContaining({ type: `${ids.packageId}::storage_resource::Storage`, owner: { AddressOwner: owner } }),
     ]);
     expect(await stack.client().getVerifiedBlobStatus({ blobId })).toEqual({ type: "nonexistent" });
+    // the nodes no longer serve it, and drop what they kept for it
+    await expect(stack.client().readBlob({ blobId })).rejects.toThrow();
+    for (const node of stack.committee.nodes) {
+      const r = await fetch(`${node.url}/v1/blobs/${blobId}/metadata`);
+      expect(r.status).toBe(404);
+    }
+    for (let i = 0; i < stack.committee.nodes.length; i++) expect(readdirSync(join(dir, `node-${i}`, "blobs"))).not.toContain(Buffer.from(blobId, "base64url").toString("hex"));
     await expect(stack.client().executeDeleteBlobTransaction({ blobObjectId: withAttributes.blobObject.id, signer })).rejects.toThrow(/not deletable/);
   });
 });
