@@ -23,6 +23,7 @@ import { mint } from "../adapters/chain/local/accounts.ts";
 import { GAS_FEE_MIST } from "../adapters/chain/local/model.ts";
 import { Transaction, coinWithBalance } from "@mysten/sui/transactions";
 import { BlobMetadataBcs, blobIdFromString, confirmationMessage } from "../adapters/chain/local/walrus-layouts.ts";
+import { decodeWalrusPtb } from "../adapters/chain/local/walrus-ptb.ts";
 
 useLocalChainSuite();
 
@@ -165,6 +166,13 @@ describe("WalrusClient writes and reads blobs on the local stack", () => {
       expect.objectContaining({ type: `${ids.packageId}::storage_resource::Storage`, owner: { AddressOwner: owner } }),
     ]);
     expect(await stack.client().getVerifiedBlobStatus({ blobId })).toEqual({ type: "nonexistent" });
+    // the nodes no longer serve it, and drop what they kept for it
+    await expect(stack.client().readBlob({ blobId })).rejects.toThrow();
+    for (const node of stack.committee.nodes) {
+      const r = await fetch(`${node.url}/v1/blobs/${blobId}/metadata`);
+      expect(r.status).toBe(404);
+    }
+    for (let i = 0; i < stack.committee.nodes.length; i++) expect(readdirSync(join(dir, `node-${i}`, "blobs"))).not.toContain(Buffer.from(blobId, "base64url").toString("hex"));
     await expect(stack.client().executeDeleteBlobTransaction({ blobObjectId: withAttributes.blobObject.id, signer })).rejects.toThrow(/not deletable/);
   });
 });
@@ -179,6 +187,18 @@ function certificate(keys: Uint8Array[], signers: number[], message: Uint8Array,
   const signature = bls.aggregateSignatures(signers.map((i) => bls.sign(bls.hash(message), keys[i]!))).toBytes(true);
   return { signers: bitmapSigners, serializedMessage: message, signature };
 }
+
+describe("Walrus transaction decoding", () => {
+  it("refuses an object named by two inputs, other input kinds and other commands", () => {
+    const ids = localWalrusIds(NETWORK);
+    const owned = { Object: { ImmOrOwnedObject: { objectId: "0x" + "cd".repeat(32), version: "1", digest: "11111111111111111111111111111111" } } };
+    const certify = { MoveCall: { package: ids.packageId, module: "system", function: "certify_blob", typeArguments: [], arguments: [{ Input: 0 }, { Input: 1 }] } };
+    expect(decodeWalrusPtb({ inputs: [owned, owned], commands: [certify] } as never, NETWORK)).toEqual({ error: `object 0x${"cd".repeat(32)} is named by more than one input` });
+    const receiving = { Object: { Receiving: owned.Object.ImmOrOwnedObject } };
+    expect(decodeWalrusPtb({ inputs: [receiving], commands: [certify] } as never, NETWORK)).toEqual({ error: "input kind Object Receiving is not supported in Walrus transactions" });
+    expect(decodeWalrusPtb({ inputs: [], commands: [] } as never, NETWORK)).toMatchObject({ error: expect.stringMatching(/1 to 128 commands/) });
+  });
+});
 
 describe("refusals", () => {
   let dir: string;
@@ -243,6 +263,17 @@ describe("refusals", () => {
     await expect(signer.signAndExecuteTransaction({ transaction: stale, client: sui })).rejects.toThrow(/is at version 2; the transaction names another version/);
   });
 
+  it("the JSON-RPC methods SDK-built transactions need refuse bad parameters; a dry run of bytes the ledger cannot read fails with the reason", async () => {
+    const rpc = async (method: string, params: unknown[]) =>
+      (await (await fetch(stack.rpc.url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) })).json()) as { result?: Record<string, unknown>; error?: { code: number; message: string } };
+    expect((await rpc("sui_dryRunTransactionBlock", [42])).error).toMatchObject({ code: -32602 });
+    expect((await rpc("suix_getCoins", [])).error).toMatchObject({ code: -32602 });
+    expect((await rpc("suix_getCoins", ["0x" + "ab".repeat(32)])).result).toEqual({ data: [], nextCursor: null, hasNextPage: false });
+    expect((await rpc("suix_getLatestSuiSystemState", [])).result).toMatchObject({ epoch: "0", referenceGasPrice: "1000" });
+    const garbage = await rpc("sui_dryRunTransactionBlock", [Buffer.from("not a transaction").toString("base64")]);
+    expect(garbage.result).toMatchObject({ effects: { status: { status: "failure", error: expect.stringMatching(/not BCS TransactionData|unsupported/) } } });
+  });
+
   it("register_blob refuses a blob id not derived from the root hash; reserve_space refuses an underpayment; unknown calls, unused coins and the gas coin are refused", async () => {
     const signer = await fundedSigner();
     const walrus = stack.client();
@@ -280,6 +311,15 @@ describe("refusals", () => {
         tx.transferObjects([storage, coin], signer.toSuiAddress());
       }),
     ).rejects.toThrow(/not enough free storage/);
+    // a primitive where a coin type belongs
+    await expect(
+      run((tx) => {
+        const coin = tx.add(coinWithBalance({ balance: 100, type: ids.walCoinType }));
+        const storage = tx.moveCall({ target: `${ids.packageId}::system::reserve_space`, arguments: [tx.object(ids.systemObjectId), tx.pure.u64(1000), tx.pure.u32(1), coin] });
+        tx.moveCall({ target: "0x2::coin::destroy_zero", typeArguments: ["u64"], arguments: [coin] });
+        tx.transferObjects([storage], signer.toSuiAddress());
+      }),
+    ).rejects.toThrow(/takes coin types \(struct types\) as type arguments/);
     // a reservation nobody uses, and a coin left over
     await expect(
       run((tx) => {

@@ -22,7 +22,10 @@ describe("the local stack's Walrus", () => {
     const signer = Ed25519Keypair.generate();
     await stack.chain.mint(signer.toSuiAddress(), 10n ** 9n, "SUI");
     await stack.chain.mint(signer.toSuiAddress(), 10n ** 9n, "WAL");
-    const walrus = new WalrusClient({ packageConfig: stack.walrus.packageConfig, suiClient: new SuiJsonRpcClient({ url: stack.encryptionStack.rpcUrl, network: "localnet" }), storageNodeUrlScheme: "http" });
+    // what a client needs, from the relayer's /config
+    const config = (await (await fetch(`${stack.relayerUrl}/config`)).json()) as { chainRpcUrl: string; walrusPackageConfig: { systemObjectId: string; stakingPoolId: string } };
+    expect(config.walrusPackageConfig).toEqual(stack.walrus.packageConfig);
+    const walrus = new WalrusClient({ packageConfig: config.walrusPackageConfig, suiClient: new SuiJsonRpcClient({ url: config.chainRpcUrl, network: "localnet" }), storageNodeUrlScheme: "http" });
     // the committee WALRUS_LOCAL_NODES / WALRUS_LOCAL_SHARDS asked for
     const system = await walrus.systemState();
     expect({ members: system.committee.members.length, shards: system.committee.n_shards }).toEqual({ members: 5, shards: 20 });

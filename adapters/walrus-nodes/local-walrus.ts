@@ -1,7 +1,7 @@
 // The local stack's Walrus: the storage-node committee (local-committee.ts) started in the data directory, checking
 // registrations against the ledger, and its deployment published on the ledger by the operator, so an unmodified
 // `WalrusClient` given `packageConfig` and the ledger's JSON-RPC writes and reads blobs with them.
-import { localWalrusIds, parseSystemInnerField, systemInnerFieldId, walrusDeploymentObjects } from "../chain/local/walrus-deployment.ts";
+import { localWalrusPackageConfig, parseSystemInnerField, systemInnerFieldId, walrusDeploymentObjects } from "../chain/local/walrus-deployment.ts";
 import type { PutObjectInput } from "../chain/local/local-chain.ts";
 import type { WalrusRegistration } from "../chain/local/walrus-layouts.ts";
 import { startLocalCommittee, type LocalCommittee } from "./local-committee.ts";
@@ -44,6 +44,5 @@ export async function startLocalWalrus(opts: { ledger: LocalWalrusLedger; dir: s
     await committee.close();
     throw err;
   }
-  const ids = localWalrusIds(opts.ledger.network);
-  return { committee, packageConfig: { systemObjectId: ids.systemObjectId, stakingPoolId: ids.stakingObjectId }, close: () => committee.close() };
+  return { committee, packageConfig: localWalrusPackageConfig(opts.ledger.network), close: () => committee.close() };
 }

@@ -1,7 +1,7 @@
 // A storage node's disk: per blob, its metadata (BCS `BlobMetadata`) and the primary and secondary slivers (BCS
 // `SliverData`) of the sliver pairs its shards hold, one file each, written to a temporary name and renamed so a
 // crash never leaves half a sliver. Directory per blob id (hex), so ids never meet the filesystem's character rules.
-import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 
@@ -44,5 +44,10 @@ export class SliverStore {
 
   getSliver(blobId: Uint8Array, pairIndex: number, type: SliverType): Promise<Uint8Array | null> {
     return this.get(join(this.blobDir(blobId), `${type}-${pairIndex}`));
+  }
+
+  /** Removes everything kept for a blob (deleted or expired on chain). */
+  async remove(blobId: Uint8Array): Promise<void> {
+    await rm(this.blobDir(blobId), { recursive: true, force: true });
   }
 }

@@ -1,6 +1,8 @@
 // One local Walrus storage node: the storage-node REST API `@mysten/walrus`'s StorageNodeClient calls, over node:http.
 //
 //   PUT/GET /v1/blobs/{id}/metadata                      BCS BlobMetadata in; BCS BlobMetadataWithId out
+//                                                        (reads only while the blob is registered: a deleted or
+//                                                        expired one is removed from disk)
 //   GET     /v1/blobs/{id}/metadata/status               "Stored" | "Nonexistent"
 //   PUT/GET /v1/blobs/{id}/slivers/{pair}/{type}          BCS SliverData, for the pairs this node's shards hold
 //   GET     /v1/blobs/{id}/slivers/{pair}/{type}/status   "Stored" | "Nonexistent"
@@ -133,6 +135,13 @@ export async function startStorageNode(opts: StorageNodeOptions): Promise<Storag
     return (await opts.registrations?.(id) ?? []).filter((r) => r.endEpoch > opts.epoch);
   }
 
+  /** Reads serve a blob only while the chain has it registered; one deleted or expired is removed from disk. */
+  async function servable(id: string, blobId: Uint8Array): Promise<void> {
+    if (!opts.registrations || (await inForce(id)).length) return;
+    await store.remove(blobId);
+    throw new NodeError(404, `blob ${id} is not registered (deleted or expired): nothing is kept for it`);
+  }
+
   async function confirm(id: string, blobId: Uint8Array, persistence: BlobPersistence): Promise<unknown> {
     if (opts.registrations) {
       const registered = await inForce(id);
@@ -171,6 +180,7 @@ export async function startStorageNode(opts: StorageNodeOptions): Promise<Storag
     if (rest === "/metadata") {
       if (method === "PUT") return ok(res, await putMetadata(id, blobId, await body(req)));
       if (method !== "GET") throw new NodeError(405, "GET or PUT");
+      await servable(id, blobId);
       const metadata = await store.getMetadata(blobId);
       if (!metadata) throw new NodeError(404, `no metadata for blob ${id}`);
       res.writeHead(200, { "content-type": "application/octet-stream" });
@@ -187,6 +197,7 @@ export async function startStorageNode(opts: StorageNodeOptions): Promise<Storag
       }
       if (method === "PUT") return ok(res, await putSliver(blobId, pair, type, await body(req)));
       if (method !== "GET") throw new NodeError(405, "GET or PUT");
+      await servable(id, blobId);
       const bytes = await store.getSliver(blobId, pair, type);
       if (!bytes) throw new NodeError(404, `no ${type} sliver ${pair} for blob ${id}`);
       res.writeHead(200, { "content-type": "application/octet-stream" });

@@ -37,6 +37,7 @@ import { OAuthStore } from "../../actors/relayer/oauth-store.ts";
 import type { DelegateVault } from "../../adapters/oauth/delegate-vault.ts";
 import { PgRateLimiter } from "../rate-limit.ts";
 import { consentUrlFor, type OAuthSettings } from "../../schemas/relayer/oauth.ts";
+import { localWalrusPackageConfig } from "../../adapters/chain/local/walrus-deployment.ts";
 
 export interface RelayerDeps {
   readonly config: RelayerConfig;
@@ -181,6 +182,8 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
         chainTransport: transportOf({ grpcUrl: config.chainGrpcUrl, rpcUrl: config.chainRpcUrl }) ?? "jsonrpc",
         rateLimitDisabled: config.rateLimitDisabled,
         registryId: config.registryId,
+        // the local network's Walrus deployment, for WalrusClient's packageConfig (storage nodes over http)
+        ...(config.network === "localnet" ? { walrusPackageConfig: localWalrusPackageConfig(config.network) } : {}),
         relayerVersion: RELAYER_VERSION,
         embedder: { name: deps.embedder.name, dims: deps.embedder.dims },
       })))

@@ -1,7 +1,8 @@
 // Sui `TransactionData` (BCS, version 1) for the ledger's transaction kinds: a programmable transaction of MoveCall
 // commands (move-calls.ts), gas paid from the gas owner's address balance (no gas coins), and a `ValidDuring`
-// expiration carrying the chain identifier, a validity window and a nonce. Decoding is strict: anything a builder of
-// these calls would not produce is refused with the reason, so the ledger executes exactly what was signed.
+// expiration carrying the chain identifier, a validity window (or the SDK's epoch bounds) and a nonce. Decoding is
+// strict: anything a builder of these calls would not produce is refused with the reason, so the ledger executes
+// exactly what was signed. A transaction calling the local Walrus package is the `walrus` kind (walrus-ptb.ts).
 import { createHash } from "node:crypto";
 import { blake2b } from "@noble/hashes/blake2.js";
 import { bcs } from "@mysten/sui/bcs";

@@ -38,6 +38,12 @@ export function localWalrusIds(network: string): WalrusIds {
   };
 }
 
+/** What a WalrusClient is given as `packageConfig` for the network's local deployment. */
+export function localWalrusPackageConfig(network: string): { systemObjectId: string; stakingPoolId: string } {
+  const ids = localWalrusIds(network);
+  return { systemObjectId: ids.systemObjectId, stakingPoolId: ids.stakingObjectId };
+}
+
 /** A storage node's id (its StakingPool object) by its position in the committee. */
 export const localWalrusNodeId = (network: string, index: number) => idOf(`${network}/node/${index}`);
 

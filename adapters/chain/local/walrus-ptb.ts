@@ -49,12 +49,29 @@ function arg(a: ParsedArg): PtbArg | { error: string } {
   return { error: "unsupported argument" };
 }
 
+/** A coin type argument in its normal form, or null when it is not a struct type. */
+function structTag(type: string): string | null {
+  try {
+    return normalizeStructTag(type);
+  } catch {
+    return null;
+  }
+}
+
 /** Reads a Walrus programmable transaction; refuses commands, inputs and calls the ledger does not implement. */
 export function decodeWalrusPtb(ptb: ParsedPtb, network: string): { ptb: WalrusPtb } | { error: string } {
   const pkg = localWalrusIds(network).packageId;
   if (ptb.commands.length === 0 || ptb.commands.length > MAX_COMMANDS) return { error: `a Walrus transaction has 1 to ${MAX_COMMANDS} commands` };
   const inputs: PtbInput[] = [];
+  // As a validator does: an object is one input, else it could be moved twice.
+  const objectIds = new Set<string>();
   for (const input of ptb.inputs) {
+    const ref = input.Object?.SharedObject ?? input.Object?.ImmOrOwnedObject;
+    if (ref) {
+      const id = normalizeSuiAddress(ref.objectId);
+      if (objectIds.has(id)) return { error: `object ${id} is named by more than one input` };
+      objectIds.add(id);
+    }
     if (input.Pure) inputs.push({ pure: input.Pure.bytes });
     else if (input.Object?.SharedObject) {
       const s = input.Object.SharedObject;
@@ -64,9 +81,13 @@ export function decodeWalrusPtb(ptb: ParsedPtb, network: string): { ptb: WalrusP
       inputs.push({ owned: { id: normalizeSuiAddress(o.objectId), version: String(o.version), digest: o.digest } });
     } else if (input.FundsWithdrawal) {
       const w = input.FundsWithdrawal;
-      if (w.reservation.MaxAmountU64 === undefined || !w.typeArg.Balance) return { error: "a funds withdrawal must reserve a u64 amount of a balance type" };
-      inputs.push({ withdrawal: { amount: String(w.reservation.MaxAmountU64), coin_type: normalizeStructTag(w.typeArg.Balance), from: w.withdrawFrom.Sponsor ? "sponsor" : "sender" } });
-    } else return { error: `input kind ${Object.keys(input).find((k) => k !== "$kind") ?? "unknown"} is not supported in Walrus transactions` };
+      const coinType = w.typeArg.Balance ? structTag(w.typeArg.Balance) : null;
+      if (w.reservation.MaxAmountU64 === undefined || !coinType) return { error: "a funds withdrawal must reserve a u64 amount of a coin type" };
+      inputs.push({ withdrawal: { amount: String(w.reservation.MaxAmountU64), coin_type: coinType, from: w.withdrawFrom.Sponsor ? "sponsor" : "sender" } });
+    } else {
+      const kind = (o: object | undefined) => Object.keys(o ?? {}).find((k) => k !== "$kind") ?? "unknown";
+      return { error: `input kind ${input.Object ? `Object ${kind(input.Object)}` : kind(input)} is not supported in Walrus transactions` };
+    }
   }
   const commands: PtbCommand[] = [];
   const args = (list: readonly ParsedArg[]): PtbArg[] | { error: string } => {
@@ -91,7 +112,9 @@ export function decodeWalrusPtb(ptb: ParsedPtb, network: string): { ptb: WalrusP
       }
       const a = args(m.arguments);
       if ("error" in a) return a;
-      commands.push({ call: { package: target, module: m.module, function: m.function, type_arguments: m.typeArguments.map((t) => normalizeStructTag(t)), arguments: a } });
+      const typeArguments = m.typeArguments.map(structTag);
+      if (typeArguments.some((t) => t === null)) return { error: `${m.module}::${m.function} takes coin types (struct types) as type arguments` };
+      commands.push({ call: { package: target, module: m.module, function: m.function, type_arguments: typeArguments as string[], arguments: a } });
     } else if (c.SplitCoins) {
       const coin = arg(c.SplitCoins.coin);
       const amounts = args(c.SplitCoins.amounts);

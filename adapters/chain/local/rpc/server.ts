@@ -9,7 +9,8 @@
 //   sui_getChainIdentifier, sui_getCheckpoint chain identity ("0" checkpoint digest)
 //   rpc.discover                             version
 //   with a ledger (transactions.ts): sui_executeTransactionBlock, sui_getTransactionBlock, suix_getBalance,
-//   suix_getReferenceGasPrice, suix_getOwnedObjects
+//   suix_getReferenceGasPrice, suix_getOwnedObjects, and for transactions the SDK builds itself (gas, expiration):
+//   sui_dryRunTransactionBlock, suix_getLatestSuiSystemState, suix_getCoins
 //
 // Everything else answers JSON-RPC error -32601. Objects come from an injected ObjectSource. `routes` lets a service
 // beside the node share the listener (the local sponsorship provider's /v1/transaction-blocks/sponsor).

@@ -1,6 +1,7 @@
 // The JSON-RPC methods that execute and read transactions on the local ledger, in the shapes `SuiJsonRpcClient`
-// parses: sui_executeTransactionBlock, sui_getTransactionBlock, suix_getBalance, suix_getReferenceGasPrice,
-// suix_getOwnedObjects (an owner's memory blobs). A
+// parses: sui_executeTransactionBlock, sui_getTransactionBlock (with raw effects), suix_getBalance,
+// suix_getReferenceGasPrice, suix_getOwnedObjects (an owner's memory blobs), and what the SDK's transaction builder
+// reads: sui_dryRunTransactionBlock, suix_getLatestSuiSystemState, suix_getCoins (none). A
 // refused transaction is a JSON-RPC error carrying the ledger's reason (the ledger records only executed ones).
 import { bcs } from "@mysten/sui/bcs";
 import { fromBase64, normalizeStructTag, normalizeSuiAddress } from "@mysten/sui/utils";
