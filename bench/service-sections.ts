@@ -20,6 +20,9 @@ interface Side {
   p50_ms: number;
   p99_ms: number;
   cpu_us_per_op: number;
+  client_cpu_us_per_op?: number;
+  nats_cpu_us_per_op?: number;
+  postgres_cpu_us_per_op?: number;
 }
 interface Comparison {
   service: Side;
@@ -41,7 +44,9 @@ export async function blobstoreSection(ctx: Ctx): Promise<SectionResult> {
   const r = await benchBlobstore({ seconds, connections, streamMiB, log: (l) => log(`  ${l}`) });
   const c = (k: string) => r[k] as Comparison | undefined;
   const rows: Row[] = [];
-  const side = (s: Side) => `${s.ops_per_s.toLocaleString("en-US")}/s (${s.mib_per_s} MiB/s), p50 ${s.p50_ms} ms, p99 ${s.p99_ms} ms, ${s.cpu_us_per_op} µs CPU/op`;
+  const side = (s: Side) =>
+    `${s.ops_per_s.toLocaleString("en-US")}/s (${s.mib_per_s} MiB/s), p50 ${s.p50_ms} ms, p99 ${s.p99_ms} ms, ${s.cpu_us_per_op} µs CPU/op` +
+    (s.client_cpu_us_per_op === undefined ? "" : ` (+ load generator ${s.client_cpu_us_per_op}, nats-server ${s.nats_cpu_us_per_op ?? "?"}, Postgres ${s.postgres_cpu_us_per_op ?? "?"} µs)`);
   const busy = (x: Comparison) => `machine ${x.machine_cpu_pct} % busy, other processes ${x.other_processes_cpu_pct} %`;
   const r1k = c("read_1KiB");
   if (r1k) rows.push({ metric: `public 1 KiB reads, ${connections} connections`, target: "≥ 5,000/s", measured: `${r1k.service.ops_per_s.toLocaleString("en-US")}/s, p99 ${r1k.service.p99_ms} ms`, pass: r1k.service.ops_per_s >= 5000 });

@@ -71,8 +71,26 @@ function summarise(samples: Sample[], size: number): Scenario {
  * Service, backend and floor alternate in short slices, each in every position, so that whatever else the machine
  * is doing weighs on every side of the ratio alike.
  */
+/** The processes behind the service besides its own: nats-server, and the Postgres backends serving its database. */
+export interface Backing {
+  readonly natsPid: number;
+  /** Backend process ids connected to the bench database now. */
+  readonly postgresPids: () => Promise<number[]>;
+}
+
+/** CPU ms the backing processes used between two calls (backends that came and went in between are missed). */
+async function backingCpu(b: Backing): Promise<() => Promise<{ nats: number; postgres: number }>> {
+  const nats0 = cpuMsOf(b.natsPid);
+  const pg0 = new Map((await b.postgresPids()).map((pid) => [pid, cpuMsOf(pid)]));
+  return async () => {
+    let postgres = 0;
+    for (const pid of await b.postgresPids()) postgres += cpuMsOf(pid) - (pg0.get(pid) ?? 0);
+    return { nats: cpuMsOf(b.natsPid) - nats0, postgres };
+  };
+}
+
 export async function compare(
-  ctx: { conns: number; seconds: number; size: number; servicePid: number },
+  ctx: { conns: number; seconds: number; size: number; servicePid: number; backing: Backing },
   service: (w: number, i: number) => Promise<boolean>,
   backend: (w: number, i: number) => Promise<boolean>,
   floor: (w: number, i: number) => Promise<boolean>,
@@ -93,6 +111,12 @@ export async function compare(
   // the load generator's own CPU (this process) on the HTTP sides: part of what the raw side does not pay
   let serviceClientCpu = 0;
   let floorClientCpu = 0;
+  // nats-server's and Postgres's CPU while each HTTP side ran (the service's event log and read models)
+  const backing = { service: { nats: 0, postgres: 0 }, floor: { nats: 0, postgres: 0 } };
+  const addBacking = (to: { nats: number; postgres: number }, d: { nats: number; postgres: number }) => {
+    to.nats += d.nats;
+    to.postgres += d.postgres;
+  };
   const sides = [
     async () => {
       const c0 = process.cpuUsage();
@@ -102,16 +126,20 @@ export async function compare(
     async () => {
       const t0 = cpuMsOf(ctx.servicePid);
       const l0 = process.cpuUsage();
+      const k0 = await backingCpu(ctx.backing);
       s.push(await load(ctx.conns, slice, service));
       serviceCpu += cpuMsOf(ctx.servicePid) - t0;
       serviceClientCpu += cpuMs(process.cpuUsage(l0));
+      addBacking(backing.service, await k0());
     },
     async () => {
       const t0 = cpuMsOf(ctx.servicePid);
       const l0 = process.cpuUsage();
+      const k0 = await backingCpu(ctx.backing);
       f.push(await load(ctx.conns, slice, floor));
       floorCpu += cpuMsOf(ctx.servicePid) - t0;
       floorClientCpu += cpuMs(process.cpuUsage(l0));
+      addBacking(backing.floor, await k0());
     },
   ];
   for (let i = 0; i < slices; i++) for (let j = 0; j < sides.length; j++) await sides[(i + j) % sides.length]();
@@ -123,9 +151,21 @@ export async function compare(
   const fl = summarise(f, ctx.size);
   const perOp = (cpuMs: number, xs: Sample[]) => Math.round((cpuMs * 1000) / Math.max(1, xs.reduce((a, x) => a + x.all, 0)));
   return {
-    service: { ...sv, cpu_us_per_op: perOp(serviceCpu, s), client_cpu_us_per_op: perOp(serviceClientCpu, s) },
+    service: {
+      ...sv,
+      cpu_us_per_op: perOp(serviceCpu, s),
+      client_cpu_us_per_op: perOp(serviceClientCpu, s),
+      nats_cpu_us_per_op: perOp(backing.service.nats, s),
+      postgres_cpu_us_per_op: perOp(backing.service.postgres, s),
+    },
     backend: { ...bk, cpu_us_per_op: perOp(backendCpu, b) },
-    http_floor: { ...fl, cpu_us_per_op: perOp(floorCpu, f), client_cpu_us_per_op: perOp(floorClientCpu, f) },
+    http_floor: {
+      ...fl,
+      cpu_us_per_op: perOp(floorCpu, f),
+      client_cpu_us_per_op: perOp(floorClientCpu, f),
+      nats_cpu_us_per_op: perOp(backing.floor.nats, f),
+      postgres_cpu_us_per_op: perOp(backing.floor.postgres, f),
+    },
     throughput_ratio: round(sv.ops_per_s / bk.ops_per_s),
     overhead_pct: round((bk.ops_per_s / sv.ops_per_s - 1) * 100),
     overhead_over_http_floor_pct: round((fl.ops_per_s / sv.ops_per_s - 1) * 100),
@@ -146,9 +186,14 @@ function machineCpuMs(): { busy: number; total: number } {
   return { busy: (total - idle) * 10, total: total * 10 };
 }
 
-/** CPU time (user + system) a process has used, in ms (from /proc, 10 ms resolution). */
+/** CPU time (user + system) a process has used, in ms (from /proc, 10 ms resolution); 0 once it is gone. */
 function cpuMsOf(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, "utf8");
+  let f: string;
+  try {
+    f = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return 0;
+  }
   const fields = f.slice(f.lastIndexOf(")") + 2).split(" ");
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }

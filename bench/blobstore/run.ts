@@ -9,11 +9,12 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { Pool } from "undici";
 import { startNatsServer } from "../../test/support/nats-server.ts";
-import { createTestDatabase } from "../../test/support/postgres.ts";
+import pg from "pg";
+import { adminUrl, createTestDatabase } from "../../test/support/postgres.ts";
 import { readBuffers } from "../../gateway/recycled-buffers.ts";
 import { DEFAULT_BACKEND, type BackendKind } from "../../gateway/blobstore/service.ts";
 import { blobstoreCommand } from "../../cli/blobstore.ts";
-import { compare, type Scenario } from "./measure.ts";
+import { compare, type Backing, type Scenario } from "./measure.ts";
 import { openBackend, startChild } from "./service-process.ts";
 
 export interface BlobBenchOptions {
@@ -57,6 +58,7 @@ export async function benchBlobstore(opts: BlobBenchOptions = {}): Promise<Recor
   let child: ChildProcess | undefined;
   const pool: { p?: Pool; f?: Pool } = {};
   let rawClose: (() => Promise<void>) | undefined;
+  let stats: pg.Client | undefined;
   try {
     const started = await startChild({ natsUrl: nats.url, databaseUrl: tdb.url, dataDir: join(dir, "service"), maxBlobBytes: (streamMiB + 16) * MiB, backend: kind });
     child = started.child;
@@ -79,6 +81,15 @@ export async function benchBlobstore(opts: BlobBenchOptions = {}): Promise<Recor
     const auth = { authorization: `Bearer ${acct.api_key.secret}` };
     if ((await call("POST", "/api/v1/buckets", JSON.stringify({ name: "bench" }), { ...auth, "content-type": "application/json" })).status !== 201) throw new Error("bucket");
 
+    // nats-server and the Postgres backends of the bench database, for their CPU per operation
+    stats = new pg.Client({ connectionString: adminUrl() });
+    await stats.connect();
+    const statsClient = stats;
+    const backing: Backing = {
+      natsPid: nats.pid!,
+      postgresPids: async () =>
+        (await statsClient.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [tdb.name])).rows.map((r) => r.pid),
+    };
     const opened = await openBackend(kind, nats.url, join(dir, "raw"), "bench_raw");
     rawClose = opened.close;
     const raw = opened.backend;
@@ -89,7 +100,7 @@ export async function benchBlobstore(opts: BlobBenchOptions = {}): Promise<Recor
       const base = randomBytes(size);
       // --- writes: unique content per op (identical bytes would be deduplicated, never written)
       say(`writes ${label}`);
-      const cmp = { conns, seconds, size, servicePid: child.pid! };
+      const cmp = { conns, seconds, size, servicePid: child.pid!, backing };
       if (!process.env.BENCH_SKIP_WRITES) results[`write_${label}`] = await compare(
         cmp,
         async (w, i) => (await call("PUT", `/api/v1/buckets/bench/blobs/w${label}/${w}/${i}`, stamped(base, i, w + 1000), auth)).status === 201,
@@ -191,6 +202,7 @@ export async function benchBlobstore(opts: BlobBenchOptions = {}): Promise<Recor
     await pool.p?.close().catch(() => undefined);
     await pool.f?.close().catch(() => undefined);
     await rawClose?.().catch(() => undefined);
+    await stats?.end().catch(() => undefined);
     if (child && child.exitCode === null) {
       await new Promise<void>((resolve) => {
         child!.once("exit", () => resolve());

@@ -72,6 +72,18 @@ export function decodeCursor(c: string | null): string | null {
   return Buffer.from(c, "base64url").toString("utf8");
 }
 
+/**
+ * Public reads' objects by bucket name and key ($1, $2: arrays of pairs), one lookup per pair (LATERAL … LIMIT 1) by the
+ * unique (bucket_id, key) index. As a plain three-way join the planner, whose statistics lag a growing bs_objects,
+ * looked the bucket's objects up by bucket_id alone and filtered them by key: every read scanned the keys sorting
+ * before its own (measured: 1.8 ms for a key behind 11,000 others, 0.04 ms this way).
+ */
+export const PUBLIC_OBJECTS_SQL = `SELECT r.i::int, o.blob_id, o.size::float8, o.md5, o.content_type, (extract(epoch from o.updated_at) * 1000)::float8
+  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS r(name, key, i)
+  CROSS JOIN LATERAL (
+    SELECT o.blob_id, o.size, o.md5, o.content_type, o.updated_at FROM bs_buckets b JOIN bs_objects o ON o.bucket_id = b.bucket_id
+    WHERE b.name = r.name AND o.key = r.key COLLATE "C" LIMIT 1) o`;
+
 export class Queries {
   constructor(private readonly db: Db) {}
 
@@ -181,10 +193,7 @@ export class Queries {
 
   private readonly publicObjects = new BatchedLookup<readonly [string, string], PublicObject | null>(async (pairs) => {
     const r = await this.db.query({
-      ...prepared(`SELECT r.i::int, o.blob_id, o.size::float8, o.md5, o.content_type, (extract(epoch from o.updated_at) * 1000)::float8
-             FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS r(name, key, i)
-             JOIN bs_buckets b ON b.name = r.name
-             JOIN bs_objects o ON o.bucket_id = b.bucket_id AND o.key = r.key COLLATE "C"`, [pairs.map((p) => p[0]), pairs.map((p) => p[1])]),
+      ...prepared(PUBLIC_OBJECTS_SQL, [pairs.map((p) => p[0]), pairs.map((p) => p[1])]),
       rowMode: "array",
     });
     const found: (PublicObject | null)[] = pairs.map(() => null);

@@ -9,6 +9,8 @@ export interface NatsServerHandle {
   readonly url: string;
   readonly port: number;
   readonly storeDir: string;
+  /** The running server's process id (changes with a restart). */
+  readonly pid: number | undefined;
   stop(signal?: NodeJS.Signals): Promise<void>;
   /** Starts the server again on the same port and store (for outage tests). */
   restart(): Promise<void>;
@@ -87,6 +89,9 @@ export async function startNatsServer(opts: { binary?: string } = {}): Promise<N
     url: `nats://127.0.0.1:${port}`,
     port,
     storeDir,
+    get pid() {
+      return child?.pid;
+    },
     stop,
     restart: start,
     cleanup: async () => {
