@@ -6,7 +6,7 @@ import { createPool } from "../db/pool.ts";
 import { DeliverPolicy } from "@nats-io/jetstream";
 import { loadConfig } from "../config/env.ts";
 import { createLogger } from "../config/logger.ts";
-import { ProjectionGroupRunner, migrateCheckpoints, readCheckpoint, resetProjection, type Projection } from "../projections/runtime.ts";
+import { ProjectionGroupRunner, bySubjects, migrateCheckpoints, readCheckpoint, resetProjection, type Projection } from "../projections/runtime.ts";
 import { everyProjection } from "../runtime/read-models.ts";
 import { ProgressBar } from "./progress.ts";
 import { NO_DATABASE_URL } from "./args.ts";
@@ -73,12 +73,10 @@ export async function projectionsCommand(cmd: "replay" | "lag", args: string[], 
       await p.migrate(db);
       if (!resume) await resetProjection(db, p);
     }
-    const groups = new Map<string, Projection[]>();
-    for (const p of selected) groups.set(p.filter, [...(groups.get(p.filter) ?? []), p]);
     const t0 = Date.now();
     const logger = createLogger({ format: config.logFormat });
     await Promise.all(
-      [...groups.values()].map(async (projections) => {
+      bySubjects(selected).map(async (projections) => {
         const runner = new ProjectionGroupRunner(log, db, projections, logger, config.network);
         const bars = new Map(projections.map((p) => [p.name, new ProgressBar(`replay ${p.name}`)]));
         const done = new Set<string>();
@@ -86,7 +84,7 @@ export async function projectionsCommand(cmd: "replay" | "lag", args: string[], 
         // Each read model is reported when it reaches the log's end; the runner stops when all have.
         while (done.size < projections.length) {
           await new Promise((r) => setTimeout(r, 100));
-          for (const { name, checkpoint, pending } of runner.progress()) {
+          for (const { projection: { name }, checkpoint, pending } of runner.handles()) {
             if (done.has(name) || !Number.isFinite(pending)) continue;
             const bar = bars.get(name)!;
             if (pending > 0) {

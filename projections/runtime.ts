@@ -388,8 +388,11 @@ export class ProjectionGroupRunner extends FeedRunner {
     }));
   }
 
-  /** Per projection: last sequence applied and events not yet applied (0: caught up with the log). */
-  progress(): { name: string; checkpoint: number; pending: number }[] {
-    return this.lanes.map((l) => ({ name: l.projection.name, checkpoint: l.position, pending: this.backlog + l.buffered }));
-  }
+}
+
+/** Projections grouped by the subjects they follow (in order of first appearance): one consumer can feed each group. */
+export function bySubjects(projections: readonly Projection[]): Projection[][] {
+  const groups = new Map<string, Projection[]>();
+  for (const p of projections) groups.set(p.filter, [...(groups.get(p.filter) ?? []), p]);
+  return [...groups.values()];
 }

@@ -14,7 +14,7 @@ import { ActorHost } from "../actors/host.ts";
 import { rememberJobActor } from "../actors/relayer/remember-job.actor.ts";
 import { restoreJobActor } from "../actors/relayer/restore-job.actor.ts";
 import { IndexLog } from "../projections/relayer/index-log.ts";
-import { LIVE, ProjectionGroupRunner, ProjectionRunner, migrateCheckpoints, type Projection, type ProjectionHandle } from "../projections/runtime.ts";
+import { LIVE, ProjectionGroupRunner, ProjectionRunner, bySubjects, migrateCheckpoints, type ProjectionHandle } from "../projections/runtime.ts";
 import { relayerProjections } from "./read-models.ts";
 import { LexicalKeyring } from "../adapters/lexical/keys.ts";
 import { hybridSettings, lexicalSecretFor } from "./lexical.ts";
@@ -100,11 +100,7 @@ export async function startRelayer(opts: {
       await migrateCheckpoints(db);
       // The read models of one subject family share a consumer: every remember job's commits reach this process
       // and are decoded once, not once per read model.
-      const families = new Map<string, Projection[]>();
-      for (const p of relayerProjections(ports.embedder.dims, { log, network: ports.chain.network }, ports.embedder.name)) {
-        (families.get(p.filter) ?? families.set(p.filter, []).get(p.filter)!).push(p);
-      }
-      for (const family of families.values()) {
+      for (const family of bySubjects(relayerProjections(ports.embedder.dims, { log, network: ports.chain.network }, ports.embedder.name))) {
         const network = ports.chain.network;
         const r = family.length === 1
           ? new ProjectionRunner(log, db, family[0], logger.child({ projection: family[0].name }), network)

@@ -31,7 +31,7 @@ async function replayToEnd(): Promise<void> {
   const runner = new ProjectionGroupRunner(log, db, [probeAll, probeKept], silentLogger);
   await runner.start();
   const deadline = Date.now() + 60_000;
-  while (runner.progress().some((p) => p.checkpoint < last || p.pending > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  while (runner.handles().some((h) => h.checkpoint < last || h.pending > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   await runner.stop();
 }
 

@@ -2,7 +2,7 @@
 // lost, nothing is duplicated, and the services recover without a restart.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { request } from "undici";
-import { startTestStack, type TestStack } from "./support/stack.ts";
+import { startStackWithoutActorHost, startTestStack, type TestStack } from "./support/stack.ts";
 import { startWorkerProcess } from "./support/worker-process.ts";
 import type { MemrelayClient } from "../client/memrelay-client.ts";
 import { resetProjection } from "../projections/runtime.ts";
@@ -22,12 +22,7 @@ describe("actor host killed with -9 while 1,000 jobs are in flight", () => {
   let t: TestStack;
   let client: MemrelayClient;
   let owner: string;
-  beforeAll(async () => {
-    t = await startTestStack({}, { roles: { gateway: true, projections: true, actors: false } });
-    const who = await t.stack.createIdentity();
-    owner = who.owner;
-    client = await t.client(who);
-  }, 120_000);
+  beforeAll(async () => void ({ t, client, owner } = await startStackWithoutActorHost()), 120_000);
   afterAll(async () => t?.teardown());
 
   it("ends every job done exactly once after a restart", async () => {

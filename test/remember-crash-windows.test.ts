@@ -4,7 +4,7 @@
 // job reports. The "death" is a host whose port call never returns and that stops taking work: its command is never
 // acknowledged, so JetStream redelivers it after the ack wait, as it would after kill -9.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestStack, type TestStack } from "./support/stack.ts";
+import { startStackWithoutActorHost, type TestStack } from "./support/stack.ts";
 import { ActorHost } from "../actors/host.ts";
 import { rememberJobActor } from "../actors/relayer/remember-job.actor.ts";
 import { EmbedBatcher } from "../adapters/embeddings/batcher.ts";
@@ -20,12 +20,7 @@ let t: TestStack;
 let client: MemrelayClient;
 let owner: string;
 
-beforeAll(async () => {
-  t = await startTestStack({}, { roles: { gateway: true, projections: true, actors: false } });
-  const who = await t.stack.createIdentity();
-  owner = who.owner;
-  client = await t.client(who);
-}, 120_000);
+beforeAll(async () => void ({ t, client, owner } = await startStackWithoutActorHost()), 120_000);
 afterAll(async () => t?.teardown());
 
 /** `target` with one method replaced (test double over a real port). */

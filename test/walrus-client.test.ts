@@ -1,7 +1,7 @@
 // The unmodified `@mysten/walrus` WalrusClient against the local stack: the ledger serves the Walrus system and
 // staking objects (walrus-deployment.ts) over its Sui JSON-RPC; local storage nodes take metadata and slivers and sign
 // confirmations; the ledger executes register_blob / certify_blob.
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WalrusClient, blobIdToInt } from "@mysten/walrus";
 import { bcs } from "@mysten/sui/bcs";
 import { SuiJsonRpcClient } from "@mysten/sui/jsonRpc";
@@ -13,7 +13,6 @@ import { localWalrusIds, localWalrusNodeId, walrusDeploymentObjects, LOCAL_WALRU
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll } from "vitest";
 import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
 import type { LocalCommittee } from "../adapters/walrus-nodes/local-committee.ts";
 import { startLocalWalrus, type LocalWalrus } from "../adapters/walrus-nodes/local-walrus.ts";
@@ -33,6 +32,23 @@ async function walrusStack(dir: string, size: { count?: number; nShards?: number
   const rpc = await startChainRpcServer({ objects: ledgerObjectSource(a, { packageIds: [PACKAGE_ID], accounts: a }), transactions: a, chainName: NETWORK });
   const client = () => new WalrusClient({ packageConfig: walrus.packageConfig, suiClient: new SuiJsonRpcClient({ url: rpc.url, network: "localnet" }), storageNodeUrlScheme: "http" });
   return { walrus, committee: walrus.committee, rpc, client };
+}
+
+type WalrusStack = Awaited<ReturnType<typeof walrusStack>>;
+
+/** A walrusStack for one describe block, in a temporary directory of its own, stopped and removed after it. */
+function useWalrusStack(size: Parameters<typeof walrusStack>[1] = {}): { dir: string; stack: WalrusStack } {
+  const ws = { dir: "", stack: undefined as unknown as WalrusStack };
+  beforeAll(async () => {
+    ws.dir = mkdtempSync(join(tmpdir(), "walrus-nodes-"));
+    ws.stack = await walrusStack(ws.dir, size);
+  });
+  afterAll(async () => {
+    await ws.stack?.rpc.close();
+    await ws.stack?.committee.close();
+    rmSync(ws.dir, { recursive: true, force: true });
+  });
+  return ws;
 }
 
 async function fundedSigner(wal = 1_000_000n): Promise<Ed25519Keypair> {
@@ -78,23 +94,13 @@ describe("WalrusClient reads the local Walrus deployment", () => {
   });
 });
 
-describe("WalrusClient writes and reads blobs on the local stack", () => {
-  let dir: string;
-  let stack: Awaited<ReturnType<typeof walrusStack>>;
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "walrus-nodes-"));
-    stack = await walrusStack(dir);
-  });
-  afterAll(async () => {
-    await stack?.rpc.close();
-    await stack?.committee.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+describe("WalrusClient writes and reads blobs on the local ws.stack", () => {
+  const ws = useWalrusStack();
 
   it("over the ledger's gRPC API (SuiGrpcClient) too: writeBlob with attributes, readBlob, extend", async () => {
     const signer = await fundedSigner();
-    const grpc = new SuiGrpcClient({ baseUrl: stack.rpc.grpcUrl, network: "localnet", format: "binary" });
-    const walrus = new WalrusClient({ packageConfig: stack.walrus.packageConfig, suiClient: grpc, storageNodeUrlScheme: "http" });
+    const grpc = new SuiGrpcClient({ baseUrl: ws.stack.rpc.grpcUrl, network: "localnet", format: "binary" });
+    const walrus = new WalrusClient({ packageConfig: ws.stack.walrus.packageConfig, suiClient: grpc, storageNodeUrlScheme: "http" });
     expect((await walrus.systemState()).committee.n_shards).toBe(10);
     const blob = new TextEncoder().encode("written over gRPC-web ".repeat(20));
     const { blobId, blobObject } = await walrus.writeBlob({ blob, deletable: true, epochs: 2, signer, attributes: { via: "grpc" } });
@@ -102,7 +108,7 @@ describe("WalrusClient writes and reads blobs on the local stack", () => {
     expect(await walrus.readBlobAttributes({ blobObjectId: blobObject.id })).toEqual({ via: "grpc" });
     expect(Buffer.from(await walrus.readBlob({ blobId })).equals(Buffer.from(blob))).toBe(true);
     await walrus.executeExtendBlobTransaction({ blobObjectId: blobObject.id, epochs: 1, signer });
-    const fresh = new WalrusClient({ packageConfig: stack.walrus.packageConfig, suiClient: grpc, storageNodeUrlScheme: "http" });
+    const fresh = new WalrusClient({ packageConfig: ws.stack.walrus.packageConfig, suiClient: grpc, storageNodeUrlScheme: "http" });
     expect((await fresh.getBlobObject(blobObject.id)).storage.end_epoch).toBe(LOCAL_WALRUS_EPOCH + 3);
     // SimulateTransaction refuses what it cannot read
     const simulate = (transaction: GrpcTypes.Transaction | undefined) => grpc.transactionExecutionService.simulateTransaction({ transaction, doGasSelection: true, checks: 0 } as never).then(() => null, (e: { code: string; message: string }) => e);
@@ -118,13 +124,13 @@ describe("WalrusClient writes and reads blobs on the local stack", () => {
     const signer = await fundedSigner();
     const owner = signer.toSuiAddress();
     const ids = localWalrusIds(NETWORK);
-    const walrus = stack.client();
+    const walrus = ws.stack.client();
     const blob = new TextEncoder().encode("a memory worth keeping ".repeat(40));
     const systemWalBefore = (await a.balance(ids.systemObjectId)).balances.WAL ?? 0n;
     const usedBefore = BigInt((await walrus.systemState()).used_capacity_size);
     const { blobId, blobObject } = await walrus.writeBlob({ blob, deletable: true, epochs: 3, signer });
     // the reservation covers the encoded size and counts against the System's capacity
-    expect(BigInt((await stack.client().systemState()).used_capacity_size)).toBe(usedBefore + BigInt(blobObject.storage.storage_size));
+    expect(BigInt((await ws.stack.client().systemState()).used_capacity_size)).toBe(usedBefore + BigInt(blobObject.storage.storage_size));
     expect(blobObject.certified_epoch).toBe(LOCAL_WALRUS_EPOCH);
     expect(blobObject.registered_epoch).toBe(LOCAL_WALRUS_EPOCH);
     expect(blobObject.storage.end_epoch).toBe(LOCAL_WALRUS_EPOCH + 3);
@@ -141,39 +147,39 @@ describe("WalrusClient writes and reads blobs on the local stack", () => {
     const stored = await a.getObject(blobObject.id);
     expect(stored).toMatchObject({ type: `${ids.packageId}::blob::Blob`, version: "2", owner: { AddressOwner: owner } });
     // every node kept its shards' slivers on disk
-    for (const [i, shards] of stack.committee.deployment.nodes.map((n) => n.shards).entries()) {
-      expect(readdirSync(join(dir, `node-${i}`, "blobs", Buffer.from(blobId, "base64url").toString("hex"))).filter((f) => f !== "metadata")).toHaveLength(2 * shards.length);
+    for (const [i, shards] of ws.stack.committee.deployment.nodes.map((n) => n.shards).entries()) {
+      expect(readdirSync(join(ws.dir, `node-${i}`, "blobs", Buffer.from(blobId, "base64url").toString("hex"))).filter((f) => f !== "metadata")).toHaveLength(2 * shards.length);
     }
-    const read = await stack.client().readBlob({ blobId });
+    const read = await ws.stack.client().readBlob({ blobId });
     expect(Buffer.from(read).equals(Buffer.from(blob))).toBe(true);
     // attributes: written with the blob, then changed and removed on the existing blob object
     const withAttributes = await walrus.writeBlob({ blob: new TextEncoder().encode("an image, say"), deletable: false, epochs: 1, signer, attributes: { "content-type": "image/png", owner: "me" } });
-    expect(await stack.client().readBlobAttributes({ blobObjectId: withAttributes.blobObject.id })).toEqual({ "content-type": "image/png", owner: "me" });
-    await stack.client().executeWriteBlobAttributesTransaction({ blobObjectId: withAttributes.blobObject.id, attributes: { "content-type": "image/jpeg", owner: null, size: "12" }, signer });
-    expect(await stack.client().readBlobAttributes({ blobObjectId: withAttributes.blobObject.id })).toEqual({ "content-type": "image/jpeg", size: "12" });
+    expect(await ws.stack.client().readBlobAttributes({ blobObjectId: withAttributes.blobObject.id })).toEqual({ "content-type": "image/png", owner: "me" });
+    await ws.stack.client().executeWriteBlobAttributesTransaction({ blobObjectId: withAttributes.blobObject.id, attributes: { "content-type": "image/jpeg", owner: null, size: "12" }, signer });
+    expect(await ws.stack.client().readBlobAttributes({ blobObjectId: withAttributes.blobObject.id })).toEqual({ "content-type": "image/jpeg", size: "12" });
     // the nodes report the blob's status from the chain
-    expect(await stack.client().getVerifiedBlobStatus({ blobId })).toMatchObject({ type: "deletable", initialCertifiedEpoch: LOCAL_WALRUS_EPOCH, deletableCounts: { countDeletableTotal: 1, countDeletableCertified: 1 } });
+    expect(await ws.stack.client().getVerifiedBlobStatus({ blobId })).toMatchObject({ type: "deletable", initialCertifiedEpoch: LOCAL_WALRUS_EPOCH, deletableCounts: { countDeletableTotal: 1, countDeletableCertified: 1 } });
     // extended by two epochs (paid at the storage price), then deleted: its storage comes back as an object
     const walBefore = (await a.balance(owner)).balances.WAL!;
-    await expect(stack.client().executeExtendBlobTransaction({ blobObjectId: blobObject.id, epochs: 60, signer })).rejects.toThrow(/end at most 53 epochs ahead/);
-    await stack.client().executeExtendBlobTransaction({ blobObjectId: blobObject.id, epochs: 2, signer });
-    expect((await stack.client().getBlobObject(blobObject.id)).storage.end_epoch).toBe(LOCAL_WALRUS_EPOCH + 5);
+    await expect(ws.stack.client().executeExtendBlobTransaction({ blobObjectId: blobObject.id, epochs: 60, signer })).rejects.toThrow(/end at most 53 epochs ahead/);
+    await ws.stack.client().executeExtendBlobTransaction({ blobObjectId: blobObject.id, epochs: 2, signer });
+    expect((await ws.stack.client().getBlobObject(blobObject.id)).storage.end_epoch).toBe(LOCAL_WALRUS_EPOCH + 5);
     expect((await a.balance(owner)).balances.WAL).toBe(walBefore - 2n * 100n);
-    const deleted = await stack.client().executeDeleteBlobTransaction({ blobObjectId: blobObject.id, signer });
+    const deleted = await ws.stack.client().executeDeleteBlobTransaction({ blobObjectId: blobObject.id, signer });
     expect(await a.getObject(blobObject.id)).toBeNull();
     const receipt = await a.getTransaction(deleted.digest);
     expect(receipt?.events.filter((e) => e.type === "WalrusObjectWritten").map((e) => (e as { object: { type: string; owner: unknown } }).object)).toEqual([
       expect.objectContaining({ type: `${ids.packageId}::storage_resource::Storage`, owner: { AddressOwner: owner } }),
     ]);
-    expect(await stack.client().getVerifiedBlobStatus({ blobId })).toEqual({ type: "nonexistent" });
+    expect(await ws.stack.client().getVerifiedBlobStatus({ blobId })).toEqual({ type: "nonexistent" });
     // the nodes no longer serve it, and drop what they kept for it
-    await expect(stack.client().readBlob({ blobId })).rejects.toThrow();
-    for (const node of stack.committee.nodes) {
+    await expect(ws.stack.client().readBlob({ blobId })).rejects.toThrow();
+    for (const node of ws.stack.committee.nodes) {
       const r = await fetch(`${node.url}/v1/blobs/${blobId}/metadata`);
       expect(r.status).toBe(404);
     }
-    for (let i = 0; i < stack.committee.nodes.length; i++) expect(readdirSync(join(dir, `node-${i}`, "blobs"))).not.toContain(Buffer.from(blobId, "base64url").toString("hex"));
-    await expect(stack.client().executeDeleteBlobTransaction({ blobObjectId: withAttributes.blobObject.id, signer })).rejects.toThrow(/not deletable/);
+    for (let i = 0; i < ws.stack.committee.nodes.length; i++) expect(readdirSync(join(ws.dir, `node-${i}`, "blobs"))).not.toContain(Buffer.from(blobId, "base64url").toString("hex"));
+    await expect(ws.stack.client().executeDeleteBlobTransaction({ blobObjectId: withAttributes.blobObject.id, signer })).rejects.toThrow(/not deletable/);
   });
 });
 
@@ -201,21 +207,11 @@ describe("Walrus transaction decoding", () => {
 });
 
 describe("refusals", () => {
-  let dir: string;
-  let stack: Awaited<ReturnType<typeof walrusStack>>;
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "walrus-nodes-"));
-    stack = await walrusStack(dir);
-  });
-  afterAll(async () => {
-    await stack?.rpc.close();
-    await stack?.committee.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const ws = useWalrusStack();
 
   /** A registered, not yet certified blob (the certificates below are made with the nodes' keys). */
   async function registered(signer: Ed25519Keypair, deletable = true) {
-    const walrus = stack.client();
+    const walrus = ws.stack.client();
     const blob = new TextEncoder().encode(`blob ${Math.random()}`.repeat(30));
     const flow = walrus.writeBlobFlow({ blob });
     const { blobId } = await flow.encode();
@@ -225,7 +221,7 @@ describe("refusals", () => {
 
   it("certify_blob refuses certificates without a quorum, with a signature of other signers, for another blob or epoch, or twice", async () => {
     const signer = await fundedSigner();
-    const keys = nodeKeys(dir);
+    const keys = nodeKeys(ws.dir);
     const { walrus, blobId, blobObjectId } = await registered(signer);
     const bytes = blobIdFromString(blobId)!;
     const message = confirmationMessage(LOCAL_WALRUS_EPOCH, bytes, { deletable: true, objectId: blobObjectId });
@@ -246,10 +242,10 @@ describe("refusals", () => {
     const stranger = await fundedSigner();
     await expect(walrus.executeCertifyBlobTransaction({ certificate: certificate(keys, [0, 2, 3], message), blobId, blobObjectId, deletable: true, signer: stranger })).rejects.toThrow(/not owned by the sender/);
     // a quorum's genuine certificate (nodes 0, 2, 3: 7 shards) certifies; a second time is refused
-    const sui = new SuiJsonRpcClient({ url: stack.rpc.url, network: "localnet" });
+    const sui = new SuiJsonRpcClient({ url: ws.stack.rpc.url, network: "localnet" });
     const before = (await sui.getObject({ id: blobObjectId })).data!;
     await certify(certificate(keys, [0, 2, 3], message));
-    expect((await stack.client().getBlobObject(blobObjectId)).certified_epoch).toBe(LOCAL_WALRUS_EPOCH);
+    expect((await ws.stack.client().getBlobObject(blobObjectId)).certified_epoch).toBe(LOCAL_WALRUS_EPOCH);
     await expect(certify(certificate(keys, [0, 1, 2, 3], message))).rejects.toThrow(/already certified/);
     // the blob object at the version it had before: refused as stale
     const cert = certificate(keys, [0, 1, 2, 3], message);
@@ -265,7 +261,7 @@ describe("refusals", () => {
 
   it("the JSON-RPC methods SDK-built transactions need refuse bad parameters; a dry run of bytes the ledger cannot read fails with the reason", async () => {
     const rpc = async (method: string, params: unknown[]) =>
-      (await (await fetch(stack.rpc.url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) })).json()) as { result?: Record<string, unknown>; error?: { code: number; message: string } };
+      (await (await fetch(ws.stack.rpc.url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) })).json()) as { result?: Record<string, unknown>; error?: { code: number; message: string } };
     expect((await rpc("sui_dryRunTransactionBlock", [42])).error).toMatchObject({ code: -32602 });
     expect((await rpc("suix_getCoins", [])).error).toMatchObject({ code: -32602 });
     expect((await rpc("suix_getCoins", ["0x" + "ab".repeat(32)])).result).toEqual({ data: [], nextCursor: null, hasNextPage: false });
@@ -276,7 +272,7 @@ describe("refusals", () => {
 
   it("register_blob refuses a blob id not derived from the root hash; reserve_space refuses an underpayment; unknown calls, unused coins and the gas coin are refused", async () => {
     const signer = await fundedSigner();
-    const walrus = stack.client();
+    const walrus = ws.stack.client();
     const blob = new TextEncoder().encode("registered under a false id");
     const { rootHash } = await walrus.encodeBlob(blob);
     const { blobId: otherId } = await walrus.encodeBlob(new TextEncoder().encode("another blob"));
@@ -287,7 +283,7 @@ describe("refusals", () => {
       const tx = new Transaction();
       tx.setSender(signer.toSuiAddress());
       build(tx);
-      return signer.signAndExecuteTransaction({ transaction: tx, client: new SuiJsonRpcClient({ url: stack.rpc.url, network: "localnet" }) });
+      return signer.signAndExecuteTransaction({ transaction: tx, client: new SuiJsonRpcClient({ url: ws.stack.rpc.url, network: "localnet" }) });
     };
     // the price of 1 MiB for 2 epochs is 200; the coin holds 150
     await expect(
@@ -367,7 +363,7 @@ describe("refusals", () => {
     const storageId = created[0]!.objectId;
     expect(await a.getObject(storageId)).toMatchObject({ type: `${ids.packageId}::storage_resource::Storage`, owner: { AddressOwner: signer.toSuiAddress() } });
     // that reservation registers one blob; it is then inside the blob, so it cannot register a second one
-    const sui = new SuiJsonRpcClient({ url: stack.rpc.url, network: "localnet" });
+    const sui = new SuiJsonRpcClient({ url: ws.stack.rpc.url, network: "localnet" });
     const ref = (await sui.getObject({ id: storageId })).data!;
     const registerWith = (encoded: Awaited<ReturnType<WalrusClient["encodeBlob"]>>, size: number) =>
       run((tx) => {
@@ -414,27 +410,17 @@ describe("refusals", () => {
 });
 
 describe("storage nodes", () => {
-  let dir: string;
-  let stack: Awaited<ReturnType<typeof walrusStack>>;
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "walrus-nodes-"));
-    stack = await walrusStack(dir);
-  });
-  afterAll(async () => {
-    await stack?.rpc.close();
-    await stack?.committee.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const ws = useWalrusStack();
 
   const metadataBytes = (metadata: Awaited<ReturnType<WalrusClient["encodeBlob"]>>["metadata"]) =>
     BlobMetadataBcs.serialize({ V1: { ...metadata.V1, encoding_type: { RS2: true } } } as never).toBytes();
 
   it("refuse bad blob ids, metadata of another blob or of an unregistered one, misplaced or malformed slivers, and confirm only a complete upload", async () => {
-    const walrus = stack.client();
+    const walrus = ws.stack.client();
     const blob = new TextEncoder().encode("sliver by sliver ".repeat(20));
     const encoded = await walrus.encodeBlob(blob);
     const other = await walrus.encodeBlob(new TextEncoder().encode("another"));
-    const node0 = stack.committee.nodes[0]!.url;
+    const node0 = ws.stack.committee.nodes[0]!.url;
     const call = (path: string, init?: RequestInit) => fetch(`${node0}/v1/blobs/${path}`, init);
     const put = (path: string, body: Uint8Array) => call(path, { method: "PUT", body, headers: { "content-type": "application/octet-stream" } });
     const error = async (r: Response) => ({ status: r.status, body: (await r.json()) as { error: { message: string; details: { reason: string }[] } } });
@@ -483,7 +469,7 @@ describe("storage nodes", () => {
     const { serializedMessage, signature } = confirmation.success.data.signed;
     expect(Buffer.from(serializedMessage, "base64").equals(Buffer.from(confirmationMessage(LOCAL_WALRUS_EPOCH, blobIdFromString(encoded.blobId)!, { deletable: false })))).toBe(true);
     const bls = bls12_381.longSignatures;
-    expect(bls.verify(Buffer.from(signature, "base64"), bls.hash(Buffer.from(serializedMessage, "base64")), stack.committee.nodes[0]!.publicKey)).toBe(true);
+    expect(bls.verify(Buffer.from(signature, "base64"), bls.hash(Buffer.from(serializedMessage, "base64")), ws.stack.committee.nodes[0]!.publicKey)).toBe(true);
   });
 
 });
@@ -492,32 +478,22 @@ describe("storage nodes", () => {
 // floor(rest / 10) sized chunks: below 11 nodes that is 0 and the read throws (RangeError in chunk). So reading with a
 // node down needs a committee of at least 11 nodes; this suite runs one.
 describe("a committee with a node down", () => {
-  let dir: string;
-  let stack: Awaited<ReturnType<typeof walrusStack>>;
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "walrus-nodes-"));
-    stack = await walrusStack(dir, { count: 11, nShards: 11 });
-  });
-  afterAll(async () => {
-    await stack?.rpc.close();
-    await stack?.committee.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const ws = useWalrusStack({ count: 11, nShards: 11 });
 
   it("a permanent blob is written and read with one node down; the nodes keep their slivers across a restart", async () => {
     const signer = await fundedSigner();
     const blob = new TextEncoder().encode("survives a node and a restart ".repeat(30));
-    await stack.committee.stop(3);
-    const { blobId, blobObject } = await stack.client().writeBlob({ blob, deletable: false, epochs: 1, signer });
+    await ws.stack.committee.stop(3);
+    const { blobId, blobObject } = await ws.stack.client().writeBlob({ blob, deletable: false, epochs: 1, signer });
     expect(blobObject).toMatchObject({ deletable: false, certified_epoch: LOCAL_WALRUS_EPOCH });
-    expect(await stack.client().getVerifiedBlobStatus({ blobId })).toMatchObject({ type: "permanent", isCertified: true, initialCertifiedEpoch: LOCAL_WALRUS_EPOCH, endEpoch: LOCAL_WALRUS_EPOCH + 1 });
-    for (let i = 0; i < 5; i++) expect(Buffer.from(await stack.client().readBlob({ blobId })).equals(Buffer.from(blob))).toBe(true);
+    expect(await ws.stack.client().getVerifiedBlobStatus({ blobId })).toMatchObject({ type: "permanent", isCertified: true, initialCertifiedEpoch: LOCAL_WALRUS_EPOCH, endEpoch: LOCAL_WALRUS_EPOCH + 1 });
+    for (let i = 0; i < 5; i++) expect(Buffer.from(await ws.stack.client().readBlob({ blobId })).equals(Buffer.from(blob))).toBe(true);
     // restart: new ports, the deployment published again; the slivers are read from disk
-    const used = (await stack.client().systemState()).used_capacity_size;
-    await stack.committee.close();
-    const restarted = await startLocalWalrus({ ledger: a, dir, count: 11, nShards: 11 });
-    expect((await stack.client().systemState()).used_capacity_size).toBe(used);
-    stack = { ...stack, walrus: restarted, committee: restarted.committee };
-    expect(Buffer.from(await stack.client().readBlob({ blobId })).equals(Buffer.from(blob))).toBe(true);
+    const used = (await ws.stack.client().systemState()).used_capacity_size;
+    await ws.stack.committee.close();
+    const restarted = await startLocalWalrus({ ledger: a, dir: ws.dir, count: 11, nShards: 11 });
+    expect((await ws.stack.client().systemState()).used_capacity_size).toBe(used);
+    ws.stack = { ...ws.stack, walrus: restarted, committee: restarted.committee };
+    expect(Buffer.from(await ws.stack.client().readBlob({ blobId })).equals(Buffer.from(blob))).toBe(true);
   });
 });

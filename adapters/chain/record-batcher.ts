@@ -1,11 +1,12 @@
 // Group commit of blob registrations: concurrent jobs' records share one transaction (one `record_blob` call each),
-// so a transaction's signing, verification, gas and nonce are paid once per batch instead of once per memory. No
-// timer: a record waits only while earlier batches are in flight, so an idle relayer adds no latency and a busy one
-// makes bigger batches. Each batch is paid by the next wallet of the pool. A batch the chain refuses is retried one
-// record at a time, so one bad record fails only its own job.
+// so a transaction's signing, verification, gas and nonce are paid once per batch instead of once per memory. Batches
+// form by arrival (../arrival-batcher.ts): a record waits only while an earlier batch is in flight, so an idle relayer
+// adds no latency and a busy one makes bigger batches. Each batch is paid by the next wallet of the pool. A batch the
+// chain refuses is retried one record at a time, so one bad record fails only its own job.
 import type { BlobObject, BlobRecordInput, ChainPort } from "../ports.ts";
 import { PortError } from "../ports.ts";
 import type { Wallet, WalletPool } from "./wallet-pool.ts";
+import { ArrivalBatcher } from "../arrival-batcher.ts";
 
 export interface RecordedBlob {
   readonly object: BlobObject;
@@ -20,12 +21,6 @@ export class RecordFailed extends Error {
   }
 }
 
-interface Waiting {
-  readonly input: BlobRecordInput;
-  readonly resolve: (r: RecordedBlob) => void;
-  readonly reject: (e: RecordFailed) => void;
-}
-
 export interface RecordBatcherOptions {
   /** Most records per transaction. */
   readonly maxBatch?: number;
@@ -34,46 +29,28 @@ export interface RecordBatcherOptions {
 }
 
 export class RecordBatcher {
-  private readonly queue: Waiting[] = [];
-  private inFlight = 0;
-  private readonly maxBatch: number;
-  private readonly maxInFlight: number;
+  private readonly batches: ArrivalBatcher<BlobRecordInput, RecordedBlob | RecordFailed>;
 
   constructor(private readonly chain: ChainPort, private readonly wallets: WalletPool, opts: RecordBatcherOptions = {}) {
-    this.maxBatch = opts.maxBatch ?? 64;
-    this.maxInFlight = opts.maxInFlight ?? 1;
+    this.batches = new ArrivalBatcher((inputs) => this.submit(inputs), opts.maxInFlight ?? 1, opts.maxBatch ?? 64);
   }
 
-  record(input: BlobRecordInput): Promise<RecordedBlob> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ input, resolve, reject });
-      this.pump();
-    });
+  async record(input: BlobRecordInput): Promise<RecordedBlob> {
+    const outcome = await this.batches.submit(input);
+    if (outcome instanceof RecordFailed) throw outcome;
+    return outcome;
   }
 
-  private pump(): void {
-    while (this.inFlight < this.maxInFlight && this.queue.length) {
-      const batch = this.queue.splice(0, this.maxBatch);
-      this.inFlight++;
-      void this.submit(batch).finally(() => {
-        this.inFlight--;
-        this.pump();
-      });
-    }
-  }
-
-  private async submit(batch: readonly Waiting[]): Promise<void> {
+  /** One transaction for the batch; each record's outcome, a failure included (one record's refusal is its own). */
+  private async submit(inputs: readonly BlobRecordInput[]): Promise<(RecordedBlob | RecordFailed)[]> {
     const wallet = this.wallets.next();
     try {
-      const objects = await this.chain.recordBlobs(batch.map((w) => w.input), wallet.secretKey);
-      batch.forEach((w, i) => w.resolve({ object: objects[i]!, wallet }));
+      const objects = await this.chain.recordBlobs(inputs, wallet.secretKey);
+      return inputs.map((_, i) => ({ object: objects[i]!, wallet }));
     } catch (err) {
       // An outage fails every record alike; a refusal may be one record's, so each is tried on its own.
-      if (batch.length > 1 && !(err instanceof PortError && err.kind === "unavailable")) {
-        await Promise.all(batch.map((w) => this.submit([w])));
-        return;
-      }
-      for (const w of batch) w.reject(new RecordFailed(wallet, err));
+      if (inputs.length > 1 && !(err instanceof PortError && err.kind === "unavailable")) return (await Promise.all(inputs.map((i) => this.submit([i])))).flat();
+      return inputs.map(() => new RecordFailed(wallet, err));
     }
   }
 }

@@ -102,70 +102,56 @@ export async function compare(
   const slice = ctx.seconds / slices;
   const m0 = machineCpuMs();
   const own0 = cpuMsOf(process.pid) + cpuMsOf(ctx.servicePid);
-  const s: Sample[] = [];
   const b: Sample[] = [];
-  const f: Sample[] = [];
-  let serviceCpu = 0;
   let backendCpu = 0;
-  let floorCpu = 0;
-  // the load generator's own CPU (this process) on the HTTP sides: part of what the raw side does not pay
-  let serviceClientCpu = 0;
-  let floorClientCpu = 0;
-  // nats-server's and Postgres's CPU while each HTTP side ran (the service's event log and read models)
-  const backing = { service: { nats: 0, postgres: 0 }, floor: { nats: 0, postgres: 0 } };
-  const addBacking = (to: { nats: number; postgres: number }, d: { nats: number; postgres: number }) => {
-    to.nats += d.nats;
-    to.postgres += d.postgres;
+  /**
+   * One HTTP side: its samples, and the CPU the service process, this load generator (part of what the raw side does
+   * not pay), nats-server and Postgres (the service's event log and read models) used while it ran.
+   */
+  const httpSide = (run: (w: number, i: number) => Promise<boolean>) => {
+    const side = { samples: [] as Sample[], cpu: 0, client: 0, nats: 0, postgres: 0 };
+    const measure = async () => {
+      const t0 = cpuMsOf(ctx.servicePid);
+      const l0 = process.cpuUsage();
+      const k0 = await backingCpu(ctx.backing);
+      side.samples.push(await load(ctx.conns, slice, run));
+      side.cpu += cpuMsOf(ctx.servicePid) - t0;
+      side.client += cpuMs(process.cpuUsage(l0));
+      const k = await k0();
+      side.nats += k.nats;
+      side.postgres += k.postgres;
+    };
+    return { side, measure };
   };
+  const svc = httpSide(service);
+  const flr = httpSide(floor);
   const sides = [
     async () => {
       const c0 = process.cpuUsage();
       b.push(await load(ctx.conns, slice, backend));
       backendCpu += cpuMs(process.cpuUsage(c0));
     },
-    async () => {
-      const t0 = cpuMsOf(ctx.servicePid);
-      const l0 = process.cpuUsage();
-      const k0 = await backingCpu(ctx.backing);
-      s.push(await load(ctx.conns, slice, service));
-      serviceCpu += cpuMsOf(ctx.servicePid) - t0;
-      serviceClientCpu += cpuMs(process.cpuUsage(l0));
-      addBacking(backing.service, await k0());
-    },
-    async () => {
-      const t0 = cpuMsOf(ctx.servicePid);
-      const l0 = process.cpuUsage();
-      const k0 = await backingCpu(ctx.backing);
-      f.push(await load(ctx.conns, slice, floor));
-      floorCpu += cpuMsOf(ctx.servicePid) - t0;
-      floorClientCpu += cpuMs(process.cpuUsage(l0));
-      addBacking(backing.floor, await k0());
-    },
+    svc.measure,
+    flr.measure,
   ];
   for (let i = 0; i < slices; i++) for (let j = 0; j < sides.length; j++) await sides[(i + j) % sides.length]();
   const m1 = machineCpuMs();
   const own = cpuMsOf(process.pid) + cpuMsOf(ctx.servicePid) - own0;
   const span = Math.max(1, m1.total - m0.total);
-  const sv = summarise(s, ctx.size);
+  const sv = summarise(svc.side.samples, ctx.size);
   const bk = summarise(b, ctx.size);
-  const fl = summarise(f, ctx.size);
+  const fl = summarise(flr.side.samples, ctx.size);
   const perOp = (cpuMs: number, xs: Sample[]) => Math.round((cpuMs * 1000) / Math.max(1, xs.reduce((a, x) => a + x.all, 0)));
+  const costs = (x: typeof svc.side) => ({
+    cpu_us_per_op: perOp(x.cpu, x.samples),
+    client_cpu_us_per_op: perOp(x.client, x.samples),
+    nats_cpu_us_per_op: perOp(x.nats, x.samples),
+    postgres_cpu_us_per_op: perOp(x.postgres, x.samples),
+  });
   return {
-    service: {
-      ...sv,
-      cpu_us_per_op: perOp(serviceCpu, s),
-      client_cpu_us_per_op: perOp(serviceClientCpu, s),
-      nats_cpu_us_per_op: perOp(backing.service.nats, s),
-      postgres_cpu_us_per_op: perOp(backing.service.postgres, s),
-    },
+    service: { ...sv, ...costs(svc.side) },
     backend: { ...bk, cpu_us_per_op: perOp(backendCpu, b) },
-    http_floor: {
-      ...fl,
-      cpu_us_per_op: perOp(floorCpu, f),
-      client_cpu_us_per_op: perOp(floorClientCpu, f),
-      nats_cpu_us_per_op: perOp(backing.floor.nats, f),
-      postgres_cpu_us_per_op: perOp(backing.floor.postgres, f),
-    },
+    http_floor: { ...fl, ...costs(flr.side) },
     throughput_ratio: round(sv.ops_per_s / bk.ops_per_s),
     overhead_pct: round((bk.ops_per_s / sv.ops_per_s - 1) * 100),
     overhead_over_http_floor_pct: round((fl.ops_per_s / sv.ops_per_s - 1) * 100),

@@ -4,8 +4,8 @@
 // event loop travel to a worker as one message (a round trip costs more than one verification), workers take turns,
 // and a worker that dies leaves its share to the event loop: nothing is lost, and no signature is ever accepted
 // without a verification.
-import { createPublicKey, verify, type KeyObject } from "node:crypto";
 import { Worker } from "node:worker_threads";
+import { SPKI_ED25519_PREFIX, verifyEd25519 } from "../../adapters/chain/local/keys.ts";
 
 export interface SignatureVerifier {
   /** True when `signature` (64 bytes) is `publicKey`'s (32 bytes) Ed25519 signature of `message`. */
@@ -13,37 +13,20 @@ export interface SignatureVerifier {
   close(): Promise<void>;
 }
 
-const SPKI_ED25519_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
 const KEY_CACHE_MAX = 10_000;
-
-/** Checks one signature; a key or signature OpenSSL refuses is a failed verification, not an error. */
-function verifyWith(keys: Map<string, KeyObject>, message: Uint8Array, publicKey: Uint8Array, signature: Uint8Array): boolean {
-  const hex = Buffer.from(publicKey).toString("hex");
-  try {
-    let key = keys.get(hex);
-    if (!key) {
-      key = createPublicKey({ key: Buffer.concat([SPKI_ED25519_PREFIX, publicKey]), format: "der", type: "spki" });
-      if (keys.size >= KEY_CACHE_MAX) keys.clear();
-      keys.set(hex, key);
-    }
-    return verify(null, message, key, signature);
-  } catch {
-    return false;
-  }
-}
 
 /** On the event loop: `threads: 0`, and the fallback of a pool whose workers died. */
 export class InlineVerifier implements SignatureVerifier {
-  private readonly keys = new Map<string, KeyObject>();
   verify(message: Uint8Array, publicKey: Uint8Array, signature: Uint8Array): Promise<boolean> {
-    return Promise.resolve(verifyWith(this.keys, message, publicKey, signature));
+    return Promise.resolve(verifyEd25519(publicKey, message, signature));
   }
   async close(): Promise<void> {}
 }
 
 /**
  * A batch on the wire: per item 32 bytes of key, 64 of signature, the message's length (u32, big-endian), the message.
- * Plain CommonJS, so that the worker needs no TypeScript loader; it answers a byte per item (1: valid).
+ * Plain CommonJS, so that the worker needs no TypeScript loader (hence verifyEd25519's steps written again here); it
+ * answers a byte per item (1: valid).
  */
 const WORKER_SOURCE = `
 const { parentPort } = require("node:worker_threads");

@@ -1,7 +1,7 @@
 // Read-model queries of the blob storage service (Postgres tables built by ./projections.ts). Hot queries are
 // prepared once per connection (db/pool.ts `prepared`).
 import { prepared, type Db } from "../../db/pool.ts";
-import { BatchedLookup } from "../../db/batched-lookup.ts";
+import { ArrivalBatcher } from "../../adapters/arrival-batcher.ts";
 import type { KeyKind } from "../../schemas/blobstore/events.ts";
 
 const iso = (v: unknown): string | null => (v === null || v === undefined ? null : v instanceof Date ? v.toISOString() : String(v));
@@ -185,13 +185,13 @@ export class Queries {
   /** The live object at bucket name + key, for public reads. */
   /**
    * A public read's object by bucket name and key. The hottest query: concurrent reads go out as one statement
-   * (db/batched-lookup.ts), in array row mode with epoch milliseconds, cheap to decode.
+   * (adapters/arrival-batcher.ts), in array row mode with epoch milliseconds, cheap to decode.
    */
   publicObject(bucket: string, key: string): Promise<PublicObject | null> {
-    return this.publicObjects.get([bucket, key]);
+    return this.publicObjects.submit([bucket, key]);
   }
 
-  private readonly publicObjects = new BatchedLookup<readonly [string, string], PublicObject | null>(async (pairs) => {
+  private readonly publicObjects = new ArrivalBatcher<readonly [string, string], PublicObject | null>(async (pairs) => {
     const r = await this.db.query({
       ...prepared(PUBLIC_OBJECTS_SQL, [pairs.map((p) => p[0]), pairs.map((p) => p[1])]),
       rowMode: "array",

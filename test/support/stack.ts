@@ -22,6 +22,16 @@ export interface TestStack {
   teardown(): Promise<void>;
 }
 
+/**
+ * A stack without an actor host (the test starts and kills its own), one identity and that identity's client: what the
+ * crash tests of remember jobs share.
+ */
+export async function startStackWithoutActorHost(): Promise<{ t: TestStack; client: MemrelayClient; owner: string }> {
+  const t = await startTestStack({}, { roles: { gateway: true, projections: true, actors: false } });
+  const who = await t.stack.createIdentity();
+  return { t, client: await t.client(who), owner: who.owner };
+}
+
 export async function startTestStack(env: Record<string, string> = {}, opts: { roles?: RelayerRoles; viaProxy?: boolean; walletFunding?: bigint } = {}): Promise<TestStack> {
   const nats = await startNatsServer();
   // Whatever fails from here on, the server and the database go with it (a failed setup must not leave them behind).

@@ -7,7 +7,8 @@ import { decodeSuiPrivateKey } from "@mysten/sui/cryptography";
 import { blake2b } from "@noble/hashes/blake2.js";
 
 const PKCS8_ED25519_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
-const SPKI_ED25519_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
+/** DER prefix of an Ed25519 public key in SPKI form (the 32 raw bytes follow). */
+export const SPKI_ED25519_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
 const ED25519_FLAG = 0x00;
 
 /** A secret key as 32 raw seed bytes, 64 bytes (seed ‖ public key), 64 hex characters, or a `suiprivkey1…` string. */

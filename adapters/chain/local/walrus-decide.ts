@@ -173,6 +173,9 @@ export function decideWalrusTx(view: StateView, vtx: VerifiedTx, ptb: WalrusPtb,
         c.value -= amount;
         yield* tools.credit(ids.systemObjectId, c.token, amount);
       });
+    /** `v` as a value of `kind`, else the transaction is refused with `what`. */
+    const ofKind = <K extends Value["kind"]>(v: Value, kind: K, what: string): Fx<Extract<Value, { kind: K }>> =>
+      v.kind === kind ? Effect.succeed(v as Extract<Value, { kind: K }>) : fail(what);
     const systemArg = (v: Value, mutable: boolean): Fx<void> =>
       v.kind !== "system" ? fail("the first argument must be the Walrus System object") : mutable && !v.mutable ? fail("the System object must be passed mutably") : Effect.succeed(undefined);
     /** A blob's attributes: a new blob has none; an existing one's are read from its dynamic field once. */
@@ -260,14 +263,12 @@ export function decideWalrusTx(view: StateView, vtx: VerifiedTx, ptb: WalrusPtb,
             yield* arity(0);
             out.push({ kind: "metadata", entries: new Map() });
           } else {
-            const blob = yield* borrow(args[0]!);
-            if (blob.kind !== "blob") return yield* fail(`blob::${call.function} takes a Blob first`);
+            const blob = yield* ofKind(yield* borrow(args[0]!), "blob", `blob::${call.function} takes a Blob first`);
             const attributes = yield* attributesOf(blob);
             const text = (a: PtbArg, what: string) => Effect.flatMap(take(a), (v) => Effect.flatMap(pure(v, what), (b) => pureOf(bcs.string(), b, what)));
             if (call.function === "add_metadata") {
               yield* arity(2);
-              const metadata = yield* take(args[1]!);
-              if (metadata.kind !== "metadata") return yield* fail("add_metadata takes a Metadata");
+              const metadata = yield* ofKind(yield* take(args[1]!), "metadata", "add_metadata takes a Metadata");
               if (attributes) return yield* fail("the blob already has metadata", "rejected");
               blob.attributes = { entries: metadata.entries, created: true, version: "1", changed: true };
             } else if (call.function === "insert_or_update_metadata_pair") {
@@ -307,8 +308,7 @@ export function decideWalrusTx(view: StateView, vtx: VerifiedTx, ptb: WalrusPtb,
             case "register_blob": {
               yield* arity(8);
               yield* systemArg(yield* borrow(args[0]!), true);
-              const storage = yield* take(args[1]!);
-              if (storage.kind !== "storage") return yield* fail("register_blob's storage must be a Storage");
+              const storage = yield* ofKind(yield* take(args[1]!), "storage", "register_blob's storage must be a Storage");
               // An existing Storage object is wrapped into the blob: it stops being an object of its own.
               if (!storage.created) removed.push({ object_id: storage.storage.id });
               const blobId = yield* pureOf(bcs.u256(), yield* pure(yield* take(args[2]!), "blob_id"), "blob_id");
@@ -339,8 +339,7 @@ export function decideWalrusTx(view: StateView, vtx: VerifiedTx, ptb: WalrusPtb,
             case "extend_blob": {
               yield* arity(4);
               yield* systemArg(yield* borrow(args[0]!), true);
-              const blob = yield* borrow(args[1]!);
-              if (blob.kind !== "blob") return yield* fail("extend_blob's blob must be a Blob");
+              const blob = yield* ofKind(yield* borrow(args[1]!), "blob", "extend_blob's blob must be a Blob");
               const epochs = yield* pureOf(bcs.u32(), yield* pure(yield* take(args[2]!), "extended_epochs"), "extended_epochs");
               const payment = yield* walCoin(yield* borrow(args[3]!), "extend_blob's payment");
               const s = blob.blob.storage;
@@ -356,8 +355,7 @@ export function decideWalrusTx(view: StateView, vtx: VerifiedTx, ptb: WalrusPtb,
             case "delete_blob": {
               yield* arity(2);
               yield* systemArg(yield* borrow(args[0]!), false);
-              const blob = yield* take(args[1]!);
-              if (blob.kind !== "blob") return yield* fail("delete_blob's blob must be a Blob");
+              const blob = yield* ofKind(yield* take(args[1]!), "blob", "delete_blob's blob must be a Blob");
               if (!blob.blob.deletable) return yield* fail("the blob is not deletable", "rejected");
               if (epoch >= blob.blob.storage.end_epoch) return yield* fail("the blob's storage has expired", "rejected");
               const attributes = yield* attributesOf(blob);
@@ -371,8 +369,7 @@ export function decideWalrusTx(view: StateView, vtx: VerifiedTx, ptb: WalrusPtb,
             case "certify_blob": {
               yield* arity(5);
               yield* systemArg(yield* borrow(args[0]!), false);
-              const blob = yield* borrow(args[1]!);
-              if (blob.kind !== "blob") return yield* fail("certify_blob's blob must be a Blob");
+              const blob = yield* ofKind(yield* borrow(args[1]!), "blob", "certify_blob's blob must be a Blob");
               const signature = yield* pureOf(bcs.byteVector(), yield* pure(yield* take(args[2]!), "signature"), "signature");
               const bitmap = yield* pureOf(bcs.byteVector(), yield* pure(yield* take(args[3]!), "signers_bitmap"), "signers_bitmap");
               const message = yield* pureOf(bcs.byteVector(), yield* pure(yield* take(args[4]!), "message"), "message");

@@ -141,6 +141,18 @@ export function walrusDeploymentObjects(spec: WalrusDeploymentSpec): { objectId:
     next_epoch_public_keys: { id: sub("next_epoch_public_keys") },
   }).toBytes();
   const versioned = (id: string) => b64(VersionedBcs.serialize({ id, version: INNER_VERSION, package_id: ids.packageId, new_package_id: null }).toBytes());
+  /** A shared Walrus object whose state is its versioned inner value, in a dynamic field named by the version. */
+  const sharedVersioned = (objectId: string, type: string, innerType: string, inner: Uint8Array) => ({
+    objectId,
+    input: {
+      type: `${ids.packageId}::${type}`,
+      version: "1",
+      fields: {},
+      owner: SHARED,
+      bcs: versioned(objectId),
+      dynamicFields: [{ name: versionName, value_type: `${ids.packageId}::${innerType}`, value: {}, value_bcs: b64(inner) }],
+    },
+  });
   const pools = spec.nodes.map((n, i) => ({
     objectId: nodeIds[i]!,
     input: {
@@ -184,28 +196,8 @@ export function walrusDeploymentObjects(spec: WalrusDeploymentSpec): { objectId:
   return [
     { objectId: ids.packageId, input: { type: "package", version: "1", fields: { functions: walrusFunctions(ids) }, owner: "Immutable" } },
     ...pools,
-    {
-      objectId: ids.systemObjectId,
-      input: {
-        type: `${ids.packageId}::system::System`,
-        version: "1",
-        fields: {},
-        owner: SHARED,
-        bcs: versioned(ids.systemObjectId),
-        dynamicFields: [{ name: versionName, value_type: `${ids.packageId}::system_state_inner::SystemStateInnerV1`, value: {}, value_bcs: b64(systemInner) }],
-      },
-    },
-    {
-      objectId: ids.stakingObjectId,
-      input: {
-        type: `${ids.packageId}::staking::Staking`,
-        version: "1",
-        fields: {},
-        owner: SHARED,
-        bcs: versioned(ids.stakingObjectId),
-        dynamicFields: [{ name: versionName, value_type: `${ids.packageId}::staking_inner::StakingInnerV1`, value: {}, value_bcs: b64(stakingInner) }],
-      },
-    },
+    sharedVersioned(ids.systemObjectId, "system::System", "system_state_inner::SystemStateInnerV1", systemInner),
+    sharedVersioned(ids.stakingObjectId, "staking::Staking", "staking_inner::StakingInnerV1", stakingInner),
   ];
 }
 

@@ -1,7 +1,9 @@
-// Lookups batched by arrival: while `maxInFlight` queries are out, new lookups queue, and the next query takes all
-// of them at once. Each lookup is answered by a query sent after it was asked (never by one already in flight), so a
-// batched read sees every write answered before it, as its own query would; what batching saves is the per-query
-// cost (a pool checkout, a round trip, Postgres's per-statement work), paid once per batch instead of per lookup.
+// Work batched by arrival: while `maxInFlight` batches are out, new items queue, and the next batch takes all of them
+// at once (up to `maxBatch`). No timer: an idle caller waits for nothing, a busy one makes bigger batches. Each item
+// is answered by a batch sent after it was asked (never by one already in flight), so a batched read sees every write
+// answered before it, as its own query would. What batching saves is the per-call cost (a pool checkout and round
+// trip for the blob store's public lookups; a transaction's signing, verification and gas for blob registrations,
+// adapters/chain/record-batcher.ts), paid once per batch instead of per item.
 
 interface Waiting<K, V> {
   readonly key: K;
@@ -9,18 +11,18 @@ interface Waiting<K, V> {
   readonly reject: (err: unknown) => void;
 }
 
-export class BatchedLookup<K, V> {
+export class ArrivalBatcher<K, V> {
   private readonly queue: Waiting<K, V>[] = [];
   private inFlight = 0;
 
-  /** `run` answers the keys in order (one value per key, duplicates included). */
+  /** `run` answers the keys in order (one value per key, duplicates included); a rejection fails the whole batch. */
   constructor(
     private readonly run: (keys: readonly K[]) => Promise<readonly V[]>,
     private readonly maxInFlight = 2,
     private readonly maxBatch = 256,
   ) {}
 
-  get(key: K): Promise<V> {
+  submit(key: K): Promise<V> {
     return new Promise<V>((resolve, reject) => {
       this.queue.push({ key, resolve, reject });
       this.flush();

@@ -1,7 +1,7 @@
-// Lookups batched by arrival (db/batched-lookup.ts): one query per batch, answers in order, and never an answer from a
+// Lookups batched by arrival (adapters/arrival-batcher.ts): one query per batch, answers in order, and never an answer from a
 // query sent before the lookup was asked.
 import { describe, expect, it } from "vitest";
-import { BatchedLookup } from "../db/batched-lookup.ts";
+import { ArrivalBatcher } from "../adapters/arrival-batcher.ts";
 
 function deferred<T>() {
   let resolve!: (v: T) => void;
@@ -10,16 +10,16 @@ function deferred<T>() {
   return { promise, resolve, reject };
 }
 
-describe("BatchedLookup", () => {
+describe("ArrivalBatcher", () => {
   it("sends the first lookup at once and the ones asked while it is out as one batch, each answered with its own value", async () => {
     const runs: { keys: readonly number[]; done: ReturnType<typeof deferred<readonly string[]>> }[] = [];
-    const lookup = new BatchedLookup<number, string>((keys) => {
+    const lookup = new ArrivalBatcher<number, string>((keys) => {
       const done = deferred<readonly string[]>();
       runs.push({ keys, done });
       return done.promise;
     }, 1);
-    const first = lookup.get(1);
-    const later = [lookup.get(2), lookup.get(3), lookup.get(2)];
+    const first = lookup.submit(1);
+    const later = [lookup.submit(2), lookup.submit(3), lookup.submit(2)];
     expect(runs.map((r) => r.keys)).toEqual([[1]]);
     runs[0].done.resolve(["one"]);
     expect(await first).toBe("one");
@@ -31,25 +31,25 @@ describe("BatchedLookup", () => {
 
   it("fails every lookup of a failed batch, and the next batch still runs", async () => {
     let n = 0;
-    const lookup = new BatchedLookup<number, number>(async (keys) => {
+    const lookup = new ArrivalBatcher<number, number>(async (keys) => {
       if (n++ === 0) throw new Error("down");
       return keys.map((k) => k * 10);
     }, 1);
-    const a = lookup.get(1);
-    const b = lookup.get(2);
+    const a = lookup.submit(1);
+    const b = lookup.submit(2);
     await expect(a).rejects.toThrow("down");
     expect(await b).toBe(20);
-    expect(await lookup.get(3)).toBe(30);
+    expect(await lookup.submit(3)).toBe(30);
   });
 
   it("keeps up to maxInFlight queries out and splits batches at maxBatch", async () => {
     const seen: (readonly number[])[] = [];
     const gates: (() => void)[] = [];
-    const lookup = new BatchedLookup<number, number>((keys) => {
+    const lookup = new ArrivalBatcher<number, number>((keys) => {
       seen.push(keys);
       return new Promise((resolve) => gates.push(() => resolve(keys)));
     }, 2, 2);
-    const all = [1, 2, 3, 4, 5, 6].map((k) => lookup.get(k));
+    const all = [1, 2, 3, 4, 5, 6].map((k) => lookup.submit(k));
     expect(seen).toEqual([[1], [2]]);
     gates.shift()!();
     await all[0];
