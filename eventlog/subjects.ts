@@ -31,6 +31,13 @@ export const KV_BUCKETS = {
 export const PROJECTION_APPLIED = "proj.applied";
 export const projectionAppliedSubject = (projection: string) => `${PROJECTION_APPLIED}.${projection}`;
 
+/**
+ * Core NATS: the job-status read model announces here, after each batch it commits, the jobs that finished in it
+ * (schemas/relayer/remember-job.ts JobOutcome[] as JSON). One subscription per gateway serves all its long polls.
+ * At most once, like PROJECTION_APPLIED: a long poll also rereads the job now and then.
+ */
+export const JOB_OUTCOMES = "proj.job_outcomes";
+
 export const commandSubject = (aggregateType: string, aggregateId: string) => `cmd.${aggregateType}.${aggregateId}`;
 export const eventSubject = (aggregateType: string, aggregateId: string) => `evt.${aggregateType}.${aggregateId}`;
 export const aggregateKey = (aggregateType: string, aggregateId: string) => `${aggregateType}.${aggregateId}`;

@@ -52,13 +52,19 @@ export class Lane {
     });
   }
 
-  notify(): void {
+  notify(applied: readonly StoredEvent[] = []): void {
     for (const w of this.waiters) if (this.position >= w.seq) { this.waiters.delete(w); w.resolve(); }
     // Readers in other processes (the job long poll) follow the checkpoint through this announcement.
+    const told = applied.length ? this.projection.announce?.(applied) : undefined;
+    if (told) this.publish(told.subject, told.data);
+    this.publish(projectionAppliedSubject(this.projection.name), String(this.position));
+  }
+
+  private publish(subject: string, data: Uint8Array | string): void {
     try {
-      this.log.nc.publish(projectionAppliedSubject(this.projection.name), String(this.position));
+      this.log.nc.publish(subject, data);
     } catch {
-      // a closed connection: the runner stops with it, and readers recheck the stored checkpoint
+      // a closed connection: the runner stops with it, and readers recheck what is stored
     }
   }
 
@@ -155,7 +161,13 @@ export class Lane {
         { asyncCommit: true },
       );
     }
+    this.applied(batch, toSeq);
+  }
+
+  /** Records a committed batch: the lane is at `toSeq`, and waiters and readers are told. */
+  applied(batch: readonly StoredEvent[], toSeq: number): void {
     this.position = toSeq;
-    this.notify();
+    this.notify(batch);
   }
 }
+

@@ -33,6 +33,11 @@ export interface Projection {
    * failed). Runs in the transaction that moves the checkpoint past them; must not fail on the data that failed.
    */
   setAside?(tx: Tx, events: readonly StoredEvent[], error: string): Promise<void>;
+  /**
+   * Optional: what to tell readers in other processes about a batch once it is committed (core NATS, at most once),
+   * published before the checkpoint's announcement; undefined says nothing.
+   */
+  announce?(applied: readonly StoredEvent[]): { subject: string; data: Uint8Array } | undefined;
 }
 
 /**

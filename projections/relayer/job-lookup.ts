@@ -2,16 +2,14 @@
 // the actor's snapshot (a job put back to retry), then the job's events (a finished job has no snapshot) — so a poll
 // right after the 202 never answers 404 to the job's owner.
 import type { EventLog } from "../../eventlog/connection.ts";
-import { STREAMS } from "../../eventlog/subjects.ts";
+import { JOB_OUTCOMES, STREAMS } from "../../eventlog/subjects.ts";
 import { EventStore } from "../../eventlog/event-store.ts";
-import { lastEventSeq } from "../../eventlog/command-bus.ts";
 import type { CheckpointFeed } from "../checkpoint-feed.ts";
 import type { Db } from "../../db/pool.ts";
-import { JOB_EVENTS, type JobAccepted, type JobFailed, type JobIndexed, type JobStatus, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
+import { JOB_EVENTS, type JobAccepted, type JobFailed, type JobIndexed, type JobOutcome, type JobStatus, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
 import type { StoredEvent } from "../../schemas/envelope.ts";
 import { MEMORY_INDEX } from "./memory-index.ts";
 import { LEXICAL_INDEX } from "./lexical-index.ts";
-import { JOB_STATUS } from "./job-status.ts";
 
 /** The read models recall reads: a job is done (recallable) once all of them have applied its indexing commit. */
 const RECALL_INDEXES = [MEMORY_INDEX, LEXICAL_INDEX];
@@ -28,10 +26,7 @@ export interface JobView {
 interface SnapshotShape { seq: number; value: JobStatus; context: { owner: string; namespace: string; blob_id?: string; error?: string } }
 
 const FINAL: readonly JobStatus[] = ["done", "failed"];
-/** A job's outcome events, found in a raw commit without decoding its vector. */
-const INDEXED_TYPE = Buffer.from(JSON.stringify(JOB_EVENTS.indexed));
-const FAILED_TYPE = Buffer.from(JSON.stringify(JOB_EVENTS.failed));
-/** A long poll reads the job again this often while no outcome was seen (one appended before it subscribed). */
+/** A long poll reads the job again this often while no outcome was announced (one announced before it registered). */
 const SAFETY_RECHECK_MS = 250;
 
 interface Found {
@@ -40,8 +35,47 @@ interface Found {
   readonly unindexedSeq?: number;
 }
 
+/** One long poll's side of the outcome announcements: the latest outcome of its job not yet acted on. */
+class OutcomeWaiter {
+  private outcome?: JobOutcome;
+  private wake?: () => void;
+
+  offer(outcome: JobOutcome): void {
+    this.outcome = outcome;
+    this.wake?.();
+  }
+
+  /** The outcome announced since the last take, if any. */
+  take(): JobOutcome | undefined {
+    const o = this.outcome;
+    this.outcome = undefined;
+    return o;
+  }
+
+  get announced(): boolean {
+    return this.outcome !== undefined;
+  }
+
+  /** Resolves on the next announced outcome, or after `ms`. */
+  next(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.wake = undefined;
+        resolve();
+      }, ms);
+      this.wake = () => {
+        this.wake = undefined;
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+}
+
 export class JobLookup {
   private readonly store: EventStore;
+  /** Long polls in progress by job id (several may wait on one job). */
+  private readonly waiting = new Map<string, Set<OutcomeWaiter>>();
 
   constructor(
     private readonly db: Db,
@@ -49,59 +83,71 @@ export class JobLookup {
     private readonly feed: CheckpointFeed,
   ) {
     this.store = new EventStore(log.js, log.jsm);
+    log.nc.subscribe(JOB_OUTCOMES, {
+      callback: (err, m) => {
+        if (!err) this.announced(m.data);
+      },
+    });
   }
 
   /**
-   * `one`, but while the job is not done or failed, waits up to `waitMs` for it to be (a long poll). The job's
-   * outcome event (indexed or failed, seen on its subject) and then the announced checkpoints of the read models that
-   * must apply it (projections/checkpoint-feed.ts) say when to read again, so a wait costs a read before and one after,
-   * not a read per tick; a read every SAFETY_RECHECK_MS covers an outcome appended before the subscription.
+   * `one`, but while the job is not done or failed, waits up to `waitMs` for it to be (a long poll). The job-status
+   * model's announcement of the job's outcome (job-status.ts `announce`) and then the announced checkpoints of the
+   * recall indexes (projections/checkpoint-feed.ts) say when to read again, so a wait costs a read after the outcome
+   * and no request of its own on the event log; a read every SAFETY_RECHECK_MS covers an announcement missed.
    * `justPublished`: the job as the route that published its command knows it (POST /api/remember?wait=).
    */
   async settled(id: string, owner: string, waitMs: number, justPublished?: JobView): Promise<JobView | undefined> {
     if (!waitMs) return justPublished ?? this.one(id, owner);
     const deadline = Date.now() + waitMs;
-    // Subscribed before the first read: an outcome appended after that read cannot be missed.
-    const sub = this.log.nc.subscribe(`evt.job.${id}`);
-    let outcome: "indexed" | "failed" | undefined;
-    let outcomeAwaited = false;
-    let wake: () => void = () => undefined;
-    void (async () => {
-      for await (const m of sub) {
-        const raw = Buffer.from(m.data.buffer, m.data.byteOffset, m.data.byteLength);
-        if (raw.includes(INDEXED_TYPE)) outcome = "indexed";
-        else if (raw.includes(FAILED_TYPE)) outcome = "failed";
-        if (outcome) wake();
-      }
-    })().catch(() => undefined);
+    // Registered before the first read: an outcome announced after that read cannot be missed.
+    const waiter = this.register(id);
     try {
       // A job whose command was just published is running: no read needed to know it.
       let j = justPublished ? { view: justPublished } : await this.find(id, owner);
       while (j && !FINAL.includes(j.view.status) && Date.now() < deadline) {
         const left = deadline - Date.now();
-        if (j.unindexedSeq !== undefined) {
-          await this.feed.waitFor(RECALL_INDEXES, j.unindexedSeq, left);
-        } else if (outcome && !outcomeAwaited) {
-          // the status model must have the outcome, and for "done" the recall indexes too
-          outcomeAwaited = true;
-          const seq = await lastEventSeq(this.log, `evt.job.${id}`);
-          await this.feed.waitFor(outcome === "indexed" ? [JOB_STATUS, ...RECALL_INDEXES] : [JOB_STATUS], seq, left);
-        } else {
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, Math.min(SAFETY_RECHECK_MS, left));
-            wake = () => {
-              clearTimeout(timer);
-              resolve();
-            };
-          });
-          wake = () => undefined;
-          if (outcome && !outcomeAwaited) continue;
+        const outcome = waiter.take();
+        if (j.unindexedSeq !== undefined) await this.feed.waitFor(RECALL_INDEXES, j.unindexedSeq, left);
+        // the status model has the outcome (it announces after its commit); for "done" the recall indexes must too
+        else if (outcome?.status === "done") await this.feed.waitFor(RECALL_INDEXES, outcome.seq, left);
+        else if (!outcome) {
+          await waiter.next(Math.min(SAFETY_RECHECK_MS, left));
+          if (waiter.announced) continue;
         }
         j = await this.find(id, owner);
       }
       return j?.view;
     } finally {
-      sub.unsubscribe();
+      this.unregister(id, waiter);
+    }
+  }
+
+  private register(id: string): OutcomeWaiter {
+    const waiter = new OutcomeWaiter();
+    const set = this.waiting.get(id) ?? new Set();
+    this.waiting.set(id, set.add(waiter));
+    return waiter;
+  }
+
+  private unregister(id: string, waiter: OutcomeWaiter): void {
+    const set = this.waiting.get(id);
+    set?.delete(waiter);
+    if (set?.size === 0) this.waiting.delete(id);
+  }
+
+  private announced(data: Uint8Array): void {
+    if (!this.waiting.size) return;
+    let outcomes: unknown;
+    try {
+      outcomes = JSON.parse(Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString());
+    } catch {
+      return; // not ours to judge: long polls fall back to their rereads
+    }
+    if (!Array.isArray(outcomes)) return;
+    for (const o of outcomes as JobOutcome[]) {
+      if (typeof o?.job_id !== "string" || (o.status !== "done" && o.status !== "failed") || !Number.isSafeInteger(o.seq)) continue;
+      for (const waiter of this.waiting.get(o.job_id) ?? []) waiter.offer(o);
     }
   }
 

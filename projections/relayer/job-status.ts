@@ -1,7 +1,8 @@
 // The remember-job status read model: latest status per job, for polling. Owner-scoped reads only.
 import type { Projection } from "../runtime.ts";
 import type { Db, Tx } from "../../db/pool.ts";
-import { JOB_EVENTS, type JobAccepted, type JobFailed, type JobStatus, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
+import { JOB_EVENTS, type JobAccepted, type JobFailed, type JobOutcome, type JobStatus, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
+import { JOB_OUTCOMES } from "../../eventlog/subjects.ts";
 import { storableText } from "../../schemas/text.ts";
 import { isUuid } from "../../schemas/relayer/http.ts";
 import { COPY_MIN_ROWS, copyBinary, encodeBinaryCopy, isCanonicalUuid } from "../../db/copy-binary.ts";
@@ -90,6 +91,15 @@ export const jobStatusProjection: Projection = {
          done_seq = coalesce(EXCLUDED.done_seq, j.done_seq), updated_at = now()`,
       [list.map((r) => r.job_id), list.map((r) => r.owner ?? null), list.map((r) => r.namespace ?? null), list.map((r) => r.status), list.map((r) => r.blob_id ?? null), list.map((r) => r.error ?? null), list.map((r) => r.done_seq ?? null)],
     );
+  },
+  // The jobs this batch finished, for long polls (projections/relayer/job-lookup.ts).
+  announce: (applied) => {
+    const outcomes: JobOutcome[] = [];
+    for (const { event, seq } of applied) {
+      const status = event.type === JOB_EVENTS.indexed ? "done" : event.type === JOB_EVENTS.failed ? "failed" : undefined;
+      if (status) outcomes.push({ job_id: event.aggregate.slice("job.".length), status, seq });
+    }
+    return outcomes.length ? { subject: JOB_OUTCOMES, data: Buffer.from(JSON.stringify(outcomes)) } : undefined;
   },
   // A job whose events could not be applied has failed: its owner polls `failed` with the reason, never a job stuck
   // in `running`. Only storable text is written (the set-aside data may hold what Postgres refused).

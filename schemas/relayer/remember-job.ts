@@ -70,6 +70,16 @@ export interface JobFailed {
   readonly namespace?: string;
 }
 
+/**
+ * A job that finished in a batch the job-status read model committed, with the commit that finished it: what the
+ * model announces (eventlog/subjects.ts JOB_OUTCOMES) so a long poll learns of it without a subscription of its own.
+ */
+export interface JobOutcome {
+  readonly job_id: string;
+  readonly status: "done" | "failed";
+  readonly seq: number;
+}
+
 export const JOB_EVENTS = {
   accepted: "job.accepted",
   uploadAttemptFailed: "job.upload_attempt_failed",
