@@ -25,6 +25,9 @@ const isPoison = (err: unknown) =>
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 /** Moves a checkpoint ($1) to $2 only from $3 (compare-and-set). */
 const MOVE_CHECKPOINT = "UPDATE projection_checkpoints SET seq = $2, updated_at = now() WHERE name = $1 AND seq = $3";
+/** The same for several checkpoints at once: names ($1), new sequences ($2), expected sequences ($3). */
+const MOVE_CHECKPOINTS = `UPDATE projection_checkpoints c SET seq = m.seq, updated_at = now()
+  FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS m(name, seq, expected) WHERE c.name = m.name AND c.seq = m.expected`;
 
 export class Lane {
   /** Last sequence applied (or skipped) and committed. */
@@ -171,3 +174,32 @@ export class Lane {
   }
 }
 
+/** One lane's batch for `applyTogether`. */
+export interface LaneBatch {
+  readonly lane: Lane;
+  readonly batch: StoredEvent[];
+  readonly toSeq: number;
+}
+
+/**
+ * Applies several lanes' batches in one transaction, each checkpoint moved by compare-and-set as a lane alone moves
+ * it. False, with nothing written, when any checkpoint had moved or any batch failed: the caller then applies each
+ * batch on its own lane, where retries, set-asides and moved checkpoints are handled.
+ */
+export async function applyTogether(db: Db, batches: readonly LaneBatch[]): Promise<boolean> {
+  const moves = [batches.map((b) => b.lane.projection.name), batches.map((b) => b.toSeq), batches.map((b) => b.lane.position)];
+  try {
+    await inTransaction(
+      db,
+      async (tx) => {
+        if ((await tx.query(prepared(MOVE_CHECKPOINTS, moves))).rowCount !== batches.length) throw new CheckpointMoved("a checkpoint moved");
+        for (const b of batches) if (b.batch.length) await b.lane.projection.apply(tx, b.batch);
+      },
+      { asyncCommit: true },
+    );
+  } catch {
+    return false;
+  }
+  for (const b of batches) b.lane.applied(b.batch, b.toSeq);
+  return true;
+}

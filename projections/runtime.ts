@@ -11,7 +11,7 @@ import { STREAMS } from "../eventlog/subjects.ts";
 import type { EventEnvelope, StoredEvent } from "../schemas/envelope.ts";
 import { inTransaction, type Db, type Tx } from "../db/pool.ts";
 import type { Logger } from "../config/logger.ts";
-import { CheckpointMoved, Lane } from "./lane.ts";
+import { applyTogether, CheckpointMoved, Lane, type LaneBatch } from "./lane.ts";
 
 export interface Projection {
   readonly name: string;
@@ -113,11 +113,41 @@ export interface FeedLimits {
   readonly maxBatch: number;
   /** Messages pulled from JetStream at once. */
   readonly pullMessages: number;
+  /** Lanes that flush in the same turn share one transaction (`SharedCommit`). */
+  readonly sharedCommit: boolean;
 }
 /** A live runner's limits. */
-export const LIVE: FeedLimits = { maxBatch: MAX_BATCH, pullMessages: PULL_MAX_MESSAGES };
+export const LIVE: FeedLimits = { maxBatch: MAX_BATCH, pullMessages: PULL_MAX_MESSAGES, sharedCommit: true };
 
 const laneNames = (lanes: readonly Lane[]) => lanes.map((l) => l.projection.name).join(", ");
+
+type ApplyBatch = (lane: Lane, batch: StoredEvent[], toSeq: number) => Promise<void>;
+const applyAlone: ApplyBatch = (lane, batch, toSeq) => lane.apply(batch, toSeq);
+
+/**
+ * Gathers the batches that the lanes of one consumer flush in the same turn of the event loop into one transaction:
+ * live, an indexing commit reaches three of the relayer's job read models at once, and one BEGIN, checkpoint update and
+ * COMMIT then does for all three. A batch alone, or a shared transaction that fails, is applied by its lane alone.
+ * Not for a catch-up: there the lanes' transactions run in parallel on separate connections, and big batches leave
+ * nothing to save.
+ */
+class SharedCommit {
+  private gathered: { entry: LaneBatch; settle: (applied: Promise<void>) => void }[] = [];
+
+  constructor(private readonly db: Db) {}
+
+  readonly apply: ApplyBatch = (lane, batch, toSeq) =>
+    new Promise<void>((settle) => {
+      if (!this.gathered.length) setImmediate(() => void this.commit());
+      this.gathered.push({ entry: { lane, batch, toSeq }, settle });
+    });
+
+  private async commit(): Promise<void> {
+    const group = this.gathered.splice(0);
+    const together = group.length > 1 && (await applyTogether(this.db, group.map((g) => g.entry)));
+    for (const { entry, settle } of group) settle(together ? Promise.resolve() : applyAlone(entry.lane, entry.batch, entry.toSeq));
+  }
+}
 
 /** One lane's share of a consumer: what it buffered, how far it read, its flush in progress. */
 class LaneFeed {
@@ -131,6 +161,7 @@ class LaneFeed {
     readonly lane: Lane,
     private readonly fail: (err: unknown) => void,
     private readonly failed: () => boolean,
+    private readonly applyBatch: ApplyBatch,
   ) {
     lane.buffered = 0;
     this.lastSeq = lane.position;
@@ -145,7 +176,7 @@ class LaneFeed {
         const batch = this.buffer.splice(0, this.buffer.length);
         this.released();
         try {
-          await lane.apply(batch, this.lastSeq);
+          await this.applyBatch(lane, batch, this.lastSeq);
           if (!this.buffer.length) lane.buffered = 0;
         } catch (err) {
           this.fail(err);
@@ -284,7 +315,8 @@ abstract class FeedRunner {
     };
     // What an earlier consumer had buffered went with it (a restart after another runner moved the checkpoint): a
     // count left over would read as events pending forever when the new one has nothing to deliver.
-    const feeds = this.lanes.map((lane) => new LaneFeed(lane, fail, () => failure !== undefined));
+    const applyBatch = this.limits.sharedCommit && this.lanes.length > 1 ? new SharedCommit(this.db).apply : applyAlone;
+    const feeds = this.lanes.map((lane) => new LaneFeed(lane, fail, () => failure !== undefined, applyBatch));
     this.stopCurrent = () => messages.stop();
     // An idle lane sees no batch to fail its compare-and-set: poll the checkpoints so a reset made by another process
     // (operator replay) restarts the runner from sequence 1 even when no new events arrive.
@@ -360,7 +392,7 @@ export class ProjectionRunner extends FeedRunner implements ProjectionHandle {
 }
 
 /** A catch-up's limits: larger batches and pulls, for one consumer that feeds several read models (a replay). */
-export const CATCH_UP: FeedLimits = { maxBatch: 8_000, pullMessages: 1_024 };
+export const CATCH_UP: FeedLimits = { maxBatch: 8_000, pullMessages: 1_024, sharedCommit: false };
 
 /**
  * Runs several projections of the same subject filter from one consumer (`memrelay replay`, and the relayer's job

@@ -1,6 +1,7 @@
 // A runner that feeds several projections of one subject family from one consumer (`memrelay replay`): each read
 // model ends equal to what the log says, each with its own checkpoint, and a replay killed midway (kill -9, in a
-// child process) resumes from the checkpoints it had committed and ends equal — nothing lost, nothing twice.
+// child process) resumes from the checkpoints it had committed and ends equal — nothing lost, nothing twice, whether
+// each lane commits alone or the lanes share transactions (live).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -9,7 +10,7 @@ import { openEventLog, type EventLog } from "../eventlog/connection.ts";
 import { EventStore } from "../eventlog/event-store.ts";
 import { createPool, type Db } from "../db/pool.ts";
 import { silentLogger } from "../config/logger.ts";
-import { LIVE, ProjectionGroupRunner, migrateCheckpoints, readCheckpoint, resetProjection } from "../projections/runtime.ts";
+import { LIVE, ProjectionGroupRunner, migrateCheckpoints, readCheckpoint, resetProjection, type Projection } from "../projections/runtime.ts";
 import { PROBE_KEPT, probeAll, probeKept } from "./support/probe-group.ts";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.ts";
 import { createTestDatabase, type TestDatabase } from "./support/postgres.ts";
@@ -72,10 +73,13 @@ describe("one consumer for several projections", () => {
     expect(await readCheckpoint(db, probeKept.name)).toBe(last);
   }, 90_000);
 
-  it("a replay killed midway (kill -9) resumes from its checkpoints and ends equal", async () => {
+  it.each([
+    ["its own transactions", "0"],
+    ["transactions shared by the lanes", "1"],
+  ])("a replay killed midway (kill -9) resumes from its checkpoints and ends equal, each lane in %s", async (_, shared) => {
     for (const p of [probeAll, probeKept]) await resetProjection(db, p);
     const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./support/probe-group.ts", import.meta.url))], {
-      env: { ...process.env, NATS_URL: nats.url, DATABASE_URL: database.url },
+      env: { ...process.env, NATS_URL: nats.url, DATABASE_URL: database.url, PROBE_SHARED_COMMIT: shared },
       stdio: "ignore",
     });
     const exited = new Promise((r) => child.once("exit", r));
@@ -98,6 +102,46 @@ describe("one consumer for several projections", () => {
     expect(await ids("probe_kept")).toEqual(sorted(kept));
     expect(await readCheckpoint(db, probeKept.name)).toBe(last);
   }, 120_000);
+
+  it("live, lanes that apply the same commit share one transaction; a batch one lane cannot apply leaves the other's applied", async () => {
+    // A probe that refuses one id: its lane sets that commit aside, the other lane applies it.
+    const picky: Projection = {
+      ...probeKept,
+      name: "probe_picky",
+      migrate: async (d) => void (await d.query("CREATE TABLE IF NOT EXISTS probe_picky (id text PRIMARY KEY, tx bigint NOT NULL DEFAULT txid_current())")),
+      apply: async (tx, events) => {
+        if (events.some((e) => (e.event.data as { id: string }).id.startsWith("refused"))) throw new Error("probe_picky refuses this one");
+        await tx.query("INSERT INTO probe_picky (id) SELECT unnest($1::text[]) ON CONFLICT (id) DO NOTHING", [events.map((e) => (e.event.data as { id: string }).id)]);
+      },
+    };
+    const runner = new ProjectionGroupRunner(log, db, [probeAll, picky], silentLogger, "local", LIVE);
+    await runner.start();
+    const [allHandle, pickyHandle] = runner.handles();
+    const store = new EventStore(log.js, log.jsm);
+    const append = async (id: string) => (await store.append(`probe.${id}`, [{ type: PROBE_KEPT, version: 1, data: { id } }], 0, { causationId: randomUUID(), correlationId: id })).seq;
+    const txOf = async (table: string, id: string) => (await db.query<{ tx: string }>(`SELECT tx FROM ${table} WHERE id = $1`, [id])).rows[0]?.tx;
+    try {
+      expect(await allHandle.waitFor(last, 30_000)).toBe(true);
+      expect(await pickyHandle.waitFor(last, 30_000)).toBe(true);
+      const shared = randomUUID();
+      let seq = await append(shared);
+      expect(await allHandle.waitFor(seq, 30_000)).toBe(true);
+      expect(await pickyHandle.waitFor(seq, 30_000)).toBe(true);
+      expect(await txOf("probe_picky", shared)).toBe(await txOf("probe_all", shared));
+
+      const refused = `refused-${randomUUID()}`;
+      seq = await append(refused);
+      expect(await allHandle.waitFor(seq, 30_000)).toBe(true);
+      expect(await pickyHandle.waitFor(seq, 30_000)).toBe(true);
+      expect(await txOf("probe_all", refused)).toBeDefined();
+      expect(await txOf("probe_picky", refused)).toBeUndefined();
+      const dead = await db.query("SELECT 1 FROM dead_letters WHERE projection = 'probe_picky' AND seq = $1", [seq]);
+      expect(dead.rowCount).toBe(1);
+      expect(await readCheckpoint(db, picky.name)).toBe(seq);
+    } finally {
+      await runner.stop();
+    }
+  }, 60_000);
 
   it("live, a projection stopped alone stays where it was and the others go on applying new commits", async () => {
     const runner = new ProjectionGroupRunner(log, db, [probeAll, probeKept], silentLogger, "local", LIVE);
