@@ -124,23 +124,28 @@ const laneNames = (lanes: readonly Lane[]) => lanes.map((l) => l.projection.name
 type ApplyBatch = (lane: Lane, batch: StoredEvent[], toSeq: number) => Promise<void>;
 const applyAlone: ApplyBatch = (lane, batch, toSeq) => lane.apply(batch, toSeq);
 
+/** Events of a batch beyond which its lane commits alone: in parallel with the others, where big batches gain more. */
+const SHARED_BATCH_MAX_EVENTS = 256;
+
 /**
- * Gathers the batches that the lanes of one consumer flush in the same turn of the event loop into one transaction:
- * live, an indexing commit reaches three of the relayer's job read models at once, and one BEGIN, checkpoint update and
- * COMMIT then does for all three. A batch alone, or a shared transaction that fails, is applied by its lane alone.
- * Not for a catch-up: there the lanes' transactions run in parallel on separate connections, and big batches leave
- * nothing to save.
+ * Gathers the small batches that the lanes of one consumer flush in the same turn of the event loop into one
+ * transaction: live, an indexing commit reaches three of the relayer's job read models at once, and one BEGIN,
+ * checkpoint update and COMMIT then does for all three. A batch alone, a big one (a live runner catching up), or a
+ * shared transaction that fails is applied by its lane alone. Not for a catch-up (CATCH_UP): there the lanes'
+ * transactions run in parallel on separate connections.
  */
 class SharedCommit {
   private gathered: { entry: LaneBatch; settle: (applied: Promise<void>) => void }[] = [];
 
   constructor(private readonly db: Db) {}
 
-  readonly apply: ApplyBatch = (lane, batch, toSeq) =>
-    new Promise<void>((settle) => {
+  readonly apply: ApplyBatch = (lane, batch, toSeq) => {
+    if (batch.length > SHARED_BATCH_MAX_EVENTS) return applyAlone(lane, batch, toSeq);
+    return new Promise<void>((settle) => {
       if (!this.gathered.length) setImmediate(() => void this.commit());
       this.gathered.push({ entry: { lane, batch, toSeq }, settle });
     });
+  };
 
   private async commit(): Promise<void> {
     const group = this.gathered.splice(0);
