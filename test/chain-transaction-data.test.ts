@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { bcs } from "@mysten/sui/bcs";
 import { Transaction } from "@mysten/sui/transactions";
 import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
-import { decodeTransactionData, encodeTransactionData, localTarget, transactionValidUntil } from "../adapters/chain/local/transaction-data.ts";
+import { decodeTransactionData, encodeTransactionData, encodeTransactionKind, localTarget, transactionValidUntil, wrapTransactionKindBytes } from "../adapters/chain/local/transaction-data.ts";
 import { decodePure, encodePure, MOVE_CALLS } from "../adapters/chain/local/move-calls.ts";
 import { generateKeypair, suiAddressOf } from "../adapters/chain/local/keys.ts";
 import { buildSignedTx, verifySignedTx } from "../adapters/chain/local/tx.ts";
@@ -59,6 +59,12 @@ describe("TransactionData codec", () => {
     expect(calls[0]).toMatchObject({ package: PKG, module: MOVE_CALLS[kind].module, function: MOVE_CALLS[kind].fn });
     expect(await sdk.build()).toEqual(bytes);
     expect(transactionValidUntil(bytes)).toBe(2_000);
+  });
+
+  it.each(Object.keys(SAMPLES) as CallKind[])("%s: a kind's BCS wrapped as bytes is the TransactionData encoded whole", (kind) => {
+    const b = body(kind);
+    const envelope = { target, sender: b.sender, gasOwner: b.gas_owner!, validFromMs: b.valid_from_ms, validUntilMs: b.valid_until_ms, nonce: b.nonce };
+    expect(wrapTransactionKindBytes(encodeTransactionKind(kind, b.args, target), envelope)).toEqual(encodeTransactionData(b, target));
   });
 
   it("a grant is one call per group, sharing the recipient and scope inputs", () => {
