@@ -7,7 +7,7 @@ import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
 import { decodeTransactionData, encodeTransactionData, encodeTransactionKind, localTarget, transactionValidUntil, wrapTransactionKindBytes } from "../adapters/chain/local/transaction-data.ts";
 import { decodePure, encodePure, MOVE_CALLS } from "../adapters/chain/local/move-calls.ts";
 import { generateKeypair, suiAddressOf } from "../adapters/chain/local/keys.ts";
-import { buildSignedTx, verifySignedTx } from "../adapters/chain/local/tx.ts";
+import { buildSignedTx, signOwnTransaction, verifySignedTx } from "../adapters/chain/local/tx.ts";
 import type { CallKind, TxArgs, TxBody } from "../adapters/chain/local/model.ts";
 
 const PKG = "0x" + "5a".repeat(32);
@@ -125,6 +125,17 @@ describe("TransactionData codec", () => {
     // the client's SDK signature over the same bytes is the same kind of signature
     const sdkSig = (await owner.signTransaction(Buffer.from(signed.tx_bytes, "base64"))).signature;
     expect(verifySignedTx({ ...signed, signatures: [sdkSig, signed.signatures[1]!] }, target, now)).toMatchObject({ gasOwner: gas.keypair.address });
+  });
+
+  it("an own record_blob transaction is given what verifying its bytes finds; a body it cannot be is refused", () => {
+    const wallet = generateKeypair();
+    const now = Date.now();
+    const own: TxBody<"record_blob"> = { ...body("record_blob"), sender: wallet.keypair.address, gas_owner: undefined, valid_from_ms: now - 1_000, valid_until_ms: now + 1_000 };
+    delete (own as { gas_owner?: string }).gas_owner;
+    const { tx, vtx } = signOwnTransaction(own, target, wallet.secretKey);
+    expect(verifySignedTx(tx, target, now)).toEqual(vtx);
+    expect(() => signOwnTransaction({ ...own, sender: sender }, target, wallet.secretKey)).toThrow(/signer/);
+    expect(() => signOwnTransaction({ ...own, gas_owner: sponsor }, target, wallet.secretKey)).toThrow(/signer/);
   });
 });
 
