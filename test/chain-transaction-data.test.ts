@@ -4,10 +4,10 @@ import { describe, expect, it } from "vitest";
 import { bcs } from "@mysten/sui/bcs";
 import { Transaction } from "@mysten/sui/transactions";
 import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
-import { decodeTransactionData, encodeTransactionData, localTarget, transactionValidUntil } from "../adapters/chain/local/transaction-data.ts";
+import { decodeTransactionData, encodeTransactionData, encodeTransactionKind, localTarget, transactionValidUntil, wrapTransactionKindBytes } from "../adapters/chain/local/transaction-data.ts";
 import { decodePure, encodePure, MOVE_CALLS } from "../adapters/chain/local/move-calls.ts";
 import { generateKeypair, suiAddressOf } from "../adapters/chain/local/keys.ts";
-import { buildSignedTx, verifySignedTx } from "../adapters/chain/local/tx.ts";
+import { buildSignedTx, signOwnTransaction, verifySignedTx } from "../adapters/chain/local/tx.ts";
 import type { CallKind, TxArgs, TxBody } from "../adapters/chain/local/model.ts";
 
 const PKG = "0x" + "5a".repeat(32);
@@ -59,6 +59,12 @@ describe("TransactionData codec", () => {
     expect(calls[0]).toMatchObject({ package: PKG, module: MOVE_CALLS[kind].module, function: MOVE_CALLS[kind].fn });
     expect(await sdk.build()).toEqual(bytes);
     expect(transactionValidUntil(bytes)).toBe(2_000);
+  });
+
+  it.each(Object.keys(SAMPLES) as CallKind[])("%s: a kind's BCS wrapped as bytes is the TransactionData encoded whole", (kind) => {
+    const b = body(kind);
+    const envelope = { target, sender: b.sender, gasOwner: b.gas_owner!, validFromMs: b.valid_from_ms, validUntilMs: b.valid_until_ms, nonce: b.nonce };
+    expect(wrapTransactionKindBytes(encodeTransactionKind(kind, b.args, target), envelope)).toEqual(encodeTransactionData(b, target));
   });
 
   it("a grant is one call per group, sharing the recipient and scope inputs", () => {
@@ -119,6 +125,17 @@ describe("TransactionData codec", () => {
     // the client's SDK signature over the same bytes is the same kind of signature
     const sdkSig = (await owner.signTransaction(Buffer.from(signed.tx_bytes, "base64"))).signature;
     expect(verifySignedTx({ ...signed, signatures: [sdkSig, signed.signatures[1]!] }, target, now)).toMatchObject({ gasOwner: gas.keypair.address });
+  });
+
+  it("an own record_blob transaction is given what verifying its bytes finds; a body it cannot be is refused", () => {
+    const wallet = generateKeypair();
+    const now = Date.now();
+    const own: TxBody<"record_blob"> = { ...body("record_blob"), sender: wallet.keypair.address, gas_owner: undefined, valid_from_ms: now - 1_000, valid_until_ms: now + 1_000 };
+    delete (own as { gas_owner?: string }).gas_owner;
+    const { tx, vtx } = signOwnTransaction(own, target, wallet.secretKey);
+    expect(verifySignedTx(tx, target, now)).toEqual(vtx);
+    expect(() => signOwnTransaction({ ...own, sender: sender }, target, wallet.secretKey)).toThrow(/signer/);
+    expect(() => signOwnTransaction({ ...own, gas_owner: sponsor }, target, wallet.secretKey)).toThrow(/signer/);
   });
 });
 

@@ -4,11 +4,10 @@
 // sponsored again per SPONSOR_INVALIDATED_*; a sponsorship that still fails falls back to the wallet paying itself
 // when SPONSOR_FALLBACK_TO_DIRECT_SIGN is on, else fails the caller's attempt.
 import { randomBytes } from "node:crypto";
-import { bcs } from "@mysten/sui/bcs";
 import { PortError, type ServerTransactions, type SponsorshipPort } from "../ports.ts";
 import { keypairFromSecret, toSerializedSignature, type SecretKeyInput } from "./local/keys.ts";
 import { signingDigest } from "./local/tx.ts";
-import { wrapTransactionKind } from "./local/transaction-data.ts";
+import { wrapTransactionKindBytes } from "./local/transaction-data.ts";
 import { TX_CLOCK_SKEW_MS } from "./local/model.ts";
 import { retryWhileInvalidated, sleepMs } from "../sponsor/retry.ts";
 import type { ChainTarget, SignedTx } from "../../schemas/chain.ts";
@@ -29,7 +28,7 @@ export function directTransactions(target: ChainTarget, submit: (tx: SignedTx) =
       try {
         const address = keypairFromSecret(sender).address;
         const now = Date.now();
-        const bytes = wrapTransactionKind(bcs.TransactionKind.parse(kind) as Parameters<typeof wrapTransactionKind>[0], {
+        const bytes = wrapTransactionKindBytes(kind, {
           target,
           sender: address,
           gasOwner: address,

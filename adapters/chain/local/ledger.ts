@@ -152,6 +152,14 @@ export class Ledger {
     });
   }
 
+  /** Executes a transaction this process built and signed itself (tx.ts signOwnTransaction): no verification again. */
+  submitOwn(own: { readonly tx: SignedTx; readonly vtx: VerifiedTx }): Effect.Effect<SubmitResult, LedgerError> {
+    return Effect.callback<SubmitResult, LedgerError>((resume) => {
+      this.queue.push({ vtx: own.vtx, tx: own.tx, materialise: true, settle: (r) => resume(r.ok ? Effect.succeed(r.value) : Effect.fail(r.error)) });
+      this.drain();
+    });
+  }
+
   /** Last sequence of the CHAIN stream (an upper bound of the last chain.tx block; 0 when empty). */
   lastSeq(): Effect.Effect<number, StoreUnavailable> {
     return Effect.tryPromise({

@@ -5,7 +5,7 @@
 // exactly what was signed. A transaction calling the local Walrus package is the `walrus` kind (walrus-ptb.ts).
 import { createHash } from "node:crypto";
 import { blake2b } from "@noble/hashes/blake2.js";
-import { bcs } from "@mysten/sui/bcs";
+import { bcs, BcsType } from "@mysten/sui/bcs";
 import { normalizeSuiAddress, toBase58 } from "@mysten/sui/utils";
 import { isAddress } from "./keys.ts";
 import { CLOCK_ID, decodePure, encodePure, kindOfCall, LEDGER_INITIAL_SHARED_VERSION, MOVE_CALLS, type MoveParam } from "./move-calls.ts";
@@ -118,24 +118,63 @@ interface TransactionEnvelope {
 
 /** The TransactionData around a transaction kind: gas from the owner's address balance, a ValidDuring window. */
 export function wrapTransactionKind(kind: TransactionKindInput, e: TransactionEnvelope): Uint8Array {
-  return bcs.TransactionData.serialize({
-    V1: {
-      kind,
-      sender: e.sender,
-      gasData: { payment: [], owner: e.gasOwner, price: GAS_PRICE.toString(), budget: GAS_FEE_MIST.toString() },
-      expiration: {
-        ValidDuring: {
-          minEpoch: null,
-          maxEpoch: null,
-          minTimestamp: String(e.validFromMs),
-          maxTimestamp: String(e.validUntilMs),
-          chain: e.target.chainIdentifier,
-          nonce: e.nonce,
-        },
+  return bcs.TransactionData.serialize({ V1: { kind, ...envelopeFields(e) } }).toBytes();
+}
+
+/** TransactionData's variant index of V1, the BCS enum tag its bytes start with. */
+const TRANSACTION_DATA_V1 = 0;
+
+/**
+ * wrapTransactionKind around a kind already in BCS (one the server encoded itself): the kind's bytes are spliced in
+ * as they are, since TransactionData V1 is the V1 tag, the kind, then sender, gas data and expiration. Parsing and
+ * re-serializing the kind cost more than the rest of the transaction (its per-record arguments).
+ */
+export function wrapTransactionKindBytes(kind: Uint8Array, e: TransactionEnvelope): Uint8Array {
+  const f = envelopeFields(e);
+  const parts = [Uint8Array.of(TRANSACTION_DATA_V1), kind, bcs.Address.serialize(f.sender).toBytes(), bcs.GasData.serialize(f.gasData).toBytes(), bcs.TransactionExpiration.serialize(f.expiration).toBytes()];
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+function envelopeFields(e: TransactionEnvelope) {
+  return {
+    sender: e.sender,
+    gasData: { payment: [], owner: e.gasOwner, price: GAS_PRICE.toString(), budget: GAS_FEE_MIST.toString() },
+    expiration: {
+      ValidDuring: {
+        minEpoch: null,
+        maxEpoch: null,
+        minTimestamp: String(e.validFromMs),
+        maxTimestamp: String(e.validUntilMs),
+        chain: e.target.chainIdentifier,
+        nonce: e.nonce,
       },
     },
-  }).toBytes();
+  };
 }
+
+/** The TransactionData in `bytes`, and whether bytes follow its encoding (BCS parsing alone ignores them). */
+const transactionDataAndRest = new BcsType<{ data: ReturnType<typeof bcs.TransactionData.parse>; trailing: boolean }, never>({
+  name: "TransactionDataAndRest",
+  read: (reader) => {
+    const data = bcs.TransactionData.read(reader);
+    let trailing = true;
+    try {
+      reader.read8();
+    } catch {
+      trailing = false; // the reader is at the end
+    }
+    return { data, trailing };
+  },
+  write: () => {
+    throw new Error("read only");
+  },
+});
 
 /** The end of a transaction's validity window (ms), or null when the bytes are not such a transaction. */
 export function transactionValidUntil(bytes: Uint8Array): number | null {
@@ -155,12 +194,14 @@ type ParsedInput = ReturnType<typeof bcs.CallArg.parse>;
 export function decodeTransactionData(bytes: Uint8Array, target: ChainTarget): Decoded {
   let parsed: ReturnType<typeof bcs.TransactionData.parse>;
   try {
-    parsed = bcs.TransactionData.parse(bytes);
+    const read = transactionDataAndRest.parse(bytes);
+    // A signed transaction must be exactly its encoding. The reader refuses non-canonical lengths (ULEB) and strings
+    // that are not UTF-8, so where it stops is where the canonical encoding of what it read ends.
+    if (read.trailing) return { error: "trailing bytes after the TransactionData" };
+    parsed = read.data;
   } catch {
     return { error: "transaction bytes are not BCS TransactionData" };
   }
-  // BCS parsing ignores trailing bytes; a signed transaction must be exactly its encoding.
-  if (bcs.TransactionData.serialize(parsed).toBytes().length !== bytes.length) return { error: "trailing bytes after the TransactionData" };
   const data = parsed.V1;
   if (!data) return { error: "unsupported TransactionData version" };
   const ptb = data.kind.ProgrammableTransaction;
