@@ -61,28 +61,39 @@ describe("files (spec: Endpoints, States: upload and file, Limits)", () => {
   });
 
   it("a failed upload reports failed with data.error {code, message}; its bytes are removed and its name freed", async () => {
-    const u = await user();
+    const u = await user({ storageCap: 1_000 });
     const b = await privateBucket(u);
     await uploadOk(u, b, { bytes: Buffer.from("warm"), filename: "warm" });
-    // hold the upload job on the queue, take its bytes away, then let it run
+    // Hold the upload jobs on the queue: an upload whose job has not run is not yet counted in flight, so two of
+    // 600 bytes are both admitted. The second is held open until the first completed; its job then finds the quota
+    // taken (the job's own check).
     const host = s.console.hosts.find((h) => h.consumerName.endsWith("console_upload"))!;
     await host.stop();
-    const accepted = await u.c.upload(b, { bytes: Buffer.from("will vanish"), filename: "gone.bin" });
-    expect((await u.c.status(b, accepted.id)).body.data.state).toBe("queued");
-    const storage = new BlobStoreStorage(s.storage);
-    const row = await u.c.file(b, accepted.id);
-    expect(row.status).toBe("uploading");
-    const bucket = await u.c.bucket(b);
-    expect(await storage.remove(bucket.storage_bucket_name, accepted.id)).toBe(true);
+    const first = await u.c.upload(b, { bytes: Buffer.alloc(600, 1), filename: "first.bin" });
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const body = Readable.from((async function* () {
+      yield Buffer.alloc(300, 2);
+      await held;
+      yield Buffer.alloc(300, 2);
+    })());
+    const second = u.c.upload(b, { stream: body, size: 600, filename: "gone.bin" });
+    await new Promise((r) => setTimeout(r, 300)); // its admission (at the first bytes) before the first job runs
     const again = new ConsoleActorHost(s.log, uploadActor(s.console.actorPorts), s.logger, { concurrency: 4 });
     await again.start();
+    const storage = new BlobStoreStorage(s.storage);
     cleanups.push(() => again.stop(), () => storage.close());
+    expect((await u.c.waitForUpload(b, first.id)).status).toBe("completed");
+    release();
+    const accepted = await second;
     const final = await u.c.waitForUpload(b, accepted.id);
     expect(final.status).toBe("failed");
     const st = await u.c.status(b, accepted.id);
-    expect(st.body.data).toMatchObject({ state: "failed", error: { code: "blob_missing" } });
+    expect(st.body.data).toMatchObject({ state: "failed", error: { code: "quota_exceeded" } });
     expect(typeof st.body.data.error.message).toBe("string");
+    expect(await storage.stat((await u.c.bucket(b)).storage_bucket_name, accepted.id)).toBeNull();
     await expectError(u.c.download(b, accepted.id), 409);
+    expect((await u.c.spaces())[0].storage_used).toBe(604);
     // a failed file is deleted at once; its name can be used again
     expect((await u.c.deleteFile(b, accepted.id)).status).toBe(204);
     expect((await u.c.file(b, accepted.id)).status).toBe("deleted");
