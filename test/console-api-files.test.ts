@@ -9,11 +9,24 @@ import { createConnection } from "node:net";
 import { ConsoleApiError, multipartBody } from "../client/console-client.ts";
 import { ConsoleActorHost } from "../actors/console/host.ts";
 import { uploadActor } from "../actors/console/upload.actor.ts";
+import { claimId } from "../actors/console/log.ts";
 import { AGG, EV } from "../schemas/console/events.ts";
 import { BlobStoreStorage } from "../adapters/file-storage/blobstore-http.ts";
 import { MiB, cleanups, expectError, privateBucket, s, uploadOk, useConsoleApiSuite, user } from "./support/console-api-suite.ts";
 
 useConsoleApiSuite();
+
+/** The host running this file's upload jobs: held (stopped) by holdUploads, replaced by resumeUploads. */
+let uploadHost: { stop(): Promise<void> } | undefined;
+async function holdUploads() {
+  await (uploadHost ?? s.console.hosts.find((h) => h.consumerName.endsWith("console_upload"))!).stop();
+}
+async function resumeUploads() {
+  const host = new ConsoleActorHost(s.log, uploadActor(s.console.actorPorts), s.logger, { concurrency: 4 });
+  await host.start();
+  uploadHost = host;
+  cleanups.push(() => host.stop());
+}
 
 /** One request written by hand (a declared length the client never sends), its response read back. */
 function rawSocket(text: string): Promise<{ status: number; body: any }> {
@@ -67,8 +80,7 @@ describe("files (spec: Endpoints, States: upload and file, Limits)", () => {
     // Hold the upload jobs on the queue: an upload whose job has not run is not yet counted in flight, so two of
     // 600 bytes are both admitted. The second is held open until the first completed; its job then finds the quota
     // taken (the job's own check).
-    const host = s.console.hosts.find((h) => h.consumerName.endsWith("console_upload"))!;
-    await host.stop();
+    await holdUploads();
     const first = await u.c.upload(b, { bytes: Buffer.alloc(600, 1), filename: "first.bin" });
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
@@ -79,10 +91,9 @@ describe("files (spec: Endpoints, States: upload and file, Limits)", () => {
     })());
     const second = u.c.upload(b, { stream: body, size: 600, filename: "gone.bin" });
     await new Promise((r) => setTimeout(r, 300)); // its admission (at the first bytes) before the first job runs
-    const again = new ConsoleActorHost(s.log, uploadActor(s.console.actorPorts), s.logger, { concurrency: 4 });
-    await again.start();
+    await resumeUploads();
     const storage = new BlobStoreStorage(s.storage);
-    cleanups.push(() => again.stop(), () => storage.close());
+    cleanups.push(() => storage.close());
     expect((await u.c.waitForUpload(b, first.id)).status).toBe("completed");
     release();
     const accepted = await second;
@@ -98,6 +109,26 @@ describe("files (spec: Endpoints, States: upload and file, Limits)", () => {
     expect((await u.c.deleteFile(b, accepted.id)).status).toBe(204);
     expect((await u.c.file(b, accepted.id)).status).toBe("deleted");
     await uploadOk(u, b, { bytes: Buffer.from("back"), filename: "gone.bin" });
+  });
+
+  it("an upload whose bucket was deleted before its job ran fails bucket_deleted, its name released", async () => {
+    const u = await user();
+    const b = await privateBucket(u);
+    await uploadOk(u, b, { bytes: Buffer.from("warm"), filename: "warm" });
+    expect((await u.c.deleteFile(b, (await u.c.files("buckets", b)).data[0].id)).status).toBe(204);
+    await holdUploads();
+    const accepted = await u.c.upload(b, { bytes: Buffer.from("orphan"), filename: "orphan.bin" });
+    // the read model does not have the file yet (its job has not run), so the bucket counts as empty
+    expect((await u.c.deleteBucket(b)).status).toBe(204);
+    await resumeUploads();
+    let row: { status: string; upload_error: { code: string } | null } | undefined;
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 20))) {
+      row = (await s.db.query("SELECT status, upload_error FROM console_files WHERE file_id = $1", [accepted.id])).rows[0];
+      if (row && row.status !== "uploading") break;
+    }
+    expect(row).toMatchObject({ status: "failed", upload_error: { code: "bucket_deleted" } });
+    const claim = await s.console.directory.clog.lastEvent(AGG.claim, claimId("file", b, "orphan.bin"));
+    expect(claim?.type).toBe(EV.claimReleased);
   });
 
   it("409 on a duplicate file name; the name is free again once the file is deleted", async () => {
