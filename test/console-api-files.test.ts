@@ -9,11 +9,24 @@ import { createConnection } from "node:net";
 import { ConsoleApiError, multipartBody } from "../client/console-client.ts";
 import { ConsoleActorHost } from "../actors/console/host.ts";
 import { uploadActor } from "../actors/console/upload.actor.ts";
+import { claimId } from "../actors/console/log.ts";
 import { AGG, EV } from "../schemas/console/events.ts";
 import { BlobStoreStorage } from "../adapters/file-storage/blobstore-http.ts";
 import { MiB, cleanups, expectError, privateBucket, s, uploadOk, useConsoleApiSuite, user } from "./support/console-api-suite.ts";
 
 useConsoleApiSuite();
+
+/** The host running this file's upload jobs: held (stopped) by holdUploads, replaced by resumeUploads. */
+let uploadHost: { stop(): Promise<void> } | undefined;
+async function holdUploads() {
+  await (uploadHost ?? s.console.hosts.find((h) => h.consumerName.endsWith("console_upload"))!).stop();
+}
+async function resumeUploads() {
+  const host = new ConsoleActorHost(s.log, uploadActor(s.console.actorPorts), s.logger, { concurrency: 4 });
+  await host.start();
+  uploadHost = host;
+  cleanups.push(() => host.stop());
+}
 
 /** One request written by hand (a declared length the client never sends), its response read back. */
 function rawSocket(text: string): Promise<{ status: number; body: any }> {
@@ -61,32 +74,61 @@ describe("files (spec: Endpoints, States: upload and file, Limits)", () => {
   });
 
   it("a failed upload reports failed with data.error {code, message}; its bytes are removed and its name freed", async () => {
-    const u = await user();
+    const u = await user({ storageCap: 1_000 });
     const b = await privateBucket(u);
     await uploadOk(u, b, { bytes: Buffer.from("warm"), filename: "warm" });
-    // hold the upload job on the queue, take its bytes away, then let it run
-    const host = s.console.hosts.find((h) => h.consumerName.endsWith("console_upload"))!;
-    await host.stop();
-    const accepted = await u.c.upload(b, { bytes: Buffer.from("will vanish"), filename: "gone.bin" });
-    expect((await u.c.status(b, accepted.id)).body.data.state).toBe("queued");
+    // Hold the upload jobs on the queue: an upload whose job has not run is not yet counted in flight, so two of
+    // 600 bytes are both admitted. The second is held open until the first completed; its job then finds the quota
+    // taken (the job's own check).
+    await holdUploads();
+    const first = await u.c.upload(b, { bytes: Buffer.alloc(600, 1), filename: "first.bin" });
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const body = Readable.from((async function* () {
+      yield Buffer.alloc(300, 2);
+      await held;
+      yield Buffer.alloc(300, 2);
+    })());
+    const second = u.c.upload(b, { stream: body, size: 600, filename: "gone.bin" });
+    await new Promise((r) => setTimeout(r, 300)); // its admission (at the first bytes) before the first job runs
+    await resumeUploads();
     const storage = new BlobStoreStorage(s.storage);
-    const row = await u.c.file(b, accepted.id);
-    expect(row.status).toBe("uploading");
-    const bucket = await u.c.bucket(b);
-    expect(await storage.remove(bucket.storage_bucket_name, accepted.id)).toBe(true);
-    const again = new ConsoleActorHost(s.log, uploadActor(s.console.actorPorts), s.logger, { concurrency: 4 });
-    await again.start();
-    cleanups.push(() => again.stop(), () => storage.close());
+    cleanups.push(() => storage.close());
+    expect((await u.c.waitForUpload(b, first.id)).status).toBe("completed");
+    release();
+    const accepted = await second;
     const final = await u.c.waitForUpload(b, accepted.id);
     expect(final.status).toBe("failed");
     const st = await u.c.status(b, accepted.id);
-    expect(st.body.data).toMatchObject({ state: "failed", error: { code: "blob_missing" } });
+    expect(st.body.data).toMatchObject({ state: "failed", error: { code: "quota_exceeded" } });
     expect(typeof st.body.data.error.message).toBe("string");
+    expect(await storage.stat((await u.c.bucket(b)).storage_bucket_name, accepted.id)).toBeNull();
     await expectError(u.c.download(b, accepted.id), 409);
+    expect((await u.c.spaces())[0].storage_used).toBe(604);
     // a failed file is deleted at once; its name can be used again
     expect((await u.c.deleteFile(b, accepted.id)).status).toBe(204);
     expect((await u.c.file(b, accepted.id)).status).toBe("deleted");
     await uploadOk(u, b, { bytes: Buffer.from("back"), filename: "gone.bin" });
+  });
+
+  it("an upload whose bucket was deleted before its job ran fails bucket_deleted, its name released", async () => {
+    const u = await user();
+    const b = await privateBucket(u);
+    await uploadOk(u, b, { bytes: Buffer.from("warm"), filename: "warm" });
+    expect((await u.c.deleteFile(b, (await u.c.files("buckets", b)).data[0].id)).status).toBe(204);
+    await holdUploads();
+    const accepted = await u.c.upload(b, { bytes: Buffer.from("orphan"), filename: "orphan.bin" });
+    // the read model does not have the file yet (its job has not run), so the bucket counts as empty
+    expect((await u.c.deleteBucket(b)).status).toBe(204);
+    await resumeUploads();
+    let row: { status: string; upload_error: { code: string } | null } | undefined;
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 20))) {
+      row = (await s.db.query("SELECT status, upload_error FROM console_files WHERE file_id = $1", [accepted.id])).rows[0];
+      if (row && row.status !== "uploading") break;
+    }
+    expect(row).toMatchObject({ status: "failed", upload_error: { code: "bucket_deleted" } });
+    const claim = await s.console.directory.clog.lastEvent(AGG.claim, claimId("file", b, "orphan.bin"));
+    expect(claim?.type).toBe(EV.claimReleased);
   });
 
   it("409 on a duplicate file name; the name is free again once the file is deleted", async () => {

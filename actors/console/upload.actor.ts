@@ -18,6 +18,10 @@ const failed = (code: string, message: string) => [newEvent(EV.uploadFailed, { c
 /** The blob store object holding a file: `<storage bucket>/<key>`. */
 export const storageObjectId = (u: Pick<UploadQueued, "storage_bucket_name" | "storage_key">) => `${u.storage_bucket_name}/${u.storage_key}`;
 
+/** The checks of `commit`: the space's storage and cap, and the state of the file's bucket (null when it has no row). */
+const COMMIT_CHECKS = `SELECT s.storage_used, s.storage_cap, b.state AS bucket_state FROM console_spaces s
+  LEFT JOIN console_buckets b ON b.bucket_id = $2 AND b.space_id = s.space_id WHERE s.space_id = $1`;
+
 export function uploadActor(ports: ConsoleActorPorts): ActorDefinition<CommandEnvelope> {
   return {
     aggregateType: AGG.upload,
@@ -34,22 +38,22 @@ export function uploadActor(ports: ConsoleActorPorts): ActorDefinition<CommandEn
       commit: ({ context }) =>
         Effect.gen(function* () {
           const u = (context as UploadContext).upload!;
-          const [bucket, stored, quota] = yield* Effect.tryPromise({
-            try: () =>
-              Promise.all([
-                ports.clog.last(AGG.bucket, u.bucket_id),
-                ports.storage.stat(u.storage_bucket_name, u.storage_key),
-                ports.db.query<{ storage_used: string; storage_cap: string }>(prepared("SELECT storage_used, storage_cap FROM console_spaces WHERE space_id = $1", [u.space_id])),
-              ]),
+          // One read-model query: the bucket's state and the space's quota. The stored object itself is not asked
+          // for again: the command carries the blob store's own answer to the upload (size, blob id, MD5), and the
+          // listener publishes it only after that answer — a second request cost the blob store a lookup per upload.
+          // The bucket's state is the read model's: a bucket delete answers only once the read model shows it
+          // deleting, and a job that read the bucket's last commit could as well have read it just before the delete.
+          const r = yield* Effect.tryPromise({
+            try: () => ports.db.query<{ storage_used: string; storage_cap: string; bucket_state: string | null }>(prepared(COMMIT_CHECKS, [u.space_id, u.bucket_id])),
             catch: transientOf("commit checks"),
           });
-          if (!bucket || bucket.events.some((e) => e.type === EV.bucketDeleteRequested || e.type === EV.bucketDeleted)) {
+          const row = r.rows[0];
+          // a read model being rebuilt (memrelay replay): checked again once it has the space and the bucket
+          if (!row || row.bucket_state === null) return yield* Effect.fail(new Transient("the console read model does not have the bucket yet"));
+          if (row.bucket_state === "deleting" || row.bucket_state === "deleted") {
             return failed("bucket_deleted", "the bucket was deleted while the file was uploading");
           }
-          if (!stored) return failed("blob_missing", "the uploaded bytes are not in storage");
-          if (stored.blob_id !== u.blob_id || stored.size !== u.size) return failed("blob_mismatch", "the stored bytes differ from the uploaded ones");
-          const row = quota.rows[0];
-          if (row && Number(row.storage_used) + u.size > Number(row.storage_cap)) {
+          if (Number(row.storage_used) + u.size > Number(row.storage_cap)) {
             return failed(CODE.quotaExceeded, `the space's storage quota of ${row.storage_cap} bytes would be exceeded`);
           }
           return [newEvent(EV.uploadCompleted, { storage_object_id: storageObjectId(u), completed_at: new Date().toISOString(), bucket_id: u.bucket_id, space_id: u.space_id, size: u.size })];

@@ -20,7 +20,7 @@ import { createLogger, type Logger } from "../../config/logger.ts";
 import { HttpError, HttpServer, json, queryParams, type Handler, type Reply, type Request } from "../http.ts";
 import { ServiceMetrics, measured } from "../metrics.ts";
 import { registerPipelineGauges } from "../pipeline-metrics.ts";
-import { ProjectionRunner, migrateCheckpoints, readCheckpoint } from "../../projections/runtime.ts";
+import { LIVE, ProjectionGroupRunner, migrateCheckpoints, readCheckpoint, type ProjectionHandle } from "../../projections/runtime.ts";
 import type { SponsoredChainPort } from "../../adapters/ports.ts";
 import { keypairFromSecret } from "../../adapters/chain/local/keys.ts";
 import { AGG, EV, type AccessScope, type UploadQueued, type UploadState } from "../../schemas/console/events.ts";
@@ -83,7 +83,7 @@ export interface ConsoleHandle {
   readonly port: number;
   readonly url: string;
   readonly sponsorAddress: string;
-  readonly runners: { readonly console?: ProjectionRunner; readonly access?: ProjectionRunner };
+  readonly runners: { readonly console?: ProjectionHandle; readonly access?: ProjectionHandle };
   readonly hosts: readonly ConsoleActorHost[];
   /** What this process's actors run with (for operators and tests that run an extra actor host). */
   readonly actorPorts: ConsoleActorPorts;
@@ -132,7 +132,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
   const policies = new PolicyReader(chain);
   const sponsor = keypairFromSecret(opts.sponsorSecretKey);
   const stops: (() => Promise<void> | void)[] = [];
-  const runners: { console?: ProjectionRunner; access?: ProjectionRunner } = {};
+  const runners: { console?: ProjectionHandle; access?: ProjectionHandle } = {};
   const hosts: ConsoleActorHost[] = [];
 
   await migrateCheckpoints(db);
@@ -140,12 +140,12 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
   await consoleProjection.migrate(db);
   await accessIndexProjection.migrate(db);
   if (roles.projections) {
-    runners.console = new ProjectionRunner(log, db, consoleProjection, logger.child({ projection: CONSOLE_PROJECTION }));
-    runners.access = new ProjectionRunner(log, db, accessIndexProjection, logger.child({ projection: ACCESS_PROJECTION }));
-    for (const r of [runners.console, runners.access]) {
-      await r.start();
-      stops.push(() => r.stop());
-    }
+    // Both read models follow every console commit (three per upload): one consumer feeds them, so each commit
+    // crosses the connection and is decoded once; each still applies and checkpoints in its own transactions.
+    const group = new ProjectionGroupRunner(log, db, [consoleProjection, accessIndexProjection], logger, undefined, LIVE);
+    await group.start();
+    [runners.console, runners.access] = group.handles();
+    stops.push(() => group.stop());
   }
   const ports: ConsoleActorPorts = { clog, storage, chain, sponsorKey: opts.sponsorSecretKey, db, logger };
   if (roles.actors) {
@@ -183,7 +183,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
       log,
       db,
       projections: [CONSOLE_PROJECTION, ACCESS_PROJECTION],
-      runners: () => [runners.console, runners.access].filter((r): r is ProjectionRunner => !!r),
+      runners: () => [runners.console, runners.access].filter((r): r is ProjectionHandle => !!r),
       consumerPrefix: "actor-console",
     });
     const uploadLimiter = new RateLimiter(limits.uploadsPerMinute);

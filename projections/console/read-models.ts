@@ -1,5 +1,6 @@
 // The console's read models, built from `evt.console.>` by the projection runtime (checkpoint in the same
-// transaction as the writes). Two projections, so their lag is independent:
+// transaction as the writes). Two projections, fed by one consumer (each commit decoded once) but applied and
+// checkpointed each in its own transactions, so their lag is independent until one falls a full batch behind:
 //   console         users, spaces and members, API keys, buckets, files (with upload status), storage accounting
 //   console_access  the access index: which service-key addresses each bucket policy grants, mirrored from the
 //                   on-chain objects carried by bucket.policy_created and sponsor.executed events. Uploads and
