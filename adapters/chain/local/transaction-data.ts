@@ -5,6 +5,7 @@
 // exactly what was signed. A transaction calling the local Walrus package is the `walrus` kind (walrus-ptb.ts).
 import { createHash } from "node:crypto";
 import { blake2b } from "@noble/hashes/blake2.js";
+import { concatBytes } from "@noble/hashes/utils.js";
 import { bcs, BcsType } from "@mysten/sui/bcs";
 import { normalizeSuiAddress, toBase58 } from "@mysten/sui/utils";
 import { isAddress } from "./keys.ts";
@@ -131,14 +132,7 @@ const TRANSACTION_DATA_V1 = 0;
  */
 export function wrapTransactionKindBytes(kind: Uint8Array, e: TransactionEnvelope): Uint8Array {
   const f = envelopeFields(e);
-  const parts = [Uint8Array.of(TRANSACTION_DATA_V1), kind, bcs.Address.serialize(f.sender).toBytes(), bcs.GasData.serialize(f.gasData).toBytes(), bcs.TransactionExpiration.serialize(f.expiration).toBytes()];
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
+  return concatBytes(Uint8Array.of(TRANSACTION_DATA_V1), kind, bcs.Address.serialize(f.sender).toBytes(), bcs.GasData.serialize(f.gasData).toBytes(), bcs.TransactionExpiration.serialize(f.expiration).toBytes());
 }
 
 function envelopeFields(e: TransactionEnvelope) {

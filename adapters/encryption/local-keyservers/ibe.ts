@@ -10,22 +10,13 @@
 //   proof of possession BLS short signature (G1) of "SUI-SEAL-IBE-BLS12381-POP-00" ‖ mpk ‖ key-server object id
 
 import { bls12_381 } from "@noble/curves/bls12-381.js";
+import { concatBytes } from "@noble/hashes/utils.js";
 
 const ORDER = bls12_381.fields.Fr.ORDER;
 const IBE_DST = new TextEncoder().encode("SUI-SEAL-IBE-BLS12381-00");
 const POP_DST = new TextEncoder().encode("SUI-SEAL-IBE-BLS12381-POP-00");
 
 type G1Point = ReturnType<typeof bls12_381.G1.Point.fromBytes>;
-
-function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
 
 function scalarOf(bytes: Uint8Array): bigint {
   if (bytes.length !== 32) throw new Error("master key must be 32 bytes");
@@ -49,7 +40,7 @@ export function masterPublicKey(masterKey: Uint8Array): Uint8Array {
 }
 
 function identityPoint(fullId: Uint8Array): G1Point {
-  return bls12_381.G1.Point.fromAffine(bls12_381.G1.hashToCurve(concat(IBE_DST, fullId)).toAffine());
+  return bls12_381.G1.Point.fromAffine(bls12_381.G1.hashToCurve(concatBytes(IBE_DST, fullId)).toAffine());
 }
 
 /** Derives the user secret key for `fullId` (package id ‖ inner id). */
@@ -75,6 +66,6 @@ export function elgamalEncrypt(encPk: G1Point, point: G1Point): [Uint8Array, Uin
 export function proofOfPossession(masterKey: Uint8Array, objectId: string): Uint8Array {
   const pk = masterPublicKey(masterKey);
   const idBytes = Buffer.from(objectId.replace(/^0x/, "").padStart(64, "0"), "hex");
-  const msg = bls12_381.shortSignatures.hash(concat(POP_DST, pk, idBytes));
+  const msg = bls12_381.shortSignatures.hash(concatBytes(POP_DST, pk, idBytes));
   return bls12_381.shortSignatures.sign(msg, masterKey).toBytes();
 }
