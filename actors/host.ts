@@ -10,7 +10,7 @@ import { Effect, Exit, Cause } from "effect";
 import type { AnyStateMachine, AnyMachineSnapshot } from "xstate";
 import { initialSnapshot, step } from "./machine-steps.ts";
 import type { CommandEnvelope, EventEnvelope } from "../schemas/envelope.ts";
-import { ConcurrencyConflict, EventStore, decodeCommit, type NewEvent } from "../eventlog/event-store.ts";
+import { ConcurrencyConflict, EventStore, type NewEvent } from "../eventlog/event-store.ts";
 import type { EventLog } from "../eventlog/connection.ts";
 import { STREAMS } from "../eventlog/subjects.ts";
 import type { Logger } from "../config/logger.ts";

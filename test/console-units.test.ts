@@ -30,7 +30,6 @@ function given(def: ActorDefinition<CommandEnvelope>, events: NewEvent[]): AnyMa
 const cmd = (type: string, data: unknown = {}): CommandEnvelope => ({ type, version: 1, id: "c1", aggregate: "a", issued_at: new Date().toISOString(), correlation_id: "c", data });
 const ev = (type: string, data: unknown = {}): NewEvent => ({ type, version: 1, data });
 const types = (es: NewEvent[]) => es.map((e) => e.type);
-const value = (s: AnyMachineSnapshot) => JSON.stringify(s.value);
 
 describe("bucket machine", () => {
   const def = bucketActor(ports);

@@ -1,7 +1,6 @@
 // Section 4: replay. resetProjection empties the memory index and rewinds its checkpoint; the running projection
 // worker notices at its next batch (one fresh commit is appended to wake it) and rebuilds from sequence 1. Timed
 // from the reset to the checkpoint passing that commit; the rebuilt rows are checked against the originals.
-import { randomUUID } from "node:crypto";
 import { resetProjection, readCheckpoint } from "../../projections/runtime.ts";
 import { memoryIndexProjection, MEMORY_INDEX } from "../../projections/relayer/memory-index.ts";
 import { STREAMS } from "../../eventlog/subjects.ts";

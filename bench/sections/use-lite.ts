@@ -8,7 +8,7 @@ import { log, submitBulkAndWait } from "../lib/context.ts";
 import { BenchEnv } from "../lib/env.ts";
 import { OTHERS } from "../lib/processes.ts";
 import { memoryTexts } from "../lib/texts.ts";
-import { int, ms, pct, rate } from "../lib/stats.ts";
+import { int, ms, pct } from "../lib/stats.ts";
 import type { SectionResult } from "../lib/report.ts";
 
 export async function useLiteSection(ctx: Ctx): Promise<SectionResult> {

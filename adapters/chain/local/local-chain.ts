@@ -12,7 +12,7 @@ import { PortError, type BlobObject, type BlobRecordInput, type ChainPort, type 
 import { PORT, toPortError } from "./errors.ts";
 import { keypairFromSecret, normalizeAddress, PUBLIC_KEY_HEX_RE, type ChainKeypair, type SecretKeyInput } from "./keys.ts";
 import { Ledger, type SubmitOptions, type SubmitResult } from "./ledger.ts";
-import { BLOB_PAGE_SIZE, DEFAULT_TOKENS, TX_CLOCK_SKEW_MS, type Account, type CallKind, type BlobRecord, type DynamicFieldInput, type GenesisState, type StoredDynamicField, type TxArgs, type TxBody, type TxKind, type TxReceipt } from "./model.ts";
+import { BLOB_PAGE_SIZE, DEFAULT_TOKENS, TX_CLOCK_SKEW_MS, type Account, type CallKind, type BlobRecord, type DynamicFieldInput, type GenesisState, type StoredDynamicField, type TxArgs, type TxBody, type TxReceipt } from "./model.ts";
 import { type ChainTarget, type ObjectOwner, type SignedTx, type StoredObject } from "../../../schemas/chain.ts";
 import { ALL_SCOPE, CHAIN_STATE_LAYOUT, KEYS, dynamicFieldBcsKey, dynamicFieldNameKey, namespaceScope, type BlobIndexHead, type BlobIndexPage } from "./state-keys.ts";
 import { ChainStateStore } from "./state-store.ts";

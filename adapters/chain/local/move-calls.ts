@@ -5,7 +5,7 @@
 import { normalizeSuiAddress } from "@mysten/sui/utils";
 import { suiAddressOf } from "./keys.ts";
 import { MAX_GRANT_GROUPS } from "./console-model.ts";
-import type { CallKind, TxArgs } from "./model.ts";
+import type { CallKind } from "./model.ts";
 
 /** Sui's shared Clock object. */
 export const CLOCK_ID = normalizeSuiAddress("0x6");
