@@ -1,7 +1,6 @@
 // The local chain port: a persistent ledger event-sourced on the JetStream CHAIN stream (`chain.tx`), materialised into
 // the `chain_state` KV bucket. Writes go through Ledger.submit (signed transactions, optimistic concurrency); reads are
 // single KV gets, current as soon as the writing call returns, from any process.
-import { randomBytes } from "node:crypto";
 import { Effect } from "effect";
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
@@ -12,11 +11,11 @@ import { PortError, type BlobObject, type BlobRecordInput, type ChainPort, type 
 import { PORT, toPortError } from "./errors.ts";
 import { keypairFromSecret, normalizeAddress, PUBLIC_KEY_HEX_RE, type ChainKeypair, type SecretKeyInput } from "./keys.ts";
 import { Ledger, type SubmitOptions, type SubmitResult } from "./ledger.ts";
-import { BLOB_PAGE_SIZE, DEFAULT_TOKENS, TX_CLOCK_SKEW_MS, type Account, type CallKind, type BlobRecord, type DynamicFieldInput, type GenesisState, type StoredDynamicField, type TxArgs, type TxBody, type TxReceipt } from "./model.ts";
+import { BLOB_PAGE_SIZE, DEFAULT_TOKENS, type Account, type CallKind, type BlobRecord, type DynamicFieldInput, type GenesisState, type StoredDynamicField, type TxArgs, type TxReceipt } from "./model.ts";
 import { type ChainTarget, type ObjectOwner, type SignedTx, type StoredObject } from "../../../schemas/chain.ts";
 import { ALL_SCOPE, CHAIN_STATE_LAYOUT, KEYS, dynamicFieldBcsKey, dynamicFieldNameKey, namespaceScope, type BlobIndexHead, type BlobIndexPage } from "./state-keys.ts";
 import { ChainStateStore } from "./state-store.ts";
-import { buildSignedTx, deriveBlobObjectId, signOwnTransaction, txDigestBytes, type VerifiedTx } from "./tx.ts";
+import { buildSignedTx, deriveBlobObjectId, signOwnTransaction, txBody, txDigestBytes, type VerifiedTx } from "./tx.ts";
 import { decide } from "./decide.ts";
 import { blobIdFromString, blobIdToU256, type WalrusRegistration } from "./walrus-layouts.ts";
 import { StateView } from "./state-view.ts";
@@ -123,13 +122,6 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
     this.serverTransactions = this.ownTransactions;
   }
 
-  /** A transaction body this process signs and pays for itself, valid TX_CLOCK_SKEW_MS either side of now. */
-  private ownBody<K extends CallKind>(kind: K, sender: SecretKeyInput, args: TxArgs[K]): TxBody<K> {
-    const now = Date.now();
-    const nonce = randomBytes(4).readUInt32LE(0);
-    return { chain: this.network, kind, sender: keypairFromSecret(sender).address, nonce, valid_from_ms: now - TX_CLOCK_SKEW_MS, valid_until_ms: now + TX_CLOCK_SKEW_MS, args };
-  }
-
   /**
    * Opens the ledger on an event log (or a bare NATS connection, creating the streams if CHAIN is missing), catches
    * the state up with the stream and, on an empty ledger with an operator key, writes the genesis.
@@ -198,7 +190,7 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
     const args = { package_id: this.packageId, records };
     const executed =
       this.serverTransactions === this.ownTransactions && records.every(isCanonicalRecord)
-        ? await run(this.ledger.submitOwn(encoded(() => signOwnTransaction(this.ownBody("record_blob", walletSecretKey, args), this.target, walletSecretKey))))
+        ? await run(this.ledger.submitOwn(encoded(() => signOwnTransaction(txBody({ target: this.target, kind: "record_blob", args, sender: keypairFromSecret(walletSecretKey).address }), this.target, walletSecretKey))))
         : await this.serverTransactions.execute(encoded(() => encodeTransactionKind("record_blob", args, this.target)), walletSecretKey);
     // Executed directly, the ledger's outcome names the blobs the transaction created; the others were recorded
     // before it (record_blob is a no-op for a known owner and blob id), and a sponsored execution answers with its

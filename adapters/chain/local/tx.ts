@@ -46,10 +46,10 @@ export interface UnsignedTxInput<K extends CallKind> {
   readonly timestampMs?: number;
 }
 
-/** The `TransactionData` bytes of one ledger transaction, unsigned. Throws when the args cannot be encoded. */
-export function buildTransactionBytes<K extends CallKind>(input: UnsignedTxInput<K>): Uint8Array {
+/** The body of one ledger transaction: a fresh nonce, valid TX_CLOCK_SKEW_MS either side of its build time. */
+export function txBody<K extends CallKind>(input: UnsignedTxInput<K>): TxBody<K> {
   const at = input.timestampMs ?? Date.now();
-  const body: TxBody<K> = {
+  return {
     chain: input.target.network,
     kind: input.kind,
     sender: input.sender,
@@ -59,7 +59,11 @@ export function buildTransactionBytes<K extends CallKind>(input: UnsignedTxInput
     valid_until_ms: at + TX_CLOCK_SKEW_MS,
     args: input.args,
   };
-  return encodeTransactionData(body, input.target);
+}
+
+/** The `TransactionData` bytes of one ledger transaction, unsigned. Throws when the args cannot be encoded. */
+export function buildTransactionBytes<K extends CallKind>(input: UnsignedTxInput<K>): Uint8Array {
+  return encodeTransactionData(txBody(input), input.target);
 }
 
 export interface BuildTxInput<K extends CallKind> extends Omit<UnsignedTxInput<K>, "sender" | "gasOwner"> {
