@@ -13,9 +13,20 @@ import { suiNodeClient, transportOf, type SuiNodeUrls } from "../adapters/chain/
 import { createEnvelopeEncryption } from "../adapters/encryption/envelope.ts";
 import { parseServerConfigs, thresholdFromEnv } from "../adapters/encryption/config.ts";
 import { createEmbedder } from "../adapters/embeddings/select.ts";
-import { startRelayer, type RelayerRoles } from "./relayer-stack.ts";
+import { startRelayer, type RelayerPorts, type RelayerRoles } from "./relayer-stack.ts";
 
-export async function startWorker(config: RelayerConfig, roles: RelayerRoles, logger: Logger, env: Record<string, string | undefined> = process.env, onSidecarLost?: () => void) {
+/**
+ * `adaptPorts` wraps the ports built from the operator variables before the roles start (the bench's pipeline floor
+ * stands in for the blob store and the chain record with it, bench/pipeline-floor-worker.ts).
+ */
+export async function startWorker(
+  config: RelayerConfig,
+  roles: RelayerRoles,
+  logger: Logger,
+  env: Record<string, string | undefined> = process.env,
+  onSidecarLost?: () => void,
+  adaptPorts: (ports: RelayerPorts) => RelayerPorts = (ports) => ports,
+) {
   if (!config.databaseUrl) throw new Error("DATABASE_URL is required");
   const servers = parseServerConfigs(env);
   if (!servers?.length) throw new Error("ENCRYPTION_SERVER_CONFIGS is required");
@@ -37,7 +48,8 @@ export async function startWorker(config: RelayerConfig, roles: RelayerRoles, lo
   });
   const blobs = blobPortFrom(config);
   const embedder = createEmbedder({ kind: config.embedder, dims: config.embeddingDims, apiBase: config.embeddingApiBase, apiKey: config.embeddingApiKey, model: config.embeddingModel });
-  const relayer = await startRelayer({ config, log, db, ports: { chain, encryption, blobs, embedder, ...(config.sponsorPrivateKey ? { sponsor: { chain, key: config.sponsorPrivateKey } } : {}) }, logger, roles, env, onSidecarLost });
+  const ports = adaptPorts({ chain, encryption, blobs, embedder, ...(config.sponsorPrivateKey ? { sponsor: { chain, key: config.sponsorPrivateKey } } : {}) });
+  const relayer = await startRelayer({ config, log, db, ports, logger, roles, env, onSidecarLost });
   return {
     relayer,
     chain,

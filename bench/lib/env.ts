@@ -9,7 +9,7 @@ import { createPool, type Db } from "../../db/pool.ts";
 import { createTestDatabase, type TestDatabase } from "../../test/support/postgres.ts";
 import { MemrelayClient } from "../../client/memrelay-client.ts";
 import { createDelegateSession } from "../../adapters/encryption/session.ts";
-import { MemorySampler, pidsByCmdline, startNats, startServices, startWorker, type IdentityWire, type NatsProc, type ServicesProc, type WorkerProc } from "./processes.ts";
+import { MemorySampler, pidsByCmdline, repoRoot, startNats, startServices, startWorker, type IdentityWire, type NatsProc, type ServicesProc, type WorkerProc } from "./processes.ts";
 
 export type Role = "gateway" | "actors" | "projections" | "mcp";
 
@@ -81,6 +81,19 @@ export class BenchEnv {
     const w = await startWorker(role, { ...this.workerEnv, ...extraEnv }, join(this.dir, "logs"), this.opts.workerNodeArgs ?? []);
     this.workers.set(role, w);
     this.sampler.track(this.memLabel(role), w.pid);
+    return w;
+  }
+
+  /**
+   * The actor host with the blob store and the chain record stood in by no-I/O ports (bench/pipeline-floor-worker.ts),
+   * in the "actors" slot: stopRole("actors") stops it.
+   */
+  async startPipelineFloorActors(): Promise<WorkerProc> {
+    if (this.workers.has("actors")) throw new Error("the actor host is running: stop it before starting the pipeline floor's");
+    const entry = [join(repoRoot, "bench", "pipeline-floor-worker.ts")];
+    const w = await startWorker("actors", this.workerEnv, join(this.dir, "logs"), ["--import", "tsx", ...(this.opts.workerNodeArgs ?? [])], entry);
+    this.workers.set("actors", w);
+    this.sampler.track(`${this.memLabel("actors")} (pipeline floor)`, w.pid);
     return w;
   }
 

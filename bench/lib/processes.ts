@@ -70,11 +70,14 @@ export interface WorkerProc extends Proc {
   readonly port: number;
 }
 
-/** `node bin/memrelay.mjs worker --roles <roles>` with the stack's worker env; resolves once it prints "ready". */
-export async function startWorker(roles: string, env: Record<string, string>, logDir: string, nodeArgs: string[] = []): Promise<WorkerProc> {
+/**
+ * `node bin/memrelay.mjs worker --roles <roles>` with the stack's worker env (or `entry`, a script printing "ready" the
+ * same way); resolves once it prints "ready".
+ */
+export async function startWorker(roles: string, env: Record<string, string>, logDir: string, nodeArgs: string[] = [], entry: string[] = [bin, "worker", "--roles", roles]): Promise<WorkerProc> {
   const logFile = join(logDir, `worker-${roles.replace(/,/g, "+")}-${Date.now()}.log`);
   const log = createWriteStream(logFile);
-  const child = spawn(process.execPath, [...nodeArgs, bin, "worker", "--roles", roles], {
+  const child = spawn(process.execPath, [...nodeArgs, ...entry], {
     env: { ...process.env, PORT: "0", LOG_FORMAT: "json", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -121,7 +121,48 @@ async function runMem0(ctx: Ctx, dims: number, n: number, searches: number): Pro
   }
 }
 
-async function runMemrelay(ctx: Ctx, env: BenchEnv, texts: string[], qs: string[]): Promise<Side & { accepted: Accepted }> {
+/**
+ * `texts` remembered by 16 clients, each waiting until its memory is recallable (one request: `rememberAndWait`), in a
+ * CPU window; with the round trips per memory, which do not depend on the machine's load, unlike its times.
+ */
+async function rememberToDone(ctx: Ctx, env: BenchEnv, clients: readonly MemrelayClient[], texts: readonly string[], namespace: string, label: string): Promise<Side["add"]> {
+  await ctx.quiet();
+  log(`peer: ${label}, ${texts.length} memories, ${WRITERS} clients ...`);
+  const [n0, s0, x0] = await Promise.all([env.natsCounters(), env.streamSeqs(), pgTransactions(env)]);
+  const w = await ctx.cpuWindow(() => closedOps(texts.length, WRITERS, async (i) => {
+    const j = await clients[i % clients.length]!.rememberAndWait(texts[i]!, namespace, 120_000);
+    if (j.status !== "done") throw new Error(`job ${j.status}: ${j.error ?? ""}`);
+  }));
+  // Postgres publishes a backend's counters when it goes idle, at most once a second.
+  await sleep(1_500);
+  const [n1, s1, x1] = await Promise.all([env.natsCounters(), env.streamSeqs(), pgTransactions(env)]);
+  const trips = `NATS ${natsPerOp(n0, n1, texts.length)}; appends ${appendsPerOp(s0, s1, texts.length)}; Postgres transactions ${((x1 - x0) / texts.length).toFixed(1)}`;
+  const perOp = w.perOp(texts.length);
+  log(`  per memory: ${trips}`);
+  log(`  CPU ms per memory: ${perOp}`);
+  if (w.result.firstError) log(`  first error: ${w.result.firstError}`);
+  return { rate: texts.length / w.result.seconds, s: summarize(w.result.latencies), errors: w.result.errors, perOp, trips };
+}
+
+/**
+ * The same workload through the pipeline floor: the actor host with the blob upload and the chain record stood in by
+ * ports that do no I/O (bench/pipeline-floor-worker.ts), everything else as above. Runs after the accepted remembers,
+ * which stop the actor host; the floor's own is stopped at the end.
+ */
+async function pipelineFloor(ctx: Ctx, env: BenchEnv, clients: readonly MemrelayClient[], texts: readonly string[]): Promise<Side["add"]> {
+  await env.startPipelineFloorActors();
+  try {
+    await Promise.all(clients.map(async (c) => {
+      const j = await c.rememberAndWait("warm-up", "peer-floor", 60_000);
+      if (j.status !== "done") throw new Error(`pipeline floor warm-up: job ${j.status}: ${j.error ?? ""}`);
+    }));
+    return await rememberToDone(ctx, env, clients, texts, "peer-floor", "memrelay pipeline floor (blob upload and chain record stood in) remember → done");
+  } finally {
+    await env.stopRole("actors");
+  }
+}
+
+async function runMemrelay(ctx: Ctx, env: BenchEnv, texts: string[], qs: string[]): Promise<Side & { accepted: Accepted; floor: Side["add"] }> {
   const users = await Promise.all(Array.from({ length: USERS }, (_, i) => env.identity(`peer-${i}`)));
   const clients: MemrelayClient[] = await Promise.all(users.map((u) => env.client(u, undefined, true)));
   // Warm-up per user: a remember to done and a recall (each user's first recall fetches its decryption keys).
@@ -130,27 +171,15 @@ async function runMemrelay(ctx: Ctx, env: BenchEnv, texts: string[], qs: string[
     await c.waitForJob(job_id);
     await c.recall("warm-up", { namespace: "peer", limit: 10 });
   }));
-  await ctx.quiet();
-  log(`peer: memrelay remember → done, ${texts.length} memories, ${WRITERS} clients ...`);
-  // Round trips per memory do not depend on the machine's load, unlike its times: counted around the window.
-  const [n0, s0, x0] = await Promise.all([env.natsCounters(), env.streamSeqs(), pgTransactions(env)]);
-  const add = await ctx.cpuWindow(() => closedOps(texts.length, WRITERS, async (i) => {
-    const j = await clients[i % USERS].rememberAndWait(texts[i], "peer", 120_000);
-    if (j.status !== "done") throw new Error(`job ${j.status}: ${j.error ?? ""}`);
-  }));
-  // Postgres publishes a backend's counters when it goes idle, at most once a second.
-  await sleep(1_500);
-  const [n1, s1, x1] = await Promise.all([env.natsCounters(), env.streamSeqs(), pgTransactions(env)]);
-  const trips = `NATS ${natsPerOp(n0, n1, texts.length)}; appends ${appendsPerOp(s0, s1, texts.length)}; Postgres transactions ${((x1 - x0) / texts.length).toFixed(1)}`;
-  log(`  per memory: ${trips}`);
-  log(`  CPU ms per memory: ${add.perOp(texts.length)}`);
-  if (add.result.firstError) log(`  first error: ${add.result.firstError}`);
+  const add = await rememberToDone(ctx, env, clients, texts, "peer", "memrelay remember → done");
   log(`peer: memrelay recall, ${qs.length} queries, ${READERS} clients ...`);
   const search = await ctx.cpuWindow(() => closedOps(qs.length, READERS, (i) => clients[i % USERS].recall(qs[i], { namespace: "peer", limit: 10 })));
   const accepted = await acceptedRemembers(ctx, env, users, texts);
+  const floor = await pipelineFloor(ctx, env, clients, texts);
   return {
     accepted,
-    add: { rate: texts.length / add.result.seconds, s: summarize(add.result.latencies), errors: add.result.errors, perOp: add.perOp(texts.length), trips },
+    floor,
+    add,
     search: { rate: qs.length / search.result.seconds, s: summarize(search.result.latencies), errors: search.result.errors, perOp: search.perOp(qs.length) },
   };
 }
@@ -169,7 +198,7 @@ export async function peerSection(ctx: Ctx): Promise<SectionResult> {
   const texts = memoryTexts(n, 120_000);
   const qs = queries(ctx.n(1_000, 200), 0);
   const m = await runMemrelay(ctx, env, texts, qs);
-  log(`  memrelay: done ${rate(m.add.rate, "/s")} (${latencyLine(m.add.s)}), recall ${rate(m.search.rate, "/s")} (${latencyLine(m.search.s)})`);
+  log(`  memrelay: done ${rate(m.add.rate, "/s")} (${latencyLine(m.add.s)}), recall ${rate(m.search.rate, "/s")} (${latencyLine(m.search.s)}); pipeline floor: done ${rate(m.floor.rate, "/s")} (${latencyLine(m.floor.s)})`);
   const p = await runMem0(ctx, env.services.embedderDims, n, qs.length);
   log(`  mem0: add ${rate(p.add.rate, "/s")} (${latencyLine(p.add.s)}), search ${rate(p.search.rate, "/s")} (${latencyLine(p.search.s)})`);
   const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}×`;
@@ -179,6 +208,10 @@ export async function peerSection(ctx: Ctx): Promise<SectionResult> {
     { metric: "memrelay round trips per memory (remember → done)", measured: m.add.trips ?? "" },
     { metric: "remember → done throughput ÷ mem0 add", target: "≥ 1.0×", measured: ratio(m.add.rate, p.add.rate), pass: m.add.rate >= p.add.rate && m.add.errors === 0 },
     { metric: "remember → done p99 ÷ mem0 add p99", target: "≤ 2×", measured: ratio(m.add.s.p99, p.add.s.p99), pass: m.add.s.p99 <= 2 * p.add.s.p99 },
+    { metric: `memrelay pipeline floor: remember → done, ${WRITERS} clients, blob upload and chain record stood in by no-I/O ports`, measured: `${rate(m.floor.rate, "/s")}; ${latencyLine(m.floor.s)}; ${m.floor.errors} errors; CPU ms per memory: ${m.floor.perOp}` },
+    { metric: "memrelay pipeline floor round trips per memory", measured: m.floor.trips ?? "" },
+    { metric: "pipeline floor throughput ÷ mem0 add (what the goal above could reach at most with free blob uploads and chain records)", measured: ratio(m.floor.rate, p.add.rate) },
+    { metric: "remember → done throughput ÷ pipeline floor (the share the blob upload and chain record leave)", measured: ratio(m.add.rate, m.floor.rate) },
     { metric: `memrelay accepted remembers (202), ${ACCEPT_CONNECTIONS} connections, actor host stopped`, measured: `${rate(m.accepted.rate, "/s")}; ${latencyLine(m.accepted.s)}; ${m.accepted.errors} errors; CPU ms per request: ${m.accepted.perOp}` },
     { metric: "accepted remembers ÷ mem0 add", target: "≥ 3×", measured: ratio(m.accepted.rate, p.add.rate), pass: m.accepted.rate >= 3 * p.add.rate && m.accepted.errors === 0 },
     { metric: `mem0 search, ${READERS} clients, 10 results`, measured: `${rate(p.search.rate, "/s")}; ${latencyLine(p.search.s)}; CPU ms per search: ${p.search.perOp}` },
@@ -196,6 +229,7 @@ export async function peerSection(ctx: Ctx): Promise<SectionResult> {
       `${n} memories over ${USERS} users (memrelay: ${USERS} accounts, one namespace each), ${qs.length} recalls; the same texts and queries for both; hashing embedder (${env.services.embedderDims} dims) for both, served to mem0 over HTTP by the bench.`,
       "mem0 3.3.1 OSS: pgvector on a fresh database of the same Postgres, history off, no language model (infer: false), as a library in its own process (bench/peer-mem0.ts: its row is mem0 and its load loop). memrelay: the gateway, actor host and projections in their own processes; each client remembers and waits in one request (`POST /api/remember?wait=`, the TypeScript client's `rememberAndWait`), long polling only if that wait ran out.",
       `Accepted remembers: ${ACCEPT_CONNECTIONS} keep-alive connections of signed POST /api/remember (requests signed before the window, the 10 users' keys), with the actor host stopped so that the gateway is measured alone, as in section 1 phase A (commands queue on CMD and are purged afterwards); mem0's add rate is the one above.`,
+      "Pipeline floor: the same 2,000 memories and clients (another namespace) after the actor host is replaced by bench/pipeline-floor-worker.ts — the production actor host (command consumer, remember-job machine, embedder, envelope encryption, event appends, lexical terms) whose blob upload answers the bytes' SHA-256 without storing them and whose chain record answers the derived blob objects without a transaction. The gateway, projections, NATS and Postgres are the run's own. It bounds what batching the blob uploads and chain records (issue 15's levers) could bring: at most the floor's rate.",
     ],
     data: { mem0: p, memrelay: m },
   };
