@@ -108,7 +108,9 @@ async function runMem0(ctx: Ctx, dims: number, n: number, searches: number): Pro
         return JSON.parse(await expectLine(`done ${name}`)) as ClosedOpsResult;
       });
       if (w.result.firstError) log(`  first error: ${w.result.firstError}`);
-      return { rate: ops / w.result.seconds, s: summarize(w.result.latencies), errors: w.result.errors, perOp: w.perOp(ops) };
+      const perOp = w.perOp(ops);
+      log(`  CPU ms per operation: ${perOp}`);
+      return { rate: ops / w.result.seconds, s: summarize(w.result.latencies), errors: w.result.errors, perOp };
     };
     const add = await phase("add", n);
     const search = await phase("search", searches);
