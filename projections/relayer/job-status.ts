@@ -1,6 +1,6 @@
 // The remember-job status read model: latest status per job, for polling. Owner-scoped reads only.
 import type { Projection } from "../runtime.ts";
-import type { Db, Tx } from "../../db/pool.ts";
+import { prepared, type Db, type Tx } from "../../db/pool.ts";
 import { JOB_EVENTS, type JobAccepted, type JobFailed, type JobOutcome, type JobStatus, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
 import { JOB_OUTCOMES } from "../../eventlog/subjects.ts";
 import { storableText } from "../../schemas/text.ts";
@@ -80,7 +80,7 @@ export const jobStatusProjection: Projection = {
     if (!rows.size) return;
     const list = await copyNewJobs(tx, [...rows.values()]);
     if (!list.length) return;
-    await tx.query(
+    await tx.query(prepared(
       `INSERT INTO remember_jobs AS j (job_id, owner, namespace, status, blob_id, error, done_seq, updated_at)
        SELECT id, coalesce(o, ''), coalesce(ns, 'default'), st, b, e, ds, now()
        FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[]) AS u(id, o, ns, st, b, e, ds)
@@ -90,7 +90,7 @@ export const jobStatusProjection: Projection = {
          status = EXCLUDED.status, blob_id = coalesce(EXCLUDED.blob_id, j.blob_id), error = EXCLUDED.error,
          done_seq = coalesce(EXCLUDED.done_seq, j.done_seq), updated_at = now()`,
       [list.map((r) => r.job_id), list.map((r) => r.owner ?? null), list.map((r) => r.namespace ?? null), list.map((r) => r.status), list.map((r) => r.blob_id ?? null), list.map((r) => r.error ?? null), list.map((r) => r.done_seq ?? null)],
-    );
+    ));
   },
   // The jobs this batch finished, for long polls (projections/relayer/job-lookup.ts).
   announce: (applied) => {

@@ -16,7 +16,7 @@
 // Document frequencies are counted from the postings a query reads (the same index range), so they are exact per
 // namespace and cost no write.
 import { carriesEventTypes, type Projection } from "../runtime.ts";
-import type { Db, Tx } from "../../db/pool.ts";
+import { prepared, type Db, type Tx } from "../../db/pool.ts";
 import type { EventEnvelope } from "../../schemas/envelope.ts";
 import { JOB_EVENTS, type JobIndexed } from "../../schemas/relayer/remember-job.ts";
 import { MEMORY_EVENTS, type MemoryForgotten, type MemoryRestored } from "../../schemas/relayer/memory-maintenance.ts";
@@ -92,14 +92,14 @@ class DocBatch {
     const pairs = [...new Map(docs.map((d) => [key(d), d] as const)).values()];
     const owners = pairs.map((d) => d.owner);
     const names = pairs.map((d) => d.namespace);
-    const ns = await tx.query<{ ns_id: number; owner: string; namespace: string }>(
+    const ns = await tx.query<{ ns_id: number; owner: string; namespace: string }>(prepared(
       `WITH x AS (SELECT * FROM unnest($1::text[], $2::text[]) AS x(owner, namespace)),
             ins AS (INSERT INTO lexical_namespaces (owner, namespace) SELECT owner, namespace FROM x
                     ON CONFLICT (owner, namespace) DO NOTHING RETURNING ns_id, owner, namespace)
        SELECT ns_id, owner, namespace FROM ins
        UNION ALL SELECT n.ns_id, n.owner, n.namespace FROM lexical_namespaces n JOIN x ON n.owner = x.owner AND n.namespace = x.namespace`,
       [owners, names],
-    );
+    ));
     const nsId = new Map<string, number>(ns.rows.map((r) => [`${r.owner}\u0000${r.namespace}`, r.ns_id]));
     if (await appendInOrder(tx, docs.map((d) => ({ ...d, nsId: nsId.get(key(d))! })))) return;
     // Documents: a memory already indexed (redelivery, a restore of an indexed blob) keeps its row.
@@ -161,7 +161,7 @@ const compareOrder = (a: { us: number; position: number; id: string }, b: { us: 
 async function appendInOrder(tx: Tx, batch: readonly (DocIn & { nsId: number })[]): Promise<boolean> {
   // A memory already indexed (redelivery, a restore of an indexed blob) keeps its row; within a batch the first wins.
   const ids = [...new Set(batch.map((d) => d.memoryId.toLowerCase()))];
-  const known = new Set((await tx.query<{ id: string }>("SELECT memory_id::text AS id FROM lexical_docs WHERE memory_id = ANY($1::uuid[])", [ids])).rows.map((r) => r.id));
+  const known = new Set((await tx.query<{ id: string }>(prepared("SELECT memory_id::text AS id FROM lexical_docs WHERE memory_id = ANY($1::uuid[])", [ids]))).rows.map((r) => r.id));
   const fresh: { d: DocIn & { nsId: number }; us: number; position: number; id: string }[] = [];
   for (const d of batch) {
     const id = d.memoryId.toLowerCase();
@@ -173,14 +173,14 @@ async function appendInOrder(tx: Tx, batch: readonly (DocIn & { nsId: number })[
   }
   if (!fresh.length) return true;
   const nsIds = [...new Set(fresh.map((f) => f.d.nsId))];
-  const tails = await tx.query<{ ns_id: number; docs: number; us: string | null; position: number | null; id: string | null }>(
+  const tails = await tx.query<{ ns_id: number; docs: number; us: string | null; position: number | null; id: string | null }>(prepared(
     `SELECT n.ns_id, n.docs, (extract(epoch FROM t.submitted_at) * 1000000)::bigint AS us, t.position, t.memory_id::text AS id
      FROM lexical_namespaces n LEFT JOIN LATERAL (
        SELECT submitted_at, position, memory_id FROM lexical_docs d WHERE d.ns_id = n.ns_id
        ORDER BY submitted_at DESC, position DESC, memory_id DESC LIMIT 1) t ON true
      WHERE n.ns_id = ANY($1::int[])`,
     [nsIds],
-  );
+  ));
   const tail = new Map(tails.rows.map((r) => [r.ns_id, r] as const));
   fresh.sort((a, b) => a.d.nsId - b.d.nsId || compareOrder(a, b));
   for (let i = 0; i < fresh.length; i++) {
@@ -189,14 +189,14 @@ async function appendInOrder(tx: Tx, batch: readonly (DocIn & { nsId: number })[
     const t = tail.get(f.d.nsId)!;
     if (t.us !== null && compareOrder(f, { us: Number(t.us), position: t.position!, id: t.id! }) <= 0) return false;
   }
-  const drawn = await tx.query<{ doc: string }>("SELECT nextval(pg_get_serial_sequence('lexical_docs', 'doc')) AS doc FROM generate_series(1, $1)", [fresh.length]);
+  const drawn = await tx.query<{ doc: string }>(prepared("SELECT nextval(pg_get_serial_sequence('lexical_docs', 'doc')) AS doc FROM generate_series(1, $1)", [fresh.length]));
   const next = new Map(nsIds.map((id) => [id, tail.get(id)!.docs] as const));
   const placed = fresh.map((f, i) => {
     const pos = next.get(f.d.nsId)!;
     next.set(f.d.nsId, pos + 1);
     return { doc: Number(drawn.rows[i].doc), nsId: f.d.nsId, terms: f.d.terms, pos, f };
   });
-  await tx.query(
+  await tx.query(prepared(
     `WITH ins AS (
        INSERT INTO lexical_docs (doc, ns_id, memory_id, submitted_at, position, len, pos) OVERRIDING SYSTEM VALUE
        SELECT * FROM unnest($1::bigint[], $2::int[], $3::uuid[], $4::timestamptz[], $5::int[], $6::smallint[], $7::int[])
@@ -212,7 +212,7 @@ async function appendInOrder(tx: Tx, batch: readonly (DocIn & { nsId: number })[
       placed.map((p) => p.terms.len),
       placed.map((p) => p.pos),
     ],
-  );
+  ));
   await copyPostings(tx, placed);
   return true;
 }

@@ -7,7 +7,7 @@ import { inTransaction, type Db, type Tx } from "../../db/pool.ts";
 import { JOB_EVENTS, type JobIndexed } from "../../schemas/relayer/remember-job.ts";
 import { decodeVectorF32 } from "../../schemas/vector-wire.ts";
 import { MEMORY_EVENTS } from "../../schemas/relayer/memory-maintenance.ts";
-import { RowBatch, addRegistered, addRestored, applyForgotten, migrateMaintenance, resetMaintenance } from "./memory-maintenance.ts";
+import { HalfvecOid, RowBatch, addRegistered, addRestored, applyForgotten, migrateMaintenance, resetMaintenance } from "./memory-maintenance.ts";
 
 export const MEMORY_INDEX = "memory_index";
 /** The one subject filter the memory index follows (maintenance events share it: schemas/relayer/memory-maintenance.ts). */
@@ -62,6 +62,7 @@ async function rebuildIfEmbedderChanged(db: Db, dims: number, embedder: string |
 
 /** `embedder`: the name of the embedder that makes the vectors (a change of name or dimensions rebuilds the index). */
 export function memoryIndexProjection(dims: number, embedder?: string): Projection {
+  const halfvecOid = new HalfvecOid();
   return {
     name: MEMORY_INDEX,
     filter: MEMORY_INDEX_FILTER,
@@ -101,7 +102,7 @@ export function memoryIndexProjection(dims: number, embedder?: string): Projecti
     apply: async (tx: Tx, events) => {
       // In log order: inserts are batched, and a forget flushes what precedes it, so it deletes exactly the rows
       // indexed before it (maintenance events: projections/relayer/memory-maintenance.ts).
-      const batch = new RowBatch(dims);
+      const batch = new RowBatch(dims, halfvecOid);
       for (const { event } of events) {
         switch (event.type) {
           case JOB_EVENTS.indexed: {

@@ -8,7 +8,7 @@
 //   memory_forgets          (event id → deleted count)              answers of forget calls
 //   memory_forget_horizons  ((owner, namespace) → last forget time) what a default restore leaves out; grow-only,
 //                           kept across rebuilds (see resetMaintenance)
-import type { Db, Tx } from "../../db/pool.ts";
+import { prepared, type Db, type Tx } from "../../db/pool.ts";
 import { halfvecArrayBinary, halfvecBinary } from "../../db/halfvec.ts";
 import { COPY_MIN_ROWS, copyBinary, encodeBinaryCopy, exactEpochMicros, isCanonicalUuid } from "../../db/copy-binary.ts";
 import type { EventEnvelope } from "../../schemas/envelope.ts";
@@ -32,11 +32,32 @@ export async function resetMaintenance(tx: Tx): Promise<void> {
 }
 
 /**
+ * halfvec's type oid, which a binary halfvec[] names for its elements: read once per projection, not once per batch.
+ * It only changes when the vector extension is dropped and created again; an insert failing then forgets it, so the
+ * batch's retry reads it anew.
+ */
+export class HalfvecOid {
+  private oid?: number;
+
+  async get(tx: Tx): Promise<number> {
+    return (this.oid ??= (await tx.query<{ oid: number }>("SELECT 'halfvec'::regtype::oid::int AS oid")).rows[0]!.oid);
+  }
+
+  forget(): void {
+    this.oid = undefined;
+  }
+}
+
+const INSERT_MEMORIES = `INSERT INTO memories (id, blob_id, owner, namespace, vector, created_at, importance, size)
+  SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::halfvec[], $6::timestamptz[], $7::real[], $8::int[])
+  ON CONFLICT DO NOTHING`;
+
+/**
  * Column arrays of a multi-row insert into `memories`. A row whose vector has other dimensions than the index (made by
  * an embedder the index no longer uses) is left out: its memory comes back by a restore, which re-embeds it.
  */
 export class RowBatch {
-  constructor(private readonly dims: number) {}
+  constructor(private readonly dims: number, private readonly halfvecOid: HalfvecOid) {}
   skipped = 0;
   readonly ids: string[] = [];
   readonly blobs: string[] = [];
@@ -74,13 +95,11 @@ export class RowBatch {
     if (!this.length) return;
     if (this.length < COPY_MIN_ROWS || !(await this.copyNew(tx))) {
       // Vectors travel as one binary halfvec[] (db/halfvec.ts), which names its element type by oid.
-      const oid = (await tx.query<{ oid: number }>("SELECT 'halfvec'::regtype::oid::int AS oid")).rows[0].oid;
-      await tx.query(
-        `INSERT INTO memories (id, blob_id, owner, namespace, vector, created_at, importance, size)
-         SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::halfvec[], $6::timestamptz[], $7::real[], $8::int[])
-         ON CONFLICT DO NOTHING`,
-        [this.ids, this.blobs, this.owners, this.namespaces, halfvecArrayBinary(oid, this.vectors), this.created, this.importance, this.sizes],
-      );
+      const vectors = halfvecArrayBinary(await this.halfvecOid.get(tx), this.vectors);
+      await tx.query(prepared(INSERT_MEMORIES, [this.ids, this.blobs, this.owners, this.namespaces, vectors, this.created, this.importance, this.sizes])).catch((err: unknown) => {
+        this.halfvecOid.forget();
+        throw err;
+      });
     }
     for (const a of [this.ids, this.blobs, this.owners, this.namespaces, this.vectors, this.created, this.importance, this.sizes]) a.length = 0;
   }
