@@ -26,23 +26,36 @@ export interface JobView {
 interface SnapshotShape { seq: number; value: JobStatus; context: { owner: string; namespace: string; blob_id?: string; error?: string } }
 
 /**
- * The jobs of one owner as the read model has them. Done means recallable: until the memory and lexical indexes have
+ * Jobs by id and owner as the read model has them. Done means recallable: until the memory and lexical indexes have
  * applied the indexing commit, the job still reads uploaded. A commit of the job that an index set aside
  * (dead_letters) means it will never be recallable: failed. Prepared: every long poll runs it, and planning it cost
  * Postgres several times what executing it does.
  */
 const FIND_JOBS = `WITH cp AS (SELECT coalesce(min(seq), 0) AS seq FROM projection_checkpoints WHERE name = ANY($3::text[]))
-  SELECT job_id::text, owner, namespace, blob_id, coalesce(j.error, 'set aside by ' || d.projection || ': ' || d.error) AS error,
+  SELECT j.job_id::text, j.owner, j.namespace, j.blob_id, coalesce(j.error, 'set aside by ' || d.projection || ': ' || d.error) AS error,
          CASE WHEN d.projection IS NOT NULL THEN 'failed'
-              WHEN status = 'done' AND done_seq > cp.seq THEN 'uploaded' ELSE status END AS status,
-         CASE WHEN d.projection IS NULL AND status = 'done' AND done_seq > cp.seq THEN done_seq END AS unindexed_seq
-  FROM remember_jobs j CROSS JOIN cp
-  LEFT JOIN LATERAL (SELECT projection, error FROM dead_letters WHERE aggregate = 'job.' || j.job_id::text AND projection = ANY($3::text[]) LIMIT 1) d ON true
-  WHERE job_id = ANY($1::uuid[]) AND owner = $2`;
+              WHEN j.status = 'done' AND j.done_seq > cp.seq THEN 'uploaded' ELSE j.status END AS status,
+         CASE WHEN d.projection IS NULL AND j.status = 'done' AND j.done_seq > cp.seq THEN j.done_seq END AS unindexed_seq
+  FROM unnest($1::uuid[], $2::text[]) AS w(job_id, owner)
+  JOIN remember_jobs j ON j.job_id = w.job_id AND j.owner = w.owner
+  CROSS JOIN cp
+  LEFT JOIN LATERAL (SELECT projection, error FROM dead_letters WHERE aggregate = 'job.' || j.job_id::text AND projection = ANY($3::text[]) LIMIT 1) d ON true`;
 
 const FINAL: readonly JobStatus[] = ["done", "failed"];
 /** A long poll reads the job again this often while no outcome was announced (one announced before it registered). */
 const SAFETY_RECHECK_MS = 250;
+
+interface JobRead {
+  readonly id: string;
+  readonly owner: string;
+}
+
+interface QueuedRead extends JobRead {
+  readonly resolve: (found: Found | undefined) => void;
+  readonly reject: (err: unknown) => void;
+}
+
+const readKey = (id: string, owner: string) => `${id} ${owner}`;
 
 interface Found {
   readonly view: JobView;
@@ -91,6 +104,8 @@ export class JobLookup {
   private readonly store: EventStore;
   /** Long polls in progress by job id (several may wait on one job). */
   private readonly waiting = new Map<string, Set<OutcomeWaiter>>();
+  /** Single-job reads waiting for this turn's query (see find). */
+  private reads: QueuedRead[] = [];
 
   constructor(
     private readonly db: Db,
@@ -167,28 +182,49 @@ export class JobLookup {
   }
 
   async many(ids: readonly string[], owner: string): Promise<Map<string, JobView>> {
-    const found = new Map<string, JobView>();
-    for (const [id, f] of await this.findMany(ids, owner)) found.set(id, f.view);
-    return found;
+    const found = await this.findMany(ids.map((id) => ({ id, owner })));
+    const views = new Map<string, JobView>();
+    for (const id of ids) {
+      const f = found.get(readKey(id, owner));
+      if (f) views.set(id, f.view);
+    }
+    return views;
   }
 
-  /** The job as `one` answers it, and, when it is done but not yet recallable, the sequence the indexes must reach. */
-  private async find(id: string, owner: string): Promise<Found | undefined> {
-    return (await this.findMany([id], owner)).get(id);
+  /**
+   * The job as `one` answers it, and, when it is done but not yet recallable, the sequence the indexes must reach.
+   * The reads asked for in one turn of the event loop go to Postgres as one query: the long polls of the jobs one
+   * batch finished wake on the same announcement.
+   */
+  private find(id: string, owner: string): Promise<Found | undefined> {
+    return new Promise((resolve, reject) => {
+      if (!this.reads.length) setImmediate(() => this.readQueued());
+      this.reads.push({ id, owner, resolve, reject });
+    });
   }
 
-  private async findMany(ids: readonly string[], owner: string): Promise<Map<string, Found>> {
+  private readQueued(): void {
+    const reads = this.reads;
+    this.reads = [];
+    this.findMany(reads).then(
+      (found) => reads.forEach((r) => r.resolve(found.get(readKey(r.id, r.owner)))),
+      (err) => reads.forEach((r) => r.reject(err)),
+    );
+  }
+
+  /** Jobs by id for their owners (another owner's job is not found), keyed by readKey: the read model, then the log. */
+  private async findMany(wanted: readonly JobRead[]): Promise<Map<string, Found>> {
     const found = new Map<string, Found>();
-    if (!ids.length) return found;
+    if (!wanted.length) return found;
     const r = await this.db.query<{ job_id: string; status: JobStatus; owner: string; namespace: string; blob_id: string | null; error: string | null; unindexed_seq: string | null }>(
-      prepared(FIND_JOBS, [ids, owner, RECALL_INDEXES]),
+      prepared(FIND_JOBS, [wanted.map((w) => w.id), wanted.map((w) => w.owner), RECALL_INDEXES]),
     );
     for (const row of r.rows) {
-      found.set(row.job_id, { view: clean({ ...row, blob_id: row.blob_id ?? undefined, error: row.error ?? undefined }), unindexedSeq: row.unindexed_seq === null ? undefined : Number(row.unindexed_seq) });
+      found.set(readKey(row.job_id, row.owner), { view: clean({ ...row, blob_id: row.blob_id ?? undefined, error: row.error ?? undefined }), unindexedSeq: row.unindexed_seq === null ? undefined : Number(row.unindexed_seq) });
     }
-    await Promise.all(ids.filter((id) => !found.has(id)).map(async (id) => {
+    await Promise.all(wanted.filter(({ id, owner }) => !found.has(readKey(id, owner))).map(async ({ id, owner }) => {
       const v = await this.fromLog(id);
-      if (v && v.owner === owner) found.set(id, { view: v });
+      if (v && v.owner === owner) found.set(readKey(id, owner), { view: v });
     }));
     return found;
   }
