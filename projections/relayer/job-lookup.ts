@@ -6,6 +6,7 @@ import { JOB_OUTCOMES, STREAMS } from "../../eventlog/subjects.ts";
 import { EventStore } from "../../eventlog/event-store.ts";
 import type { CheckpointFeed } from "../checkpoint-feed.ts";
 import { prepared, type Db } from "../../db/pool.ts";
+import { ArrivalBatcher } from "../../adapters/arrival-batcher.ts";
 import { JOB_EVENTS, type JobAccepted, type JobFailed, type JobIndexed, type JobOutcome, type JobStatus, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
 import type { StoredEvent } from "../../schemas/envelope.ts";
 import { MEMORY_INDEX } from "./memory-index.ts";
@@ -48,11 +49,6 @@ const SAFETY_RECHECK_MS = 250;
 interface JobRead {
   readonly id: string;
   readonly owner: string;
-}
-
-interface QueuedRead extends JobRead {
-  readonly resolve: (found: Found | undefined) => void;
-  readonly reject: (err: unknown) => void;
 }
 
 const readKey = (id: string, owner: string) => `${id} ${owner}`;
@@ -104,8 +100,15 @@ export class JobLookup {
   private readonly store: EventStore;
   /** Long polls in progress by job id (several may wait on one job). */
   private readonly waiting = new Map<string, Set<OutcomeWaiter>>();
-  /** Single-job reads waiting for this turn's query (see find). */
-  private reads: QueuedRead[] = [];
+  /**
+   * Single-job reads, batched by arrival (adapters/arrival-batcher.ts): the long polls of the jobs one batch finished
+   * wake on the same announcement, and their reads go to Postgres as one query. A job whose fallback to the event log
+   * failed gets its own error, not the batch.
+   */
+  private readonly reads = new ArrivalBatcher<JobRead, Found | undefined | Error>(async (wanted) => {
+    const found = await this.findMany(wanted);
+    return wanted.map(({ id, owner }) => found.get(readKey(id, owner)));
+  }, 4);
 
   constructor(
     private readonly db: Db,
@@ -186,35 +189,22 @@ export class JobLookup {
     const views = new Map<string, JobView>();
     for (const id of ids) {
       const f = found.get(readKey(id, owner));
+      if (f instanceof Error) throw f;
       if (f) views.set(id, f.view);
     }
     return views;
   }
 
-  /**
-   * The job as `one` answers it, and, when it is done but not yet recallable, the sequence the indexes must reach.
-   * The reads asked for in one turn of the event loop go to Postgres as one query: the long polls of the jobs one
-   * batch finished wake on the same announcement.
-   */
-  private find(id: string, owner: string): Promise<Found | undefined> {
-    return new Promise((resolve, reject) => {
-      if (!this.reads.length) setImmediate(() => this.readQueued());
-      this.reads.push({ id, owner, resolve, reject });
-    });
-  }
-
-  private readQueued(): void {
-    const reads = this.reads;
-    this.reads = [];
-    this.findMany(reads).then(
-      (found) => reads.forEach((r) => r.resolve(found.get(readKey(r.id, r.owner)))),
-      (err) => reads.forEach((r) => r.reject(err)),
-    );
+  /** The job as `one` answers it, and, when it is done but not yet recallable, the sequence the indexes must reach. */
+  private async find(id: string, owner: string): Promise<Found | undefined> {
+    const found = await this.reads.submit({ id, owner });
+    if (found instanceof Error) throw found;
+    return found;
   }
 
   /** Jobs by id for their owners (another owner's job is not found), keyed by readKey: the read model, then the log. */
-  private async findMany(wanted: readonly JobRead[]): Promise<Map<string, Found>> {
-    const found = new Map<string, Found>();
+  private async findMany(wanted: readonly JobRead[]): Promise<Map<string, Found | Error>> {
+    const found = new Map<string, Found | Error>();
     if (!wanted.length) return found;
     const r = await this.db.query<{ job_id: string; status: JobStatus; owner: string; namespace: string; blob_id: string | null; error: string | null; unindexed_seq: string | null }>(
       prepared(FIND_JOBS, [wanted.map((w) => w.id), wanted.map((w) => w.owner), RECALL_INDEXES]),
@@ -223,8 +213,9 @@ export class JobLookup {
       found.set(readKey(row.job_id, row.owner), { view: clean({ ...row, blob_id: row.blob_id ?? undefined, error: row.error ?? undefined }), unindexedSeq: row.unindexed_seq === null ? undefined : Number(row.unindexed_seq) });
     }
     await Promise.all(wanted.filter(({ id, owner }) => !found.has(readKey(id, owner))).map(async ({ id, owner }) => {
-      const v = await this.fromLog(id);
-      if (v && v.owner === owner) found.set(readKey(id, owner), { view: v });
+      const v = await this.fromLog(id).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))));
+      if (v instanceof Error) found.set(readKey(id, owner), v);
+      else if (v && v.owner === owner) found.set(readKey(id, owner), { view: v });
     }));
     return found;
   }
