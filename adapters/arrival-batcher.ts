@@ -11,21 +11,39 @@ interface Waiting<K, V> {
   readonly reject: (err: unknown) => void;
 }
 
+export interface ArrivalBatcherOptions {
+  /**
+   * Gather what is asked in one turn of the event loop before the first batch goes (one macrotask later): for callers
+   * woken together, such as the long polls that one announcement ends, which would otherwise send the first of them
+   * alone.
+   */
+  readonly wholeTurn?: boolean;
+}
+
 export class ArrivalBatcher<K, V> {
   private readonly queue: Waiting<K, V>[] = [];
   private inFlight = 0;
+  private turnScheduled = false;
 
   /** `run` answers the keys in order (one value per key, duplicates included); a rejection fails the whole batch. */
   constructor(
     private readonly run: (keys: readonly K[]) => Promise<readonly V[]>,
     private readonly maxInFlight = 2,
     private readonly maxBatch = 256,
+    private readonly opts: ArrivalBatcherOptions = {},
   ) {}
 
   submit(key: K): Promise<V> {
     return new Promise<V>((resolve, reject) => {
       this.queue.push({ key, resolve, reject });
-      this.flush();
+      if (!this.opts.wholeTurn) this.flush();
+      else if (!this.turnScheduled) {
+        this.turnScheduled = true;
+        setImmediate(() => {
+          this.turnScheduled = false;
+          this.flush();
+        });
+      }
     });
   }
 

@@ -29,6 +29,21 @@ describe("ArrivalBatcher", () => {
     expect(await Promise.all(later)).toEqual(["two", "three", "two"]);
   });
 
+  it("with wholeTurn, gathers what one turn of the event loop asks into the first batch", async () => {
+    const runs: (readonly number[])[] = [];
+    const lookup = new ArrivalBatcher<number, number>(async (keys) => {
+      runs.push(keys);
+      return keys.map((k) => k * 10);
+    }, 1, 256, { wholeTurn: true });
+    const asked = [lookup.submit(1), lookup.submit(2), lookup.submit(3)];
+    expect(runs).toEqual([]);
+    expect(await Promise.all(asked)).toEqual([10, 20, 30]);
+    expect(runs).toEqual([[1, 2, 3]]);
+    // a later turn starts a batch of its own
+    expect(await lookup.submit(4)).toBe(40);
+    expect(runs).toEqual([[1, 2, 3], [4]]);
+  });
+
   it("fails every lookup of a failed batch, and the next batch still runs", async () => {
     let n = 0;
     const lookup = new ArrivalBatcher<number, number>(async (keys) => {

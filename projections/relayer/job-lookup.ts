@@ -101,14 +101,14 @@ export class JobLookup {
   /** Long polls in progress by job id (several may wait on one job). */
   private readonly waiting = new Map<string, Set<OutcomeWaiter>>();
   /**
-   * Single-job reads, batched by arrival (adapters/arrival-batcher.ts): the long polls of the jobs one batch finished
-   * wake on the same announcement, and their reads go to Postgres as one query. A job whose fallback to the event log
+   * Single-job reads, batched by arrival (adapters/arrival-batcher.ts) a whole turn at a time: the long polls of the
+   * jobs one batch finished wake on the same announcement, and their reads go to Postgres as one query. A job whose fallback to the event log
    * failed gets its own error, not the batch.
    */
   private readonly reads = new ArrivalBatcher<JobRead, Found | undefined | Error>(async (wanted) => {
     const found = await this.findMany(wanted);
     return wanted.map(({ id, owner }) => found.get(readKey(id, owner)));
-  }, 4);
+  }, 4, 256, { wholeTurn: true });
 
   constructor(
     private readonly db: Db,
