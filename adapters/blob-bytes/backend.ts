@@ -229,17 +229,18 @@ export class FsBlobBackend implements BlobBackend {
 
   /**
    * The buffered path's steps for a small body, synchronously: identical bytes already stored only get their mtime
-   * refreshed (a running sweep's grace period sees it; a refresh that fails means the file is gone, so it is
-   * written); otherwise the body goes to `tmp`, renamed into place (`put` removes `tmp` if a step fails). True when
-   * deduplicated.
+   * refreshed (a running sweep's grace period sees it); otherwise the body goes to `tmp`, renamed into place (`put`
+   * removes `tmp` if a step fails). True when deduplicated. (existsSync first: a failed utimes costs ~10x more.)
    */
   private storeSmall(tmp: string, final: string, chunks: Uint8Array[], bytes: number): boolean {
-    try {
-      const now = Date.now() / 1000;
-      utimesSync(final, now, now);
-      return true;
-    } catch {
-      // not stored yet
+    if (existsSync(final)) {
+      try {
+        const now = Date.now() / 1000;
+        utimesSync(final, now, now);
+        return true;
+      } catch {
+        // gone since (a sweep): write it
+      }
     }
     const fd = openSync(tmp, "wx");
     try {

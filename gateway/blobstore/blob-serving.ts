@@ -126,10 +126,14 @@ export function blobServing(deps: BlobServingDeps): Pick<BlobstoreRouteKit, "ser
   }
 
   /** Stores a request body; bytes that end up unreferenced (a failed write) are queued for the sweeper. */
+  // label children resolved on first use, not per write (prom-client hashes the labels on every `inc({...})`)
+  const putsBy = new Map<boolean, Counter.Internal>();
   async function storeBody(req: Request) {
     const put = await backend.put(req.bodyStream!, { maxBytes: maxBlobBytes, release: received.release });
     bytesWritten.inc(put.size);
-    blobPuts.inc({ deduplicated: String(put.deduplicated) });
+    let puts = putsBy.get(put.deduplicated);
+    if (!puts) putsBy.set(put.deduplicated, (puts = blobPuts.labels(String(put.deduplicated))));
+    puts.inc();
     const orphan = async () => {
       if (!put.deduplicated) await enqueueGc(db, put.blobId).catch((err) => logger.warn("could not queue an orphaned blob", { blob_id: put.blobId, error: (err as Error).message }));
     };
