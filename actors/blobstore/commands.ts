@@ -370,18 +370,7 @@ export async function deleteObject(core: Core, bucket: BucketState, key: string,
 
 // ------------------------------------------------------------------ Walrus blob objects
 
-/** Object ids come from random bytes drawn 128 ids at a time (each draw costs a few µs whatever its size). */
-const ID_BYTES = 32;
-let idPool = Buffer.alloc(0);
-let idOffset = 0;
-export function newSuiObjectId(): string {
-  if (idOffset === idPool.length) {
-    idPool = randomBytes(ID_BYTES * 128);
-    idOffset = 0;
-  }
-  idOffset += ID_BYTES;
-  return "0x" + idPool.toString("hex", idOffset - ID_BYTES, idOffset);
-}
+export const newSuiObjectId = () => "0x" + randomBytes(32).toString("hex");
 
 export async function registerWalrusBlob(core: Core, input: Omit<WalrusObjectState, "object_id" | "storage_id" | "created_at">): Promise<WalrusObjectState> {
   const state: WalrusObjectState = { ...input, object_id: newSuiObjectId(), storage_id: newSuiObjectId(), created_at: now() };
