@@ -36,14 +36,18 @@ export class ArrivalBatcher<K, V> {
   submit(key: K): Promise<V> {
     return new Promise<V>((resolve, reject) => {
       this.queue.push({ key, resolve, reject });
-      if (!this.opts.wholeTurn) this.flush();
-      else if (!this.turnScheduled) {
-        this.turnScheduled = true;
-        setImmediate(() => {
-          this.turnScheduled = false;
-          this.flush();
-        });
-      }
+      this.kick();
+    });
+  }
+
+  /** Sends what is queued: now, or with wholeTurn once the current turn is over (never splitting one). */
+  private kick(): void {
+    if (!this.opts.wholeTurn) return this.flush();
+    if (this.turnScheduled) return;
+    this.turnScheduled = true;
+    setImmediate(() => {
+      this.turnScheduled = false;
+      this.flush();
     });
   }
 
@@ -60,7 +64,7 @@ export class ArrivalBatcher<K, V> {
       // the next batch goes out before this one's callers resume
       const done = () => {
         this.inFlight--;
-        this.flush();
+        this.kick();
       };
       run.then(
         (values) => {

@@ -12,6 +12,7 @@ import type { EventEnvelope, StoredEvent } from "../schemas/envelope.ts";
 import { inTransaction, type Db, type Tx } from "../db/pool.ts";
 import type { Logger } from "../config/logger.ts";
 import { applyTogether, CheckpointMoved, Lane, type LaneBatch } from "./lane.ts";
+import { ArrivalBatcher } from "../adapters/arrival-batcher.ts";
 
 export interface Projection {
   readonly name: string;
@@ -135,23 +136,25 @@ const SHARED_BATCH_MAX_EVENTS = 256;
  * transactions run in parallel on separate connections.
  */
 class SharedCommit {
-  private gathered: { entry: LaneBatch; settle: (applied: Promise<void>) => void }[] = [];
+  private readonly turns: ArrivalBatcher<LaneBatch, Promise<void>>;
 
-  constructor(private readonly db: Db) {}
-
-  readonly apply: ApplyBatch = (lane, batch, toSeq) => {
-    if (batch.length > SHARED_BATCH_MAX_EVENTS) return applyAlone(lane, batch, toSeq);
-    return new Promise<void>((settle) => {
-      if (!this.gathered.length) setImmediate(() => void this.commit());
-      this.gathered.push({ entry: { lane, batch, toSeq }, settle });
-    });
-  };
-
-  private async commit(): Promise<void> {
-    const group = this.gathered.splice(0);
-    const together = group.length > 1 && (await applyTogether(this.db, group.map((g) => g.entry)));
-    for (const { entry, settle } of group) settle(together ? Promise.resolve() : applyAlone(entry.lane, entry.batch, entry.toSeq));
+  constructor(db: Db) {
+    // Every turn's batches go at once (no limit in flight); each lane gets its own outcome, its fallback included.
+    this.turns = new ArrivalBatcher<LaneBatch, Promise<void>>(
+      async (group) => {
+        const together = group.length > 1 && (await applyTogether(db, group));
+        return group.map((e) => (together ? Promise.resolve() : applyAlone(e.lane, e.batch, e.toSeq)));
+      },
+      Number.POSITIVE_INFINITY,
+      Number.POSITIVE_INFINITY,
+      { wholeTurn: true },
+    );
   }
+
+  readonly apply: ApplyBatch = async (lane, batch, toSeq) => {
+    if (batch.length > SHARED_BATCH_MAX_EVENTS) return applyAlone(lane, batch, toSeq);
+    await this.turns.submit({ lane, batch, toSeq });
+  };
 }
 
 /** One lane's share of a consumer: what it buffered, how far it read, its flush in progress. */
