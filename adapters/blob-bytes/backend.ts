@@ -70,6 +70,22 @@ export interface BlobBackend {
   list(): AsyncIterable<string>;
 }
 
+/**
+ * Identical bytes already stored at `path`: only their mtime is refreshed, so a running sweep's grace period sees them
+ * (one metadata call, made synchronously). False when absent, or gone since (a sweep). existsSync first: a failed
+ * utimes builds an error, ~10x the cost.
+ */
+function refreshIfStored(path: string): boolean {
+  if (!existsSync(path)) return false;
+  try {
+    const now = Date.now() / 1000;
+    utimesSync(path, now, now);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export const blobIdFromDigest = (digest: Buffer) => digest.toString("base64url");
 export const hexFromBlobId = (blobId: string) => Buffer.from(blobId, "base64url").toString("hex");
 
@@ -189,14 +205,9 @@ export class FsBlobBackend implements BlobBackend {
         buffered.forEach(release);
         return { blobId, size, md5, deduplicated };
       } else {
-        if (existsSync(final)) {
-          // Identical bytes already stored: only refresh the mtime (a running sweep's grace period sees it).
-          const now = new Date();
-          const touched = await utimes(final, now, now).then(() => true, () => false);
-          if (touched) {
-            buffered.forEach(release);
-            return { blobId, size, md5, deduplicated: true };
-          }
+        if (refreshIfStored(final)) {
+          buffered.forEach(release);
+          return { blobId, size, md5, deduplicated: true };
         }
         const fh = await open(tmp, "wx");
         try {
@@ -229,19 +240,11 @@ export class FsBlobBackend implements BlobBackend {
 
   /**
    * The buffered path's steps for a small body, synchronously: identical bytes already stored only get their mtime
-   * refreshed (a running sweep's grace period sees it); otherwise the body goes to `tmp`, renamed into place (`put`
-   * removes `tmp` if a step fails). True when deduplicated. (existsSync first: a failed utimes costs ~10x more.)
+   * refreshed; otherwise the body goes to `tmp`, renamed into place (`put` removes `tmp` if a step fails). True when
+   * deduplicated.
    */
   private storeSmall(tmp: string, final: string, chunks: Uint8Array[], bytes: number): boolean {
-    if (existsSync(final)) {
-      try {
-        const now = Date.now() / 1000;
-        utimesSync(final, now, now);
-        return true;
-      } catch {
-        // gone since (a sweep): write it
-      }
-    }
+    if (refreshIfStored(final)) return true;
     const fd = openSync(tmp, "wx");
     try {
       for (let off = 0; off < bytes; ) off += writevSync(fd, off === 0 ? chunks : [Buffer.concat(chunks).subarray(off)]);
