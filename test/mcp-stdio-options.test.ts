@@ -6,6 +6,12 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { randomUUID } from "node:crypto";
+import { z } from "zod";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { PRESETS, UsageError, parseOptions } from "../mcp/stdio/options.ts";
 import { startSidecarWatchdog } from "../gateway/relayer/mcp-routes.ts";
 import { silentLogger } from "../config/logger.ts";
@@ -66,6 +72,65 @@ describe("memrelay-mcp over stdio", () => {
       rmSync(home, { recursive: true, force: true });
     }
   }, 40_000);
+});
+
+/**
+ * A relayer's agent transport as the stdio package sees it (Streamable HTTP at /api/mcp), whose memory_recall takes as
+ * long as its query says (`wait:<ms>`): what it takes to have calls of different lengths in flight at once.
+ */
+async function slowToolRelayer(): Promise<{ url: string; close(): void }> {
+  const transports = new Map<string, StreamableHTTPServerTransport>();
+  const http = createServer(async (req, res) => {
+    const id = req.headers["mcp-session-id"];
+    let transport = typeof id === "string" ? transports.get(id) : undefined;
+    if (!transport) {
+      const server = new McpServer({ name: "slow", version: "1" });
+      server.registerTool("memory_recall", { inputSchema: { query: z.string() } }, async ({ query }) => {
+        await new Promise((r) => setTimeout(r, Number(query.slice("wait:".length))));
+        return { content: [{ type: "text", text: `answered ${query}` }] };
+      });
+      const created = new StreamableHTTPServerTransport({ sessionIdGenerator: randomUUID, enableJsonResponse: true, onsessioninitialized: (sid) => void transports.set(sid, created) });
+      transport = created;
+      await server.connect(transport);
+    }
+    await transport.handleRequest(req, res);
+  }).listen(0, "127.0.0.1");
+  await new Promise((r) => http.once("listening", r));
+  return { url: `http://127.0.0.1:${(http.address() as { port: number }).port}`, close: () => {
+    http.closeAllConnections();
+    http.close();
+  } };
+}
+
+describe("memrelay-mcp's connection to the relayer", () => {
+  it("stays open while a call runs: the idle time counts from the last call to finish, with none in flight", async () => {
+    const relayer = await slowToolRelayer();
+    const home = mkdtempSync(join(tmpdir(), "memrelay-mcp-idle-"));
+    const credentials = join(home, "credentials.json");
+    writeFileSync(credentials, JSON.stringify({ delegatePrivateKey: "ab".repeat(32), delegatePublicKeyHex: "", delegateAddress: "", walletAddress: "", accountId: "0x" + "cd".repeat(32), packageId: "", relayerUrl: relayer.url, label: "t", createdAt: "", version: 1 }));
+    const client = new Client({ name: "host", version: "1.0.0" });
+    await client.connect(new StdioClientTransport({
+      command: process.execPath,
+      args: ["bin/memrelay-mcp.mjs"],
+      env: { ...(process.env as Record<string, string>), HOME: home, MEMORY_CREDENTIALS_FILE: credentials, MEMORY_MCP_SSE_IDLE_MS: "500" },
+      stderr: "ignore",
+    }));
+    try {
+      expect((await client.callTool({ name: "memory_recall", arguments: { query: "wait:0" } })).isError).toBeFalsy(); // connected
+      // The short call ends at ~0.2 s; the long one runs past 0.2 s + the 0.5 s idle time.
+      const [short, long] = await Promise.all([
+        client.callTool({ name: "memory_recall", arguments: { query: "wait:200" } }),
+        client.callTool({ name: "memory_recall", arguments: { query: "wait:1500" } }),
+      ]);
+      expect(short.isError, JSON.stringify(short)).toBeFalsy();
+      expect(long.isError, JSON.stringify(long)).toBeFalsy();
+      expect(JSON.stringify(long.content)).toContain("answered wait:1500");
+    } finally {
+      await client.close();
+      relayer.close();
+      rmSync(home, { recursive: true, force: true });
+    }
+  }, 30_000);
 });
 
 describe("sidecar watchdog", () => {

@@ -1,7 +1,8 @@
 // The stdio package's connection to the relayer's agent transport (Streamable HTTP at /api/mcp) with the bearer
 // credential of the local file. Opened on the first forwarded call, reopened when the credential file changes (a
-// login in this process or another), closed after MEMORY_MCP_SSE_IDLE_MS without calls. A 401 is reported, and the
-// credential file is never deleted for it.
+// login in this process or another), closed after MEMORY_MCP_SSE_IDLE_MS counted from the last call to finish with
+// none running: a connection is never closed under a running call (a failed call retires it, and it closes once the
+// calls still on it end). A 401 is reported, and the credential file is never deleted for it.
 import { statSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -23,8 +24,19 @@ export interface LinkOptions {
 
 const errorResult = (text: string): CallToolResult => ({ content: [{ type: "text", text }], isError: true });
 
+/** One MCP session with the relayer, and the calls running on it: it is closed only when none is. */
+interface Connection {
+  readonly client: Client;
+  readonly version: string;
+  calls: number;
+  /** No new call goes here (it failed, or the credential changed); closed once its last call ends. */
+  retired: boolean;
+}
+
 export class RelayerLink {
-  private open?: { client: Client; version: string; relayer: string };
+  private current?: { readonly version: string; readonly connection: Promise<Connection> };
+  /** Calls running on any connection: the idle time counts only while this is zero. */
+  private running = 0;
   private idle?: NodeJS.Timeout;
 
   constructor(private readonly o: LinkOptions) {}
@@ -52,10 +64,20 @@ export class RelayerLink {
     }
   }
 
-  private async client(): Promise<Client> {
+  /** The connection for the credential file as it is now; calls arriving together share one connect. */
+  private connection(): Promise<Connection> {
     const version = this.version();
-    if (this.open && this.open.version === version) return this.open.client;
-    await this.close();
+    if (this.current?.version === version) return this.current.connection;
+    this.retireCurrent();
+    const connection = this.connect(version);
+    this.current = { version, connection };
+    connection.catch(() => {
+      if (this.current?.connection === connection) this.current = undefined; // the next call tries again
+    });
+    return connection;
+  }
+
+  private async connect(version: string): Promise<Connection> {
     const creds = this.credentials();
     if (!creds) throw new NotSignedIn();
     const relayer = this.relayerUrl(creds);
@@ -64,19 +86,39 @@ export class RelayerLink {
     });
     const client = new Client({ name: "memrelay-mcp", version: "1.0.0" });
     await client.connect(transport, { timeout: this.o.callTimeoutMs });
-    this.open = { client, version, relayer };
     this.o.debug(`connected to ${relayer} as account ${creds.accountId}`);
-    return client;
+    return { client, version, calls: 0, retired: false };
+  }
+
+  /** Stops new calls on the current connection; it closes when its running calls have ended. */
+  private retireCurrent(): void {
+    const current = this.current;
+    this.current = undefined;
+    void current?.connection.then((c) => {
+      c.retired = true;
+      if (!c.calls) void c.client.close().catch(() => undefined);
+    }, () => undefined);
   }
 
   /** Forwards one tool call; every failure becomes a tool error the agent can act on. */
   async call(name: string, args: Record<string, unknown>): Promise<CallToolResult> {
     clearTimeout(this.idle);
+    this.running++;
+    let used: Connection | undefined;
     try {
-      const client = await this.client();
-      return (await client.callTool({ name, arguments: args }, undefined, { timeout: this.o.callTimeoutMs })) as CallToolResult;
+      const pending = this.connection();
+      used = await pending;
+      used.calls++;
+      try {
+        return (await used.client.callTool({ name, arguments: args }, undefined, { timeout: this.o.callTimeoutMs })) as CallToolResult;
+      } catch (err) {
+        // this connection may be broken: the next call opens a new one (calls still running on it finish first)
+        if (this.current?.connection === pending) this.retireCurrent();
+        throw err;
+      } finally {
+        used.calls--;
+      }
     } catch (err) {
-      await this.close();
       if (err instanceof NotSignedIn) return errorResult(`Not signed in to memrelay: call ${TOOL.login}, open the URL it returns and approve this agent with your wallet, then call this tool again (no restart needed).`);
       const message = err instanceof Error ? err.message : String(err);
       this.o.debug(`call ${name} failed: ${message}`);
@@ -85,14 +127,19 @@ export class RelayerLink {
       }
       return errorResult(`The memory service at ${this.relayerUrl()} could not complete the call: ${message}`);
     } finally {
-      this.idle = setTimeout(() => void this.close(), this.o.idleMs);
-      this.idle.unref();
+      if (used?.retired && !used.calls) void used.client.close().catch(() => undefined);
+      if (!--this.running) {
+        this.idle = setTimeout(() => void this.close(), this.o.idleMs);
+        this.idle.unref();
+      }
     }
   }
 
+  /** Closes the connection now (idle, sign-out, shutdown). */
   async close(): Promise<void> {
-    const open = this.open;
-    this.open = undefined;
-    if (open) await open.client.close().catch(() => undefined);
+    clearTimeout(this.idle);
+    const current = this.current;
+    this.current = undefined;
+    if (current) await current.connection.then((c) => c.client.close(), () => undefined).catch(() => undefined);
   }
 }
