@@ -14,8 +14,42 @@ export const TOOL = {
   logout: "memory_logout",
 } as const;
 
-/** memory_restore's limit: default and upper bound; values outside 1..max are clamped, not refused. */
-export const RESTORE_TOOL_LIMIT = { default: 10, max: 100 } as const;
+/**
+ * The names the MemWal MCP package (`@mysten-incubation/memwal-mcp`) expects: MemWal's relayer serves these four, the
+ * package adds its own memwal_login / memwal_logout, and it injects its default namespace (`--namespace`,
+ * MEMWAL_NAMESPACE) only into calls of these four. memory_remember_bulk and memory_health have no MemWal name: served
+ * to that package they would be calls its default namespace never reaches.
+ */
+export const MEMWAL_TOOL = {
+  remember: "memwal_remember",
+  recall: "memwal_recall",
+  analyze: "memwal_analyze",
+  restore: "memwal_restore",
+  login: "memwal_login",
+} as const;
+
+/** Which names a session's tools carry: memrelay's own (`memory_*`) or the MemWal package's (`memwal_*`). */
+export type ToolFamily = "memory" | "memwal";
+
+/** The relayer tools a session serves, under its family's names (a tool without a name is not served). */
+export interface ToolNames {
+  readonly remember: string;
+  readonly recall: string;
+  readonly analyze: string;
+  readonly restore: string;
+  readonly rememberBulk?: string;
+  readonly health?: string;
+  /** The sign-in tool the client's package offers, named in messages. */
+  readonly login: string;
+}
+
+export const TOOL_NAMES: Readonly<Record<ToolFamily, ToolNames>> = { memory: TOOL, memwal: MEMWAL_TOOL };
+
+/**
+ * memory_restore's limit: default and upper bound; values outside 1..max are clamped, not refused. The bound is the
+ * restore route's own (POST /api/restore), which is also what MemWal's memwal_restore schema allows (500).
+ */
+export const RESTORE_TOOL_LIMIT = { default: LIMITS.restoreDefault, max: LIMITS.restoreMax } as const;
 export const BULK_FACTS = { min: 1, max: LIMITS.bulkItems } as const;
 
 const namespace = z.string().min(1).max(LIMITS.namespaceBytes).optional().describe("Namespace of the memories; defaults to the session's namespace, else `default`.");
@@ -41,7 +75,7 @@ export const TOOL_DESCRIPTIONS: Readonly<Record<string, string>> = {
   [TOOL.remember]: "Save one fact to the user's encrypted memory. Waits until it is stored, then returns.",
   [TOOL.rememberBulk]: "Save several facts at once (1 to 20), each as its own memory.",
   [TOOL.recall]: "Search the user's memory for what is relevant to a query. Returns the matching memories, most relevant first.",
-  [TOOL.analyze]: "Extract the facts stated in a text and save each one as a memory (facts already remembered are skipped).",
+  [TOOL.analyze]: "Extract the facts stated in a text and save each one as a memory (facts already remembered are skipped). Waits until they are stored, so a recall right after finds them.",
   [TOOL.restore]: "Re-index a namespace from the memories stored on chain, when the search index is missing some. Returns counts, never memory text.",
   [TOOL.health]: "Check that the memory service is up, and its version.",
   [TOOL.login]: "Sign in: returns a one-time URL (valid 5 minutes) to open in a browser, where the user approves this agent with their wallet.",

@@ -1,15 +1,17 @@
 // Black-box: the agent transports through the relayer (/api/mcp, /api/mcp/sse) to the MCP sidecar, driven by the MCP
 // SDK's own client over Streamable HTTP and legacy SSE, against the started stack. Plus bad input: wrong and revoked
-// credentials, malformed JSON-RPC, unknown tools, wrong argument types, oversized arguments, too many sessions.
+// credentials, malformed JSON-RPC, unknown tools, wrong argument types, oversized arguments, too many sessions. The
+// session rule (the session id, bound to the credential and address that opened it, is the capability) and the tool
+// names a MemWal client sees.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
-import { request } from "undici";
+import { Agent, request } from "undici";
 import { startTestStack, type TestStack } from "./support/stack.ts";
 import type { DevIdentity } from "../runtime/local-stack.ts";
 import { removeDelegateKey } from "../adapters/chain/local/accounts.ts";
-import { TOOL } from "../schemas/mcp-tools.ts";
+import { MEMWAL_TOOL, TOOL } from "../schemas/mcp-tools.ts";
 import { startWorkerProcess } from "./support/worker-process.ts";
 import { freePort } from "./support/free-port.ts";
 
@@ -66,7 +68,9 @@ describe.each(["streamable", "sse"] as const)("MCP over %s", (kind) => {
       expect(textOf(recalled)).not.toMatch(/^\s*[{[]/); // text for the agent, not a JSON dump
 
       const analyzed = await client.callTool({ name: TOOL.analyze, arguments: { text: "I moved to Lisbon last year. My sister works as a pilot.", namespace: "life" } });
-      expect(textOf(analyzed)).toMatch(/Extracted \d+ new fact/);
+      expect(textOf(analyzed)).toMatch(/^Extracted (\d+) new facts?; \1 stored in namespace "life"/);
+      // analyze waited for its facts to be stored: a recall right after finds them (MemWal #386)
+      expect(textOf(await client.callTool({ name: TOOL.recall, arguments: { query: "Where did I move?", namespace: "life", limit: 5 } }))).toContain("Lisbon");
 
       const restored = await client.callTool({ name: TOOL.restore, arguments: { namespace: "garden", limit: 100_000 } });
       expect(textOf(restored)).toMatch(/restored 0, skipped 3, failed 0, total 3, truncated false/);
@@ -76,6 +80,123 @@ describe.each(["streamable", "sse"] as const)("MCP over %s", (kind) => {
       await client.close();
     }
   }, 60_000);
+});
+
+/** A legacy SSE stream opened with `headers`: the endpoint it announced, and the JSON-RPC messages it delivers. */
+async function openSseStream(headers: Record<string, string>) {
+  const res = await fetch(new URL("/api/mcp/sse", t.stack.relayerUrl), { headers: { ...headers, accept: "text/event-stream" } });
+  expect(res.status).toBe(200);
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let buffered = "";
+  const nextEvent = async (): Promise<{ event?: string; data: string }> => {
+    for (;;) {
+      const end = buffered.indexOf("\n\n");
+      if (end >= 0) {
+        const chunk = buffered.slice(0, end);
+        buffered = buffered.slice(end + 2);
+        if (chunk.startsWith(":")) continue; // keepalive
+        const lines = chunk.split("\n");
+        return { event: lines.find((l) => l.startsWith("event:"))?.slice(6).trim(), data: lines.filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim()).join("\n") };
+      }
+      const { value, done } = await reader.read();
+      if (done) throw new Error("the stream ended");
+      buffered += decoder.decode(value, { stream: true });
+    }
+  };
+  const endpoint = await nextEvent();
+  expect(endpoint.event).toBe("endpoint");
+  return { postUrl: new URL(endpoint.data, t.stack.relayerUrl).toString(), next: async () => JSON.parse((await nextEvent()).data) as { id: number; result?: any }, close: () => reader.cancel() };
+}
+
+describe("the legacy SSE session rule: the session id, bound to the credential and address that opened it, is the capability", () => {
+  it("accepts messages without a credential (as the MCP SSE transport and MemWal's package send them), refuses another credential or another address", async () => {
+    const id = await t.stack.createIdentity();
+    const stranger = await t.stack.createIdentity();
+    const sse = await openSseStream(bearer(id));
+    const post = (body: unknown, headers: Record<string, string> = {}, dispatcher?: Agent) =>
+      request(sse.postUrl, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body), dispatcher });
+    const otherAddress = new Agent({ localAddress: "127.0.0.2" });
+    try {
+      const init = await post(initialize);
+      expect(init.statusCode).toBe(202);
+      await init.body.dump();
+      expect((await sse.next()).result.serverInfo.name).toBe("memrelay");
+      await (await post({ jsonrpc: "2.0", method: "notifications/initialized" })).body.dump();
+      const list = await post({ jsonrpc: "2.0", id: 2, method: "tools/list" });
+      expect(list.statusCode).toBe(202);
+      await list.body.dump();
+      expect((await sse.next()).result.tools.map((x: { name: string }) => x.name)).toContain(TOOL.recall);
+
+      const foreign = await post({ jsonrpc: "2.0", id: 3, method: "tools/list" }, bearer(stranger));
+      expect(foreign.statusCode).toBe(403);
+      expect(((await foreign.body.json()) as any).error.message).toMatch(/opened with another credential/);
+      const elsewhere = await post({ jsonrpc: "2.0", id: 4, method: "tools/list" }, {}, otherAddress);
+      expect(elsewhere.statusCode).toBe(403);
+      expect(((await elsewhere.body.json()) as any).error.message).toMatch(/opened from another address/);
+      // the same credential is accepted from anywhere
+      const same = await post({ jsonrpc: "2.0", id: 5, method: "tools/list" }, bearer(id), otherAddress);
+      expect(same.statusCode).toBe(202);
+      await same.body.dump();
+      expect((await sse.next()).id).toBe(5);
+    } finally {
+      await sse.close();
+      await otherAddress.close();
+    }
+  });
+
+  it("works with the MCP SDK's SSE client when the credential goes only on the stream", async () => {
+    const id = await t.stack.createIdentity();
+    const headers = bearer(id);
+    const transport = new SSEClientTransport(new URL("/api/mcp/sse", t.stack.relayerUrl), {
+      eventSourceInit: { fetch: (u, init) => fetch(u, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }) },
+    });
+    const client = new Client({ name: "memrelay-test", version: "1.0.0" });
+    await client.connect(transport);
+    try {
+      expect(textOf(await client.callTool({ name: TOOL.remember, arguments: { text: "My bike is green", namespace: "sse" } }))).toMatch(/^Remembered/);
+      expect(textOf(await client.callTool({ name: TOOL.recall, arguments: { query: "bike colour", namespace: "sse" } }))).toContain("My bike is green");
+    } finally {
+      await client.close();
+    }
+  }, 30_000);
+
+  it("a Streamable HTTP session still wants its credential on every request: missing is 401, another is 403", async () => {
+    const id = await t.stack.createIdentity();
+    const stranger = await t.stack.createIdentity();
+    const opened = await rpc(initialize, bearer(id));
+    const session = { "mcp-session-id": String(opened.headers["mcp-session-id"]) };
+    const missing = await rpc({ jsonrpc: "2.0", id: 2, method: "tools/list" }, session);
+    expect(missing.status).toBe(401);
+    expect(missing.body.error.message).toMatch(/^missing credential/);
+    const foreign = await rpc({ jsonrpc: "2.0", id: 2, method: "tools/list" }, { ...bearer(stranger), ...session });
+    expect(foreign.status).toBe(403);
+    expect(foreign.body.error.message).toMatch(/opened with another credential/);
+  });
+});
+
+describe("tool names for MemWal's clients", () => {
+  it("a session opened with x-memwal-account-id serves memwal_remember, _recall, _analyze and _restore (restore's limit up to 500)", async () => {
+    const id = await t.stack.createIdentity();
+    const headers = { authorization: bearer(id).authorization, "x-memwal-account-id": id.accountId };
+    const transport = new SSEClientTransport(new URL("/api/mcp/sse", t.stack.relayerUrl), {
+      eventSourceInit: { fetch: (u, init) => fetch(u, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }) },
+    });
+    const client = new Client({ name: "memwal-bridge", version: "0.0.2" });
+    await client.connect(transport);
+    try {
+      const tools = (await client.listTools()).tools;
+      expect(tools.map((x) => x.name).sort()).toEqual([MEMWAL_TOOL.analyze, MEMWAL_TOOL.recall, MEMWAL_TOOL.remember, MEMWAL_TOOL.restore].sort());
+      expect(textOf(await client.callTool({ name: MEMWAL_TOOL.remember, arguments: { text: "I play the cello", namespace: "music" } }))).toMatch(/^Remembered in namespace "music"/);
+      expect(textOf(await client.callTool({ name: MEMWAL_TOOL.recall, arguments: { query: "which instrument?", namespace: "music" } }))).toContain("I play the cello");
+      const restored = await client.callTool({ name: MEMWAL_TOOL.restore, arguments: { namespace: "music", limit: 500 } });
+      expect(textOf(restored)).toMatch(/restored 0, skipped 1, failed 0, total 1/);
+      const unknown = await client.callTool({ name: TOOL.recall, arguments: { query: "x" } }).catch((e) => e);
+      expect(JSON.stringify(unknown)).toMatch(/not found/i);
+    } finally {
+      await client.close();
+    }
+  }, 30_000);
 });
 
 describe("MCP across a relayer restart", () => {

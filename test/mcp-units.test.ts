@@ -1,9 +1,11 @@
-// Pure parts of the agent transports: session admission (total, per address, new per minute) and bearer parsing.
+// Pure parts of the agent transports: session admission (total, per address, new per minute), bearer parsing, who may
+// use an open session, and which tool names a session serves.
 import { describe, expect, it } from "vitest";
 import { SessionLimits } from "../mcp/sidecar/session-limits.ts";
-import { BearerRefused, bearerOf } from "../mcp/sidecar/bearer.ts";
+import { BearerRefused, bearerOf, toolFamilyOf } from "../mcp/sidecar/bearer.ts";
+import { bindingOf, checkBinding } from "../mcp/sidecar/session-binding.ts";
 import { sidecarSettings, SidecarConfigError } from "../mcp/sidecar/settings.ts";
-import { clampRestoreLimit } from "../schemas/mcp-tools.ts";
+import { clampRestoreLimit, RESTORE_TOOL_LIMIT } from "../schemas/mcp-tools.ts";
 
 describe("session limits", () => {
   it("caps the total and each address, and frees a slot on release (once)", () => {
@@ -61,6 +63,42 @@ describe("sidecar settings", () => {
     expect(s.sessions.maxPerIp).toBe(3);
   });
   it("clamps memory_restore's limit into 1..100, default 10", () => {
-    expect([clampRestoreLimit(undefined), clampRestoreLimit(0), clampRestoreLimit(-5), clampRestoreLimit(50), clampRestoreLimit(10_000)]).toEqual([10, 1, 1, 50, 100]);
+    expect([clampRestoreLimit(undefined), clampRestoreLimit(0), clampRestoreLimit(-5), clampRestoreLimit(50), clampRestoreLimit(10_000)]).toEqual([10, 1, 1, 50, 500]);
+    expect(RESTORE_TOOL_LIMIT.max).toBe(500); // what MemWal's memwal_restore schema allows
+  });
+});
+
+describe("who may use an open session", () => {
+  const key = (c: string) => ({ authorization: `Bearer ${c.repeat(64)}`, "x-memory-account-id": "0x" + "ab".repeat(32) });
+  const opened = bindingOf(key("a"), "10.0.0.1");
+
+  it("accepts the opening credential from anywhere, on either transport", () => {
+    expect(checkBinding(opened, "sse", key("a"), "10.0.0.9")).toEqual({ ok: true });
+    expect(checkBinding(opened, "streamable", key("a"), "10.0.0.1")).toEqual({ ok: true });
+    // the MemWal header for the same account is the same credential
+    expect(checkBinding(opened, "sse", { authorization: key("a").authorization, "x-memwal-account-id": "0x" + "AB".repeat(32) }, "10.0.0.1")).toEqual({ ok: true });
+  });
+
+  it("accepts a legacy SSE message without a credential from the opening address only", () => {
+    expect(checkBinding(opened, "sse", {}, "10.0.0.1")).toEqual({ ok: true });
+    expect(checkBinding(opened, "sse", { "content-type": "application/json" }, "10.0.0.2")).toMatchObject({ ok: false, status: 403, message: expect.stringMatching(/opened from another address/) });
+  });
+
+  it("refuses a Streamable HTTP request without a credential, and a different credential on either transport, saying which", () => {
+    expect(checkBinding(opened, "streamable", {}, "10.0.0.1")).toMatchObject({ ok: false, status: 401, message: expect.stringMatching(/^missing credential/) });
+    for (const kind of ["sse", "streamable"] as const) {
+      expect(checkBinding(opened, kind, key("b"), "10.0.0.1")).toMatchObject({ ok: false, status: 403, message: expect.stringMatching(/opened with another credential/) });
+      expect(checkBinding(opened, kind, { ...key("a"), "x-memory-account-id": "0x" + "cd".repeat(32) }, "10.0.0.1")).toMatchObject({ ok: false, status: 403 });
+    }
+  });
+});
+
+describe("tool names per client", () => {
+  it("serves memwal_* to a client that names the account in x-memwal-account-id only, memory_* otherwise", () => {
+    const account = "0x" + "ab".repeat(32);
+    expect(toolFamilyOf({ "x-memwal-account-id": account })).toBe("memwal");
+    expect(toolFamilyOf({ "x-memory-account-id": account })).toBe("memory");
+    expect(toolFamilyOf({ "x-memory-account-id": account, "x-memwal-account-id": account })).toBe("memory");
+    expect(toolFamilyOf({})).toBe("memory");
   });
 });

@@ -37,15 +37,16 @@ export function registerMcpRoutes(server: HttpServer, link: SidecarLink, opts: {
   const challenge = (error?: string) => ({
     "www-authenticate": `Bearer realm="memrelay"${error ? `, error="${error}"` : ""}, resource_metadata="${opts.oauth!.resourceMetadataUrl()}"`,
   });
-  const forward = (sidecarPath: string): Handler => async (req: Request) => {
+  /** `sessionCapability`: the session id in the query is the capability (legacy SSE messages), a credential optional. */
+  const forward = (sidecarPath: string, sessionCapability = false): Handler => async (req: Request) => {
     if (!link.token) return rpcReply(503, "the agent transports are not configured on this relayer (SIDECAR_AUTH_TOKEN)");
     const headers: Record<string, string> = { [SIDECAR_HEADERS.token]: link.token, [SIDECAR_HEADERS.clientIp]: clientIp(req, opts.trustedProxyHops) };
     for (const h of FORWARDED) if (req.headers[h]) headers[h] = req.headers[h];
     if (opts.oauth) {
       // No credential: point the client at the OAuth metadata (RFC 9728). An access token: its grant's delegate key.
       const auth = req.headers["authorization"];
-      if (!auth) return rpcReply(401, "authorization required: sign in with OAuth, or send Authorization: Bearer <delegate key> and x-memory-account-id", challenge(), RPC_ERROR.unauthorized);
-      const token = /^Bearer\s+(mra\.\S+)$/i.exec(auth)?.[1];
+      if (!auth && !sessionCapability) return rpcReply(401, "authorization required: sign in with OAuth, or send Authorization: Bearer <delegate key> and x-memory-account-id", challenge(), RPC_ERROR.unauthorized);
+      const token = auth && /^Bearer\s+(mra\.\S+)$/i.exec(auth)?.[1];
       if (token) {
         const grant = await opts.oauth.resolveAccessToken(token);
         if (!grant) return rpcReply(401, "the access token is invalid, expired or revoked", challenge("invalid_token"), RPC_ERROR.unauthorized);
@@ -69,7 +70,7 @@ export function registerMcpRoutes(server: HttpServer, link: SidecarLink, opts: {
   const body = { bodyLimit: MAX_MESSAGE_BYTES * 2 };
   server
     .route("get", "/api/mcp/sse", opts.wrap("mcp_sse", forward("/mcp/sse")))
-    .route("post", "/api/mcp/messages", opts.wrap("mcp_messages", forward("/mcp/messages")), body)
+    .route("post", "/api/mcp/messages", opts.wrap("mcp_messages", forward("/mcp/messages", true)), body)
     .route("get", "/api/mcp", opts.wrap("mcp_stream", forward("/mcp")))
     .route("post", "/api/mcp", opts.wrap("mcp_post", forward("/mcp")), body)
     .route("del", "/api/mcp", opts.wrap("mcp_delete", forward("/mcp")));

@@ -6,6 +6,7 @@ import { createHash } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import { MemrelayClient, RelayerError } from "../../client/memrelay-client.ts";
 import { cachedSessionProvider } from "../../client/session-cache.ts";
+import type { ToolFamily } from "../../schemas/mcp-tools.ts";
 
 export class BearerRefused extends Error {}
 
@@ -29,6 +30,14 @@ export function bearerOf(headers: IncomingHttpHeaders): { key: Uint8Array; accou
   if (!ACCOUNT.test(accountId)) throw new BearerRefused("x-memory-account-id must be the account id (0x followed by 64 hexadecimal characters)");
   return { key: Uint8Array.from(Buffer.from(key[1], "hex")), accountId: accountId.toLowerCase() };
 }
+
+/**
+ * Which tool names a session serves, from the header that names the account: MemWal's package and MemWal's documented
+ * HTTP set-up send only `x-memwal-account-id` and expect `memwal_*`; memrelay's clients send `x-memory-account-id`.
+ * (The MCP `initialize` clientInfo cannot tell: MemWal's package forwards its host's, e.g. "Cursor".)
+ */
+export const toolFamilyOf = (headers: IncomingHttpHeaders): ToolFamily =>
+  headers["x-memory-account-id"] === undefined && headers["x-memwal-account-id"] !== undefined ? "memwal" : "memory";
 
 /** Delegate keys whose encryption sessions are kept for reuse (the oldest is dropped beyond this). */
 const MAX_SHARED_SESSIONS = 1024;

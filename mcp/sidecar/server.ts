@@ -4,19 +4,23 @@
 // account id) becomes a session only after the relayer accepts a request signed with it; every tool call is then a
 // signed relayer request (memory_recall: the route's recall in process when this process has the relayer's ports,
 // with the owner resolved on every call), so a removed delegate is refused on its next call and its session ends.
+// An open session is used by whoever holds its id with the credential and from the address that opened it
+// (session-binding.ts: a legacy SSE message may come without a credential, as MemWal's package sends them); its tools
+// carry the names its client expects (`memory_*`, or `memwal_*` for MemWal's package: bearer.ts, toolFamilyOf).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { hash, randomUUID, timingSafeEqual } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../../config/logger.ts";
-import { MAX_MESSAGE_BYTES, RPC_ERROR, SIDECAR_HEADERS } from "../../schemas/mcp-tools.ts";
+import { MAX_MESSAGE_BYTES, RPC_ERROR, SIDECAR_HEADERS, TOOL_NAMES } from "../../schemas/mcp-tools.ts";
 import { RELAYER_VERSION } from "../../gateway/relayer/versioning.ts";
 import { SessionLimits } from "./session-limits.ts";
 import { BodyTooLarge, NotJson, readJson } from "../node-body.ts";
 import type { SidecarSettings } from "./settings.ts";
 import { registerMemoryTools } from "../memory-tools.ts";
-import { BearerRefused, SessionCredentials, type BearerSession } from "./bearer.ts";
+import { BearerRefused, SessionCredentials, toolFamilyOf, type BearerSession } from "./bearer.ts";
+import { bindingOf, checkBinding, type SessionBinding } from "./session-binding.ts";
 import { handleSponsorRoute, SPONSOR_PATHS } from "./sponsor-routes.ts";
 import type { Sponsorship } from "../../actors/relayer/sponsorship.ts";
 import { localRecall, type RecallQueries } from "./local-recall.ts";
@@ -28,7 +32,7 @@ interface Session {
   readonly id: string;
   readonly kind: "sse" | "streamable";
   readonly transport: SSEServerTransport | DirectCallTransport;
-  readonly bearerHash: Buffer;
+  readonly binding: SessionBinding;
   lastSeen: number;
   refused: boolean;
   close(): Promise<void>;
@@ -66,6 +70,9 @@ async function readMessage(req: IncomingMessage): Promise<unknown> {
   });
 }
 
+/** The client's address: as the relayer saw it (it forwards it), else the socket's. */
+const sourceOf = (req: IncomingMessage) => String(req.headers[SIDECAR_HEADERS.clientIp] ?? req.socket.remoteAddress ?? "unknown");
+
 const isInitialize = (body: unknown) => (Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body));
 
 /** What else the sidecar serves: the relayer's gas station behind /sponsor, when one is configured. */
@@ -83,8 +90,7 @@ export async function startSidecar(settings: SidecarSettings, logger: Logger, ex
 
   /** Admission, then the bearer checked against the relayer; returns what a new session needs. */
   const openSession = async (req: IncomingMessage): Promise<{ bearer: BearerSession; release: () => void }> => {
-    const ip = String(req.headers[SIDECAR_HEADERS.clientIp] ?? req.socket.remoteAddress ?? "unknown");
-    const slot = limits.admit(ip);
+    const slot = limits.admit(sourceOf(req));
     if (!slot.ok) throw new RpcRefusal(429, RPC_ERROR.rateLimited, `too many sessions: ${slot.reason}`, { "retry-after": String(slot.retryAfterSecs) });
     try {
       return { bearer: await credentials.resolve(req.headers), release: slot.release };
@@ -96,7 +102,8 @@ export async function startSidecar(settings: SidecarSettings, logger: Logger, ex
     }
   };
 
-  const toolServer = (session: () => Session | undefined, bearer: BearerSession) => {
+  /** The tools, under the names the opening request's client expects (bearer.ts, toolFamilyOf). */
+  const toolServer = (session: () => Session | undefined, bearer: BearerSession, req: IncomingMessage) => {
     const server = new McpServer({ name: "memrelay", version: RELAYER_VERSION }, { capabilities: { tools: {} } });
     const { client } = bearer;
     registerMemoryTools(server, {
@@ -106,6 +113,7 @@ export async function startSidecar(settings: SidecarSettings, logger: Logger, ex
         : (query, opts) => client.recall(query, opts),
       relayerUrl: settings.relayerUrl,
       rememberTimeoutMs: settings.sessions.rememberTimeoutMs,
+      names: TOOL_NAMES[toolFamilyOf(req.headers)],
       onRefused: () => {
         const s = session();
         if (s) s.refused = true;
@@ -114,11 +122,12 @@ export async function startSidecar(settings: SidecarSettings, logger: Logger, ex
     return server;
   };
 
-  /** The session a request names, checked: same bearer as the one that opened it, not refused since. */
+  /** The session a request names, checked: bound to this request's credential and source (session-binding.ts), not refused since. */
   const sessionFor = async (id: string | undefined, req: IncomingMessage, kind: Session["kind"]): Promise<Session> => {
     const s = id ? sessions.get(id) : undefined;
     if (!s || s.kind !== kind) throw new RpcRefusal(404, RPC_ERROR.sessionNotFound, "session not found (expired, closed, or the server restarted): reconnect and initialize a new session");
-    if (!sha256(String(req.headers.authorization ?? "")).equals(s.bearerHash)) throw new RpcRefusal(401, RPC_ERROR.unauthorized, "this session belongs to another credential");
+    const verdict = checkBinding(s.binding, kind, req.headers, sourceOf(req));
+    if (!verdict.ok) throw new RpcRefusal(verdict.status, RPC_ERROR.unauthorized, verdict.message);
     if (s.refused) {
       await s.close();
       throw new RpcRefusal(401, RPC_ERROR.unauthorized, "the memory service refused this credential: the delegate key is unknown or was removed");
@@ -147,14 +156,14 @@ export async function startSidecar(settings: SidecarSettings, logger: Logger, ex
     const { bearer, release } = await openSession(req);
     const transport = new SSEServerTransport("/api/mcp/messages", res);
     let session: Session | undefined;
-    const server = toolServer(() => session, bearer);
+    const server = toolServer(() => session, bearer, req);
     const keepalive = setInterval(() => !res.writableEnded && res.write(": keepalive\n\n"), SSE_KEEPALIVE_MS);
     keepalive.unref();
     const close = closer(transport.sessionId, release, async () => {
       clearInterval(keepalive);
       await server.close();
     });
-    session = { id: transport.sessionId, kind: "sse", transport, bearerHash: sha256(String(req.headers.authorization)), lastSeen: Date.now(), refused: false, close };
+    session = { id: transport.sessionId, kind: "sse", transport, binding: bindingOf(req.headers, sourceOf(req)), lastSeen: Date.now(), refused: false, close };
     register(session);
     res.on("close", () => void close());
     await server.connect(transport);
@@ -175,14 +184,14 @@ export async function startSidecar(settings: SidecarSettings, logger: Logger, ex
         if (!isInitialize(body)) throw new RpcRefusal(400, RPC_ERROR.invalidRequest, "no session: send initialize first (without an mcp-session-id header)");
         const { bearer, release } = await openSession(req);
         let session: Session | undefined;
-        const server = toolServer(() => session, bearer);
+        const server = toolServer(() => session, bearer, req);
         // Tools send no progress notifications, so a POST is answered with one JSON body (spec-allowed) rather than
         // an event stream: less work per call here and in the relayer that forwards it.
         const transport: DirectCallTransport = new DirectCallTransport({
           sessionIdGenerator: () => randomUUID(),
           onsessioninitialized: (sid) => {
             const close = closer(sid, release, () => server.close());
-            session = { id: sid, kind: "streamable", transport, bearerHash: sha256(String(req.headers.authorization)), lastSeen: Date.now(), refused: false, close };
+            session = { id: sid, kind: "streamable", transport, binding: bindingOf(req.headers, sourceOf(req)), lastSeen: Date.now(), refused: false, close };
             register(session);
           },
           onsessionclosed: (sid) => void sessions.get(sid)?.close(),
