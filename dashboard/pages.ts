@@ -71,11 +71,14 @@ const noWalletYet = (view: PageView) =>
   view.developmentWallet ? "" : "Approve with your Sui wallet's button above; if none appears, install a wallet that supports the Sui wallet standard and reload.";
 
 /**
- * `/connect?port&publicKey&state[&label]`: approve the package's new key, then hand the result back to it. A browser
+ * `/connect?port&publicKey&state[&label]` (memrelay-mcp) and `/connect/mcp?…&delegateAddress&relayer` (MemWal's
+ * package, `loginTool` memwal_login; the extra parameters are not needed: the key's address follows from the key, and
+ * the relayer the package uses is its own business): approve the package's new key, then hand the result back to its
+ * loopback listener (`{state, accountId, walletAddress, packageId, label}`, what both packages read). A browser
  * wallet (Sui wallet standard: connect, signPersonalMessage, signTransaction) approves for its own account with the
  * gas sponsored by the relayer; on the local network the development wallet can approve through the dashboard.
  */
-export const connectPage = (token: string, view: PageView) =>
+export const connectPage = (token: string, view: PageView, loginTool: string) =>
   shell(
     "Connect an agent",
     token,
@@ -95,7 +98,7 @@ document.getElementById("label").textContent = label;
 document.getElementById("key").textContent = publicKey || "(missing)";
 const approve = document.getElementById("approve");
 const valid = /^[0-9]{1,5}$/.test(port || "") && /^[0-9a-fA-F]{64}$/.test(publicKey || "") && /^[0-9a-f]{64}$/.test(state || "");
-if (!valid) say("This link is incomplete or damaged: ask the agent for a new one (memory_login).", "err");
+if (!valid) say(${JSON.stringify(`This link is incomplete or damaged: ask the agent for a new one (${loginTool}).`)}, "err");
 else say(${JSON.stringify(noWalletYet(view))});
 const buttons = () => [approve, ...document.querySelectorAll("#wallets button")].filter(Boolean);
 const enable = (on) => buttons().forEach((b) => (b.disabled = !on || !valid));

@@ -1,5 +1,5 @@
 // The dashboard (`memrelay start`, port 5173, the --local preset's web URL): the connect page that memory_login
-// opens, where the user approves a new delegate key, and the list of an account's delegate keys with revoke. A
+// opens (`/connect`; `/connect/mcp` for MemWal's package, whose memwal_login opens that path with the same query), where the user approves a new delegate key, and the list of an account's delegate keys with revoke. A
 // browser wallet speaking the Sui wallet standard approves for its own account, gas paid by the relayer's /sponsor;
 // that is the only wallet on a real network (`memrelay start --network`), where accounts are read through the Sui
 // node. On the local network the stack's development wallet (the dev account's owner key, held by this process) can
@@ -12,6 +12,7 @@ import type { MemoryAccount } from "../schemas/chain.ts";
 import type { Logger } from "../config/logger.ts";
 import type { DevelopmentWallet } from "./development-wallet.ts";
 import { connectPage, consentPage, keysPage, type PageView } from "./pages.ts";
+import { MEMWAL_TOOL, TOOL } from "../schemas/mcp-tools.ts";
 import { encodeTransactionKind } from "../adapters/chain/local/transaction-data.ts";
 import { sponsorAuthMessage, transactionKindHash } from "../schemas/relayer/sponsor.ts";
 import { BodyTooLarge, NotJson, readJson } from "../mcp/node-body.ts";
@@ -55,7 +56,8 @@ async function jsonBody(req: IncomingMessage): Promise<Record<string, unknown>> 
 
 export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   const token = randomBytes(24).toString("hex");
-  let origin = "";
+  /** The page origins the API answers: the listener's, and on loopback its `localhost` spelling too (MemWal's --local preset opens http://localhost:5173). */
+  let origins = new Set<string>();
   const csp = `default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self' http://127.0.0.1:*${o.relayerUrl ? ` ${new URL(o.relayerUrl).origin}` : ""}`;
   const send = (res: ServerResponse, status: number, body: string, type = "application/json") => {
     res.writeHead(status, { "content-type": type, "cache-control": "no-store", "x-frame-options": "DENY", "content-security-policy": csp });
@@ -75,7 +77,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
 
   const api = async (req: IncomingMessage, path: string): Promise<unknown> => {
     const given = Buffer.from(String(req.headers["x-dashboard-token"] ?? ""));
-    if (req.headers.origin !== undefined && req.headers.origin !== origin) throw new Refused(403, "cross-origin requests are refused");
+    if (req.headers.origin !== undefined && !origins.has(req.headers.origin)) throw new Refused(403, "cross-origin requests are refused");
     if (given.length !== token.length || !timingSafeEqual(given, Buffer.from(token))) throw new Refused(403, "missing or wrong dashboard token: reload the page");
     if (path === "/api/keys" && req.method === "GET") {
       const a = await devWallet().account();
@@ -153,7 +155,8 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
       return;
     }
     if (req.method !== "GET") return send(res, 405, JSON.stringify({ error: "pages are read with GET" }));
-    if (url.pathname === "/connect") return send(res, 200, connectPage(token, view), "text/html; charset=utf-8");
+    if (url.pathname === "/connect") return send(res, 200, connectPage(token, view, TOOL.login), "text/html; charset=utf-8");
+    if (url.pathname === "/connect/mcp") return send(res, 200, connectPage(token, view, MEMWAL_TOOL.login), "text/html; charset=utf-8");
     if (url.pathname === "/connect/claude" && o.relayerUrl) return send(res, 200, consentPage(token, view, o.relayerUrl), "text/html; charset=utf-8");
     if (url.pathname === "/" || url.pathname === "/keys") return send(res, 200, keysPage(token, view), "text/html; charset=utf-8");
     send(res, 404, JSON.stringify({ error: "not found" }));
@@ -162,7 +165,8 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
     server.once("error", reject);
     server.listen(o.port, o.host, () => resolve((server.address() as { port: number }).port));
   });
-  origin = `http://${o.host}:${port}`;
+  const origin = `http://${o.host}:${port}`;
+  origins = new Set([origin, ...(o.host === "127.0.0.1" ? [`http://localhost:${port}`] : [])]);
   o.logger.info("dashboard listening", { url: origin });
   return {
     url: origin,
