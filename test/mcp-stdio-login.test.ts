@@ -2,12 +2,14 @@
 // signed out at first; memory_login's URL opened in headless Chromium (Debian's package) on the dashboard, the key
 // approved with the development wallet; then memory_recall works without restarting the package; the key revoked
 // on the dashboard's keys page, and the next call is refused with 401 while the credential file stays. And the same
-// sign-in with a browser wallet (Sui wallet standard) for its own account, the gas sponsored by the relayer.
+// sign-in with a browser wallet (Sui wallet standard) for its own account, the gas sponsored by the relayer. And the
+// dashboard's /connect/mcp, the path MemWal's package opens (its whole flow: test/memwal-mcp-package.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtempSync, rmSync, existsSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser } from "playwright-core";
+import { request } from "undici";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { startTestStack, type TestStack } from "./support/stack.ts";
@@ -121,6 +123,19 @@ describe("memrelay-mcp over stdio with sign-in through the dashboard", () => {
       await client.close();
     }
   }, 60_000);
+
+  it("serves /connect/mcp (what MemWal's memwal_login opens), and answers its API from its loopback origin's localhost spelling, not from other origins", async () => {
+    const page = await fetch(`${dashboard.url}/connect/mcp?port=1&publicKey=${"a".repeat(64)}&delegateAddress=0x${"b".repeat(64)}&label=x&relayer=${encodeURIComponent(t.stack.relayerUrl)}&state=${"c".repeat(64)}`);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).toContain("memwal_login");
+    const token = /name="dashboard-token" content="([0-9a-f]+)"/.exec(html)![1];
+    const keys = (origin: string) => request(`${dashboard.url}/api/keys`, { headers: { "x-dashboard-token": token, origin } }).then(async (r) => (await r.body.dump(), r.statusCode));
+    expect(await keys(dashboard.url)).toBe(200);
+    expect(await keys(dashboard.url.replace("127.0.0.1", "localhost"))).toBe(200);
+    expect(await keys("http://localhost:1")).toBe(403);
+    expect(await keys("https://evil.example")).toBe(403);
+  });
 
   it("signs in with a browser wallet (Sui wallet standard) for its own account, the relayer sponsoring the gas, and revokes with it", async () => {
     // the wallet's owner has an account and no gas left
