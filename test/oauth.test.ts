@@ -7,6 +7,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { chromium, type Browser } from "playwright-core";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { UnauthorizedError, type OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { startTestStack, type TestStack } from "./support/stack.ts";
@@ -272,6 +273,28 @@ describe("OAuth 2.1 on the agent transports", () => {
     await new Promise((r) => setTimeout(r, CODE_TTL * 1000 + 500));
     const expired = await form("/oauth/token", { grant_type: "authorization_code", code: late.code, redirect_uri: callbackUrl, client_id: a.client_id, code_verifier: verifier }, true);
     expect(expired.body).toMatchObject({ error: "invalid_grant", error_description: expect.stringMatching(/expired/) });
+  }, 30_000);
+
+  it("a legacy SSE session opened with an access token takes its messages without a credential, as the MCP SSE transport sends them", async () => {
+    const { body: client } = await register();
+    const verifier = randomBytes(32).toString("base64url");
+    const { code, publicKey } = await codeFor(client.client_id, verifier);
+    const tokens = (await form("/oauth/token", { grant_type: "authorization_code", code, redirect_uri: callbackUrl, client_id: client.client_id, code_verifier: verifier })).body;
+    const headers = { authorization: `Bearer ${tokens.access_token}` };
+    const mcp = new Client({ name: "platform", version: "1" });
+    await mcp.connect(new SSEClientTransport(new URL("/api/mcp/sse", t.stack.relayerUrl), {
+      eventSourceInit: { fetch: (u, init) => fetch(u, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }) },
+    }));
+    try {
+      const health = await mcp.callTool({ name: TOOL.health, arguments: {} });
+      expect(health.isError, textOf(health)).toBeFalsy();
+    } finally {
+      await mcp.close();
+      await removeDelegateKey(t.stack.chain, { ownerKey: owner.ownerSecretKey, publicKey, accountId: owner.accountId });
+    }
+    // a message naming no session is not a way around the challenge: there is nothing to use
+    const stray = await fetch(new URL("/api/mcp/messages?sessionId=00000000-0000-4000-8000-000000000000", t.stack.relayerUrl), { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    expect(stray.status).toBe(404);
   }, 30_000);
 
   it("rotates refresh tokens; a reused one revokes the whole grant; revoke (RFC 7009) ends a token on /api/mcp", async () => {
