@@ -48,7 +48,7 @@ function guarded<A>(session: ToolSession, body: (args: A) => Promise<CallToolRes
 /** How the jobs of one call ended within the wait: done, failed (with why), or still running when the wait ended. */
 interface JobsOutcome {
   readonly done: number;
-  readonly failed: { readonly index: number; readonly error: string }[];
+  readonly failed: { readonly index: number; readonly jobId: string; readonly error: string }[];
   readonly pending: string[];
 }
 
@@ -60,7 +60,7 @@ async function settleJobs(client: MemrelayClient, jobIds: readonly string[], tim
   const pending: string[] = [];
   jobs.forEach((job, index) => {
     if (!job) pending.push(jobIds[index]);
-    else if (job.status !== "done") failed.push({ index, error: job.error ?? job.status });
+    else if (job.status !== "done") failed.push({ index, jobId: job.job_id, error: job.error ?? job.status });
   });
   return { done: jobs.length - failed.length - pending.length, failed, pending };
 }
@@ -99,9 +99,9 @@ export function registerMemoryTools(server: McpServer, session: ToolSession): vo
   register(names.analyze, TOOL.analyze, TOOL_INPUTS[TOOL.analyze], async ({ text: input, namespace }: { text: string; namespace?: string }) => {
     const r = await client.analyze(input, ns(namespace));
     const jobs = await settleJobs(client, r.job_ids, session.rememberTimeoutMs);
+    const notStored = new Map(jobs.failed.map((f) => [f.jobId, f.error]));
     const lines = [`Extracted ${r.fact_count} new fact${r.fact_count === 1 ? "" : "s"}; ${jobs.done} stored in ${where(namespace)}.`];
-    r.facts.forEach((f, i) => lines.push(`- ${f.text}${jobs.failed.some((x) => x.index === i) ? " (not stored)" : ""}`));
-    for (const f of jobs.failed) lines.push(`Fact ${f.index + 1} was not stored: ${f.error}`);
+    for (const f of r.facts) lines.push(`- ${f.text}${notStored.has(f.job_id) ? ` (not stored: ${notStored.get(f.job_id)})` : ""}`);
     lines.push(...stillStoring(jobs.pending));
     if (r.skipped?.length) {
       lines.push(`Already remembered (skipped): ${r.skipped.length}`);

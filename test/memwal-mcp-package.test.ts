@@ -4,23 +4,26 @@
 // opens GET /api/mcp/sse with the bearer and posts its messages with no credential (the session id is the capability),
 // expects memwal_* tools and injects --namespace into them. Then its sign-in from scratch: memwal_login's URL
 // (`/connect/mcp?…`) opened in headless Chromium on the dashboard, approved, its loopback callback writes the file, and
-// the package started again works. Needs a MemWal checkout: skipped when MEMWAL_REPO is unset.
+// the package started again works, and so does memrelay-mcp pointed at the file it wrote. Needs a MemWal checkout:
+// skipped when MEMWAL_REPO is unset.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser } from "playwright-core";
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { startTestStack, type TestStack } from "./support/stack.ts";
 import { startDashboard, type Dashboard } from "../dashboard/server.ts";
 import { localDevelopmentWallet } from "../dashboard/development-wallet.ts";
 import { silentLogger } from "../config/logger.ts";
 import type { DevIdentity } from "../runtime/local-stack.ts";
 import type { Credentials } from "../cli/credentials.ts";
-import { MEMWAL_TOOL } from "../schemas/mcp-tools.ts";
+import { MEMWAL_TOOL, TOOL } from "../schemas/mcp-tools.ts";
 import { buildMemwalMcp, memwalMcpChecks, startMemwalMcp, toolText, type MemwalMcpBuild } from "./support/memwal-mcp-package.ts";
 
 const memwalRepo = process.env.MEMWAL_REPO;
+if (!memwalRepo) console.warn("skipped: MEMWAL_REPO is unset. Point it at a MemWal checkout (MEMWAL_REPO=/path/to/MemWal) to run MemWal's MCP package unmodified.");
 
 /** The credential file memrelay writes (cli/credentials.ts) for an identity of the test stack. */
 const credentialsOf = (t: TestStack, who: DevIdentity, label: string): Credentials => ({
@@ -114,6 +117,19 @@ describe.skipIf(!memwalRepo)("the unmodified MemWal MCP package (needs MEMWAL_RE
       expect(toolText(recalled)).toContain("green tea");
     } finally {
       await host.close();
+    }
+    // the same file serves memrelay's own package, pointed at it
+    const memrelay = new Client({ name: "host", version: "1.0.0" });
+    await memrelay.connect(new StdioClientTransport({
+      command: process.execPath,
+      args: ["bin/memrelay-mcp.mjs"],
+      env: { ...(process.env as Record<string, string>), HOME: dir, MEMORY_CREDENTIALS_FILE: join(dir, ".memwal", "credentials.json") },
+      stderr: "pipe",
+    }));
+    try {
+      expect(toolText(await memrelay.callTool({ name: TOOL.recall, arguments: { query: "what do I drink?" } }))).toContain("green tea");
+    } finally {
+      await memrelay.close();
     }
   }, 180_000);
 });
