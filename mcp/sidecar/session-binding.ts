@@ -19,17 +19,16 @@ export interface SessionBinding {
 
 export type BindingVerdict = { readonly ok: true } | { readonly ok: false; readonly status: 401 | 403; readonly message: string };
 
-/** The digest of a request's credential, or undefined when it carries none (no Authorization header). */
-export function credentialDigest(headers: IncomingHttpHeaders): Buffer | undefined {
-  const authorization = headers.authorization;
-  if (!authorization) return undefined;
+const digestOf = (headers: IncomingHttpHeaders) => {
   const account = String(headers["x-memory-account-id"] ?? headers["x-memwal-account-id"] ?? "").toLowerCase();
-  return hash("sha256", `${authorization}\n${account}`, "buffer");
-}
+  return hash("sha256", `${headers.authorization ?? ""}\n${account}`, "buffer");
+};
 
-export function bindingOf(headers: IncomingHttpHeaders, source: string): SessionBinding {
-  return { credential: credentialDigest(headers) ?? hash("sha256", "", "buffer"), source };
-}
+/** The digest of a request's credential, or undefined when it carries none (no Authorization header). */
+export const credentialDigest = (headers: IncomingHttpHeaders): Buffer | undefined => (headers.authorization ? digestOf(headers) : undefined);
+
+/** What an opening request (its credential already accepted) binds its session to. */
+export const bindingOf = (headers: IncomingHttpHeaders, source: string): SessionBinding => ({ credential: digestOf(headers), source });
 
 const OK: BindingVerdict = { ok: true };
 
