@@ -1,9 +1,10 @@
 // The dashboard (`memrelay start`, port 5173, the --local preset's web URL): the connect page that memory_login
-// opens (`/connect`; `/connect/mcp` for MemWal's package, whose memwal_login opens that path with the same query), where the user approves a new delegate key, and the list of an account's delegate keys with revoke. A
-// browser wallet speaking the Sui wallet standard approves for its own account, gas paid by the relayer's /sponsor;
-// that is the only wallet on a real network (`memrelay start --network`), where accounts are read through the Sui
-// node. On the local network the stack's development wallet (the dev account's owner key, held by this process) can
-// approve and revoke too. The relayer refuses a removed key at once.
+// opens (`/connect`; `/connect/mcp` for MemWal's package, whose memwal_login opens that path with more parameters),
+// where the user approves a new delegate key, and the list of an account's delegate keys with revoke. A browser
+// wallet speaking the Sui wallet standard approves for its own account, gas paid by the relayer's /sponsor; that is
+// the only wallet on a real network (`memrelay start --network`), where accounts are read through the Sui node. On the
+// local network the stack's development wallet (the dev account's owner key, held by this process) can approve and
+// revoke too. The relayer refuses a removed key at once.
 // The JSON API answers only same-origin requests carrying the page's token, so another site cannot drive the wallet.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
@@ -56,7 +57,10 @@ async function jsonBody(req: IncomingMessage): Promise<Record<string, unknown>> 
 
 export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   const token = randomBytes(24).toString("hex");
-  /** The page origins the API answers: the listener's, and on loopback its `localhost` spelling too (MemWal's --local preset opens http://localhost:5173). */
+  /**
+   * The page origins the API answers: the listener's, and on loopback its `localhost` spelling too (MemWal's --local
+   * preset opens http://localhost:5173).
+   */
   let origins = new Set<string>();
   const csp = `default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self' http://127.0.0.1:*${o.relayerUrl ? ` ${new URL(o.relayerUrl).origin}` : ""}`;
   const send = (res: ServerResponse, status: number, body: string, type = "application/json") => {

@@ -1,7 +1,8 @@
-// The six relayer tools on an MCP server (under memrelay's names, or the four MemWal's package knows under its names), each a signed call to the relayer's own routes with the session's delegate
-// key (client/memrelay-client.ts) — or, for memory_recall in a sidecar holding the relayer's ports, the route's own
-// recall in process (sidecar/local-recall.ts): the same commands, encryption, blob and index paths as any client, no
-// second implementation. Results are short texts an agent can read; a refused credential is reported, never retried.
+// The six relayer tools on an MCP server (under memrelay's names; or the four MemWal's package knows, under its names),
+// each a signed call to the relayer's own routes with the session's delegate key (client/memrelay-client.ts) — or,
+// for memory_recall in a sidecar holding the relayer's ports, the route's own recall in process
+// (sidecar/local-recall.ts): the same commands, encryption, blob and index paths as any client, no second
+// implementation. Results are short texts an agent can read; a refused credential is reported, never retried.
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { RelayerError, type MemrelayClient, type RecallResponse } from "../client/memrelay-client.ts";
@@ -66,7 +67,7 @@ async function settleJobs(client: MemrelayClient, jobIds: readonly string[], tim
 }
 
 const stillStoring = (pending: readonly string[]) =>
-  pending.length ? [`Still being stored (recallable shortly; jobs ${pending.join(", ")}): ${pending.length}`] : [];
+  pending.length ? [`${pending.length} still being stored, recallable shortly (jobs ${pending.join(", ")}).`] : [];
 
 export function registerMemoryTools(server: McpServer, session: ToolSession): void {
   const { client, names } = session;

@@ -43,7 +43,8 @@ export function registerMcpRoutes(server: HttpServer, link: SidecarLink, opts: {
     const headers: Record<string, string> = { [SIDECAR_HEADERS.token]: link.token, [SIDECAR_HEADERS.clientIp]: clientIp(req, opts.trustedProxyHops) };
     for (const h of FORWARDED) if (req.headers[h]) headers[h] = req.headers[h];
     if (opts.oauth) {
-      // No credential: point the client at the OAuth metadata (RFC 9728). An access token: its grant's delegate key.
+      // No credential: point the client at the OAuth metadata (RFC 9728), except on a legacy SSE message, whose session
+      // id is the capability (the sidecar checks it). An access token: its grant's delegate key.
       const auth = req.headers["authorization"];
       if (!auth && !sessionCapability) return rpcReply(401, "authorization required: sign in with OAuth, or send Authorization: Bearer <delegate key> and x-memory-account-id", challenge(), RPC_ERROR.unauthorized);
       const token = auth && /^Bearer\s+(mra\.\S+)$/i.exec(auth)?.[1];

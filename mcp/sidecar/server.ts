@@ -122,7 +122,7 @@ export async function startSidecar(settings: SidecarSettings, logger: Logger, ex
     return server;
   };
 
-  /** The session a request names, checked: bound to this request's credential and source (session-binding.ts), not refused since. */
+  /** The session a request names, checked: bound to this request's credential and source (session-binding.ts), not refused. */
   const sessionFor = async (id: string | undefined, req: IncomingMessage, kind: Session["kind"]): Promise<Session> => {
     const s = id ? sessions.get(id) : undefined;
     if (!s || s.kind !== kind) throw new RpcRefusal(404, RPC_ERROR.sessionNotFound, "session not found (expired, closed, or the server restarted): reconnect and initialize a new session");

@@ -25,7 +25,7 @@ const digestOf = (headers: IncomingHttpHeaders) => {
 };
 
 /** The digest of a request's credential, or undefined when it carries none (no Authorization header). */
-export const credentialDigest = (headers: IncomingHttpHeaders): Buffer | undefined => (headers.authorization ? digestOf(headers) : undefined);
+const credentialDigest = (headers: IncomingHttpHeaders): Buffer | undefined => (headers.authorization ? digestOf(headers) : undefined);
 
 /** What an opening request (its credential already accepted) binds its session to. */
 export const bindingOf = (headers: IncomingHttpHeaders, source: string): SessionBinding => ({ credential: digestOf(headers), source });
