@@ -140,7 +140,7 @@ export async function startCommand(args: string[], env = process.env): Promise<n
       `  NATS_URL=${nats.url}`,
       `  DATABASE_URL=${postgres.url}`,
       "",
-      "try:  memrelay remember \"I prefer green tea\" --wait  &&  memrelay recall \"what do I drink?\"",
+      "try:  npx memrelay remember \"I prefer green tea\" --wait  &&  npx memrelay recall \"what do I drink?\"",
       "Ctrl-C stops everything.",
     ];
     console.log(lines.join("\n"));
