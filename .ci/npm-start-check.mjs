@@ -1,6 +1,8 @@
 // The README's first command on CI's fresh clone, before anything else is installed: `npm start` must set itself up,
-// answer /health, and exit 0 on SIGTERM having stopped what it started. Its own HOME and data directory and free
-// ports, so the machine's ~/.memrelay and default ports are left alone. Plain JavaScript: node_modules may not exist.
+// answer /health, and exit 0 on SIGTERM having stopped what it started. Its own data directory, credential file and
+// free ports, so the machine's ~/.memrelay, ~/.memory and default ports are left alone; HOME stays, since npm reads
+// the machine's configuration there (here its nodedir: a native dependency's build cannot download Node's headers).
+// Plain JavaScript: node_modules may not exist yet.
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
@@ -25,7 +27,7 @@ const freePort = () =>
 const work = mkdtempSync(join(tmpdir(), "memrelay-npm-start-"));
 const dataDir = join(work, "data");
 const port = await freePort();
-const env = { ...process.env, HOME: join(work, "home"), MEMRELAY_DATA_DIR: dataDir, PORT: String(port), BLOBSTORE_PORT: "0", CONSOLE_PORT: "0", SIDECAR_URL: "http://127.0.0.1:0", DASHBOARD_PORT: "0", npm_config_update_notifier: "false" };
+const env = { ...process.env, MEMRELAY_DATA_DIR: dataDir, MEMORY_CREDENTIALS_FILE: join(work, "credentials.json"), PORT: String(port), BLOBSTORE_PORT: "0", CONSOLE_PORT: "0", SIDECAR_URL: "http://127.0.0.1:0", DASHBOARD_PORT: "0", npm_config_update_notifier: "false" };
 // npm start must find (or start) its own NATS and Postgres, as on a newcomer's machine.
 delete env.NATS_URL;
 delete env.DATABASE_URL;

@@ -53,30 +53,37 @@ export function linkedNodeModules(root = repoRoot) {
   return existsSync(path) && lstatSync(path).isSymbolicLink() ? realpathSync(path) : undefined;
 }
 
-/** Top-level packages in node_modules (scoped ones counted one by one): how far an `npm ci` has got. */
-function installedPackageCount(root) {
+/**
+ * How far an `npm ci` has got: npm makes every top-level package's folder (scoped ones counted one by one) first,
+ * then extracts each; a package.json in it means extracted. Install scripts (native builds) run after that.
+ */
+function extraction(root) {
   const dir = join(root, "node_modules");
-  if (!existsSync(dir)) return 0;
-  let n = 0;
-  for (const entry of readdirSync(dir)) {
-    if (entry.startsWith(".")) continue;
-    n += entry.startsWith("@") ? readdirSync(join(dir, entry)).length : 1;
+  const folders = [];
+  if (existsSync(dir)) {
+    for (const entry of readdirSync(dir)) {
+      if (entry.startsWith(".")) continue;
+      if (entry.startsWith("@")) for (const name of readdirSync(join(dir, entry))) folders.push(join(dir, entry, name));
+      else folders.push(join(dir, entry));
+    }
   }
-  return n;
+  return { packages: folders.length, extracted: folders.filter((f) => existsSync(join(f, "package.json"))).length };
 }
 
-function topLevelPackageCount(lock) {
-  return Object.entries(lock.packages ?? {}).filter(([path, e]) => /^node_modules\/(@[^/]+\/)?[^/]+$/.test(path) && !e.optional).length;
+function progressLine(root, secondsSoFar) {
+  const { packages, extracted } = extraction(root);
+  if (!packages) return `memrelay: npm ci: resolving the packages (${secondsSoFar} s)`;
+  if (extracted < packages) return `memrelay: npm ci: ${extracted} of ${packages} packages extracted (${secondsSoFar} s)`;
+  return `memrelay: npm ci: all ${packages} packages extracted, running their install scripts (${secondsSoFar} s)`;
 }
 
 /**
- * Runs `npm ci` in root with its output shown, and a line every few seconds with how many packages are in place.
+ * Runs `npm ci` in root with its output shown, and a line every 5 s saying how far it has got.
  * Resolves the exit status (0: installed).
  */
 export function installNpmDependencies(root = repoRoot, log = (line) => console.error(line)) {
-  const expected = topLevelPackageCount(JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8")));
   const started = Date.now();
-  log(`memrelay: installing the npm dependencies (npm ci, ${expected} packages)…`);
+  log("memrelay: installing the npm dependencies (npm ci)…");
   // Inside `npm start`, npm_execpath is the npm that runs us: use the same one.
   const [cmd, args] = process.env.npm_execpath ? [process.execPath, [process.env.npm_execpath]] : ["npm", []];
   const child = spawn(cmd, [...args, "ci", "--no-audit", "--no-fund"], {
@@ -86,7 +93,7 @@ export function installNpmDependencies(root = repoRoot, log = (line) => console.
     env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: "skip" },
   });
   const seconds = () => Math.round((Date.now() - started) / 1000);
-  const ticker = setInterval(() => log(`memrelay: npm ci: ${Math.min(installedPackageCount(root), expected)} of ${expected} packages in place (${seconds()} s)`), 5_000);
+  const ticker = setInterval(() => log(progressLine(root, seconds())), 5_000);
   return new Promise((res) => {
     const done = (code, why) => {
       clearInterval(ticker);
