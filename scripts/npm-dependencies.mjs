@@ -70,15 +70,18 @@ function extraction(root) {
   return { packages: folders.length, extracted: folders.filter((f) => existsSync(join(f, "package.json"))).length };
 }
 
-function progressLine(root, secondsSoFar) {
+/** What npm ci is doing, without the time: a line is repeated only when this changes or every 30 s. */
+function progressState(root) {
   const { packages, extracted } = extraction(root);
-  if (!packages) return `memrelay: npm ci: resolving the packages (${secondsSoFar} s)`;
-  if (extracted < packages) return `memrelay: npm ci: ${extracted} of ${packages} packages extracted (${secondsSoFar} s)`;
-  return `memrelay: npm ci: all ${packages} packages extracted, running their install scripts (${secondsSoFar} s)`;
+  if (!packages) return "resolving the packages";
+  if (extracted < packages) return `${extracted} of ${packages} packages extracted`;
+  // native builds (better-sqlite3 from source, minutes on 2 cores) print nothing while they run
+  return `all ${packages} packages extracted, running their install scripts`;
 }
 
 /**
- * Runs `npm ci` in root with its output shown, and a line every 5 s saying how far it has got.
+ * Runs `npm ci` in root with its output shown, and a line saying how far it has got whenever that changes (looked
+ * at every 5 s) or every 30 s.
  * Resolves the exit status (0: installed).
  */
 export function installNpmDependencies(root = repoRoot, log = (line) => console.error(line)) {
@@ -93,7 +96,13 @@ export function installNpmDependencies(root = repoRoot, log = (line) => console.
     env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: "skip" },
   });
   const seconds = () => Math.round((Date.now() - started) / 1000);
-  const ticker = setInterval(() => log(progressLine(root, seconds())), 5_000);
+  let shown = { state: "", at: 0 };
+  const ticker = setInterval(() => {
+    const state = progressState(root);
+    if (state === shown.state && Date.now() - shown.at < 30_000) return;
+    shown = { state, at: Date.now() };
+    log(`memrelay: npm ci: ${state} (${seconds()} s)`);
+  }, 5_000);
   return new Promise((res) => {
     const done = (code, why) => {
       clearInterval(ticker);
