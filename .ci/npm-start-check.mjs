@@ -37,10 +37,14 @@ const seconds = (from) => ((Date.now() - from) / 1000).toFixed(1);
 // Its own process group, so a failed check can end everything it started; the SIGTERM of the check goes to npm only.
 const child = spawn("npm", ["start"], { cwd: root, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
 let output = "";
-for (const stream of [child.stdout, child.stderr]) {
+// Shown as whole lines, each marked as npm start's (its two streams interleave by chunk).
+const partial = { stdout: "", stderr: "" };
+for (const [name, stream] of [["stdout", child.stdout], ["stderr", child.stderr]]) {
   stream.on("data", (d) => {
     output += d;
-    process.stdout.write(String(d).replace(/^(?=.)/gm, "npm start | "));
+    const lines = (partial[name] + d).split("\n");
+    partial[name] = lines.pop();
+    for (const line of lines) process.stdout.write(`npm start | ${line}\n`);
   });
 }
 const exited = new Promise((res) => child.once("exit", (code, signal) => res({ code, signal })));
