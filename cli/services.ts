@@ -8,7 +8,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { freePort, waitForPort } from "../test/support/nats-server.ts";
+import { freePort, waitForPort } from "../runtime/tcp-ports.ts";
 import { withoutPreparedStatements } from "../db/pool.ts";
 
 const repoRoot = resolve(fileURLToPath(new URL("..", import.meta.url)));

@@ -140,7 +140,7 @@ export async function startCommand(args: string[], env = process.env): Promise<n
       `  NATS_URL=${nats.url}`,
       `  DATABASE_URL=${postgres.url}`,
       "",
-      "try:  memrelay remember \"I prefer green tea\" --wait  &&  memrelay recall \"what do I drink?\"",
+      "try:  npx memrelay remember \"I prefer green tea\" --wait  &&  npx memrelay recall \"what do I drink?\"",
       "Ctrl-C stops everything.",
     ];
     console.log(lines.join("\n"));
@@ -159,20 +159,23 @@ export async function startCommand(args: string[], env = process.env): Promise<n
 
 /**
  * Waits for Ctrl-C / SIGTERM, or the sidecar watchdog giving up (which ends the process like a signal, but with a
- * failure status, as the spec says), then stops everything; resolves the exit status.
+ * failure status, as the spec says), then stops everything; resolves the exit status. The signals are taken from
+ * the moment it is made, so one that arrives while the stack starts stops it once started instead of killing the
+ * process with its services left running; and every later one too: Ctrl-C on `npm start` delivers SIGINT twice (from
+ * the terminal and forwarded by npm), and a second one must not end the process halfway through stopping.
  */
 function runUntilStopped() {
   let sidecarLost = false;
   let stop: () => void = () => undefined;
   const stopped = new Promise<void>((resolve) => (stop = resolve));
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
   return {
     onSidecarLost: () => {
       sidecarLost = true;
       stop();
     },
     async wait(stopAll: () => Promise<void>): Promise<number> {
-      process.once("SIGINT", stop);
-      process.once("SIGTERM", stop);
       await stopped;
       console.log(sidecarLost ? "the MCP sidecar stopped answering; stopping everything" : "stopping…");
       await stopAll();

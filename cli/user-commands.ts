@@ -1,10 +1,7 @@
 // `memrelay remember|recall|status`: the relayer from a terminal, with the credential file written by `start`
 // (or by the tool package's login).
-import { dataDirOf } from "../config/env.ts";
-import { readStackFile } from "./stack-file.ts";
-import { MemrelayClient, RelayerError } from "../client/memrelay-client.ts";
-import { cachedSessionProvider } from "../client/session-cache.ts";
-import { credentialsPath, readCredentials } from "./credentials.ts";
+import { RelayerError, type MemrelayClient } from "../client/memrelay-client.ts";
+import { clientFromCredentials, NoCredentialsError } from "../client/from-credentials.ts";
 
 export const USER_HELP = `memrelay remember <text> [--namespace NS] [--wait]
   Stores <text> as an encrypted memory; prints the job id (with --wait, polls until done or failed).
@@ -39,23 +36,15 @@ export async function userCommand(cmd: "remember" | "recall" | "status", args: s
     console.log(USER_HELP);
     return 0;
   }
-  const creds = readCredentials(credentialsPath(env));
-  if (!creds) {
-    console.error(`no credentials at ${credentialsPath(env)}: run \`memrelay start\` once (it creates a dev account), or log in with the tool package`);
+  let client: MemrelayClient;
+  try {
+    client = clientFromCredentials({ relayer: flag(args, "--relayer"), env });
+  } catch (err) {
+    if (!(err instanceof NoCredentialsError)) throw err;
+    console.error(err.message);
     return 2;
   }
-  const baseUrl = flag(args, "--relayer") ?? env.MEMORY_SERVER_URL ?? readStackFile(dataDirOf(env))?.relayer_url ?? creds.relayerUrl;
-  const key = Uint8Array.from(Buffer.from(creds.delegatePrivateKey.replace(/^0x/, ""), "hex"));
   const namespace = flag(args, "--namespace") ?? env.MEMORY_NAMESPACE;
-  let provider: (() => Promise<string>) | undefined;
-  const session = async () => {
-    if (!provider) {
-      const cfg = (await (await fetch(`${baseUrl}/config`)).json()) as { packageId: string; chainRpcUrl: string };
-      provider = cachedSessionProvider({ delegateSecretKey: key, packageId: cfg.packageId, rpcUrl: cfg.chainRpcUrl });
-    }
-    return provider();
-  };
-  const client = new MemrelayClient({ baseUrl, delegatePrivateKey: key, accountId: creds.accountId, encryptionSession: session });
   const words = positional(args);
   try {
     if (cmd === "remember") {

@@ -1,43 +1,76 @@
 #!/usr/bin/env bash
-# Installs and starts the system pieces memrelay's tests need on Debian: nats-server, Chromium, PostgreSQL 15 with
-# pgvector (built from Debian's source package), and the npm dependencies. Safe to run repeatedly.
+# Installs and starts the system pieces memrelay needs on Debian: nats-server, Chromium, PostgreSQL 15 with pgvector
+# (built from Debian's source package), and the npm dependencies. Safe to run repeatedly.
+#   bash scripts/setup-system.sh              everything (what .ci/run does before the tests)
+#   bash scripts/setup-system.sh nats npm     only the named parts: nats, chromium, postgres, npm (what `npm start`
+#                                             runs for whatever it is missing)
+# A part that cannot be installed here (not root and no sudo, no apt-get) stops the script with the command to run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+parts=("$@")
+[ ${#parts[@]} -gt 0 ] || parts=(nats chromium postgres npm)
+for part in "${parts[@]}"; do
+  case "$part" in
+    nats|chromium|postgres|npm) ;;
+    *) echo "setup: unknown part '$part' (parts: nats chromium postgres npm)" >&2; exit 2 ;;
+  esac
+done
+wanted() { [[ " ${parts[*]} " == *" $1 "* ]]; }
+
 sudo_cmd=""
 [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+
+# Why apt-get cannot be used here, or nothing when it can.
+why_no_apt() {
+  if ! command -v apt-get >/dev/null 2>&1; then echo "no apt-get on this machine"
+  elif [ -n "$sudo_cmd" ] && ! command -v sudo >/dev/null 2>&1; then echo "not root, and no sudo"
+  fi
+}
+
 apt_updated=""
+# apt_install PART HOWTO PACKAGE...: installs the packages, or stops with HOWTO (what to do by hand) when it cannot.
 apt_install() {
+  local part="$1" howto="$2"
+  shift 2
+  local why
+  why="$(why_no_apt)"
+  if [ -n "$why" ]; then
+    echo "setup: $part is missing and cannot be installed here ($why). $howto" >&2
+    exit 1
+  fi
   if [ -z "$apt_updated" ]; then $sudo_cmd apt-get update -qq; apt_updated=1; fi
   $sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
-if ! command -v nats-server >/dev/null 2>&1; then
-  echo "setup: installing nats-server"
-  apt_install nats-server
+if wanted nats && ! command -v nats-server >/dev/null 2>&1; then
+  echo "setup: installing nats-server (apt-get install nats-server)"
+  apt_install nats-server "Install nats-server 2.9 or later (Debian/Ubuntu: sudo apt-get install -y nats-server; macOS: brew install nats-server; or a release binary from github.com/nats-io/nats-server on the PATH), or set NATS_SERVER_BIN to its path, or NATS_URL to a running JetStream server." nats-server
 fi
 
 # Headless Chromium for the browser tests (sign-in and consent pages), driven by playwright-core.
-if ! command -v chromium >/dev/null 2>&1; then
+if wanted chromium && ! command -v chromium >/dev/null 2>&1; then
   echo "setup: installing chromium"
-  apt_install chromium
+  apt_install chromium "Install Chromium (sudo apt-get install -y chromium) to run the browser tests." chromium
 fi
 
-if ! command -v pg_config >/dev/null 2>&1 || ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
-  echo "setup: installing PostgreSQL"
-  apt_install postgresql postgresql-contrib
+if wanted postgres; then
+  if ! command -v pg_config >/dev/null 2>&1 || ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
+    echo "setup: installing PostgreSQL"
+    apt_install PostgreSQL "Install PostgreSQL 15 or later (sudo apt-get install -y postgresql postgresql-contrib) to run the tests." postgresql postgresql-contrib
+  fi
+
+  if ! pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then
+    echo "setup: starting PostgreSQL"
+    $sudo_cmd pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -n 1)" main start || true
+    for _ in $(seq 1 30); do pg_isready -h 127.0.0.1 -p 5432 -q && break; sleep 1; done
+  fi
+
+  bash scripts/install-pgvector.sh
 fi
 
-if ! pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then
-  echo "setup: starting PostgreSQL"
-  $sudo_cmd pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -n 1)" main start || true
-  for _ in $(seq 1 30); do pg_isready -h 127.0.0.1 -p 5432 -q && break; sleep 1; done
-fi
-
-bash scripts/install-pgvector.sh
-
-if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  echo "setup: installing npm dependencies"
-  ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund --loglevel=error
+# Compares node_modules with package-lock.json by content and runs `npm ci` (with progress) when they differ.
+if wanted npm; then
+  node scripts/npm-dependencies.mjs
 fi
 echo "setup: done"

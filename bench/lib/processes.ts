@@ -6,7 +6,7 @@ import { createWriteStream, existsSync, mkdirSync, readFileSync, readdirSync } f
 import { randomBytes } from "node:crypto";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort, waitForPort } from "../../test/support/nats-server.ts";
+import { freePort, waitForPort } from "../../runtime/tcp-ports.ts";
 
 export const repoRoot = resolve(fileURLToPath(new URL("../..", import.meta.url)));
 const bin = join(repoRoot, "bin", "memrelay.mjs");

@@ -16,7 +16,7 @@ import { latencyLine, rate, summarize } from "../lib/stats.ts";
 import type { SectionResult } from "../lib/report.ts";
 import { TOOL } from "../../schemas/mcp-tools.ts";
 import { closedOps } from "../lib/closed-ops.ts";
-import { freePort } from "../../test/support/free-port.ts";
+import { freePort } from "../../runtime/tcp-ports.ts";
 import { openLeanSession, type LeanSession } from "../lib/lean-mcp.ts";
 
 const CLIENTS = 16;

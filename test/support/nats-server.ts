@@ -3,7 +3,10 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createConnection, createServer } from "node:net";
+import { freePort, waitForPort } from "../../runtime/tcp-ports.ts";
+
+// Re-exported: the suites and the bench import them from here.
+export { freePort, waitForPort };
 
 export interface NatsServerHandle {
   readonly url: string;
@@ -26,35 +29,6 @@ process.once("exit", () => {
 /** How many nats-servers this process started are still running. */
 export function runningNatsServers(): number {
   return [...live].filter((c) => c.exitCode === null && c.signalCode === null).length;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      const port = typeof addr === "object" && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-export async function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const sock = createConnection({ host: "127.0.0.1", port }, () => {
-        sock.end();
-        resolve(true);
-      });
-      sock.on("error", () => resolve(false));
-    });
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`port ${port} did not open within ${timeoutMs} ms`);
 }
 
 export async function startNatsServer(opts: { binary?: string } = {}): Promise<NatsServerHandle> {
