@@ -1,7 +1,6 @@
 // System services `memrelay start` brings up when they are not given: nats-server with nats.conf (on 4222, or a
 // free port when 4222 is taken) and Postgres (DATABASE_URL, else the native server on 127.0.0.1:5432, else
 // embedded PGlite with pgvector served over a socket).
-import { defaultDataDir } from "../config/env.ts";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync, chmodSync } from "node:fs";
 import { createHash, randomBytes } from "node:crypto";
@@ -71,13 +70,11 @@ export async function startNats(dataDir: string): Promise<Service> {
 }
 
 /**
- * The native database of a data directory: `memrelay` for the default (~/.memrelay), `memrelay_<hash of the path>`
- * for any other, so two stacks with different data directories never share read models.
+ * The native database of a data directory: `memrelay_<hash of its absolute path>`, the default (~/.memrelay)
+ * included, so two stacks with different data directories (two HOMEs) never share read models.
  */
 export function databaseNameFor(dataDir: string): string {
-  const dir = resolve(dataDir);
-  if (dir === resolve(defaultDataDir(process.env))) return "memrelay";
-  return `memrelay_${createHash("sha256").update(dir).digest("hex").slice(0, 12)}`;
+  return `memrelay_${createHash("sha256").update(resolve(dataDir)).digest("hex").slice(0, 12)}`;
 }
 
 async function nativePostgres(name: string): Promise<string | undefined> {

@@ -133,12 +133,14 @@ describe("memrelay start and the operator commands in a second terminal", () => 
     expect(await second.exited).toBe(0);
   }, 240_000);
 
-  it("gives another data directory its own database", () => {
+  it("gives every data directory its own database, the default one of each HOME included", () => {
     const a = databaseNameFor("/srv/one");
     const b = databaseNameFor("/srv/two");
     expect(a).not.toBe(b);
     expect(a).toMatch(/^memrelay_[0-9a-f]{12}$/);
-    expect(databaseNameFor(join(homedir(), ".memrelay"))).toBe("memrelay");
+    // Two users' (or two HOMEs') default ~/.memrelay: no shared name such as `memrelay`.
+    expect(databaseNameFor("/home/alice/.memrelay")).not.toBe(databaseNameFor("/home/bob/.memrelay"));
+    expect(databaseNameFor(join(homedir(), ".memrelay"))).toMatch(/^memrelay_[0-9a-f]{12}$/);
   });
 
   it("stops everything it started and exits non-zero when a later step fails", async () => {
