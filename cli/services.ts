@@ -7,7 +7,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { freePort, waitForPort } from "../test/support/nats-server.ts";
+import { freePort } from "../test/support/nats-server.ts";
 import { withoutPreparedStatements } from "../db/pool.ts";
 
 const repoRoot = resolve(fileURLToPath(new URL("..", import.meta.url)));
@@ -27,6 +27,10 @@ async function portFree(port: number): Promise<boolean> {
   });
 }
 
+/** How long nats-server gets to say it is ready, and to shut down before it is killed. */
+const NATS_START_MS = 10_000;
+const NATS_STOP_MS = 2_500;
+
 /** A persistent at-rest key for the JetStream store (0600): the store holds plaintext commands until acked. */
 function jetstreamKey(dataDir: string): string {
   const path = join(dataDir, "jetstream.key");
@@ -36,34 +40,66 @@ function jetstreamKey(dataDir: string): string {
   return readFileSync(path, "utf8").trim();
 }
 
-export async function startNats(dataDir: string): Promise<Service> {
+/**
+ * nats-server for this data directory, on `preferredPort` (4222) when free, else on a free port. Ready means this
+ * child said so: a port that merely answers may be another stack's server (two stacks starting at once both found
+ * 4222 free, and the second, whose server could not bind, shared the first one's event log).
+ */
+export async function startNats(dataDir: string, preferredPort = 4222): Promise<Service> {
   const which = spawnSync("sh", ["-c", "command -v nats-server"], { encoding: "utf8" });
   const binary = process.env.NATS_SERVER_BIN ?? which.stdout.trim();
   if (!binary) {
     throw new Error("nats-server is not installed. Install it with:\n  sudo apt-get install -y nats-server\n(or run `bash scripts/setup-system.sh`), or point NATS_URL at a running server.");
   }
-  const port = (await portFree(4222)) ? 4222 : await freePort();
   const store = join(dataDir, "nats");
   mkdirSync(store, { recursive: true });
+  for (let attempt = 1; ; attempt++) {
+    const port = attempt === 1 && (await portFree(preferredPort)) ? preferredPort : await freePort();
+    const started = await natsServerOn(binary, port, store, dataDir);
+    if ("child" in started) return natsService(started.child, port, store, preferredPort);
+    // Another process took the port between the check and the bind: try another one.
+    if (!started.portTaken || attempt === 3) throw new Error(`nats-server did not start:\n${started.stderr}`);
+  }
+}
+
+async function natsServerOn(binary: string, port: number, store: string, dataDir: string): Promise<{ child: ChildProcess } | { stderr: string; portTaken: boolean }> {
   const child: ChildProcess = spawn(binary, ["-c", join(repoRoot, "nats.conf")], {
     env: { ...process.env, MEMRELAY_NATS_HOST: "127.0.0.1", MEMRELAY_NATS_PORT: String(port), MEMRELAY_NATS_STORE: store, MEMRELAY_JS_KEY: jetstreamKey(dataDir) },
     stdio: ["ignore", "ignore", "pipe"],
   });
   let stderr = "";
-  child.stderr?.on("data", (d) => (stderr = (stderr + d).slice(-4000)));
-  try {
-    await waitForPort(port, 10_000);
-  } catch {
-    child.kill();
-    throw new Error(`nats-server did not start:\n${stderr}`);
-  }
+  const ready = await new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), NATS_START_MS);
+    child.stderr?.on("data", (d) => {
+      stderr = (stderr + d).slice(-4000);
+      if (stderr.includes("Server is ready")) {
+        clearTimeout(timer);
+        resolve(true);
+      }
+    });
+    child.once("exit", () => {
+      clearTimeout(timer);
+      resolve(false);
+    });
+  });
+  if (ready) return { child };
+  child.kill("SIGKILL");
+  return { stderr, portTaken: /address already in use/.test(stderr) };
+}
+
+function natsService(child: ChildProcess, port: number, store: string, preferredPort: number): Service {
   return {
     url: `nats://127.0.0.1:${port}`,
-    description: `nats-server (JetStream, encrypted store ${store}) on 127.0.0.1:${port}${port !== 4222 ? " (4222 was taken)" : ""}`,
+    description: `nats-server (JetStream, encrypted store ${store}) on 127.0.0.1:${port}${port !== preferredPort ? ` (${preferredPort} was taken)` : ""}`,
+    // Bounded: a stop of the whole stack must end within seconds (JetStream recovers its store after a SIGKILL).
     stop: () =>
       new Promise<void>((res) => {
-        if (child.exitCode !== null) return res();
-        child.once("exit", () => res());
+        if (child.exitCode !== null || child.signalCode !== null) return res();
+        const kill = setTimeout(() => child.kill("SIGKILL"), NATS_STOP_MS);
+        child.once("exit", () => {
+          clearTimeout(kill);
+          res();
+        });
         child.kill("SIGTERM");
       }),
   };
