@@ -199,7 +199,8 @@ export async function startRelayer(opts: {
     actorHost,
     sidecarUrl: () => sidecarUrl,
     stop: async () => {
-      for (const s of stops.reverse()) await s();
+      // Every role is stopped even if one fails to: a role left running keeps retrying against closed connections.
+      for (const s of stops.reverse()) await Promise.resolve(s()).catch((err) => logger.warn("a role did not stop cleanly", { error: err instanceof Error ? err.message : String(err) }));
     },
   };
 }

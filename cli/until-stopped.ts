@@ -1,0 +1,50 @@
+// How a serving command (`memrelay start`, `memrelay worker`) ends: Ctrl-C or SIGTERM, or a role giving up (the
+// sidecar watchdog). Stopping is bounded whatever is in flight (issue 28: a wedged start ignored SIGTERM for minutes):
+// the roles get ROLES_STOP_MS, then what was started under them (nats-server, embedded Postgres) is stopped and the
+// command returns. A command still in flight was handed back unacknowledged and is redelivered (actors/host.ts).
+// A second signal exits at once.
+
+/** The roles' share of a stop; with nats-server's own bounded stop (cli/services.ts) the whole stays under 10 s. */
+export const ROLES_STOP_MS = 5_000;
+
+/** Runs `stop`, waiting at most `ms` for it; false when it was still running then (it goes on in the background). */
+export async function stopWithin(ms: number, stop: () => Promise<void>): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const done = stop().then(
+    () => true,
+    () => true,
+  );
+  const late = new Promise<false>((r) => (timer = setTimeout(() => r(false), ms)));
+  const inTime = await Promise.race([done, late]);
+  clearTimeout(timer);
+  return inTime;
+}
+
+export function untilStopped() {
+  let lost = false;
+  let stop: () => void = () => undefined;
+  const stopped = new Promise<void>((resolve) => (stop = resolve));
+  return {
+    /** A role gave up (the sidecar watchdog): stop everything, with a failure status as the spec says. */
+    onLost: () => {
+      lost = true;
+      stop();
+    },
+    /** Waits for a signal (or `onLost`), then stops the roles (bounded) and what runs under them; the exit status. */
+    async wait(stopRoles: () => Promise<void>, stopUnder: () => Promise<void> = async () => undefined): Promise<number> {
+      let signalled = false;
+      const onSignal = () => {
+        if (signalled) process.exit(130);
+        signalled = true;
+        stop();
+      };
+      process.on("SIGINT", onSignal);
+      process.on("SIGTERM", onSignal);
+      await stopped;
+      console.log(lost ? "the MCP sidecar stopped answering; stopping everything" : "stopping…");
+      if (!(await stopWithin(ROLES_STOP_MS, stopRoles))) console.log(`stopping took longer than ${ROLES_STOP_MS / 1000} s; exiting anyway (commands in flight are redelivered on the next start)`);
+      await stopUnder();
+      return lost ? 1 : 0;
+    },
+  };
+}
