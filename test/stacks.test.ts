@@ -13,6 +13,8 @@ import { freePort } from "./support/nats-server.ts";
 import { adminUrl } from "./support/postgres.ts";
 import { cleanEnv, memrelay, natsServersOf, startStack, type StartedStack } from "./support/start-process.ts";
 import { startSilentServer } from "./support/tcp-proxy.ts";
+import { startStackWithoutActorHost } from "./support/stack.ts";
+import { startWorkerProcess, type WorkerProcess } from "./support/worker-process.ts";
 
 const dirs: string[] = [];
 const dataDirs: string[] = [];
@@ -26,11 +28,14 @@ function newUser(tag: string): { home: string; dataDir: string; env: (extra?: Re
   return { home, dataDir, env: (extra = {}) => cleanEnv(home, dataDir, extra) };
 }
 
-async function stopped(s: StartedStack, signal: NodeJS.Signals = "SIGTERM"): Promise<{ code: number | null; ms: number }> {
+/** Signals the process and waits (30 s at most, then SIGKILL) for it to exit: its exit code and how long it took. */
+async function stopped(s: StartedStack | WorkerProcess, signal: NodeJS.Signals = "SIGTERM"): Promise<{ code: number | null; ms: number }> {
+  const child = "child" in s ? s.child : s;
+  const exited = child.exitCode !== null ? Promise.resolve(child.exitCode) : new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
   const t0 = Date.now();
-  s.child.kill(signal);
-  const code = await Promise.race([s.exited, new Promise<"late">((r) => setTimeout(() => r("late"), 30_000))]);
-  if (code === "late") s.child.kill("SIGKILL");
+  child.kill(signal);
+  const code = await Promise.race([exited, new Promise<"late">((r) => setTimeout(() => r("late"), 30_000))]);
+  if (code === "late") child.kill("SIGKILL");
   return { code: code === "late" ? null : code, ms: Date.now() - t0 };
 }
 
@@ -42,6 +47,8 @@ async function takenPort(): Promise<{ port: number; release: () => void }> {
 }
 
 afterAll(async () => {
+  // A stack that had to be killed leaves its nats-server behind.
+  for (const d of dataDirs) for (const pid of natsServersOf(d)) process.kill(pid, "SIGKILL");
   const admin = new pg.Client({ connectionString: adminUrl() });
   await admin.connect();
   for (const d of dataDirs) await admin.query(`DROP DATABASE IF EXISTS ${databaseNameFor(d)} WITH (FORCE)`).catch(() => undefined);
@@ -181,4 +188,28 @@ describe("stop means stop", () => {
       expect(end.ms).toBeLessThan(10_000);
     }
   }, 300_000);
+
+  it("SIGINT ends a memrelay worker within 10 s while its job is wedged; the next worker ends the job", async () => {
+    const { t, client } = await startStackWithoutActorHost();
+    const silent = await startSilentServer();
+    try {
+      const wedged = await startWorkerProcess(t.stack.workerEnv, "actors", { BLOBSTORE_PUBLISHER_URL: `http://127.0.0.1:${silent.port}` });
+      const { job_id } = await client.remember("The canoe paddles lean against the shed");
+      const deadline = Date.now() + 30_000;
+      while (silent.accepted() === 0 && Date.now() < deadline) await new Promise((res) => setTimeout(res, 100));
+      expect(silent.accepted(), "the upload reached the silent blob store").toBeGreaterThan(0);
+      const stop = await stopped(wedged, "SIGINT");
+      expect(stop.code).toBe(0);
+      expect(stop.ms).toBeLessThan(10_000);
+      const next = await startWorkerProcess(t.stack.workerEnv, "actors");
+      try {
+        expect((await client.waitForJob(job_id, 60_000)).status).toBe("done");
+      } finally {
+        await stopped(next);
+      }
+    } finally {
+      await silent.close();
+      await t.teardown();
+    }
+  }, 180_000);
 });
