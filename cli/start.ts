@@ -27,7 +27,9 @@ export const START_HELP = `memrelay start [--network <name>]
   directory gets its own database on the native Postgres. While running, <data dir>/stack.json (0600) tells the
   operator commands (replay, lag, restore, blobstore, console, alerts) in another terminal where NATS and Postgres
   are, and the NATS_URL=/DATABASE_URL= lines it prints can be copied into a shell.
-  If any step fails, everything already started is stopped and the command exits non-zero.
+  If any step fails, everything already started is stopped and the command exits non-zero. A listener whose address
+  is taken names its variable (set it to 0 for a free port). Ctrl-C or SIGTERM stops everything within 10 s; commands
+  in flight are redelivered on the next start.
   --network <name> (or CHAIN_NETWORK other than localnet): the relayer, its workers, MCP sidecar and dashboard
   (browser wallets only) against a real network, by configuration only: CHAIN_RPC_URL, MEMORY_PACKAGE_ID,
   MEMORY_REGISTRY_ID, ENCRYPTION_SERVER_CONFIGS, BLOBSTORE_PUBLISHER_URL, BLOBSTORE_AGGREGATOR_URL,
