@@ -13,7 +13,7 @@ import { inTransaction, type Db, type Tx } from "../db/pool.ts";
 import type { Logger } from "../config/logger.ts";
 import { applyTogether, CheckpointMoved, Lane, type LaneBatch } from "./lane.ts";
 import { ArrivalBatcher } from "../adapters/arrival-batcher.ts";
-import { identityOf, logStillAnswers, ReadModelOfAnotherLog } from "./log-claim.ts";
+import { identityOf, logStillAnswers, ReadModelOfAnotherLog, type LogIdentity } from "./log-claim.ts";
 
 export interface Projection {
   readonly name: string;
@@ -75,7 +75,7 @@ export async function migrateCheckpoints(db: Db): Promise<void> {
  * server, another stack is running on this database and the start is refused (unless `takeOver`: an explicit
  * `memrelay replay`); when it is gone, the read model is rebuilt from this one.
  */
-async function claimForLog(db: Db, log: EventLog, p: Projection, logger: Logger, takeOver: boolean): Promise<void> {
+async function claimForLog(db: Db, log: EventLog, p: Projection, logger: Logger, takeOver: boolean): Promise<LogIdentity> {
   const mine = await identityOf(log);
   await inTransaction(db, async (tx) => {
     // Two stacks starting at once on one database must not both find the read model unclaimed.
@@ -97,6 +97,7 @@ async function claimForLog(db: Db, log: EventLog, p: Projection, logger: Logger,
       [p.name, mine.created, mine.server],
     );
   });
+  return mine;
 }
 
 export async function readCheckpoint(db: Db | Tx, name: string): Promise<number> {
@@ -269,6 +270,8 @@ abstract class FeedRunner {
   private restartCurrent?: () => void;
   /** The lanes this runner still feeds (a lane stopped alone leaves the others running). */
   protected lanes: readonly Lane[];
+  /** The identity of the event log this runner claimed its read models for (log-claim.ts). */
+  private claimedFor?: string;
 
   protected constructor(
     private readonly log: EventLog,
@@ -285,7 +288,7 @@ abstract class FeedRunner {
   async start(opts: { takeOver?: boolean } = {}): Promise<void> {
     for (const { projection } of this.lanes) await projection.migrate(this.db);
     await migrateCheckpoints(this.db);
-    for (const { projection } of this.lanes) await claimForLog(this.db, this.log, projection, this.logger, opts.takeOver ?? false);
+    for (const { projection } of this.lanes) this.claimedFor = (await claimForLog(this.db, this.log, projection, this.logger, opts.takeOver ?? false)).created;
     void this.run();
   }
 
@@ -305,6 +308,8 @@ abstract class FeedRunner {
     let failures = 0;
     while (!this.stopped) {
       try {
+        await this.stopLanesTakenOver();
+        if (this.stopped) break;
         for (const lane of this.lanes) {
           lane.position = await readCheckpoint(this.db, lane.projection.name);
           // Another process may have applied what a waiter waits for (a checkpoint moved past it): release it.
@@ -320,6 +325,18 @@ abstract class FeedRunner {
           await new Promise((r) => setTimeout(r, Math.min(5_000, 100 * 2 ** Math.min(failures, 6))));
         }
       }
+    }
+  }
+
+  /**
+   * A replay from another event log may claim a read model while this runner feeds it (it then sees the checkpoint
+   * move, as for any replay): applying this log's events on top would mix two logs, so the lane stops instead.
+   */
+  private async stopLanesTakenOver(): Promise<void> {
+    const r = await this.db.query<{ name: string }>("SELECT name FROM projection_checkpoints WHERE name = ANY($1) AND stream_created IS DISTINCT FROM $2", [this.lanes.map((l) => l.projection.name), this.claimedFor]);
+    for (const lane of this.lanes.filter((l) => r.rows.some((row) => row.name === l.projection.name))) {
+      this.logger.error("read model taken over by another event log (memrelay replay against it); no longer applying this log's events to it: check DATABASE_URL / MEMRELAY_DATA_DIR", { projection: lane.projection.name });
+      await this.stopLane(lane);
     }
   }
 

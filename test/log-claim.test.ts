@@ -48,10 +48,10 @@ async function note(log: EventLog): Promise<{ id: string; seq: number }> {
 
 const ids = async () => (await db.query<{ id: string }>("SELECT id FROM claim_notes ORDER BY id")).rows.map((r) => r.id).sort();
 
-/** A runner whose warnings are kept, started on `log`; resolves once it has applied `upTo` (when given). */
+/** A runner whose warnings and errors are kept, started on `log`; resolves once it has applied `upTo` (when given). */
 async function follow(log: EventLog, opts: { takeOver?: boolean; upTo?: number } = {}) {
   const warnings: string[] = [];
-  const logger = createLogger({ sink: (line) => line.includes("WARN") && warnings.push(line) });
+  const logger = createLogger({ sink: (line) => /WARN|ERROR/.test(line) && warnings.push(line) });
   const runner = new ProjectionRunner(log, db, notes, logger);
   await runner.start({ takeOver: opts.takeOver });
   if (opts.upTo !== undefined) expect(await runner.waitFor(opts.upTo, 10_000)).toBe(true);
@@ -113,5 +113,23 @@ describe("read models claimed by one event log", () => {
     expect(rows).toHaveLength(3); // A's two earlier notes and this one: nothing of B's
     expect(replay.warnings.join("\n")).toMatch(/taken over by this event log \(replay\); rebuilding/);
     await replay.runner.stop();
+  }, 60_000);
+
+  it("stops feeding a read model that a replay from another log took over while it ran", async () => {
+    const running = await follow(a.log); // A's replay of the test before claimed it
+    const replay = await follow(b.log, { takeOver: true });
+    const bNote = await note(b.log);
+    expect(await replay.runner.waitFor(bNote.seq, 10_000)).toBe(true);
+    const deadline = Date.now() + 10_000;
+    while (!running.warnings.some((l) => l.includes("taken over by another event log")) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(running.warnings.join("\n")).toMatch(/ERROR.*read model taken over by another event log.*DATABASE_URL \/ MEMRELAY_DATA_DIR/);
+    // A's later events stay out of B's read model.
+    const late = await note(a.log);
+    await new Promise((r) => setTimeout(r, 1_500));
+    const rows = await ids();
+    expect(rows).toContain(bNote.id);
+    expect(rows).not.toContain(late.id);
+    await replay.runner.stop();
+    await running.runner.stop();
   }, 60_000);
 });
