@@ -42,7 +42,7 @@ export function untilStopped() {
       process.on("SIGTERM", onSignal);
       await stopped;
       console.log(lost ? "the MCP sidecar stopped answering; stopping everything" : "stopping…");
-      if (!(await stopWithin(ROLES_STOP_MS, stopRoles))) console.log(`stopping took longer than ${ROLES_STOP_MS / 1000} s; exiting anyway (commands in flight are redelivered on the next start)`);
+      if (!(await stopWithin(ROLES_STOP_MS, stopRoles))) console.log(`stopping took longer than ${ROLES_STOP_MS / 1000} s; exiting anyway (commands in flight are redelivered)`);
       await stopUnder();
       return lost ? 1 : 0;
     },

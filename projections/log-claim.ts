@@ -29,12 +29,8 @@ export async function identityOf(log: EventLog): Promise<LogIdentity> {
  * is what this guards against.
  */
 export async function logStillAnswers(other: LogIdentity): Promise<boolean> {
-  let nc;
-  try {
-    nc = await connect({ servers: other.server, name: "memrelay-log-probe", timeout: PROBE_TIMEOUT_MS, reconnect: false, maxReconnectAttempts: 0 });
-  } catch (err) {
-    return err instanceof AuthorizationError;
-  }
+  const nc = await connect({ servers: other.server, name: "memrelay-log-probe", timeout: PROBE_TIMEOUT_MS, reconnect: false, maxReconnectAttempts: 0 }).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))));
+  if (nc instanceof Error) return nc instanceof AuthorizationError;
   try {
     const jsm = await jetstreamManager(nc, { timeout: PROBE_TIMEOUT_MS });
     const info = await jsm.streams.info(STREAMS.events).catch(() => undefined);
