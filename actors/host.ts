@@ -94,10 +94,14 @@ export function evolve(machine: AnyStateMachine, snapshot: AnyMachineSnapshot, e
   return s;
 }
 
+/** How long a stop waits for the commands in flight (a stop of every role must end within seconds, issue 28). */
+const STOP_GRACE_MS = 2_000;
+
 export class ActorHost<Cmd extends CommandEnvelope> {
   private readonly store: EventStore;
   private stopped = false;
-  private readonly inFlight = new Set<Promise<void>>();
+  /** Commands being handled, with their messages (what a stop hands back when they outlast its grace). */
+  private readonly inFlight = new Map<Promise<void>, JsMsg>();
   private messages?: { stop(): void };
 
   constructor(
@@ -137,9 +141,12 @@ export class ActorHost<Cmd extends CommandEnvelope> {
         const messages = await consumer.consume({ max_messages: this.opts.concurrency });
         this.messages = messages;
         for await (const m of messages) {
-          while (this.inFlight.size >= this.opts.concurrency) await Promise.race(this.inFlight);
-          const p = this.handle(m).finally(() => this.inFlight.delete(p));
-          this.inFlight.add(p);
+          while (this.inFlight.size >= this.opts.concurrency) await Promise.race(this.inFlight.keys());
+          // (an outcome reported after a stop closed the connection fails: the command is redelivered anyway)
+          const p = this.handle(m)
+            .catch((err) => this.logger.warn("command outcome could not be reported; it will be redelivered", { actor: this.def.aggregateType, error: errorText(err) }))
+            .finally(() => this.inFlight.delete(p));
+          this.inFlight.set(p, m);
         }
       } catch (err) {
         if (this.stopped) break;
@@ -149,10 +156,29 @@ export class ActorHost<Cmd extends CommandEnvelope> {
     }
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops taking commands and waits up to `graceMs` for those in flight. One still running then (an effect wedged on
+   * a service that does not answer) is handed back unacknowledged (nak): JetStream redelivers it, to another replica
+   * or after a restart, and effects are idempotent, so a stop neither waits on it nor loses it.
+   */
+  async stop(graceMs = STOP_GRACE_MS): Promise<void> {
     this.stopped = true;
     this.messages?.stop();
-    await Promise.allSettled([...this.inFlight]);
+    let timer: NodeJS.Timeout | undefined;
+    const drained = await Promise.race([
+      Promise.allSettled(this.inFlight.keys()).then(() => true),
+      new Promise<false>((r) => (timer = setTimeout(() => r(false), graceMs))),
+    ]);
+    clearTimeout(timer);
+    if (drained) return;
+    this.logger.warn("stopping with commands in flight; handed back for redelivery", { actor: this.def.aggregateType, commands: this.inFlight.size });
+    for (const m of this.inFlight.values()) {
+      try {
+        m.nak();
+      } catch {
+        // the connection is gone: JetStream redelivers once the ack wait passes
+      }
+    }
   }
 
   private backoffMs(deliveries: number): number {

@@ -19,6 +19,7 @@ for (const stream of [process.stdout, process.stderr]) {
 const { main } = await import("../cli/main.ts");
 const code = await main(args);
 process.exitCode = code;
-// A failed command exits even if something it started left a handle open (a socket, a timer): `memrelay start`
-// must not linger without its services after a failed step.
-if (code !== 0) setTimeout(() => process.exit(code), 1_000).unref();
+// A finished command exits even if something it started left a handle open (a socket, a timer, an effect wedged on a
+// service that never answers): `memrelay start` must not linger without its services after a failed step, nor keep
+// retrying after a stop (issue 28).
+setTimeout(() => process.exit(code), 1_000).unref();

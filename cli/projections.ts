@@ -14,7 +14,8 @@ import { NO_DATABASE_URL } from "./args.ts";
 export const REPLAY_HELP = `memrelay replay [<projection>|all] [--dims N] [--resume]
   Rebuilds read models from the event log, from sequence 1: empties the read models, rewinds their checkpoints and
   follows the log to its end, all of them at once (those following the same subjects read them once, together),
-  with a progress bar each. A running memrelay notices the rewind and rebuilds too. --resume continues an interrupted replay from the
+  with a progress bar each. It rebuilds read models that another event log built even while that log runs (a
+  start refuses those; see "One stack, one database" in the README). A running memrelay notices the rewind and rebuilds too. --resume continues an interrupted replay from the
   read models' checkpoints instead of starting over.
   Projections: memory_index, lexical_index, job_status, alerts, and the developer console's console (spaces, keys,
   buckets, files) and console_access (the access index), and the blob store's blobstore_apps, blobstore_keys,
@@ -80,7 +81,8 @@ export async function projectionsCommand(cmd: "replay" | "lag", args: string[], 
         const runner = new ProjectionGroupRunner(log, db, projections, logger, config.network);
         const bars = new Map(projections.map((p) => [p.name, new ProgressBar(`replay ${p.name}`)]));
         const done = new Set<string>();
-        await runner.start();
+        // An explicit replay may rebuild read models another event log built, even one still running.
+        await runner.start({ takeOver: true });
         // Each read model is reported when it reaches the log's end; the runner stops when all have.
         while (done.size < projections.length) {
           await new Promise((r) => setTimeout(r, 100));

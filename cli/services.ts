@@ -1,14 +1,13 @@
 // System services `memrelay start` brings up when they are not given: nats-server with nats.conf (on 4222, or a
 // free port when 4222 is taken) and Postgres (DATABASE_URL, else the native server on 127.0.0.1:5432, else
 // embedded PGlite with pgvector served over a socket).
-import { defaultDataDir } from "../config/env.ts";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync, chmodSync } from "node:fs";
 import { createHash, randomBytes } from "node:crypto";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { freePort, waitForPort } from "../runtime/tcp-ports.ts";
+import { freePort } from "../runtime/tcp-ports.ts";
 import { withoutPreparedStatements } from "../db/pool.ts";
 
 const repoRoot = resolve(fileURLToPath(new URL("..", import.meta.url)));
@@ -28,6 +27,10 @@ async function portFree(port: number): Promise<boolean> {
   });
 }
 
+/** How long nats-server gets to say it is ready, and to shut down before it is killed. */
+const NATS_START_MS = 10_000;
+const NATS_STOP_MS = 2_500;
+
 /** A persistent at-rest key for the JetStream store (0600): the store holds plaintext commands until acked. */
 function jetstreamKey(dataDir: string): string {
   const path = join(dataDir, "jetstream.key");
@@ -37,47 +40,77 @@ function jetstreamKey(dataDir: string): string {
   return readFileSync(path, "utf8").trim();
 }
 
-export async function startNats(dataDir: string): Promise<Service> {
+/**
+ * nats-server for this data directory, on `preferredPort` (4222) when free, else on a free port. Ready means this
+ * child said so: a port that merely answers may be another stack's server (two stacks starting at once both found
+ * 4222 free, and the second, whose server could not bind, shared the first one's event log).
+ */
+export async function startNats(dataDir: string, preferredPort = 4222): Promise<Service> {
   const which = spawnSync("sh", ["-c", "command -v nats-server"], { encoding: "utf8" });
   const binary = process.env.NATS_SERVER_BIN ?? which.stdout.trim();
   if (!binary) {
     throw new Error("nats-server is not installed. Install it with:\n  sudo apt-get install -y nats-server\n(or run `bash scripts/setup-system.sh`), or point NATS_URL at a running server.");
   }
-  const port = (await portFree(4222)) ? 4222 : await freePort();
   const store = join(dataDir, "nats");
   mkdirSync(store, { recursive: true });
+  for (let attempt = 1; ; attempt++) {
+    const port = attempt === 1 && (await portFree(preferredPort)) ? preferredPort : await freePort();
+    const started = await natsServerOn(binary, port, store, dataDir);
+    if ("child" in started) return natsService(started.child, port, store, preferredPort);
+    // Another process took the port between the check and the bind: try another one.
+    if (!started.portTaken || attempt === 3) throw new Error(`nats-server did not start:\n${started.stderr}`);
+  }
+}
+
+async function natsServerOn(binary: string, port: number, store: string, dataDir: string): Promise<{ child: ChildProcess } | { stderr: string; portTaken: boolean }> {
   const child: ChildProcess = spawn(binary, ["-c", join(repoRoot, "nats.conf")], {
     env: { ...process.env, MEMRELAY_NATS_HOST: "127.0.0.1", MEMRELAY_NATS_PORT: String(port), MEMRELAY_NATS_STORE: store, MEMRELAY_JS_KEY: jetstreamKey(dataDir) },
     stdio: ["ignore", "ignore", "pipe"],
   });
   let stderr = "";
-  child.stderr?.on("data", (d) => (stderr = (stderr + d).slice(-4000)));
-  try {
-    await waitForPort(port, 10_000);
-  } catch {
-    child.kill();
-    throw new Error(`nats-server did not start:\n${stderr}`);
-  }
+  const ready = await new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), NATS_START_MS);
+    child.stderr?.on("data", (d) => {
+      stderr = (stderr + d).slice(-4000);
+      if (stderr.includes("Server is ready")) {
+        clearTimeout(timer);
+        resolve(true);
+      }
+    });
+    child.once("exit", () => {
+      clearTimeout(timer);
+      resolve(false);
+    });
+  });
+  if (ready) return { child };
+  child.kill("SIGKILL");
+  return { stderr, portTaken: /address already in use/.test(stderr) };
+}
+
+function natsService(child: ChildProcess, port: number, store: string, preferredPort: number): Service {
   return {
     url: `nats://127.0.0.1:${port}`,
-    description: `nats-server (JetStream, encrypted store ${store}) on 127.0.0.1:${port}${port !== 4222 ? " (4222 was taken)" : ""}`,
+    description: `nats-server (JetStream, encrypted store ${store}) on 127.0.0.1:${port}${port !== preferredPort ? ` (${preferredPort} was taken)` : ""}`,
+    // Bounded: a stop of the whole stack must end within seconds (JetStream recovers its store after a SIGKILL).
     stop: () =>
       new Promise<void>((res) => {
-        if (child.exitCode !== null) return res();
-        child.once("exit", () => res());
+        if (child.exitCode !== null || child.signalCode !== null) return res();
+        const kill = setTimeout(() => child.kill("SIGKILL"), NATS_STOP_MS);
+        child.once("exit", () => {
+          clearTimeout(kill);
+          res();
+        });
         child.kill("SIGTERM");
       }),
   };
 }
 
 /**
- * The native database of a data directory: `memrelay` for the default (~/.memrelay), `memrelay_<hash of the path>`
- * for any other, so two stacks with different data directories never share read models.
+ * The native database of a data directory: `memrelay_<hash of its absolute path>`, the default (~/.memrelay)
+ * included, so two stacks with different data directories (two HOMEs) never share read models.
  */
 export function databaseNameFor(dataDir: string): string {
-  const dir = resolve(dataDir);
-  if (dir === resolve(defaultDataDir(process.env))) return "memrelay";
-  return `memrelay_${createHash("sha256").update(dir).digest("hex").slice(0, 12)}`;
+  return `memrelay_${createHash("sha256").update(resolve(dataDir)).digest("hex").slice(0, 12)}`;
 }
 
 async function nativePostgres(name: string): Promise<string | undefined> {

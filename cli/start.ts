@@ -15,6 +15,7 @@ import { removeStackFile, stackFilePath, writeStackFile } from "./stack-file.ts"
 import { readMemoryIndexMeta } from "../projections/relayer/memory-index.ts";
 import { reembedDevMemories } from "./reembed.ts";
 import { missingNetworkVariables, startOnNetwork } from "./start-network.ts";
+import { ROLES_STOP_MS, stopWithin, untilStopped } from "./until-stopped.ts";
 import { withNetworkPreset } from "../config/network-presets.ts";
 
 export const START_HELP = `memrelay start [--network <name>]
@@ -26,7 +27,9 @@ export const START_HELP = `memrelay start [--network <name>]
   directory gets its own database on the native Postgres. While running, <data dir>/stack.json (0600) tells the
   operator commands (replay, lag, restore, blobstore, console, alerts) in another terminal where NATS and Postgres
   are, and the NATS_URL=/DATABASE_URL= lines it prints can be copied into a shell.
-  If any step fails, everything already started is stopped and the command exits non-zero.
+  If any step fails, everything already started is stopped and the command exits non-zero. A listener whose address
+  is taken names its variable (set it to 0 for a free port). Ctrl-C or SIGTERM stops everything within 10 s; commands
+  in flight are redelivered on the next start.
   --network <name> (or CHAIN_NETWORK other than localnet): the relayer, its workers, MCP sidecar and dashboard
   (browser wallets only) against a real network, by configuration only: CHAIN_RPC_URL, MEMORY_PACKAGE_ID,
   MEMORY_REGISTRY_ID, ENCRYPTION_SERVER_CONFIGS, BLOBSTORE_PUBLISHER_URL, BLOBSTORE_AGGREGATOR_URL,
@@ -63,25 +66,35 @@ export async function startCommand(args: string[], env = process.env): Promise<n
   const base = loadConfig(env);
   mkdirSync(base.dataDir, { recursive: true, mode: 0o700 });
   const logger = createLogger({ format: base.logFormat });
-  const services: Service[] = [];
+  // nats-server and Postgres are stopped last, after the roles that use them (each bounded on its own).
+  const system: Service[] = [];
+  const roles: (() => Promise<void>)[] = [];
+  const stopRoles = async () => {
+    for (const stop of [...roles].reverse()) await stop().catch(() => undefined);
+  };
+  const stopSystem = async () => {
+    for (const s of [...system].reverse()) await s.stop().catch(() => undefined);
+  };
   const stopAll = async () => {
-    for (const s of services.reverse()) await s.stop().catch(() => undefined);
+    await stopWithin(ROLES_STOP_MS, stopRoles);
+    await stopSystem();
   };
   const startedAt = Date.now();
+  // From here on a signal stops what has started, once it has (cli/until-stopped.ts).
+  const run = untilStopped();
   try {
     const nats = env.NATS_URL ? { url: env.NATS_URL, description: `NATS from NATS_URL (${env.NATS_URL})`, stop: async () => undefined } : await startNats(base.dataDir);
-    services.push(nats);
+    system.push(nats);
     const postgres = await startPostgres(base.dataDir);
-    services.push(postgres);
-    if (remote) return await runOnNetwork(remote, env, { nats, postgres }, logger, services, stopAll);
+    system.push(postgres);
+    if (remote) return await runOnNetwork(remote, env, { nats, postgres }, logger, run, roles, stopRoles, stopSystem);
     // OAuth consents are answered on the dashboard started below (unless the operator points elsewhere).
     const dashboardPort = intVar(env, "DASHBOARD_PORT", 5173, 0, 65535);
     const consent = env.MCP_OAUTH_CONSENT_URL ?? (dashboardPort ? `http://${base.host}:${dashboardPort}/connect/claude` : undefined);
     const config = loadConfig({ ...env, NATS_URL: nats.url, DATABASE_URL: postgres.url, ...(consent ? { MCP_OAUTH_CONSENT_URL: consent } : {}) });
     const operatorSecretKey = secretFile(join(base.dataDir, "operator.key"), () => generateKeypair().secretKey);
-    const run = runUntilStopped();
-    const stack = await startLocalStack({ config, logger, databaseUrl: postgres.url, operatorSecretKey, onSidecarLost: run.onSidecarLost });
-    services.push({ url: "", description: "", stop: () => stack.stop() });
+    const stack = await startLocalStack({ config, logger, databaseUrl: postgres.url, operatorSecretKey, onSidecarLost: run.onLost });
+    roles.push(() => stack.stop());
     writeStackFile({
       pid: process.pid,
       started_at: new Date().toISOString(),
@@ -94,7 +107,7 @@ export async function startCommand(args: string[], env = process.env): Promise<n
       chain_rpc_url: stack.encryptionStack.rpcUrl,
       chain_grpc_url: stack.encryptionStack.grpcUrl,
     });
-    services.push({ url: "", description: "", stop: async () => removeStackFile(base.dataDir) });
+    roles.push(async () => removeStackFile(base.dataDir));
 
     const credPath = credentialsPath(env);
     let creds = readCredentials(credPath);
@@ -120,7 +133,7 @@ export async function startCommand(args: string[], env = process.env): Promise<n
     }
     // The dashboard manages the development account with its owner key (the local network's development wallet).
     const dashboard = await startDevDashboard(stack, base.dataDir, dashboardPort, logger);
-    if (dashboard) services.push({ url: dashboard.url, description: "", stop: () => dashboard.close() });
+    if (dashboard) roles.push(() => dashboard.close());
     const lines = [
       "memrelay is running",
       `  relayer      ${stack.relayerUrl}`,
@@ -149,7 +162,7 @@ export async function startCommand(args: string[], env = process.env): Promise<n
     if (meta?.rebuilt_at_ms && meta.rebuilt_at_ms >= startedAt - 1_000) {
       console.log(await reembedDevMemories(stack, creds, meta.previous_embedder));
     }
-    return await run.wait(stopAll);
+    return await run.wait(stopRoles, stopSystem);
   } catch (err) {
     console.error(`memrelay start failed: ${(err as Error).message}`);
     await stopAll();
@@ -157,40 +170,12 @@ export async function startCommand(args: string[], env = process.env): Promise<n
   }
 }
 
-/**
- * Waits for Ctrl-C / SIGTERM, or the sidecar watchdog giving up (which ends the process like a signal, but with a
- * failure status, as the spec says), then stops everything; resolves the exit status. The signals are taken from
- * the moment it is made, so one that arrives while the stack starts stops it once started instead of killing the
- * process with its services left running; and every later one too: Ctrl-C on `npm start` delivers SIGINT twice (from
- * the terminal and forwarded by npm), and a second one must not end the process halfway through stopping.
- */
-function runUntilStopped() {
-  let sidecarLost = false;
-  let stop: () => void = () => undefined;
-  const stopped = new Promise<void>((resolve) => (stop = resolve));
-  process.on("SIGINT", stop);
-  process.on("SIGTERM", stop);
-  return {
-    onSidecarLost: () => {
-      sidecarLost = true;
-      stop();
-    },
-    async wait(stopAll: () => Promise<void>): Promise<number> {
-      await stopped;
-      console.log(sidecarLost ? "the MCP sidecar stopped answering; stopping everything" : "stopping…");
-      await stopAll();
-      return sidecarLost ? 1 : 0;
-    },
-  };
-}
-
 /** Runs the relayer on a real network until it is stopped. */
-async function runOnNetwork(network: string, env: Record<string, string | undefined>, local: { nats: Service; postgres: Service }, logger: Logger, services: Service[], stopAll: () => Promise<void>): Promise<number> {
-  const run = runUntilStopped();
-  const running = await startOnNetwork(network, env, local, logger, run.onSidecarLost);
-  services.push({ url: "", description: "", stop: running.stop });
+async function runOnNetwork(network: string, env: Record<string, string | undefined>, local: { nats: Service; postgres: Service }, logger: Logger, run: ReturnType<typeof untilStopped>, roles: (() => Promise<void>)[], stopRoles: () => Promise<void>, stopSystem: () => Promise<void>): Promise<number> {
+  const running = await startOnNetwork(network, env, local, logger, run.onLost);
+  roles.push(running.stop);
   console.log(running.lines.join("\n"));
-  return run.wait(stopAll);
+  return run.wait(stopRoles, stopSystem);
 }
 
 /** The dashboard for the development account, when this data directory holds its owner key. */

@@ -5,6 +5,7 @@ import { startSidecar, type Sidecar } from "../mcp/sidecar/server.ts";
 import { sidecarSettings } from "../mcp/sidecar/settings.ts";
 import { startWorker } from "../runtime/worker.ts";
 import { withNetworkPreset } from "../config/network-presets.ts";
+import { untilStopped } from "./until-stopped.ts";
 
 export const WORKER_HELP = `memrelay worker [--roles gateway,actors,projections,mcp]
   Runs relayer roles against running services (default: gateway, actors, projections). "mcp" is the agent-tool
@@ -31,20 +32,11 @@ export async function workerCommand(args: string[], given = process.env): Promis
   const config = loadConfig(env);
   const logger = createLogger({ format: config.logFormat });
   if (names.length === 1 && names[0] === "mcp" && !config.databaseUrl) return sidecarAlone(env, logger);
-  let lost = false;
-  let stop: () => void = () => undefined;
-  const stopped = new Promise<void>((resolve) => (stop = resolve));
-  const w = await startWorker(config, roles, logger, env, () => {
-    lost = true;
-    stop();
-  });
+  const run = untilStopped();
+  const w = await startWorker(config, roles, logger, env, run.onLost);
   const port = w.relayer.port || (roles.mcp ? Number(new URL(w.relayer.sidecarUrl()).port) : 0);
   console.log(`ready${port ? ` port=${port}` : ""}`);
-  process.once("SIGINT", stop);
-  process.once("SIGTERM", stop);
-  await stopped;
-  await w.stop();
-  return lost ? 1 : 0;
+  return run.wait(() => w.stop());
 }
 
 /** The sidecar on its own: it needs no NATS or Postgres, only the relayer it calls for every tool. */
@@ -57,10 +49,5 @@ async function sidecarAlone(env: Record<string, string | undefined>, logger: Log
     return 2;
   }
   console.log(`ready port=${sidecar.port}`);
-  await new Promise<void>((resolve) => {
-    process.once("SIGINT", resolve);
-    process.once("SIGTERM", resolve);
-  });
-  await sidecar.close();
-  return 0;
+  return untilStopped().wait(() => sidecar.close());
 }

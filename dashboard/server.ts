@@ -11,6 +11,7 @@ import { randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
 import type { AccountDirectory } from "../adapters/ports.ts";
 import type { MemoryAccount } from "../schemas/chain.ts";
 import type { Logger } from "../config/logger.ts";
+import { namingAddressVariable } from "../config/listen-error.ts";
 import type { DevelopmentWallet } from "./development-wallet.ts";
 import { connectPage, consentPage, keysPage, type PageView } from "./pages.ts";
 import { MEMWAL_TOOL, TOOL } from "../schemas/mcp-tools.ts";
@@ -168,7 +169,7 @@ export async function startDashboard(o: DashboardOptions): Promise<Dashboard> {
   const port = await new Promise<number>((resolve, reject) => {
     server.once("error", reject);
     server.listen(o.port, o.host, () => resolve((server.address() as { port: number }).port));
-  });
+  }).catch(namingAddressVariable("DASHBOARD_PORT"));
   const origin = `http://${o.host}:${port}`;
   origins = new Set([origin, ...(o.host === "127.0.0.1" ? [`http://localhost:${port}`] : [])]);
   o.logger.info("dashboard listening", { url: origin });

@@ -134,7 +134,7 @@ export class HttpServer {
   listen(host: string, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
       this.app.listen(host, port, (socket) => {
-        if (!socket) return reject(new Error(`cannot listen on ${host}:${port}`));
+        if (!socket) return reject(new Error(`cannot listen on ${host}:${port} (in use by another process?)`));
         this.socket = socket;
         this.port = this.uws.us_socket_local_port(socket);
         resolve(this.port);

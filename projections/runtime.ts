@@ -13,6 +13,7 @@ import { inTransaction, type Db, type Tx } from "../db/pool.ts";
 import type { Logger } from "../config/logger.ts";
 import { applyTogether, CheckpointMoved, Lane, type LaneBatch } from "./lane.ts";
 import { ArrivalBatcher } from "../adapters/arrival-batcher.ts";
+import { identityOf, logStillAnswers, ReadModelOfAnotherLog, type LogIdentity } from "./log-claim.ts";
 
 export interface Projection {
   readonly name: string;
@@ -57,8 +58,11 @@ export async function migrateCheckpoints(db: Db): Promise<void> {
   await db.query(`CREATE TABLE IF NOT EXISTS projection_checkpoints (
     name text PRIMARY KEY, seq bigint NOT NULL DEFAULT 0, updated_at timestamptz NOT NULL DEFAULT now())`);
   // The identity (creation time) of the EVT stream the checkpoint counts in: a checkpoint is meaningless against
-  // another stream (a fresh log, or one restored from a backup), so a mismatch rebuilds the read model.
+  // another stream (a fresh log, or one restored from a backup), so a mismatch rebuilds the read model (or refuses the
+  // start while that other log still runs, see claimForLog).
   await db.query("ALTER TABLE projection_checkpoints ADD COLUMN IF NOT EXISTS stream_created text");
+  // Where that stream was read (host:port): another log asks it whether this one is still running (log-claim.ts).
+  await db.query("ALTER TABLE projection_checkpoints ADD COLUMN IF NOT EXISTS stream_server text");
   // Commits a projection set aside (also on the DLQ stream): what `memrelay lag` counts and job lookups consult.
   await db.query(`CREATE TABLE IF NOT EXISTS dead_letters (
     projection text NOT NULL, seq bigint NOT NULL, subject text NOT NULL, aggregate text NOT NULL, types text[] NOT NULL,
@@ -66,20 +70,34 @@ export async function migrateCheckpoints(db: Db): Promise<void> {
   await db.query("CREATE INDEX IF NOT EXISTS dead_letters_aggregate ON dead_letters (aggregate)");
 }
 
-/** Rebuilds the read model when its checkpoint was taken against a different EVT stream than the current one. */
-async function alignWithStream(db: Db, log: EventLog, p: Projection, logger: Logger): Promise<void> {
-  const created = (await log.jsm.streams.info(STREAMS.events)).created;
-  const r = await db.query<{ stream_created: string | null; seq: string }>("SELECT stream_created, seq FROM projection_checkpoints WHERE name = $1", [p.name]);
-  const row = r.rows[0];
-  if (row && row.stream_created !== created && Number(row.seq) > 0) {
-    logger.warn("event log differs from the one this read model was built from; rebuilding", { projection: p.name });
-    await resetProjection(db, p);
-  }
-  await db.query(
-    `INSERT INTO projection_checkpoints (name, seq, stream_created) VALUES ($1, 0, $2)
-     ON CONFLICT (name) DO UPDATE SET stream_created = EXCLUDED.stream_created`,
-    [p.name, created],
-  );
+/**
+ * Claims the read model for this event log. Built from another log: when that log still answers at its recorded
+ * server, another stack is running on this database and the start is refused (unless `takeOver`: an explicit
+ * `memrelay replay`); when it is gone, the read model is rebuilt from this one.
+ */
+async function claimForLog(db: Db, log: EventLog, p: Projection, logger: Logger, takeOver: boolean): Promise<LogIdentity> {
+  const mine = await identityOf(log);
+  await inTransaction(db, async (tx) => {
+    // Two stacks starting at once on one database must not both find the read model unclaimed.
+    await tx.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`projection_checkpoints:${p.name}`]);
+    const r = await tx.query<{ stream_created: string | null; stream_server: string | null; seq: string }>("SELECT stream_created, stream_server, seq FROM projection_checkpoints WHERE name = $1", [p.name]);
+    const row = r.rows[0];
+    const other = row?.stream_created && row.stream_created !== mine.created ? { created: row.stream_created, server: row.stream_server ?? "" } : undefined;
+    // (a row recorded before servers were has no server to ask: its log is treated as gone, as it always was)
+    if (other?.server && !takeOver && (await logStillAnswers(other))) throw new ReadModelOfAnotherLog(p.name, other);
+    if (other && Number(row.seq) > 0) {
+      const why = takeOver ? "taken over by this event log (replay)" : `the event log it was built from (NATS at ${other.server || "an unrecorded server"}) no longer answers`;
+      logger.warn(`read model built from another event log: ${why}; rebuilding`, { projection: p.name });
+      // In the claiming transaction: a crash in between must not leave the old rows claimed by the new log.
+      await emptyReadModel(tx, p);
+    }
+    await tx.query(
+      `INSERT INTO projection_checkpoints (name, seq, stream_created, stream_server) VALUES ($1, 0, $2, $3)
+       ON CONFLICT (name) DO UPDATE SET stream_created = EXCLUDED.stream_created, stream_server = EXCLUDED.stream_server`,
+      [p.name, mine.created, mine.server],
+    );
+  });
+  return mine;
 }
 
 export async function readCheckpoint(db: Db | Tx, name: string): Promise<number> {
@@ -89,13 +107,15 @@ export async function readCheckpoint(db: Db | Tx, name: string): Promise<number>
 
 /** Empties a projection's read model and rewinds its checkpoint; a running instance notices and rebuilds. */
 export async function resetProjection(db: Db, p: Projection): Promise<void> {
-  await inTransaction(db, async (tx) => {
-    await tx.query("INSERT INTO projection_checkpoints (name, seq) VALUES ($1, 0) ON CONFLICT (name) DO UPDATE SET seq = 0, updated_at = now()", [p.name]);
-    await tx.query("SELECT seq FROM projection_checkpoints WHERE name = $1 FOR UPDATE", [p.name]);
-    // A replay tries every commit again, the ones set aside before included.
-    await tx.query("DELETE FROM dead_letters WHERE projection = $1", [p.name]);
-    await p.reset(tx);
-  });
+  await inTransaction(db, (tx) => emptyReadModel(tx, p));
+}
+
+async function emptyReadModel(tx: Tx, p: Projection): Promise<void> {
+  await tx.query("INSERT INTO projection_checkpoints (name, seq) VALUES ($1, 0) ON CONFLICT (name) DO UPDATE SET seq = 0, updated_at = now()", [p.name]);
+  await tx.query("SELECT seq FROM projection_checkpoints WHERE name = $1 FOR UPDATE", [p.name]);
+  // A replay tries every commit again, the ones set aside before included.
+  await tx.query("DELETE FROM dead_letters WHERE projection = $1", [p.name]);
+  await p.reset(tx);
 }
 
 const MAX_BATCH = 2_000;
@@ -250,6 +270,8 @@ abstract class FeedRunner {
   private restartCurrent?: () => void;
   /** The lanes this runner still feeds (a lane stopped alone leaves the others running). */
   protected lanes: readonly Lane[];
+  /** The identity of the event log this runner claimed its read models for (log-claim.ts). */
+  private claimedFor?: string;
 
   protected constructor(
     private readonly log: EventLog,
@@ -262,10 +284,11 @@ abstract class FeedRunner {
     this.lanes = lanes;
   }
 
-  async start(): Promise<void> {
+  /** `takeOver`: claim read models another event log built even while it runs (an explicit `memrelay replay`). */
+  async start(opts: { takeOver?: boolean } = {}): Promise<void> {
     for (const { projection } of this.lanes) await projection.migrate(this.db);
     await migrateCheckpoints(this.db);
-    for (const { projection } of this.lanes) await alignWithStream(this.db, this.log, projection, this.logger);
+    for (const { projection } of this.lanes) this.claimedFor = (await claimForLog(this.db, this.log, projection, this.logger, opts.takeOver ?? false)).created;
     void this.run();
   }
 
@@ -285,6 +308,8 @@ abstract class FeedRunner {
     let failures = 0;
     while (!this.stopped) {
       try {
+        await this.stopLanesTakenOver();
+        if (this.stopped) break;
         for (const lane of this.lanes) {
           lane.position = await readCheckpoint(this.db, lane.projection.name);
           // Another process may have applied what a waiter waits for (a checkpoint moved past it): release it.
@@ -300,6 +325,18 @@ abstract class FeedRunner {
           await new Promise((r) => setTimeout(r, Math.min(5_000, 100 * 2 ** Math.min(failures, 6))));
         }
       }
+    }
+  }
+
+  /**
+   * A replay from another event log may claim a read model while this runner feeds it (it then sees the checkpoint
+   * move, as for any replay): applying this log's events on top would mix two logs, so the lane stops instead.
+   */
+  private async stopLanesTakenOver(): Promise<void> {
+    const r = await this.db.query<{ name: string }>("SELECT name FROM projection_checkpoints WHERE name = ANY($1) AND stream_created IS DISTINCT FROM $2", [this.lanes.map((l) => l.projection.name), this.claimedFor]);
+    for (const lane of this.lanes.filter((l) => r.rows.some((row) => row.name === l.projection.name))) {
+      this.logger.error("read model taken over by another event log (memrelay replay against it); no longer applying this log's events to it: check DATABASE_URL / MEMRELAY_DATA_DIR", { projection: lane.projection.name });
+      await this.stopLane(lane);
     }
   }
 

@@ -6,6 +6,7 @@ import { COMMAND_DEDUP_WINDOW_SECS, openNonceStore } from "../eventlog/connectio
 import type { Db } from "../db/pool.ts";
 import type { RelayerConfig } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
+import { namingAddressVariable } from "../config/listen-error.ts";
 import type { BlobPort, ChainPort, EmbeddingPort, EncryptionPort, SponsoredChainPort } from "../adapters/ports.ts";
 import { WalletPool } from "../adapters/chain/wallet-pool.ts";
 import { EmbedBatcher } from "../adapters/embeddings/batcher.ts";
@@ -161,7 +162,7 @@ export async function startRelayer(opts: {
         sidecar,
         oauth: config.oauth && { settings: config.oauth, vault: await DelegateVault.open(log, config.oauth.key) },
       });
-      port = await server.listen(config.host, config.port);
+      port = await server.listen(config.host, config.port).catch(namingAddressVariable("PORT"));
       stops.push(() => server.close());
     }
     if (roles.mcp) {
@@ -198,7 +199,8 @@ export async function startRelayer(opts: {
     actorHost,
     sidecarUrl: () => sidecarUrl,
     stop: async () => {
-      for (const s of stops.reverse()) await s();
+      // Every role is stopped even if one fails to: a role left running keeps retrying against closed connections.
+      for (const s of stops.reverse()) await Promise.resolve(s()).catch((err) => logger.warn("a role did not stop cleanly", { error: err instanceof Error ? err.message : String(err) }));
     },
   };
 }

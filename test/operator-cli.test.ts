@@ -2,59 +2,22 @@
 // NATS_URL or DATABASE_URL — they find the stack through <data dir>/stack.json (0600). Each data directory gets its
 // own database. A start step that fails stops what was started and exits non-zero.
 import { afterAll, describe, expect, it } from "vitest";
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { createServer } from "node:net";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { databaseNameFor } from "../cli/services.ts";
 import { adminUrl } from "./support/postgres.ts";
+import { cleanEnv as cleanEnvOf, memrelay as memrelayWith, memrelayBin, natsServersOf, startStack as startStackWith } from "./support/start-process.ts";
 
-const bin = fileURLToPath(new URL("../bin/memrelay.mjs", import.meta.url));
 const home = mkdtempSync(join(tmpdir(), "memrelay-home-"));
 const dataDirs: string[] = [];
-
-/** Only what a fresh shell has: no NATS_URL, no DATABASE_URL. */
-function cleanEnv(dataDir: string, extra: Record<string, string> = {}): Record<string, string> {
-  return { PATH: process.env.PATH ?? "", HOME: home, MEMRELAY_DATA_DIR: dataDir, PORT: "0", BLOBSTORE_PORT: "0", CONSOLE_PORT: "0", SIDECAR_URL: "http://127.0.0.1:0", DASHBOARD_PORT: "0", MEMRELAY_EMBEDDER: "hashing", ...extra };
-}
-
-function startStack(dataDir: string, extra: Record<string, string> = {}): { child: ChildProcess; output: () => string; running: Promise<void>; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, [bin, "start"], { env: cleanEnv(dataDir, extra), stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  child.stdout!.on("data", (d) => (out += d));
-  child.stderr!.on("data", (d) => (out += d));
-  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
-  const running = new Promise<void>((resolve, reject) => {
-    const check = () => (out.includes("memrelay is running") ? resolve() : undefined);
-    child.stdout!.on("data", check);
-    void exited.then((code) => reject(new Error(`memrelay start exited ${code}:\n${out}`)));
-  });
-  running.catch(() => undefined); // a test that expects the start to fail awaits `exited` instead
-  return { child, output: () => out, running, exited };
-}
-
-function memrelay(dataDir: string, ...args: string[]) {
-  const r = spawnSync(process.execPath, [bin, ...args], { env: cleanEnv(dataDir), encoding: "utf8", timeout: 60_000 });
-  return { status: r.status, out: r.stdout + r.stderr };
-}
-
-/** nats-server processes started for this data directory (their environment names its store). */
-function natsServersOf(dataDir: string): number[] {
-  const pids: number[] = [];
-  for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
-    try {
-      const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8");
-      if (!cmd.includes("nats-server")) continue;
-      if (readFileSync(`/proc/${pid}/environ`, "utf8").includes(`MEMRELAY_NATS_STORE=${join(dataDir, "nats")}`)) pids.push(Number(pid));
-    } catch {
-      // the process ended while we looked
-    }
-  }
-  return pids;
-}
+const bin = memrelayBin;
+const cleanEnv = (dataDir: string, extra: Record<string, string> = {}) => cleanEnvOf(home, dataDir, extra);
+const startStack = (dataDir: string, extra: Record<string, string> = {}) => startStackWith(cleanEnv(dataDir, extra));
+const memrelay = (dataDir: string, ...args: string[]) => memrelayWith(cleanEnv(dataDir), ...args);
 
 afterAll(async () => {
   const admin = new pg.Client({ connectionString: adminUrl() });
@@ -133,12 +96,14 @@ describe("memrelay start and the operator commands in a second terminal", () => 
     expect(await second.exited).toBe(0);
   }, 240_000);
 
-  it("gives another data directory its own database", () => {
+  it("gives every data directory its own database, the default one of each HOME included", () => {
     const a = databaseNameFor("/srv/one");
     const b = databaseNameFor("/srv/two");
     expect(a).not.toBe(b);
     expect(a).toMatch(/^memrelay_[0-9a-f]{12}$/);
-    expect(databaseNameFor(join(homedir(), ".memrelay"))).toBe("memrelay");
+    // Two users' (or two HOMEs') default ~/.memrelay: no shared name such as `memrelay`.
+    expect(databaseNameFor("/home/alice/.memrelay")).not.toBe(databaseNameFor("/home/bob/.memrelay"));
+    expect(databaseNameFor(join(homedir(), ".memrelay"))).toMatch(/^memrelay_[0-9a-f]{12}$/);
   });
 
   it("stops everything it started and exits non-zero when a later step fails", async () => {

@@ -137,8 +137,9 @@ describe("projection runtime", () => {
     const replay = new ProjectionRunner(other, gated, kept, silentLogger);
     try {
       await resetProjection(db, kept);
-      gate = new Promise<void>((r) => (release = r));
       await replay.start();
+      // (gated once started: the start's claim of the read model takes a transaction of its own)
+      gate = new Promise<void>((r) => (release = r));
       const deadline = Date.now() + 20_000;
       while (Date.now() < deadline && (await readCheckpoint(db, kept.name)) < last) await new Promise((r) => setTimeout(r, 50));
       expect(gate).toBeUndefined(); // the replay's batch is waiting for its transaction

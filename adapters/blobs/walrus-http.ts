@@ -27,6 +27,9 @@ export interface WalrusHttpOptions {
 interface NewlyCreated { newlyCreated: { blobObject: { id: string; blobId: string; size: number } } }
 interface AlreadyCertified { alreadyCertified: { blobId: string; object?: string; event?: unknown; endEpoch: number } }
 
+/** How long a close lets requests in flight finish before it aborts them. */
+const CLOSE_GRACE_MS = 1_000;
+
 export class WalrusHttpBlobs implements BlobPort {
   private readonly agent = new Agent({ connections: 128, pipelining: 1, keepAliveTimeout: 30_000 });
   private readonly cache: CiphertextCache;
@@ -89,8 +92,15 @@ export class WalrusHttpBlobs implements BlobPort {
     throw new PortError("blobs", kind, `${init.method} ${new URL(url).pathname} answered ${res.statusCode} ${text.slice(0, 200)}`);
   }
 
+  /**
+   * Lets requests in flight finish for a moment, then aborts them: a close waits for its requests, and one to a blob
+   * store that never answers held a stopping stack for good (issue 28). Their commands are redelivered.
+   */
   async close(): Promise<void> {
-    await this.agent.close();
+    let timer: NodeJS.Timeout | undefined;
+    const closed = await Promise.race([this.agent.close().then(() => true), new Promise<false>((r) => (timer = setTimeout(() => r(false), CLOSE_GRACE_MS)))]);
+    clearTimeout(timer);
+    if (!closed) await this.agent.destroy();
   }
 }
 

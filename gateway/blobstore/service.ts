@@ -40,6 +40,7 @@ import { CACHE_BYTES, ContentCache, blobServing } from "./blob-serving.ts";
 import { registerInfrastructureRoutes } from "./infrastructure-routes.ts";
 import { registerDataRoutes } from "./data-routes.ts";
 import { registerAdminRoutes } from "./admin-routes.ts";
+import { namingAddressVariable } from "../../config/listen-error.ts";
 import { registerWalrusRoutes } from "./walrus-routes.ts";
 import { registerPublicRoutes } from "./public-routes.ts";
 
@@ -207,7 +208,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
     if (!opts.db) await db.end().catch(() => undefined);
     if (!opts.log) await eventLog.close().catch(() => undefined);
     await blobConn?.drain().catch(() => blobConn?.close());
-    throw err;
+    return namingAddressVariable("BLOBSTORE_PORT")(err);
   });
   const url = `http://${opts.host && opts.host !== "0.0.0.0" ? opts.host : "127.0.0.1"}:${port}`;
   logger.info("blob storage service listening", { url, backend: backend.name });

@@ -17,6 +17,7 @@
 import type { EventLog } from "../../eventlog/connection.ts";
 import type { Db } from "../../db/pool.ts";
 import { createLogger, type Logger } from "../../config/logger.ts";
+import { namingAddressVariable } from "../../config/listen-error.ts";
 import { HttpError, HttpServer, json, queryParams, type Handler, type Reply, type Request } from "../http.ts";
 import { ServiceMetrics, measured } from "../metrics.ts";
 import { registerPipelineGauges } from "../pipeline-metrics.ts";
@@ -330,7 +331,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
     server.fallback((req) => json(404, { error: `no route for ${req.method} ${req.path}`, code: CODE.notFound }));
 
     const host = opts.host ?? "127.0.0.1";
-    port = await server.listen(host, opts.port ?? 8100);
+    port = await server.listen(host, opts.port ?? 8100).catch(namingAddressVariable("CONSOLE_PORT"));
     url = `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`;
     stops.push(() => server.close());
     logger.info("console listening", { url });

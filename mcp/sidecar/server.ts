@@ -13,6 +13,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../../config/logger.ts";
+import { namingAddressVariable } from "../../config/listen-error.ts";
 import { MAX_MESSAGE_BYTES, RPC_ERROR, SIDECAR_HEADERS, TOOL_NAMES } from "../../schemas/mcp-tools.ts";
 import { RELAYER_VERSION } from "../../gateway/relayer/versioning.ts";
 import { SessionLimits } from "./session-limits.ts";
@@ -244,7 +245,7 @@ export async function startSidecar(settings: SidecarSettings, logger: Logger, ex
   const port = await new Promise<number>((resolve, reject) => {
     http.once("error", reject);
     http.listen(Number(settings.url.port || 80), settings.url.hostname === "localhost" ? "127.0.0.1" : settings.url.hostname, () => resolve((http.address() as { port: number }).port));
-  });
+  }).catch(namingAddressVariable("SIDECAR_URL", "http://127.0.0.1:0 takes any free port"));
   logger.info("mcp sidecar listening", { url: `http://${settings.url.hostname}:${port}`, relayer: settings.relayerUrl });
   return {
     port,

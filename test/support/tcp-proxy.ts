@@ -46,3 +46,31 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
     }),
   };
 }
+
+/** A service that accepts connections, reads what is sent and never answers: a wedged dependency. */
+export interface SilentServer {
+  readonly port: number;
+  /** Connections accepted so far. */
+  readonly accepted: () => number;
+  close(): Promise<void>;
+}
+
+export async function startSilentServer(): Promise<SilentServer> {
+  const sockets = new Set<Socket>();
+  let accepted = 0;
+  const server: Server = createServer((client) => {
+    accepted++;
+    sockets.add(client);
+    client.on("data", () => undefined).on("error", () => undefined).on("close", () => sockets.delete(client));
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const addr = server.address();
+  return {
+    port: typeof addr === "object" && addr ? addr.port : 0,
+    accepted: () => accepted,
+    close: () => new Promise<void>((r) => {
+      for (const s of sockets) s.destroy();
+      server.close(() => r());
+    }),
+  };
+}
