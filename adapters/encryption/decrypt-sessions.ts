@@ -20,7 +20,7 @@ export interface SessionEntry {
   readonly newClient: () => SealClient;
   readonly expiresAt: number;
   /** ref (identity ‖ sealed-key hash) → unlocked data key and when; lives at most as long as the entry. */
-  readonly keys: Map<string, { readonly key: Buffer; readonly at: number }>;
+  readonly keys: Map<string, UnlockedKey>;
   /** ref → in-flight unlock. */
   readonly pending: Map<string, Promise<Buffer | null>>;
   /** Key-server answers that refused this session (authorization errors), counted by the client's fetch. */
@@ -38,8 +38,22 @@ export interface SessionEntry {
  * seconds on this machine, and every key of a session ages out together). It is never served past the full age.
  */
 const KEY_REFRESH_AT = 0.75;
+/**
+ * The refresh takes along every key of the session past this share of its age: keys unlocked together age together,
+ * and one fetch_key round for all of them costs far less than one per namespace (each verifies the servers' answers
+ * with pairings on the event loop).
+ */
+const KEY_REFRESH_ALONG = 0.5;
 /** A session built from a legacy x-delegate-key is rebuilt this long before it expires, keeping its unlocked keys. */
 const LEGACY_RENEW_BEFORE_MS = 30_000;
+
+/** A data key a session unlocked, when, and what it was unlocked from (to fetch it again). */
+export interface UnlockedKey {
+  readonly key: Buffer;
+  readonly at: number;
+  readonly identity: string;
+  readonly sealed: Uint8Array;
+}
 
 /** One blob of a decrypt batch. */
 export interface SealedItem {
@@ -211,14 +225,14 @@ export class DecryptSessions {
     const result = new Map<string, Buffer>();
     const waits: Promise<void>[] = [];
     const toFetch = new Map<string, { identity: string; sealed: Uint8Array }>();
-    const toRefresh = new Map<string, { identity: string; sealed: Uint8Array }>();
+    let refreshDue = false;
     for (const { env, ref } of items) {
       if (result.has(ref) || toFetch.has(ref)) continue;
       const cached = entry.keys.get(ref);
       const age = cached ? Date.now() - cached.at : Infinity;
       if (cached && age < this.#opts.keyMaxAge) {
         result.set(ref, Buffer.from(cached.key)); // a copy: eviction may zero the cached one meanwhile
-        if (age >= this.#opts.keyMaxAge * KEY_REFRESH_AT && !entry.refreshing.has(ref) && !entry.pending.has(ref)) toRefresh.set(ref, { identity: env.identity, sealed: env.sealedKey });
+        if (age >= this.#opts.keyMaxAge * KEY_REFRESH_AT && !entry.refreshing.has(ref)) refreshDue = true;
         continue;
       }
       const inflight = entry.pending.get(ref);
@@ -239,7 +253,7 @@ export class DecryptSessions {
         waits.push(p.then((k) => void (k && result.set(ref, k))));
       }
     }
-    if (toRefresh.size > 0) this.#refresh(entry, owner, toRefresh);
+    if (refreshDue) this.#refresh(entry, owner);
     await Promise.all(waits);
     return result;
   }
@@ -249,7 +263,13 @@ export class DecryptSessions {
    * no longer give (a delegate removed on chain: the whole fetch is refused) is dropped at once instead of being served
    * to its full age; an outage leaves it to age out, and then the next request fetches it in the foreground.
    */
-  #refresh(entry: SessionEntry, owner: string, refs: Map<string, { identity: string; sealed: Uint8Array }>): void {
+  #refresh(entry: SessionEntry, owner: string): void {
+    const now = Date.now();
+    const refs = new Map<string, { identity: string; sealed: Uint8Array }>();
+    for (const [ref, k] of entry.keys) {
+      if (now - k.at >= this.#opts.keyMaxAge * KEY_REFRESH_ALONG && !entry.refreshing.has(ref) && !entry.pending.has(ref)) refs.set(ref, { identity: k.identity, sealed: k.sealed });
+    }
+    if (!refs.size) return;
     for (const ref of refs.keys()) entry.refreshing.add(ref);
     const drop = (ref: string) => {
       entry.keys.get(ref)?.key.fill(0);
@@ -335,7 +355,7 @@ export class DecryptSessions {
           // The cache holds its own copy: eviction zeroes it without touching keys a caller is still using.
           if (entry.expiresAt > Date.now() && this.#sessions.get(entry.fingerprint) === entry) {
             entry.keys.get(ref)?.key.fill(0);
-            entry.keys.set(ref, { key: Buffer.from(key), at: Date.now() });
+            entry.keys.set(ref, { key: Buffer.from(key), at: Date.now(), identity: id, sealed });
           }
           got.set(ref, Buffer.from(key));
         } catch (e) {
