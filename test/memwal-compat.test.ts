@@ -156,7 +156,7 @@ describe("TypeScript SDK calls", () => {
     const big = await sdk("POST", "/api/remember", { text: "x".repeat(1_048_577), namespace: "size" });
     expect(big).toMatchObject({ status: 400, body: { error: "Text exceeds maximum length of 1048576 bytes" } });
     const bulk = await sdk("POST", "/api/remember/bulk", { items: [{ text: "y".repeat(1_048_577) }] });
-    expect(bulk).toMatchObject({ status: 400, body: { error: "items[0]: Text exceeds maximum length of 1048576 bytes" } });
+    expect(bulk).toMatchObject({ status: 400, body: { error: "items[0].text exceeds 1048576 bytes" } });
     const analyze = await sdk("POST", "/api/analyze", { text: "z".repeat(65_537) });
     expect(analyze).toMatchObject({ status: 400, body: { error: "Text exceeds maximum length of 65536 bytes" } });
     // exactly at the limit is accepted

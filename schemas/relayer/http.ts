@@ -109,6 +109,9 @@ export function parseBulk(o: Record<string, unknown>): BulkBody {
   return {
     items: o.items.map((it, i) => {
       if (!it || typeof it !== "object" || Array.isArray(it)) throw new ValidationError(`items[${i}] must be an object`);
+      // MemWal's words for an over-long bulk item (services/server/src/routes/remember.rs), as for a single text.
+      const text = (it as Record<string, unknown>).text;
+      if (typeof text === "string" && utf8Bytes(text) > LIMITS.textBytes) throw new ValidationError(`items[${i}].text exceeds ${LIMITS.textBytes} bytes`);
       try {
         return parseRemember(it as Record<string, unknown>);
       } catch (e) {
