@@ -3,7 +3,7 @@
 // bench/results.json (merged: sections not run keep their previous results).
 //
 //   node --import tsx bench/run.ts                      every section (≈ 15–20 min on 2 cores)
-//   node --import tsx bench/run.ts --only recall        one section (remember, pipeline, use-lite, recall, mcp, peer, replay, rebuild, memory,
+//   node --import tsx bench/run.ts --only recall        one section (remember, pipeline, use-lite, recall, legacy-recall, mcp, peer, replay, rebuild, memory,
 //                                                       blobstore, console)
 //   node --import tsx bench/run.ts --only remember,pipeline --quick    smaller counts, for a smoke run
 // Flags: --plain-nats (JetStream store not encrypted), --cpu-prof (worker processes write V8 CPU profiles to
@@ -21,6 +21,7 @@ import { rememberSection } from "./sections/remember.ts";
 import { pipelineSection } from "./sections/pipeline.ts";
 import { useLiteSection } from "./sections/use-lite.ts";
 import { recallSection } from "./sections/recall.ts";
+import { legacyRecallSection } from "./sections/legacy-recall.ts";
 import { mcpSection } from "./sections/mcp.ts";
 import { peerSection } from "./sections/peer.ts";
 import { replaySection } from "./sections/replay.ts";
@@ -94,6 +95,7 @@ try {
     ["remember", () => rememberSection(ctx)],
     ["pipeline", () => pipelineSection(ctx)],
     ["recall", () => recallSection(ctx)],
+    ["legacy-recall", () => legacyRecallSection(ctx)],
     ["mcp", () => mcpSection(ctx)],
     ["peer", () => peerSection(ctx)],
     ["replay", () => replaySection(ctx)],

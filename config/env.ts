@@ -72,6 +72,8 @@ export interface RelayerConfig {
   readonly sponsorWalletAddress: string | undefined;
   /** SPONSOR_PRIVATE_KEY: the gas station's key behind /sponsor (hex or suiprivkey); the local stack makes one. */
   readonly sponsorPrivateKey: string | undefined;
+  /** SPONSOR_RATE_LIMIT_PER_MINUTE / _PER_HOUR (10 / 30, MemWal's names and defaults): requests per client address to /sponsor and /sponsor/execute together; 0 disables a window. */
+  readonly sponsorRateLimit: { readonly perMinute: number; readonly perHour: number };
   /** SPONSOR_TRANSIENT_MAX_ATTEMPTS / _BASE_DELAY_MS / _MAX_DELAY_MS (2 / 5000 / 30000): retries of transient failures. */
   readonly sponsorTransientRetry: RetryPolicy;
   /** The sponsorship provider and durable-registration sponsorship (SPONSOR_API_KEY and friends; see sponsorFromEnv). */
@@ -253,6 +255,10 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     walletBalanceLowAlertDedupSecs: intVar(env, "WALLET_BALANCE_LOW_ALERT_DEDUP_SECS", 43_200, 0),
     sponsorWalletAddress: env.SPONSOR_WALLET_ADDRESS?.trim().toLowerCase() || undefined,
     sponsorPrivateKey: env.SPONSOR_PRIVATE_KEY?.trim() || undefined,
+    sponsorRateLimit: {
+      perMinute: intVar(env, "SPONSOR_RATE_LIMIT_PER_MINUTE", 10, 0),
+      perHour: intVar(env, "SPONSOR_RATE_LIMIT_PER_HOUR", 30, 0),
+    },
     sponsorTransientRetry: {
       maxAttempts: intVar(env, "SPONSOR_TRANSIENT_MAX_ATTEMPTS", 2, 1, 20),
       baseDelayMs: intVar(env, "SPONSOR_TRANSIENT_BASE_DELAY_MS", 5_000, 0, 600_000),

@@ -5,5 +5,10 @@ export type DecryptCredential =
   | { readonly kind: "session"; readonly exported: string }
   | { readonly kind: "delegate-key"; readonly privateKeyHex: string };
 
-/** The error a route that must decrypt answers without a credential (400), naming the headers that carry one. */
-export const missingCredential = (why: string) => `${why}: send x-encryption-session (or x-seal-session, or the legacy x-delegate-key)`;
+/**
+ * The error a route that must decrypt answers without a credential (400). Unlike MemWal, which then decrypts with its
+ * own server key, the relayer decrypts only through the caller's credential (by design: README, Client
+ * compatibility), so the message says how to send one: the header names and what goes in them.
+ */
+export const missingCredential = (why: string) =>
+  `${why}: this relayer decrypts only through your own encryption session. Send a Seal SessionKey signed by your delegate key, exported as base64 of its export() JSON, in the x-encryption-session header (MemWal's SDKs send it as x-seal-session, also accepted); the legacy x-delegate-key header (the raw delegate private key, hex) works but is deprecated`;

@@ -216,6 +216,74 @@ describe("envelope encryption port", () => {
     }
   });
 
+  it("fetches an aging data key again in the background: warm requests never wait for the key servers", async () => {
+    const maxAge = 2_000;
+    const aging = new EnvelopeEncryption({ packageId: PKG, rpcUrl: stack.rpcUrl, serverConfigs: stack.serverConfigs.map((s) => ({ ...s })), threshold: 2, keyCacheMaxAgeMs: maxAge });
+    try {
+      const blob = await aging.encrypt(A, "aging", enc.encode("kept warm"));
+      const cred = await sessionCred(delegateA);
+      await aging.decryptMany(A, [blob], cred);
+      const t0 = Date.now(); // the key's age starts when its fetch ends
+      const cold = fetchCount();
+      await new Promise((r) => setTimeout(r, maxAge * 0.8 - (Date.now() - t0)));
+      // past 75 % of its age: served from the cache at once, and fetched again behind the answer
+      expect(dec.decode((await aging.decryptMany(A, [blob], cred))[0]!)).toBe("kept warm");
+      await vi.waitFor(() => expect(fetchCount()).toBeGreaterThan(cold), { timeout: 5_000, interval: 20 });
+      const refreshed = fetchCount();
+      await new Promise((r) => setTimeout(r, maxAge * 1.1 - (Date.now() - t0)));
+      // past the first fetch's full age: the refreshed key answers, no request reaches the key servers
+      expect(dec.decode((await aging.decryptMany(A, [blob], cred))[0]!)).toBe("kept warm");
+      expect(fetchCount()).toBe(refreshed);
+    } finally {
+      aging.close();
+    }
+  });
+
+  it("drops an aging key at once when its background fetch is refused (a delegate removed on chain)", async () => {
+    const maxAge = 2_000;
+    const aging = new EnvelopeEncryption({ packageId: PKG, rpcUrl: stack.rpcUrl, serverConfigs: stack.serverConfigs.map((s) => ({ ...s })), threshold: 2, keyCacheMaxAgeMs: maxAge });
+    const gone = Ed25519Keypair.generate();
+    delegates.set(gone.toSuiAddress(), A);
+    try {
+      const blob = await aging.encrypt(A, "aging-removed", enc.encode("until refused"));
+      const cred = await sessionCred(gone);
+      await aging.decryptMany(A, [blob], cred);
+      const t0 = Date.now();
+      delegates.delete(gone.toSuiAddress());
+      await new Promise((r) => setTimeout(r, maxAge * 0.8 - (Date.now() - t0)));
+      await aging.decryptMany(A, [blob], cred); // still within its age: served, and the refresh is refused
+      await vi.waitFor(() => expect(aging.cacheStats().unlockedKeys).toBe(0), { timeout: 5_000, interval: 20 });
+      expect(Date.now() - t0).toBeLessThan(maxAge);
+      expect(((await aging.decryptMany(A, [blob], cred).catch((e) => e)) as PortError).kind).toBe("forbidden");
+    } finally {
+      delegates.delete(gone.toSuiAddress());
+      aging.close();
+    }
+  });
+
+  it("renews a legacy x-delegate-key session before it ends and keeps its unlocked keys (no cold fetch every TTL)", async () => {
+    const legacy = new EnvelopeEncryption({ packageId: PKG, rpcUrl: stack.rpcUrl, serverConfigs: stack.serverConfigs.map((s) => ({ ...s })), threshold: 2, legacySessionTtlMin: 1, keyCacheMaxAgeMs: 10 * 60_000 });
+    const cred: DecryptCredential = { kind: "delegate-key", privateKeyHex: Buffer.from(decodeSuiPrivateKey(delegateA.getSecretKey()).secretKey).toString("hex") };
+    try {
+      const blobs = await Promise.all(["n1", "n2", "n3"].map((ns) => legacy.encrypt(A, ns, enc.encode(`in ${ns}`))));
+      await legacy.decryptMany(A, blobs, cred);
+      const warm = fetchCount();
+      expect(legacy.cacheStats().opened).toBe(1);
+      vi.useFakeTimers({ toFake: ["Date"] });
+      const t0 = Date.now();
+      // 1-minute session, ends 10 s early: at +40 s it is within 30 s of its end, so this request starts the renewal
+      vi.setSystemTime(t0 + 40_000);
+      expect((await legacy.decryptMany(A, blobs, cred)).map((b) => dec.decode(b!))).toEqual(["in n1", "in n2", "in n3"]);
+      await vi.waitFor(() => expect(legacy.cacheStats()).toMatchObject({ opened: 2, sessions: 1, unlockedKeys: 3 }), { timeout: 5_000, interval: 20 });
+      // past the first session's end: the renewed one answers from the keys it took over
+      vi.setSystemTime(t0 + 55_000);
+      expect((await legacy.decryptMany(A, blobs, cred)).map((b) => dec.decode(b!))).toEqual(["in n1", "in n2", "in n3"]);
+      expect(fetchCount()).toBe(warm);
+    } finally {
+      legacy.close();
+    }
+  });
+
   it("still decrypts with one of three key servers down", async () => {
     const blob = await port.encrypt(A, "outage", enc.encode("threshold holds"));
     await stack.cluster.stop(0);

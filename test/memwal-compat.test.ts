@@ -144,10 +144,60 @@ describe("TypeScript SDK calls", () => {
     expect(r.body.error).toBeTruthy();
   });
 
-  it("a recall without any decrypt credential is refused with what to send", async () => {
+  it("a recall without any decrypt credential is refused (by design: no server key) with how to send the session", async () => {
     const r = await sdk("POST", "/api/recall", { query: "x", limit: 1, namespace: "family" }, { session: false });
     expect(r.status).toBe(400);
+    expect(r.body.error).toMatch(/x-encryption-session header/);
     expect(r.body.error).toMatch(/x-seal-session/);
+    expect(r.body.error).toMatch(/SessionKey.*export\(\)/);
+  });
+
+  it("an over-limit text answers 400 in MemWal's words (its server tests match 'exceeds maximum length')", async () => {
+    const big = await sdk("POST", "/api/remember", { text: "x".repeat(1_048_577), namespace: "size" });
+    expect(big).toMatchObject({ status: 400, body: { error: "Text exceeds maximum length of 1048576 bytes" } });
+    const bulk = await sdk("POST", "/api/remember/bulk", { items: [{ text: "y".repeat(1_048_577) }] });
+    expect(bulk).toMatchObject({ status: 400, body: { error: "items[0].text exceeds 1048576 bytes" } });
+    const analyze = await sdk("POST", "/api/analyze", { text: "z".repeat(65_537) });
+    expect(analyze).toMatchObject({ status: 400, body: { error: "Text exceeds maximum length of 65536 bytes" } });
+    // exactly at the limit is accepted
+    expect((await sdk("POST", "/api/remember", { text: "x".repeat(1_048_576), namespace: "size" })).status).toBe(202);
+  }, 60_000);
+});
+
+describe("clients that sign the old four-field message (no x-nonce)", () => {
+  /** What MemWal's SDKs before x-nonce sign: `${timestamp}.${METHOD}.${path}.${sha256(body)}`. */
+  function oldSigned(path: string, bodyStr: string) {
+    const timestamp = Math.floor(Date.now() / 1000).toString();
+    const digest = createHash("sha256").update(bodyStr).digest("hex");
+    const signature = ed25519.sign(new TextEncoder().encode(`${timestamp}.POST.${path}.${digest}`), who.delegateSecretKey);
+    return {
+      "content-type": "application/json",
+      "x-public-key": Buffer.from(ed25519.getPublicKey(who.delegateSecretKey)).toString("hex"),
+      "x-signature": Buffer.from(signature).toString("hex"),
+      "x-timestamp": timestamp,
+      "x-account-id": who.accountId,
+    };
+  }
+
+  it("answers 426 Upgrade Required with the minimum versions, as MemWal does; an unsigned request stays 401", async () => {
+    const bodyStr = JSON.stringify({ text: "test memory for rate limit check" });
+    const res = await request(t.stack.relayerUrl + "/api/remember", { method: "POST", headers: oldSigned("/api/remember", bodyStr), body: bodyStr });
+    const body = (await res.body.json()) as { error: string; minSupportedSdk: Record<string, string> };
+    expect(res.statusCode).toBe(426);
+    expect(res.headers["x-auth-error"]).toBe("ERR_UPGRADE_REQUIRED");
+    expect(body.error).toMatch(/upgrade/);
+    expect(body.minSupportedSdk).toEqual({ typescript: "0.0.4", python: "0.1.0", mcp: "0.0.1" });
+    const unsigned = await request(t.stack.relayerUrl + "/api/remember", { method: "POST", headers: { "content-type": "application/json" }, body: bodyStr });
+    await unsigned.body.text();
+    expect(unsigned.statusCode).toBe(401);
+  });
+
+  it("the SDK the npm registry publishes (@mysten-incubation/memwal 0.0.1) reads /health and is told to upgrade on its first signed call", async () => {
+    const { MemWal } = await import("@mysten-incubation/memwal");
+    const client = MemWal.create({ key: Buffer.from(who.delegateSecretKey).toString("hex"), accountId: who.accountId, serverUrl: t.stack.relayerUrl } as never);
+    expect(await client.health()).toMatchObject({ status: "ok" });
+    await expect(client.remember("I like green tea", "npm-sdk")).rejects.toThrow(/MemWal API error \(426\).*minSupportedSdk.*"typescript":"0\.0\.4"/);
+    await expect(client.recall("tea", 5, "npm-sdk")).rejects.toThrow(/\(426\)/);
   });
 });
 

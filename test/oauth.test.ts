@@ -199,6 +199,23 @@ describe("OAuth 2.1 on the agent transports", () => {
     expect(unauth.headers.get("www-authenticate")).toContain(`resource_metadata="${t.stack.relayerUrl}/.well-known/oauth-protected-resource/api/mcp"`);
   });
 
+  it("every 401 on /api/mcp carries resource_metadata, so a client can start discovery again (invalid bearers included)", async () => {
+    const metadata = `resource_metadata="${t.stack.relayerUrl}/.well-known/oauth-protected-resource/api/mcp"`;
+    const initialize = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } } });
+    const bearers = [
+      "mra.not-a-token", // an access token the relayer never issued
+      "f".repeat(64), // a delegate key of no account
+      "not-even-hex",
+    ];
+    for (const bearer of bearers) {
+      const r = await fetch(mcpUrl(), { method: "POST", headers: { authorization: `Bearer ${bearer}`, "x-memory-account-id": owner.accountId, "content-type": "application/json", accept: "application/json, text/event-stream" }, body: initialize });
+      await r.text();
+      expect(r.status, bearer).toBe(401);
+      expect(r.headers.get("www-authenticate"), bearer).toContain('error="invalid_token"');
+      expect(r.headers.get("www-authenticate"), bearer).toContain(metadata);
+    }
+  });
+
   it("refuses redirect URIs off the allowlist at registration and unregistered ones at authorize, without redirecting", async () => {
     expect((await register("https://evil.example/cb")).body.error).toBe("invalid_redirect_uri");
     expect((await register("http://evil.example/cb")).body.error).toBe("invalid_redirect_uri");

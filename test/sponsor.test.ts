@@ -11,7 +11,8 @@ import { sponsorAuthMessage, transactionKindHash } from "../schemas/relayer/spon
 
 let t: TestStack;
 beforeAll(async () => {
-  t = await startTestStack();
+  // These tests are about the sponsorship itself; the per-address limit has its own (test/sponsor-limits.test.ts).
+  t = await startTestStack({ SPONSOR_RATE_LIMIT_PER_MINUTE: "0", SPONSOR_RATE_LIMIT_PER_HOUR: "0" });
 }, 120_000);
 afterAll(async () => t?.teardown());
 

@@ -20,12 +20,39 @@ export interface SessionEntry {
   readonly newClient: () => SealClient;
   readonly expiresAt: number;
   /** ref (identity ‖ sealed-key hash) → unlocked data key and when; lives at most as long as the entry. */
-  readonly keys: Map<string, { readonly key: Buffer; readonly at: number }>;
+  readonly keys: Map<string, UnlockedKey>;
   /** ref → in-flight unlock. */
   readonly pending: Map<string, Promise<Buffer | null>>;
   /** Key-server answers that refused this session (authorization errors), counted by the client's fetch. */
   refusals: number;
+  /** refs whose aging data key is being fetched again in the background. */
+  readonly refreshing: Set<string>;
+  /** A legacy session's replacement being built before it expires. */
+  renewing?: Promise<unknown>;
   timer?: NodeJS.Timeout;
+}
+
+/**
+ * An unlocked data key older than this share of the key cache age is fetched again in the background while it is
+ * still served, so no request waits for the key servers once its keys are warm (a cold fetch of a namespace's key costs
+ * seconds on this machine, and every key of a session ages out together). It is never served past the full age.
+ */
+const KEY_REFRESH_AT = 0.75;
+/**
+ * The refresh takes along every key of the session past this share of its age: keys unlocked together age together,
+ * and one fetch_key round for all of them costs far less than one per namespace (each verifies the servers' answers
+ * with pairings on the event loop).
+ */
+const KEY_REFRESH_ALONG = 0.5;
+/** A session built from a legacy x-delegate-key is rebuilt this long before it expires, keeping its unlocked keys. */
+const LEGACY_RENEW_BEFORE_MS = 30_000;
+
+/** A data key a session unlocked, when, and what it was unlocked from (to fetch it again). */
+export interface UnlockedKey {
+  readonly key: Buffer;
+  readonly at: number;
+  readonly identity: string;
+  readonly sealed: Uint8Array;
 }
 
 /** One blob of a decrypt batch. */
@@ -64,6 +91,8 @@ export class DecryptSessions {
   readonly #opts: DecryptSessionOptions;
   readonly #sessions = new Map<string, SessionEntry>();
   readonly #opening = new Map<string, Promise<SessionEntry>>();
+  /** Sessions opened so far (renewals included): how often callers paid for a new session. */
+  #opened = 0;
 
   constructor(opts: DecryptSessionOptions) {
     this.#opts = opts;
@@ -74,14 +103,25 @@ export class DecryptSessions {
     const now = Date.now();
     const have = this.#sessions.get(fp);
     if (have) {
-      if (have.expiresAt > now) return have;
+      if (have.expiresAt > now) {
+        // The relayer builds a legacy session itself, so it can build the next one before this one ends: the caller
+        // presents the same key on every request, and the unlocked keys move over (the same principal), as they stay
+        // for the whole life of a client's exported session. Without this, every 2 minutes each legacy caller waited
+        // for a new session and a cold fetch of all its namespaces' keys (the p99 of seconds in issue 29).
+        if (credential.kind === "delegate-key" && have.expiresAt - now <= LEGACY_RENEW_BEFORE_MS && !have.renewing) {
+          // A failed renewal is tried again by the next request; the current session serves until it ends.
+          have.renewing = (this.#opening.get(fp) ?? this.#startOpen(fp, credential)).catch(() => (have.renewing = undefined));
+        }
+        return have;
+      }
       this.#evict(fp);
     }
-    let p = this.#opening.get(fp);
-    if (!p) {
-      p = this.#open(fp, credential).finally(() => this.#opening.delete(fp));
-      this.#opening.set(fp, p);
-    }
+    return this.#opening.get(fp) ?? this.#startOpen(fp, credential);
+  }
+
+  #startOpen(fp: string, credential: DecryptCredential): Promise<SessionEntry> {
+    const p = this.#open(fp, credential).finally(() => this.#opening.delete(fp));
+    this.#opening.set(fp, p);
     return p;
   }
 
@@ -149,13 +189,23 @@ export class DecryptSessions {
       keys: new Map(),
       pending: new Map(),
       refusals: 0,
+      refreshing: new Set(),
     };
     self = entry;
     const delay = expiresAt - Date.now();
     if (delay <= 0) throw new PortError(PORT, "forbidden", "encryption session expired");
-    entry.timer = setTimeout(() => this.#evict(fp), Math.min(delay, 2 ** 31 - 1));
+    entry.timer = setTimeout(() => this.#sessions.get(fp) === entry && this.#evict(fp), Math.min(delay, 2 ** 31 - 1));
     entry.timer.unref();
+    const previous = this.#sessions.get(fp);
+    if (previous) {
+      // A renewal: the keys the previous session unlocked carry over with their age (so KEY_REFRESH_AT and the key
+      // cache age still bound them); the previous entry is dropped without zeroing what now belongs to this one.
+      for (const [ref, k] of previous.keys) entry.keys.set(ref, k);
+      previous.keys.clear();
+      if (previous.timer) clearTimeout(previous.timer);
+    }
     this.#sessions.set(fp, entry);
+    this.#opened++;
     const max = this.#opts.maxSessions ?? 1000;
     while (this.#sessions.size > max) this.#evict(this.#sessions.keys().next().value!);
     return entry;
@@ -175,11 +225,14 @@ export class DecryptSessions {
     const result = new Map<string, Buffer>();
     const waits: Promise<void>[] = [];
     const toFetch = new Map<string, { identity: string; sealed: Uint8Array }>();
+    let refreshDue = false;
     for (const { env, ref } of items) {
       if (result.has(ref) || toFetch.has(ref)) continue;
       const cached = entry.keys.get(ref);
-      if (cached && Date.now() - cached.at < this.#opts.keyMaxAge) {
+      const age = cached ? Date.now() - cached.at : Infinity;
+      if (cached && age < this.#opts.keyMaxAge) {
         result.set(ref, Buffer.from(cached.key)); // a copy: eviction may zero the cached one meanwhile
+        if (age >= this.#opts.keyMaxAge * KEY_REFRESH_AT && !entry.refreshing.has(ref)) refreshDue = true;
         continue;
       }
       const inflight = entry.pending.get(ref);
@@ -200,11 +253,44 @@ export class DecryptSessions {
         waits.push(p.then((k) => void (k && result.set(ref, k))));
       }
     }
+    if (refreshDue) this.#refresh(entry, owner);
     await Promise.all(waits);
     return result;
   }
 
-  async #fetchDataKeys(entry: SessionEntry, owner: string, wanted: Map<string, { identity: string; sealed: Uint8Array }>): Promise<Map<string, Buffer>> {
+  /**
+   * Fetches aging keys again in the background (#fetchDataKeys caches what it gets, with a new age). A key the servers
+   * no longer give (a delegate removed on chain: the whole fetch is refused) is dropped at once instead of being served
+   * to its full age; an outage leaves it to age out, and then the next request fetches it in the foreground.
+   */
+  #refresh(entry: SessionEntry, owner: string): void {
+    const now = Date.now();
+    const refs = new Map<string, { identity: string; sealed: Uint8Array }>();
+    for (const [ref, k] of entry.keys) {
+      if (now - k.at >= this.#opts.keyMaxAge * KEY_REFRESH_ALONG && !entry.refreshing.has(ref) && !entry.pending.has(ref)) refs.set(ref, { identity: k.identity, sealed: k.sealed });
+    }
+    if (!refs.size) return;
+    for (const ref of refs.keys()) entry.refreshing.add(ref);
+    const drop = (ref: string) => {
+      entry.keys.get(ref)?.key.fill(0);
+      entry.keys.delete(ref);
+    };
+    this.#fetchDataKeys(entry, owner, refs, { refresh: true })
+      .then(
+        (got) => {
+          for (const ref of refs.keys()) if (!got.has(ref)) drop(ref);
+          for (const k of got.values()) k.fill(0); // the cache holds its own copies
+        },
+        (err) => {
+          if (err instanceof PortError && err.kind === "forbidden") for (const ref of refs.keys()) drop(ref);
+        },
+      )
+      .finally(() => {
+        for (const ref of refs.keys()) entry.refreshing.delete(ref);
+      });
+  }
+
+  async #fetchDataKeys(entry: SessionEntry, owner: string, wanted: Map<string, { identity: string; sealed: Uint8Array }>, opts: { refresh?: boolean } = {}): Promise<Map<string, Buffer>> {
     const got = new Map<string, Buffer>();
     // Only Seal objects that name exactly their identity under our package, with a threshold our servers can meet.
     const valid: { ref: string; id: string; sealed: Uint8Array; threshold: number }[] = [];
@@ -219,10 +305,13 @@ export class DecryptSessions {
       }
     }
     if (valid.length === 0) return got;
-    if (Date.now() - entry.clientAt >= this.#opts.keyMaxAge) {
+    // A refresh must reach the key servers (they re-evaluate the policy: a removed delegate is refused), but a
+    // SealClient answers identities it fetched before from its own cache; so a refresh uses a client of its own.
+    if (!opts.refresh && Date.now() - entry.clientAt >= this.#opts.keyMaxAge) {
       entry.client = entry.newClient();
       entry.clientAt = Date.now();
     }
+    const client = opts.refresh ? entry.newClient() : entry.client;
     let extra: readonly string[] = [];
     if (this.#opts.approveObjects) {
       try {
@@ -248,7 +337,7 @@ export class DecryptSessions {
       }
       const refusedBefore = entry.refusals;
       try {
-        await entry.client.fetchKeys({ ids: chunk, txBytes, sessionKey: entry.session, threshold });
+        await client.fetchKeys({ ids: chunk, txBytes, sessionKey: entry.session, threshold });
       } catch (e) {
         const mapped = mapSealError(e, "fetch keys");
         if (mapped.kind === "unavailable" && entry.refusals > refusedBefore) {
@@ -261,12 +350,12 @@ export class DecryptSessions {
         if (!inChunk.has(id)) continue;
         try {
           // Keys for this identity are cached in the client now: decrypt makes no further requests.
-          const key = await entry.client.decrypt({ data: sealed, sessionKey: entry.session, txBytes });
+          const key = await client.decrypt({ data: sealed, sessionKey: entry.session, txBytes });
           if (key.length !== 32) continue;
           // The cache holds its own copy: eviction zeroes it without touching keys a caller is still using.
           if (entry.expiresAt > Date.now() && this.#sessions.get(entry.fingerprint) === entry) {
             entry.keys.get(ref)?.key.fill(0);
-            entry.keys.set(ref, { key: Buffer.from(key), at: Date.now() });
+            entry.keys.set(ref, { key: Buffer.from(key), at: Date.now(), identity: id, sealed });
           }
           got.set(ref, Buffer.from(key));
         } catch (e) {
@@ -278,11 +367,11 @@ export class DecryptSessions {
     return got;
   }
 
-  /** Number of live sessions and of the data keys they hold unlocked. */
-  stats(): { sessions: number; unlockedKeys: number } {
+  /** Number of live sessions, of the data keys they hold unlocked, and of sessions opened so far. */
+  stats(): { sessions: number; unlockedKeys: number; opened: number } {
     let unlocked = 0;
     for (const e of this.#sessions.values()) unlocked += e.keys.size;
-    return { sessions: this.#sessions.size, unlockedKeys: unlocked };
+    return { sessions: this.#sessions.size, unlockedKeys: unlocked, opened: this.#opened };
   }
 
   /** Evicts every session (zeroing its keys and stopping its timer). */

@@ -66,6 +66,9 @@ export function registerMcpRoutes(server: HttpServer, link: SidecarLink, opts: {
       const v = answer.headers[h];
       if (typeof v === "string") out[h] = v;
     }
+    // The sidecar refuses a bad delegate-key bearer without knowing the OAuth metadata; the MCP authorization spec
+    // wants the metadata URL on every 401 so the client can start discovery again.
+    if (answer.status === 401 && opts.oauth) Object.assign(out, challenge("invalid_token"));
     return answer.stream ? { status: answer.status, headers: out, stream: answer.stream } : { status: answer.status, headers: out, body: answer.body };
   };
   const body = { bodyLimit: MAX_MESSAGE_BYTES * 2 };

@@ -200,7 +200,14 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
     wrap,
   });
   registerMcpRoutes(server, deps.sidecar, { trustedProxyHops: config.trustedProxyHops, logger, wrap, oauth });
-  registerSponsorRoutes(server, deps.sidecar, { trustedProxyHops: config.trustedProxyHops, logger, wrap });
+  registerSponsorRoutes(server, deps.sidecar, {
+    trustedProxyHops: config.trustedProxyHops,
+    logger,
+    wrap,
+    limiter: new PgRateLimiter(db),
+    rateLimit: config.sponsorRateLimit,
+    rateLimitDisabled: config.rateLimitDisabled,
+  });
   registerMaintenanceRoutes(server, { config, log, db, chain: deps.chain, blobs: deps.blobs, embedder: deps.embedder, logger }, { wrap, signed });
   server.fallback();
   return server;

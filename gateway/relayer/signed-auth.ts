@@ -5,6 +5,7 @@ import { createHash } from "node:crypto";
 import { HttpError, type Request } from "../http.ts";
 import type { ChainPort, ResolvedAccount } from "../../adapters/ports.ts";
 import { InlineVerifier, type SignatureVerifier } from "./signature-verifier.ts";
+import { MIN_SUPPORTED_SDK } from "./versioning.ts";
 
 export interface NonceStore {
   /** Records the nonce; false when it was already recorded. Throws when the store is unavailable. */
@@ -30,6 +31,20 @@ const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f
 const fail = (error: string, code: string, status = 401) => new HttpError(status, error, {}, { "x-auth-error": code });
 
 export const nonceReused = () => fail("nonce already used", "ERR_NONCE_REUSED");
+
+/**
+ * A request signed but without x-nonce comes from a client that signs the old four-field message
+ * (`{timestamp}.{method}.{path}.{body_sha256}`, e.g. @mysten-incubation/memwal 0.0.1). MemWal answers such clients 426
+ * Upgrade Required so they learn to upgrade rather than retry a signature that can never verify; so do we, naming
+ * the minimum versions.
+ */
+const upgradeRequired = () =>
+  new HttpError(
+    426,
+    "this client signs the old request format (no x-nonce); upgrade it to a release that signs {timestamp}.{method}.{path}.{body_sha256}.{nonce}.{account_id}",
+    { minSupportedSdk: MIN_SUPPORTED_SDK },
+    { "x-auth-error": "ERR_UPGRADE_REQUIRED" },
+  );
 
 export function signedMessage(timestamp: string, method: string, target: string, body: Uint8Array, nonce: string, accountId: string): Buffer {
   const bodyHash = createHash("sha256").update(body).digest("hex");
@@ -61,6 +76,7 @@ export class SignedAuth {
   async authenticate(req: Request, opts: { nonceInCommand?: boolean } = {}): Promise<Authenticated> {
     const h = req.headers;
     const pub = h["x-public-key"], sig = h["x-signature"], ts = h["x-timestamp"], nonce = h["x-nonce"];
+    if (pub && sig && ts && !nonce) throw upgradeRequired();
     if (!pub || !sig || !ts || !nonce) throw fail("missing signed headers: x-public-key, x-signature, x-timestamp and x-nonce are required", "ERR_MISSING_HEADERS");
     if (!HEX64.test(pub)) throw fail("x-public-key must be 32 bytes of hex", "ERR_INVALID_PUBLIC_KEY");
     if (!HEX128.test(sig)) throw fail("x-signature must be 64 bytes of hex", "ERR_INVALID_SIGNATURE");

@@ -57,10 +57,16 @@ export function namespaceOf(v: unknown): string {
   return v;
 }
 
+/**
+ * MemWal's words for an over-long `text` (services/server/src/routes/remember.rs, analyze.rs): its server tests and
+ * clients match on "exceeds maximum length", so the `text` fields answer exactly as MemWal does.
+ */
+export const textTooLong = (maxBytes: number) => `Text exceeds maximum length of ${maxBytes} bytes`;
+
 export function requiredText(v: unknown, field: string, maxBytes: number): string {
   if (typeof v !== "string") throw new ValidationError(`${field} must be a string`);
   if (v.trim() === "") throw new ValidationError(`${field} must not be empty`);
-  if (utf8Bytes(v) > maxBytes) throw new ValidationError(`${field} must be at most ${maxBytes} bytes`);
+  if (utf8Bytes(v) > maxBytes) throw new ValidationError(field === "text" ? textTooLong(maxBytes) : `${field} must be at most ${maxBytes} bytes`);
   return v;
 }
 
@@ -103,6 +109,9 @@ export function parseBulk(o: Record<string, unknown>): BulkBody {
   return {
     items: o.items.map((it, i) => {
       if (!it || typeof it !== "object" || Array.isArray(it)) throw new ValidationError(`items[${i}] must be an object`);
+      // MemWal's words for an over-long bulk item (services/server/src/routes/remember.rs), as for a single text.
+      const text = (it as Record<string, unknown>).text;
+      if (typeof text === "string" && utf8Bytes(text) > LIMITS.textBytes) throw new ValidationError(`items[${i}].text exceeds ${LIMITS.textBytes} bytes`);
       try {
         return parseRemember(it as Record<string, unknown>);
       } catch (e) {

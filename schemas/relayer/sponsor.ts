@@ -44,7 +44,15 @@ export const SPONSOR_LIMITS = {
   signatureMaxBytes: 2048,
   /** How long a sponsored transaction (and its sender binding) stays executable. */
   bindingTtlMs: 120_000,
+  /** The socket's cap: a larger body is refused before it is read, at no cost, and not counted. */
   bodyBytes: 16 * 1024,
+  /**
+   * MemWal's body limits (services/server/src/main.rs, DefaultBodyLimit): a larger body answers 413 before its JSON is
+   * parsed (after the per-IP limit counted it). A /sponsor body with the largest transaction kind (7,000 bytes, 9,336
+   * base64 characters) and a native 97-byte signature fits in 10 KiB.
+   */
+  sponsorBodyBytes: 10 * 1024,
+  executeBodyBytes: 4 * 1024,
 } as const;
 
 /** The account functions a sponsored transaction may call — exactly one call per transaction. */
