@@ -1,5 +1,7 @@
 // What every compatibility driver returns and is given (scripts/compat/run.ts): one row per client call, and the
 // started stack the calls go to.
+import type { Credentials } from "../../cli/credentials.ts";
+
 export interface CompatRow {
   /** e.g. "TypeScript SDK (packages/sdk)" */
   readonly client: string;
@@ -19,6 +21,8 @@ export interface CompatContext {
   /** `memrelay start`'s dev credential (its credential file). */
   readonly delegatePrivateKeyHex: string;
   readonly accountId: string;
+  /** The whole credential file `memrelay start` wrote. */
+  readonly credentials: Credentials;
   /** A scratch directory of this run (removed afterwards). */
   readonly workDir: string;
   /** Environment for child processes: HOME is the run's own. */

@@ -14,11 +14,13 @@ import { markdownTable, tally, type CompatDriver, type CompatRow } from "./rows.
 import { startCompatStack } from "./stack.ts";
 import { memwalTypeScriptSdk } from "./memwal-ts-sdk.ts";
 import { memwalPythonSdk, memwalServerTests } from "./memwal-python.ts";
+import { memwalMcpPackage } from "./memwal-mcp.ts";
 
 const DRIVERS: readonly [string, CompatDriver][] = [
   ["TypeScript SDK", memwalTypeScriptSdk],
   ["Python SDK", memwalPythonSdk],
   ["server tests", memwalServerTests],
+  ["MCP package", memwalMcpPackage],
 ];
 
 function memwalCommit(repo: string): string {
@@ -48,7 +50,7 @@ async function main(): Promise<number> {
   console.error(`starting memrelay (data, HOME and ports of its own under ${workDir}) ...`);
   const stack = await startCompatStack(workDir);
   try {
-    const ctx = { memwalRepo, relayerUrl: stack.relayerUrl, delegatePrivateKeyHex: stack.delegatePrivateKeyHex, accountId: stack.accountId, workDir, env: stack.env };
+    const ctx = { memwalRepo, relayerUrl: stack.relayerUrl, delegatePrivateKeyHex: stack.delegatePrivateKeyHex, accountId: stack.accountId, credentials: stack.credentials, workDir, env: stack.env };
     for (const [name, driver] of DRIVERS) {
       console.error(`running ${name} ...`);
       rows.push(...(await driver(ctx).catch((err: unknown) => [{ client: name, call: "(driver)", ok: false, detail: err instanceof Error ? err.message : String(err) }])));

@@ -2,16 +2,19 @@
 // HOME (so its credential file is the run's), data directory, nats-server and database, and free ports. The dev
 // credential the clients use is the one `memrelay start` writes to $HOME/.memory/credentials.json.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { startNatsServer, freePort } from "../../test/support/nats-server.ts";
 import { createTestDatabase, type TestDatabase } from "../../test/support/postgres.ts";
 import { repoRoot } from "../../bench/lib/processes.ts";
+import { readCredentials, type Credentials } from "../../cli/credentials.ts";
 
 export interface CompatStack {
   readonly relayerUrl: string;
   readonly delegatePrivateKeyHex: string;
   readonly accountId: string;
+  /** The whole credential file (the MCP package takes it as its own). */
+  readonly credentials: Credentials;
   /** The environment the stack runs with (HOME included), for the clients' processes. */
   readonly env: Readonly<Record<string, string>>;
   stop(): Promise<void>;
@@ -72,8 +75,9 @@ export async function startCompatStack(workDir: string, extraEnv: Record<string,
         reject(new Error(`memrelay start exited with ${code}:\n${out}`));
       });
     });
-    const creds = JSON.parse(readFileSync(join(home, ".memory", "credentials.json"), "utf8")) as { delegatePrivateKey: string; accountId: string };
-    return { relayerUrl, delegatePrivateKeyHex: creds.delegatePrivateKey, accountId: creds.accountId, env, stop };
+    const creds = readCredentials(join(home, ".memory", "credentials.json"));
+    if (!creds) throw new Error("memrelay start wrote no credential file");
+    return { relayerUrl, delegatePrivateKeyHex: creds.delegatePrivateKey, accountId: creds.accountId, credentials: creds, env, stop };
   } catch (err) {
     await stop();
     throw err;

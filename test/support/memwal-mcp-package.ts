@@ -14,16 +14,10 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { writeCredentials, type Credentials } from "../../cli/credentials.ts";
 import { MEMWAL_TOOL } from "../../schemas/mcp-tools.ts";
+import type { CompatRow } from "../../scripts/compat/rows.ts";
 
 const run = promisify(execFile);
 
-/** One line of the compatibility table. */
-export interface CompatRow {
-  readonly client: string;
-  readonly call: string;
-  readonly ok: boolean;
-  readonly detail: string;
-}
 
 export interface MemwalMcpBuild {
   /** The package's command: `node <bin>`. */
