@@ -1,0 +1,210 @@
+// Fair scheduling of embedding work in front of the model (one scheduler per process, passed to whoever embeds).
+//
+// - Query embeddings (recall, /api/embed, ask, analyze's duplicate check) go first: a query never waits behind a
+//   document's windows, only (at worst) for one document batch already on a worker, which `maxBatchChars` keeps short.
+// - Document windows (remember jobs, restores) are taken round-robin across documents, one window per document per
+//   turn, so a 1 KiB memory is embedded in the next batch even while a 1 MiB one has dozens of windows waiting.
+// - Up to `concurrency` batches are on the model at once (USE-lite: one per model thread).
+// - Every document embedding has a deadline derived from its size (its window count): past it, its windows leave the
+//   queue and it fails with TextTooLong, which the remember job reports as a permanent failure.
+// - A document embedded under a key (the job id) is embedded once however often it is asked for while in progress
+//   (a redelivered job joins the running embedding instead of queueing the same text again).
+import type { EmbeddingPort } from "../ports.ts";
+import { meanPool, windowsOf, type WindowSpec } from "./windows.ts";
+
+/** deadline = baseMs + perWindowMs × windows. */
+export interface DeadlineSpec {
+  readonly baseMs: number;
+  readonly perWindowMs: number;
+}
+
+export interface SchedulerOptions {
+  readonly window: WindowSpec;
+  readonly deadline: DeadlineSpec;
+  /** Batches on the model at once. */
+  readonly concurrency: number;
+  /** Texts per model call. */
+  readonly maxBatch: number;
+  /** Characters of document windows per model call: bounds how long a query can wait behind one. */
+  readonly maxBatchChars: number;
+}
+
+/** A text whose embedding did not finish within its deadline. The message is what the job reports. */
+export class TextTooLong extends Error {
+  override readonly name = "TextTooLong";
+  constructor(readonly deadlineMs: number) {
+    super(`text too long to embed within ${formatSeconds(deadlineMs)} s`);
+  }
+}
+
+const formatSeconds = (ms: number) => (ms >= 10_000 ? String(Math.round(ms / 1000)) : String(Math.round(ms / 100) / 10));
+
+export function deadlineMs(spec: DeadlineSpec, windows: number): number {
+  return spec.baseMs + spec.perWindowMs * windows;
+}
+
+interface QueryItem {
+  readonly text: string;
+  readonly at: number;
+  resolve(v: Float32Array): void;
+  reject(e: unknown): void;
+}
+
+interface DocumentJob {
+  readonly key: string;
+  readonly windows: readonly string[];
+  readonly vectors: Float32Array[];
+  readonly at: number;
+  readonly promise: Promise<Float32Array>;
+  readonly listeners: Set<() => void>;
+  next: number;
+  done: number;
+  settled: boolean;
+  timer?: ReturnType<typeof setTimeout>;
+  resolve(v: Float32Array): void;
+  reject(e: unknown): void;
+}
+
+type Slot = { kind: "query"; item: QueryItem } | { kind: "window"; job: DocumentJob; index: number };
+
+export interface EmbedDocumentOptions {
+  /** Called whenever one of the document's windows is embedded (the remember job heartbeats its command). */
+  readonly onProgress?: () => void;
+}
+
+/** What embeds whole documents (remember jobs, restores): a pooled vector per text. */
+export interface DocumentEmbedder {
+  readonly name: string;
+  readonly dims: number;
+  embedDocument(key: string | undefined, text: string, opts?: EmbedDocumentOptions): Promise<Float32Array>;
+  /** The deadline `text`'s embedding gets (its effect budget follows from it). */
+  deadlineMsFor(text: string): number;
+}
+
+export class EmbeddingScheduler implements EmbeddingPort, DocumentEmbedder {
+  readonly name: string;
+  readonly dims: number;
+  private readonly queries: QueryItem[] = [];
+  /** Documents with windows still to hand out, in round-robin order. */
+  private readonly ready: DocumentJob[] = [];
+  /** Every unsettled document by key. */
+  private readonly documents = new Map<string, DocumentJob>();
+  private inFlight = 0;
+  private turn = 0;
+  private anonymous = 0;
+
+  constructor(private readonly model: EmbeddingPort, readonly options: SchedulerOptions) {
+    this.name = model.name;
+    this.dims = model.dims;
+  }
+
+  /** Query embeddings: ahead of every document window, batched with the other queries waiting. */
+  embed(texts: readonly string[]): Promise<Float32Array[]> {
+    const at = performance.now();
+    const all = Promise.all(texts.map((text) => new Promise<Float32Array>((resolve, reject) => this.queries.push({ text, at, resolve, reject }))));
+    this.pump();
+    return all;
+  }
+
+  /** A document's pooled vector. `key` (e.g. the job id) merges concurrent requests for the same document. */
+  embedDocument(key: string | undefined, text: string, opts: EmbedDocumentOptions = {}): Promise<Float32Array> {
+    const id = key ?? `\u0000${this.anonymous++}`;
+    const running = this.documents.get(id);
+    if (running) {
+      if (opts.onProgress) running.listeners.add(opts.onProgress);
+      return running.promise;
+    }
+    let resolve!: (v: Float32Array) => void;
+    let reject!: (e: unknown) => void;
+    const promise = new Promise<Float32Array>((res, rej) => ((resolve = res), (reject = rej)));
+    const windows = windowsOf(text, this.options.window);
+    const job: DocumentJob = { key: id, windows, vectors: new Array(windows.length), at: performance.now(), promise, listeners: new Set(opts.onProgress ? [opts.onProgress] : []), next: 0, done: 0, settled: false, resolve, reject };
+    const limit = deadlineMs(this.options.deadline, windows.length);
+    job.timer = setTimeout(() => this.settle(job, new TextTooLong(limit)), limit);
+    this.documents.set(id, job);
+    this.ready.push(job);
+    this.pump();
+    return promise;
+  }
+
+  deadlineMsFor(text: string): number {
+    return deadlineMs(this.options.deadline, windowsOf(text, this.options.window).length);
+  }
+
+  /** Milliseconds the oldest unfinished embedding (query or document) has been waiting; 0 when idle. */
+  oldestWaitMs(): number {
+    let oldest = Infinity;
+    if (this.queries.length) oldest = this.queries[0].at;
+    for (const job of this.documents.values()) oldest = Math.min(oldest, job.at);
+    return Number.isFinite(oldest) ? performance.now() - oldest : 0;
+  }
+
+  /** Embeddings waiting or in progress: queries and documents. */
+  get waiting(): { readonly queries: number; readonly documents: number } {
+    return { queries: this.queries.length, documents: this.documents.size };
+  }
+
+  private settle(job: DocumentJob, outcome: Float32Array | Error): void {
+    if (job.settled) return;
+    job.settled = true;
+    clearTimeout(job.timer);
+    this.documents.delete(job.key);
+    const at = this.ready.indexOf(job);
+    if (at >= 0) this.ready.splice(at, 1);
+    if (outcome instanceof Error) job.reject(outcome);
+    else job.resolve(outcome);
+  }
+
+  private nextBatch(): Slot[] {
+    const batch: Slot[] = [];
+    while (batch.length < this.options.maxBatch && this.queries.length) batch.push({ kind: "query", item: this.queries.shift()! });
+    if (batch.length) return batch; // query batches stay pure: they must come back as soon as possible
+    let chars = 0;
+    while (batch.length < this.options.maxBatch && this.ready.length) {
+      this.turn %= this.ready.length;
+      const job = this.ready[this.turn];
+      const text = job.windows[job.next];
+      if (batch.length && chars + text.length > this.options.maxBatchChars) break;
+      batch.push({ kind: "window", job, index: job.next++ });
+      chars += text.length;
+      if (job.next === job.windows.length) this.ready.splice(this.turn, 1);
+      else this.turn++;
+    }
+    return batch;
+  }
+
+  private pump(): void {
+    while (this.inFlight < this.options.concurrency) {
+      const batch = this.nextBatch();
+      if (!batch.length) return;
+      this.inFlight++;
+      void this.run(batch).finally(() => {
+        this.inFlight--;
+        this.pump();
+      });
+    }
+  }
+
+  private async run(batch: Slot[]): Promise<void> {
+    const texts = batch.map((s) => (s.kind === "query" ? s.item.text : s.job.windows[s.index]));
+    let vectors: Float32Array[];
+    try {
+      vectors = await this.model.embed(texts);
+    } catch (err) {
+      for (const s of batch) {
+        if (s.kind === "query") s.item.reject(err);
+        else this.settle(s.job, err instanceof Error ? err : new Error(String(err)));
+      }
+      return;
+    }
+    batch.forEach((s, i) => {
+      if (s.kind === "query") return s.item.resolve(vectors[i]);
+      const job = s.job;
+      if (job.settled) return; // past its deadline: the result is dropped
+      job.vectors[s.index] = vectors[i];
+      job.done++;
+      for (const l of job.listeners) l();
+      if (job.done === job.windows.length) this.settle(job, meanPool(job.vectors));
+    });
+  }
+}
