@@ -86,6 +86,9 @@ export async function startRelayer(opts: {
   const sidecar: SidecarLink = { url: () => sidecarUrl, token: config.sidecar.authToken };
   // Every embedding of this process goes through one scheduler: queries first, documents round-robin, a deadline each.
   const embedding = createScheduler(ports.embedder, config.embedding);
+  // Load a local model on every thread now: a thread loading its weights (seconds) on the first request it gets would
+  // hold that request, and the requests behind it, as long.
+  void ports.embedder.warmUp?.().catch((err) => logger.warn("embedder warm-up failed; the first embeddings will retry", { error: err instanceof Error ? err.message : String(err) }));
 
   // A role that fails to start stops the ones already running: nothing keeps the process alive without a relayer.
   try {
@@ -159,6 +162,7 @@ export async function startRelayer(opts: {
         embedderMode: opts.embedderMode ?? `local (${ports.embedder.name})`,
         lexical: recallLexical,
         projectionRunners: () => runners,
+        embedding,
         llm: createLanguageModel(config.llm),
         sidecar,
         oauth: config.oauth && { settings: config.oauth, vault: await DelegateVault.open(log, config.oauth.key) },
