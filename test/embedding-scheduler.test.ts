@@ -155,23 +155,37 @@ describe("embedding scheduler", () => {
     expect(progress).toEqual(["a", "b"]);
   });
 
-  it("fails a document past its deadline with TextTooLong and drops its remaining windows", async () => {
+  it("fails a document whose own model time passes its deadline with TextTooLong, and drops its remaining windows", async () => {
     const { model, calls, nextCall } = scriptedModel();
     const s = new EmbeddingScheduler(model, { ...OPTIONS, deadline: { baseMs: 20, perWindowMs: 1 } });
     const text = Array.from({ length: 30 }, () => "aaaa aaaa.").join(" ");
     expect(s.deadlineMsFor(text)).toBe(20 + 30);
     const slow = s.embedDocument("slow", text);
     const first = await nextCall(1);
+    const next = s.embedDocument("next", "bbbb");
+    await new Promise((r) => setTimeout(r, 120)); // the model spends 120 ms on the slow document's first batch
+    first.release();
     await expect(slow).rejects.toThrow(new TextTooLong(50).message);
     expect((await slow.catch((e) => e)).message).toBe("text too long to embed within 0.1 s");
-    const next = s.embedDocument("next", "bbbb");
-    first.release();
     const second = await nextCall(2);
     expect(second.texts).toEqual(["bbbb"]); // nothing of the failed document is embedded any more
     second.release();
     await next;
     expect(calls).toHaveLength(2);
     expect(s.waiting).toEqual({ queries: 0, documents: 0 });
+  });
+
+  it("does not count time spent waiting behind other work against a document's deadline", async () => {
+    const { model, nextCall } = scriptedModel();
+    const s = new EmbeddingScheduler(model, { ...OPTIONS, deadline: { baseMs: 40, perWindowMs: 0 } });
+    const busy = s.embedDocument("busy", "aaaa");
+    const first = await nextCall(1);
+    const waiting = s.embedDocument("waiting", "bbbb");
+    await new Promise((r) => setTimeout(r, 100)); // "waiting" is queued for 100 ms, well past its 40 ms
+    first.release();
+    expect(Array.from(await busy)).toEqual([1, 0]); // finished in that batch: a finished embedding is kept
+    (await nextCall(2)).release();
+    expect(Array.from(await waiting)).toEqual([0, 1]);
   });
 
   it("reports how long the oldest embedding has waited", async () => {

@@ -5,8 +5,9 @@
 // - Document windows (remember jobs, restores) are taken round-robin across documents, one window per document per
 //   turn, so a 1 KiB memory is embedded in the next batch even while a 1 MiB one has dozens of windows waiting.
 // - Up to `concurrency` batches are on the model at once (USE-lite: one per model thread).
-// - Every document embedding has a deadline derived from its size (its window count): past it, its windows leave the
-//   queue and it fails with TextTooLong, which the remember job reports as a permanent failure.
+// - Every document embedding has a deadline derived from its size (its window count), counted in the model time the
+//   document itself uses (its share of each batch it is in), so waiting behind other work never fails a text: past it,
+//   its windows leave the queue and it fails with TextTooLong, which the remember job reports as a permanent failure.
 // - A document embedded under a key (the job id) is embedded once however often it is asked for while in progress
 //   (a redelivered job joins the running embedding instead of queueing the same text again).
 import type { EmbeddingPort } from "../ports.ts";
@@ -57,10 +58,12 @@ interface DocumentJob {
   readonly at: number;
   readonly promise: Promise<Float32Array>;
   readonly listeners: Set<() => void>;
+  readonly limitMs: number;
+  /** Model time spent on this document so far: its share of every batch it was in. */
+  modelMs: number;
   next: number;
   done: number;
   settled: boolean;
-  timer?: ReturnType<typeof setTimeout>;
   resolve(v: Float32Array): void;
   reject(e: unknown): void;
 }
@@ -118,9 +121,8 @@ export class EmbeddingScheduler implements EmbeddingPort, DocumentEmbedder {
     let reject!: (e: unknown) => void;
     const promise = new Promise<Float32Array>((res, rej) => ((resolve = res), (reject = rej)));
     const windows = windowsOf(text, this.options.window);
-    const job: DocumentJob = { key: id, windows, vectors: new Array(windows.length), at: performance.now(), promise, listeners: new Set(opts.onProgress ? [opts.onProgress] : []), next: 0, done: 0, settled: false, resolve, reject };
-    const limit = deadlineMs(this.options.deadline, windows.length);
-    job.timer = setTimeout(() => this.settle(job, new TextTooLong(limit)), limit);
+    const limitMs = deadlineMs(this.options.deadline, windows.length);
+    const job: DocumentJob = { key: id, windows, vectors: new Array(windows.length), at: performance.now(), promise, listeners: new Set(opts.onProgress ? [opts.onProgress] : []), limitMs, modelMs: 0, next: 0, done: 0, settled: false, resolve, reject };
     this.documents.set(id, job);
     this.ready.push(job);
     this.pump();
@@ -147,7 +149,6 @@ export class EmbeddingScheduler implements EmbeddingPort, DocumentEmbedder {
   private settle(job: DocumentJob, outcome: Float32Array | Error): void {
     if (job.settled) return;
     job.settled = true;
-    clearTimeout(job.timer);
     this.documents.delete(job.key);
     const at = this.ready.indexOf(job);
     if (at >= 0) this.ready.splice(at, 1);
@@ -188,6 +189,7 @@ export class EmbeddingScheduler implements EmbeddingPort, DocumentEmbedder {
   private async run(batch: Slot[]): Promise<void> {
     const texts = batch.map((s) => (s.kind === "query" ? s.item.text : s.job.windows[s.index]));
     let vectors: Float32Array[];
+    const t0 = performance.now();
     try {
       vectors = await this.model.embed(texts);
     } catch (err) {
@@ -197,14 +199,18 @@ export class EmbeddingScheduler implements EmbeddingPort, DocumentEmbedder {
       }
       return;
     }
+    // Each text of the batch is charged an equal share of the batch's time.
+    const share = (performance.now() - t0) / batch.length;
     batch.forEach((s, i) => {
       if (s.kind === "query") return s.item.resolve(vectors[i]);
       const job = s.job;
       if (job.settled) return; // past its deadline: the result is dropped
       job.vectors[s.index] = vectors[i];
       job.done++;
+      job.modelMs += share;
       for (const l of job.listeners) l();
       if (job.done === job.windows.length) this.settle(job, meanPool(job.vectors));
+      else if (job.modelMs > job.limitMs) this.settle(job, new TextTooLong(job.limitMs));
     });
   }
 }
