@@ -135,6 +135,19 @@ describe("embedding scheduler", () => {
     expect(calls[0].texts.every((t) => t.startsWith("aaaa"))).toBe(true);
   });
 
+  it("embeds a query longer than one window as a document: the vector a remember of it stores", async () => {
+    const { model, nextCall } = scriptedModel();
+    const s = new EmbeddingScheduler(model, OPTIONS);
+    const long = "bbbb bbbb. aaaa aaaa.";
+    const asQuery = s.embed([long]);
+    const first = await nextCall(1);
+    expect(first.texts).toEqual(["bbbb bbbb.", "aaaa aaaa."]);
+    first.release();
+    const [v] = await asQuery;
+    expect(v[0]).toBeCloseTo(Math.SQRT1_2, 6);
+    expect(v[1]).toBeCloseTo(Math.SQRT1_2, 6);
+  });
+
   it("keeps document batches within the character budget, so a query waits at most one short batch", async () => {
     const { model, nextCall } = scriptedModel();
     const s = new EmbeddingScheduler(model, { ...OPTIONS, maxBatch: 64, maxBatchChars: 25 });

@@ -101,10 +101,17 @@ export class EmbeddingScheduler implements EmbeddingPort, DocumentEmbedder {
     this.dims = model.dims;
   }
 
-  /** Query embeddings: ahead of every document window, batched with the other queries waiting. */
+  /**
+   * Query embeddings: ahead of every document window, batched with the other queries waiting. A text longer than one
+   * window is embedded as a document (windows, pooled, round-robin with the others): `/api/embed` then returns the
+   * vector a remember of the same text stores, and a long text never holds a model thread ahead of the queue.
+   */
   embed(texts: readonly string[]): Promise<Float32Array[]> {
     const at = performance.now();
-    const all = Promise.all(texts.map((text) => new Promise<Float32Array>((resolve, reject) => this.queries.push({ text, at, resolve, reject }))));
+    const all = Promise.all(texts.map((text) =>
+      text.length > this.options.window.maxChars
+        ? this.embedDocument(undefined, text)
+        : new Promise<Float32Array>((resolve, reject) => this.queries.push({ text, at, resolve, reject }))));
     this.pump();
     return all;
   }
