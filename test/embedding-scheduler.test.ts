@@ -101,15 +101,18 @@ function scriptedModel() {
 const OPTIONS: SchedulerOptions = { window: { maxChars: 10, overlapChars: 0, maxWindows: 1000 }, deadline: { baseMs: 60_000, perWindowMs: 0 }, concurrency: 1, maxBatch: 3, maxBatchChars: 30 };
 
 describe("embedding scheduler", () => {
-  it("serves the windows of different documents round-robin: a short one is not held behind a long one", async () => {
+  it("serves the least-served document first: a short one is not held behind long ones, long ones alternate", async () => {
     const { model, nextCall } = scriptedModel();
     const s = new EmbeddingScheduler(model, OPTIONS);
     const long = s.embedDocument("long", Array.from({ length: 20 }, () => "aaaa aaaa.").join(" "));
     const first = await nextCall(1); // the long document's first batch is on the model
+    const other = s.embedDocument("other", Array.from({ length: 20 }, () => "cccc cccc.").join(" "));
     const short = s.embedDocument("short", "bbbb");
     first.release();
     const second = await nextCall(2);
+    // The two documents nothing of which was embedded yet come first, the short one among them.
     expect(second.texts).toContain("bbbb");
+    expect(second.texts.filter((x) => x.startsWith("cccc")).length).toBeGreaterThan(0);
     second.release();
     expect(Array.from(await short)).toEqual([0, 1]);
     for (let n = 3; ; n++) {
@@ -118,6 +121,7 @@ describe("embedding scheduler", () => {
       (await nextCall(n)).release();
     }
     expect(Array.from(await long)).toEqual([1, 0]);
+    await other;
   });
 
   it("puts queries ahead of every waiting document window and batches them together", async () => {
