@@ -160,6 +160,21 @@ describe("embedding scheduler", () => {
     expect(first.texts.join("").length).toBeLessThanOrEqual(25);
   });
 
+  it("keeps one model slot free of long documents' windows for queries and short memories", async () => {
+    const { model, calls, nextCall } = scriptedModel();
+    const s = new EmbeddingScheduler(model, { ...OPTIONS, concurrency: 2 });
+    void s.embedDocument("long-1", Array.from({ length: 10 }, () => "aaaa aaaa.").join(" "));
+    void s.embedDocument("long-2", Array.from({ length: 10 }, () => "aaaa aaaa.").join(" "));
+    await nextCall(1);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(calls).toHaveLength(1); // the second slot waits for short work
+    const short = s.embedDocument("short", "bbbb");
+    const call2 = await nextCall(2);
+    expect(call2.texts).toEqual(["bbbb"]);
+    call2.release();
+    expect(Array.from(await short)).toEqual([0, 1]);
+  });
+
   it("embeds a document asked for twice under one key once", async () => {
     const { model, calls, nextCall } = scriptedModel();
     const s = new EmbeddingScheduler(model, OPTIONS);

@@ -6,7 +6,9 @@
 //   out so far is next (a new memory's window before a long one's 30th; long ones alternate), so a 1 KiB memory is
 //   embedded in the next batch even while a 1 MiB one, or ten, have dozens of windows waiting. (Plain round-robin
 //   made a short memory wait a whole round of every document in progress: 7× its p99 beside eleven long texts.)
-// - Up to `concurrency` batches are on the model at once (USE-lite: one per model thread).
+// - Up to `concurrency` batches are on the model at once (USE-lite: one per model thread), and with more than one,
+//   windows of long (multi-window) documents hold at most concurrency − 1 of them: one thread stays free for queries
+//   and short memories, which would otherwise wait for a long document's batch to finish (measured: 6× their p99).
 // - Every document embedding has a deadline derived from its size (its window count), counted in the model time the
 //   document itself uses (its share of each batch it is in), so waiting behind other work never fails a text: past it,
 //   its windows leave the queue and it fails with TextTooLong, which the remember job reports as a permanent failure.
@@ -72,6 +74,8 @@ interface DocumentJob {
 
 type Slot = { kind: "query"; item: QueryItem } | { kind: "window"; job: DocumentJob; index: number };
 
+const isLong = (job: DocumentJob) => job.windows.length > 1;
+
 export interface EmbedDocumentOptions {
   /** Called whenever one of the document's windows is embedded (the remember job heartbeats its command). */
   readonly onProgress?: () => void;
@@ -95,6 +99,8 @@ export class EmbeddingScheduler implements EmbeddingPort, DocumentEmbedder {
   /** Every unsettled document by key. */
   private readonly documents = new Map<string, DocumentJob>();
   private inFlight = 0;
+  /** Batches on the model that hold windows of long documents. */
+  private inFlightLong = 0;
   private anonymous = 0;
 
   constructor(private readonly model: EmbeddingPort, readonly options: SchedulerOptions) {
@@ -169,8 +175,10 @@ export class EmbeddingScheduler implements EmbeddingPort, DocumentEmbedder {
     while (batch.length < this.options.maxBatch && this.queries.length) batch.push({ kind: "query", item: this.queries.shift()! });
     if (batch.length) return batch; // query batches stay pure: they must come back as soon as possible
     let chars = 0;
-    while (batch.length < this.options.maxBatch && this.ready.length) {
-      const at = this.leastServed();
+    const longAllowed = this.inFlightLong < Math.max(1, this.options.concurrency - 1);
+    while (batch.length < this.options.maxBatch) {
+      const at = this.leastServed(longAllowed);
+      if (at < 0) break;
       const job = this.ready[at];
       const text = job.windows[job.next];
       if (batch.length && chars + text.length > this.options.maxBatchChars) break;
@@ -181,10 +189,13 @@ export class EmbeddingScheduler implements EmbeddingPort, DocumentEmbedder {
     return batch;
   }
 
-  /** Index in `ready` of the document with the fewest windows handed out (the oldest of equals). */
-  private leastServed(): number {
-    let best = 0;
-    for (let i = 1; i < this.ready.length; i++) if (this.ready[i].next < this.ready[best].next) best = i;
+  /** Index in `ready` of the document with the fewest windows handed out (the oldest of equals), or -1. */
+  private leastServed(longAllowed: boolean): number {
+    let best = -1;
+    for (let i = 0; i < this.ready.length; i++) {
+      const job = this.ready[i];
+      if ((longAllowed || !isLong(job)) && (best < 0 || job.next < this.ready[best].next)) best = i;
+    }
     return best;
   }
 
@@ -192,9 +203,12 @@ export class EmbeddingScheduler implements EmbeddingPort, DocumentEmbedder {
     while (this.inFlight < this.options.concurrency) {
       const batch = this.nextBatch();
       if (!batch.length) return;
+      const long = batch.some((s) => s.kind === "window" && isLong(s.job));
       this.inFlight++;
+      if (long) this.inFlightLong++;
       void this.run(batch).finally(() => {
         this.inFlight--;
+        if (long) this.inFlightLong--;
         this.pump();
       });
     }
