@@ -175,6 +175,18 @@ describe("embedding scheduler", () => {
     expect(Array.from(await short)).toEqual([0, 1]);
   });
 
+  it("moves a long document forward in every batch it may join, however many short ones keep arriving", async () => {
+    const { model, nextCall } = scriptedModel();
+    const s = new EmbeddingScheduler(model, { ...OPTIONS, maxBatch: 2 });
+    void s.embedDocument("long", Array.from({ length: 4 }, () => "aaaa aaaa.").join(" "));
+    const first = await nextCall(1);
+    for (let i = 0; i < 3; i++) void s.embedDocument(`short-${i}`, `bbbb ${i}`);
+    first.release();
+    const second = await nextCall(2);
+    expect(second.texts[0]).toBe("aaaa aaaa."); // the long one's next window leads, a short one fills the batch
+    expect(second.texts[1]).toMatch(/^bbbb/);
+  });
+
   it("embeds a document asked for twice under one key once", async () => {
     const { model, calls, nextCall } = scriptedModel();
     const s = new EmbeddingScheduler(model, OPTIONS);

@@ -176,8 +176,12 @@ export class EmbeddingScheduler implements EmbeddingPort, DocumentEmbedder {
     if (batch.length) return batch; // query batches stay pure: they must come back as soon as possible
     let chars = 0;
     const longAllowed = this.inFlightLong < Math.max(1, this.options.concurrency - 1);
+    // A batch that may hold long documents' windows starts with one of them, so a steady stream of new short memories
+    // cannot starve a long one (its windows progress, and it heartbeats its job).
+    let first = longAllowed ? this.leastServed((job) => isLong(job)) : -1;
     while (batch.length < this.options.maxBatch) {
-      const at = this.leastServed(longAllowed);
+      const at = first >= 0 ? first : this.leastServed((job) => longAllowed || !isLong(job));
+      first = -1;
       if (at < 0) break;
       const job = this.ready[at];
       const text = job.windows[job.next];
@@ -189,12 +193,12 @@ export class EmbeddingScheduler implements EmbeddingPort, DocumentEmbedder {
     return batch;
   }
 
-  /** Index in `ready` of the document with the fewest windows handed out (the oldest of equals), or -1. */
-  private leastServed(longAllowed: boolean): number {
+  /** Index in `ready` of the document `eligible` accepts with the fewest windows handed out (the oldest of equals), or -1. */
+  private leastServed(eligible: (job: DocumentJob) => boolean): number {
     let best = -1;
     for (let i = 0; i < this.ready.length; i++) {
       const job = this.ready[i];
-      if ((longAllowed || !isLong(job)) && (best < 0 || job.next < this.ready[best].next)) best = i;
+      if (eligible(job) && (best < 0 || job.next < this.ready[best].next)) best = i;
     }
     return best;
   }
