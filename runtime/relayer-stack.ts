@@ -84,11 +84,11 @@ export async function startRelayer(opts: {
   // The sidecar's address is known once it listens (port 0 in tests): the gateway reads it per request.
   let sidecarUrl = config.sidecar.url;
   const sidecar: SidecarLink = { url: () => sidecarUrl, token: config.sidecar.authToken };
-  // Every embedding of this process goes through one scheduler: queries first, documents round-robin, a deadline each.
+  // Every embedding of this process goes through one scheduler: queries first, documents least-served first, a deadline each.
   const embedding = createScheduler(ports.embedder, config.embedding);
-  // Load a local model on every thread now: a thread loading its weights (seconds) on the first request it gets would
-  // hold that request, and the requests behind it, as long.
-  void ports.embedder.warmUp?.().catch((err) => logger.warn("embedder warm-up failed; the first embeddings will retry", { error: err instanceof Error ? err.message : String(err) }));
+  // In the roles that embed, load a local model on every thread now: a thread loading its weights (seconds) on the
+  // first request it gets would hold that request, and the requests behind it, as long.
+  if (roles.gateway || roles.actors || roles.mcp) void ports.embedder.warmUp?.().catch((err) => logger.warn("embedder warm-up failed; the first embeddings will retry", { error: err instanceof Error ? err.message : String(err) }));
 
   // A role that fails to start stops the ones already running: nothing keeps the process alive without a relayer.
   try {
