@@ -23,6 +23,16 @@ export class Transient {
   constructor(readonly reason: string) {}
 }
 
+/**
+ * A failure no retry can fix (e.g. a text too long to embed within its deadline): the command is set aside at once,
+ * like a poison message after its bounded retries (dead letter, alert, the aggregate's failure events), so the same
+ * work is never queued again.
+ */
+export class Permanent {
+  readonly _tag = "Permanent";
+  constructor(readonly reason: string) {}
+}
+
 /** Deliveries of a command failing with a defect before it is set aside. */
 export const MAX_COMMAND_ATTEMPTS = 5;
 
@@ -30,8 +40,10 @@ export const MAX_COMMAND_ATTEMPTS = 5;
 class Defect extends Error {}
 /** An effect's Transient failure: retried for as long as it takes (an outage). */
 class TransientFailure extends Error {}
+/** An effect's Permanent failure: set aside on this delivery. */
+class PermanentFailure extends Error {}
 
-export type EffectFn<Cmd> = (ctx: { aggregateId: string; context: any; command: Cmd; heartbeat: () => void }) => Effect.Effect<NewEvent[], Transient>;
+export type EffectFn<Cmd> = (ctx: { aggregateId: string; context: any; command: Cmd; heartbeat: () => void }) => Effect.Effect<NewEvent[], Transient | Permanent>;
 
 export interface ActorDefinition<Cmd extends CommandEnvelope = CommandEnvelope> {
   /** Aggregate type: events go to `evt.<type>.<id>`, commands come from `cmd.<type>.<id>`. */
@@ -55,6 +67,11 @@ export interface ActorDefinition<Cmd extends CommandEnvelope = CommandEnvelope> 
    * aggregate. `command` is undefined when the message could not even be parsed.
    */
   setAside?(command: Cmd | undefined, error: string): NewEvent[];
+  /**
+   * The time an effect may take for this command when it is longer than the host's effectTimeoutMs (e.g. derived
+   * from the size of the text it embeds); the effect heartbeats meanwhile so JetStream does not redeliver it.
+   */
+  effectBudgetMs?(effect: string, command: Cmd): number;
 }
 
 export interface ActorHostOptions {
@@ -196,7 +213,7 @@ export class ActorHost<Cmd extends CommandEnvelope> {
       m.ack();
     } catch (err) {
       const defect = err instanceof Defect || !(err instanceof ConcurrencyConflict || err instanceof TransientFailure || isUnavailable(err));
-      if (defect && (command === undefined || m.info.deliveryCount >= MAX_COMMAND_ATTEMPTS)) {
+      if (err instanceof PermanentFailure || (defect && (command === undefined || m.info.deliveryCount >= MAX_COMMAND_ATTEMPTS))) {
         await this.setAside(m, aggregateId, command, errorText(err)).then(
           () => m.term(),
           (e) => {
@@ -282,12 +299,17 @@ export class ActorHost<Cmd extends CommandEnvelope> {
       }
       const fn = this.def.effects[name];
       if (!fn) throw new Error(`machine ${this.def.aggregateType} names unknown effect ${name}`);
+      const budget = Math.max(this.opts.effectTimeoutMs ?? 120_000, this.def.effectBudgetMs?.(name, command) ?? 0);
       const program = fn({ aggregateId, context: snapshot.context, command, heartbeat }).pipe(
-        Effect.timeoutOrElse({ duration: this.opts.effectTimeoutMs ?? 120_000, orElse: () => Effect.fail(new Transient(`effect ${name} timed out`)) }),
+        Effect.timeoutOrElse({ duration: budget, orElse: () => Effect.fail(new Transient(`effect ${name} timed out`)) }),
       );
       const exit = await Effect.runPromiseExit(program);
-      // A failure is a Transient (retried as long as it takes); anything else the effect died of is a defect.
-      if (Exit.isFailure(exit)) throw Cause.hasFails(exit.cause) ? new TransientFailure(Cause.pretty(exit.cause)) : new Defect(Cause.pretty(exit.cause));
+      // A Permanent failure is set aside now, a Transient retried as long as it takes; anything else the effect died of is a defect.
+      if (Exit.isFailure(exit)) {
+        const permanent = exit.cause.reasons.filter(Cause.isFailReason).find((r) => r.error instanceof Permanent);
+        if (permanent) throw new PermanentFailure((permanent.error as Permanent).reason);
+        throw Cause.hasFails(exit.cause) ? new TransientFailure(Cause.pretty(exit.cause)) : new Defect(Cause.pretty(exit.cause));
+      }
       if (!exit.value.length) throw new Error(`effect ${name} produced no events`);
       pending.push(...exit.value);
       applyLocal(exit.value);

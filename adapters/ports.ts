@@ -24,6 +24,8 @@ export interface EmbeddingPort {
   readonly dims: number;
   /** Embeds a batch; vectors are L2-normalised so cosine distance = 1 - dot. */
   embed(texts: readonly string[]): Promise<Float32Array[]>;
+  /** Loads what the first embed would load (a local model's weights on every thread). */
+  warmUp?(): Promise<void>;
 }
 
 // ---------------------------------------------------------------- blob store (Walrus HTTP API)

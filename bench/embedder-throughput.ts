@@ -30,7 +30,7 @@ export async function measureEmbedderThroughput(embedder: EmbeddingPort, texts: 
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  // --use-lite: USE-lite only, batch sizes 1/8/32 as the EmbedBatcher hands them (the model thread splits them in
+  // --use-lite: USE-lite only, batch sizes 1/8/32 as the embedding scheduler hands them (the model thread splits them in
   // model batches of 4), on 320 turns (CPU per text: this process and its model thread, over the timed texts).
   const useOnly = process.argv.includes("--use-lite");
   const texts = loadLocomo(undefined, false).flatMap((c) => c.turns.map((t) => t.text)).slice(0, useOnly ? 320 : 2000);

@@ -3,7 +3,7 @@
 // bench/results.json (merged: sections not run keep their previous results).
 //
 //   node --import tsx bench/run.ts                      every section (≈ 15–20 min on 2 cores)
-//   node --import tsx bench/run.ts --only recall        one section (remember, pipeline, use-lite, recall, legacy-recall, mcp, peer, replay, rebuild, memory,
+//   node --import tsx bench/run.ts --only recall        one section (remember, pipeline, use-lite, long-texts, recall, legacy-recall, mcp, peer, replay, rebuild, memory,
 //                                                       blobstore, console)
 //   node --import tsx bench/run.ts --only remember,pipeline --quick    smaller counts, for a smoke run
 // Flags: --plain-nats (JetStream store not encrypted), --cpu-prof (worker processes write V8 CPU profiles to
@@ -20,6 +20,7 @@ import { adminUrl } from "../test/support/postgres.ts";
 import { rememberSection } from "./sections/remember.ts";
 import { pipelineSection } from "./sections/pipeline.ts";
 import { useLiteSection } from "./sections/use-lite.ts";
+import { longTextsSection } from "./sections/long-texts.ts";
 import { recallSection } from "./sections/recall.ts";
 import { legacyRecallSection } from "./sections/legacy-recall.ts";
 import { mcpSection } from "./sections/mcp.ts";
@@ -126,6 +127,8 @@ try {
   for (const [name, fn] of sections) if (wants(name)) await runSection(name, fn);
   await ctx.teardown();
   if (wants("use-lite")) await runSection("use-lite", () => useLiteSection(ctx));
+  // Long texts: the model threads and the scheduler in this process (no stack).
+  if (wants("long-texts")) await runSection("long-texts", () => longTextsSection(ctx));
   // The blob store's and the console's benchmarks: each starts its own nats-server, database and service processes.
   if (wants("blobstore")) await runSection("blobstore", () => blobstoreSection(ctx));
   if (wants("console")) await runSection("console", () => consoleSection(ctx));

@@ -10,7 +10,7 @@ import { LocalChain } from "../adapters/chain/local/local-chain.ts";
 import { createEnvelopeEncryption } from "../adapters/encryption/envelope.ts";
 import { parseServerConfigs, thresholdFromEnv } from "../adapters/encryption/config.ts";
 import { createDelegateSession } from "../adapters/encryption/session.ts";
-import { createEmbedder } from "../adapters/embeddings/select.ts";
+import { createEmbedder, createScheduler, embedderConfigOf } from "../adapters/embeddings/select.ts";
 import type { DecryptCredential } from "../adapters/ports.ts";
 import { IndexLog } from "../projections/relayer/index-log.ts";
 import { DEFAULT_CANDIDATE_CAP, IndexCatchingUp, planRestore, restoreNamespace, type RestorePorts } from "../actors/relayer/restore-namespace.ts";
@@ -74,7 +74,7 @@ export async function restoreCommand(args: string[], env: Record<string, string 
   const db = createPool(config.databaseUrl, 4);
   const chain = await LocalChain.open(log, { packageId: config.packageId, network: config.network, healIntervalMs: 0 });
   const blobs = blobPortFrom(config, { cache: false });
-  const embedder = createEmbedder({ kind: config.embedder, dims: config.embeddingDims, apiBase: config.embeddingApiBase, apiKey: config.embeddingApiKey, model: config.embeddingModel });
+  const embedder = createEmbedder(embedderConfigOf(config));
   const encryption = servers?.length
     ? createEnvelopeEncryption({ packageId: config.packageId, rpcUrl: config.chainRpcUrl, serverConfigs: servers, threshold: thresholdFromEnv(servers.reduce((s, c) => s + c.weight, 0), env) })
     : undefined;
@@ -91,7 +91,7 @@ export async function restoreCommand(args: string[], env: Record<string, string 
     const lexical = config.lexicalKey || existsSync(join(config.dataDir, LEXICAL_KEY_FILE)) ? new LexicalKeyring(lexicalSecretFor(config)) : undefined;
     if (!lexical) console.error("no lexical index key (MEMRELAY_LEXICAL_KEY): restored memories are ranked by their vectors only");
     // A dry run without key-server configuration never decrypts.
-    const ports: RestorePorts = { chain, blobs, encryption: encryption ?? (undefined as never), embedder, db, index, lexical };
+    const ports: RestorePorts = { chain, blobs, encryption: encryption ?? (undefined as never), embedder: createScheduler(embedder, config.embedding), db, index, lexical };
     const common = { owner, namespace, includeForgotten, candidateCap: DEFAULT_CANDIDATE_CAP, scope: "namespace" as const, barrierTimeoutMs: 300_000 };
     const plan = await planRestore(ports, { ...common, limit: DEFAULT_CANDIDATE_CAP });
     const count = (s: string) => plan.items.filter((i) => i.state === s).length;

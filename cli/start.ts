@@ -146,7 +146,7 @@ export async function startCommand(args: string[], env = process.env): Promise<n
       `  key servers  ${stack.encryptionStack.serverConfigs.length} (threshold ${config.encryptionThreshold ?? Math.min(2, stack.encryptionStack.serverConfigs.length)})`,
       `  NATS         ${nats.description}`,
       `  Postgres     ${postgres.description}`,
-      `  embedder     ${stack.embedder.name} (${stack.embedder.dims} dims)`,
+      `  embedder     ${stack.embedder.name} (${stack.embedder.dims} dims)${embedderCapacityNote(config)}`,
       `  credentials  ${credPath} (account ${creds.accountId})`,
       "",
       `Operator commands in another terminal find this stack through ${stackFilePath(base.dataDir)}; or export:`,
@@ -187,4 +187,13 @@ async function startDevDashboard(stack: LocalStack, dataDir: string, port: numbe
   if (!account) return undefined;
   const developmentWallet = localDevelopmentWallet(stack.chain, ownerSecretKey, account.id);
   return startDashboard({ chain: stack.chain, developmentWallet, packageId: stack.encryptionStack.packageId, host: stack.config.host, port, relayerUrl: stack.relayerUrl, logger: logger.child({ component: "dashboard" }) });
+}
+
+/**
+ * What the local neural embedder sustains and how to go past it (issue 28): the figure is bench/RESULTS.md's (USE-lite
+ * alone 52 texts/s on one thread, 43 jobs/s through the whole pipeline, on this 2-core VM); docs/long-memories.md.
+ */
+function embedderCapacityNote(config: { embedder: string; embedding: { workers: number } }): string {
+  if (config.embedder !== "use-lite") return "";
+  return `, ${config.embedding.workers} model thread(s): ≈ 25–50 short memories/s per core; for fleets set EMBEDDING_API_KEY (a provider)`;
 }

@@ -48,6 +48,10 @@ export interface RelayerConfig {
   readonly embeddingApiBase: string | undefined;
   readonly embeddingApiKey: string | undefined;
   readonly embeddingModel: string | undefined;
+  /** Long texts and fair scheduling of embedding work (EMBEDDING_*; see embeddingFromEnv and docs/long-memories.md). */
+  readonly embedding: EmbeddingSettings;
+  /** READY_MAX_WAIT_SECS (30): `/ready` answers 503 once the oldest remember job or embedding has waited longer. */
+  readonly readyMaxWaitSecs: number;
   /**
    * Language-model features (analyze, ask): an OpenAI-compatible chat endpoint when a key or a base URL is given
    * (MEMRELAY_LLM_API_KEY / MEMRELAY_LLM_API_BASE, else EMBEDDING_API_KEY / EMBEDDING_API_BASE, the spec's shared
@@ -242,6 +246,8 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     embeddingApiBase: env.EMBEDDING_API_BASE,
     embeddingApiKey: env.EMBEDDING_API_KEY,
     embeddingModel: env.EMBEDDING_MODEL,
+    embedding: embeddingFromEnv(env),
+    readyMaxWaitSecs: intVar(env, "READY_MAX_WAIT_SECS", 30, 1, 86_400),
     llm: llmFromEnv(env),
     rateLimitDisabled: env.RATE_LIMIT_DISABLED === "true" || env.RATE_LIMIT_DISABLED === "1",
     alertWebhookUrl: env.ALERT_WEBHOOK_URL?.trim() || undefined,
@@ -282,6 +288,25 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     },
     mcpSessions: mcpSessionsFromEnv(env),
     oauth: oauthFromEnv(env),
+  };
+}
+
+export interface EmbeddingSettings {
+  /** EMBEDDING_WORKERS: model threads of the local USE-lite embedder per process (default: one per core). */
+  readonly workers: number;
+  /** EMBEDDING_MAX_WINDOWS (64): windows embedded per text; a longer text is represented by this many spread over it. */
+  readonly maxWindows: number;
+  /** EMBEDDING_DEADLINE_BASE_SECS (30) and EMBEDDING_DEADLINE_MS_PER_WINDOW (2000): a text's deadline is base + per window × windows. */
+  readonly deadlineBaseMs: number;
+  readonly deadlineMsPerWindow: number;
+}
+
+export function embeddingFromEnv(env: Env): EmbeddingSettings {
+  return {
+    workers: intVar(env, "EMBEDDING_WORKERS", availableParallelism(), 1, 64),
+    maxWindows: intVar(env, "EMBEDDING_MAX_WINDOWS", 64, 1, 100_000),
+    deadlineBaseMs: intVar(env, "EMBEDDING_DEADLINE_BASE_SECS", 30, 0, 86_400) * 1000,
+    deadlineMsPerWindow: intVar(env, "EMBEDDING_DEADLINE_MS_PER_WINDOW", 2_000, 0, 3_600_000),
   };
 }
 

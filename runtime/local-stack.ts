@@ -16,7 +16,7 @@ import { startLocalEncryptionStack, type LocalEncryptionStack } from "../adapter
 import { startLocalWalrus, type LocalWalrus } from "../adapters/walrus-nodes/local-walrus.ts";
 import { ownerOrDelegate } from "../adapters/encryption/local-keyservers/policy.ts";
 import { createEnvelopeEncryption } from "../adapters/encryption/envelope.ts";
-import { createEmbedder } from "../adapters/embeddings/select.ts";
+import { createEmbedder, embedderConfigOf } from "../adapters/embeddings/select.ts";
 import { startBlobstore } from "../gateway/blobstore/service.ts";
 import { startRelayer, type RelayerRoles, type RelayerStack } from "./relayer-stack.ts";
 import type { BlobPort, EmbeddingPort, EncryptionPort } from "../adapters/ports.ts";
@@ -131,7 +131,7 @@ export async function startLocalStack(opts: {
         for (const token of ["SUI", "WAL"]) await mint(chain, { operatorKey: operatorSecretKey, to: keypairFromSecret(k).address, amount: opts.walletFunding ?? GAS_GRANT, token });
       }
     }
-    const embedder = createEmbedder({ kind: opts.config.embedder, dims: opts.config.embeddingDims, apiBase: opts.config.embeddingApiBase, apiKey: opts.config.embeddingApiKey, model: opts.config.embeddingModel });
+    const embedder = createEmbedder(embedderConfigOf(opts.config));
     // The MCP sidecar runs beside the relayer; both ends share SIDECAR_AUTH_TOKEN, generated here when not given.
     const sidecar = { ...opts.config.sidecar, authToken: opts.config.sidecar.authToken ?? randomBytes(24).toString("hex") };
     // The relayer's gas station (/sponsor): SPONSOR_PRIVATE_KEY, else a funded key kept in the data dir.

@@ -9,7 +9,7 @@ import type { Logger } from "../config/logger.ts";
 import { namingAddressVariable } from "../config/listen-error.ts";
 import type { BlobPort, ChainPort, EmbeddingPort, EncryptionPort, SponsoredChainPort } from "../adapters/ports.ts";
 import { WalletPool } from "../adapters/chain/wallet-pool.ts";
-import { EmbedBatcher } from "../adapters/embeddings/batcher.ts";
+import { createScheduler } from "../adapters/embeddings/select.ts";
 import { RecordBatcher } from "../adapters/chain/record-batcher.ts";
 import { ActorHost } from "../actors/host.ts";
 import { rememberJobActor } from "../actors/relayer/remember-job.actor.ts";
@@ -85,6 +85,11 @@ export async function startRelayer(opts: {
   // The sidecar's address is known once it listens (port 0 in tests): the gateway reads it per request.
   let sidecarUrl = config.sidecar.url;
   const sidecar: SidecarLink = { url: () => sidecarUrl, token: config.sidecar.authToken };
+  // Every embedding of this process goes through one scheduler: queries first, documents least-served first, a deadline each.
+  const embedding = createScheduler(ports.embedder, config.embedding);
+  // In the roles that embed, load a local model on every thread now: a thread loading its weights (seconds) on the
+  // first request it gets would hold that request, and the requests behind it, as long.
+  if (roles.gateway || roles.actors || roles.mcp) void ports.embedder.warmUp?.().catch((err) => logger.warn("embedder warm-up failed; the first embeddings will retry", { error: err instanceof Error ? err.message : String(err) }));
 
   // A role that fails to start stops the ones already running: nothing keeps the process alive without a relayer.
   try {
@@ -115,7 +120,7 @@ export async function startRelayer(opts: {
       const host = new ActorHost(
         log,
         rememberJobActor({
-          embedder: new EmbedBatcher(ports.embedder),
+          embedder: embedding,
           encryption: ports.encryption,
           blobs: ports.blobs,
           records: new RecordBatcher(registrationChain(config, ports.chain, sponsor, logger), wallets!),
@@ -124,8 +129,8 @@ export async function startRelayer(opts: {
           attemptDelayMs: opts.attemptDelayMs ?? 200,
         }),
         logger.child({ actor: "remember-job" }),
-        // Two embedder batches (EmbedBatcher, 64 texts) in flight: one is embedded while the jobs of the other upload,
-        // record and commit, so a neural embedder never waits for the rest of the pipeline.
+        // Enough jobs in flight that the scheduler always has a batch for every model thread while the jobs of the
+        // previous batches upload, record and commit: a neural embedder never waits for the rest of the pipeline.
         { concurrency: opts.actorConcurrency ?? 128, network: ports.chain.network },
       );
       await host.start();
@@ -134,7 +139,7 @@ export async function startRelayer(opts: {
       // Restores are few and long (download, decrypt, embed whole namespaces): a handful at a time, a long effect budget.
       const restores = new ActorHost(
         log,
-        restoreJobActor({ chain: ports.chain, blobs: ports.blobs, encryption: ports.encryption, embedder: ports.embedder, db, index: new IndexLog(log, db), lexical }, logger.child({ actor: "restore-job" })),
+        restoreJobActor({ chain: ports.chain, blobs: ports.blobs, encryption: ports.encryption, embedder: embedding, db, index: new IndexLog(log, db), lexical }, logger.child({ actor: "restore-job" })),
         logger.child({ actor: "restore-job" }),
         { concurrency: 4, network: ports.chain.network, effectTimeoutMs: 600_000, ackWaitMs: 60_000 },
       );
@@ -151,13 +156,14 @@ export async function startRelayer(opts: {
         db,
         auth: new SignedAuth(ports.chain, nonces, config.authMaxClockDriftSecs, COMMAND_DEDUP_WINDOW_SECS, verifier),
         chain: ports.chain,
-        embedder: ports.embedder,
+        embedder: embedding,
         blobs: ports.blobs,
         encryption: ports.encryption,
         logger: logger.child({ component: "gateway" }),
         embedderMode: opts.embedderMode ?? `local (${ports.embedder.name})`,
         lexical: recallLexical,
         projectionRunners: () => runners,
+        embedding,
         llm: createLanguageModel(config.llm),
         sidecar,
         oauth: config.oauth && { settings: config.oauth, vault: await DelegateVault.open(log, config.oauth.key) },
@@ -181,7 +187,7 @@ export async function startRelayer(opts: {
       });
       const mcp = await startSidecar(settings, logger.child({ component: "mcp-sidecar" }), {
         sponsorship,
-        recall: { chain: ports.chain, ports: { db, embedder: ports.embedder, blobs: ports.blobs, encryption: ports.encryption, lexical: recallLexical } },
+        recall: { chain: ports.chain, ports: { db, embedder: embedding, blobs: ports.blobs, encryption: ports.encryption, lexical: recallLexical } },
       });
       sidecarUrl = `http://${settings.url.hostname}:${mcp.port}`;
       stops.push(() => mcp.close());

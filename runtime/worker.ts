@@ -12,7 +12,7 @@ import { SuiRpcChain } from "../adapters/chain/sui-rpc/sui-rpc-chain.ts";
 import { suiNodeClient, transportOf, type SuiNodeUrls } from "../adapters/chain/sui-rpc/node-client.ts";
 import { createEnvelopeEncryption } from "../adapters/encryption/envelope.ts";
 import { parseServerConfigs, thresholdFromEnv } from "../adapters/encryption/config.ts";
-import { createEmbedder } from "../adapters/embeddings/select.ts";
+import { createEmbedder, embedderConfigOf } from "../adapters/embeddings/select.ts";
 import { startRelayer, type RelayerPorts, type RelayerRoles } from "./relayer-stack.ts";
 
 /**
@@ -47,7 +47,7 @@ export async function startWorker(
     threshold: thresholdFromEnv(servers.reduce((s, c) => s + c.weight, 0), env),
   });
   const blobs = blobPortFrom(config);
-  const embedder = createEmbedder({ kind: config.embedder, dims: config.embeddingDims, apiBase: config.embeddingApiBase, apiKey: config.embeddingApiKey, model: config.embeddingModel });
+  const embedder = createEmbedder(embedderConfigOf(config));
   const ports = adaptPorts({ chain, encryption, blobs, embedder, ...(config.sponsorPrivateKey ? { sponsor: { chain, key: config.sponsorPrivateKey } } : {}) });
   const relayer = await startRelayer({ config, log, db, ports, logger, roles, env, onSidecarLost });
   return {

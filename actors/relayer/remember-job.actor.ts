@@ -6,13 +6,13 @@
 // the index row id is the job id.
 import { Effect } from "effect";
 import type { ActorDefinition } from "../host.ts";
-import { Transient } from "../host.ts";
+import { Permanent, Transient } from "../host.ts";
 import { rememberJobMachine, type JobContext } from "./remember-job.machine.ts";
 import { JOB, JOB_EVENTS, JOB_VECTOR_EVENT_VERSION, MAX_WALLET_ATTEMPTS, type JobFailed, type RememberCommand } from "../../schemas/relayer/remember-job.ts";
 import type { NewEvent } from "../../eventlog/event-store.ts";
 import type { BlobPort, EncryptionPort } from "../../adapters/ports.ts";
 import { RecordFailed, type RecordBatcher } from "../../adapters/chain/record-batcher.ts";
-import type { EmbedBatcher } from "../../adapters/embeddings/batcher.ts";
+import { TextTooLong, type DocumentEmbedder } from "../../adapters/embeddings/scheduler.ts";
 import type { Wallet, WalletPool } from "../../adapters/chain/wallet-pool.ts";
 import type { LexicalKeyring } from "../../adapters/lexical/keys.ts";
 import { documentTerms } from "../../adapters/lexical/terms.ts";
@@ -20,7 +20,8 @@ import { storableText } from "../../schemas/text.ts";
 import { encodeVectorF32 } from "../../schemas/vector-wire.ts";
 
 export interface RememberJobPorts {
-  readonly embedder: EmbedBatcher;
+  /** The process's embedding scheduler: windows of long texts, fair across jobs, a deadline per text. */
+  readonly embedder: DocumentEmbedder;
   readonly encryption: EncryptionPort;
   readonly blobs: BlobPort;
   /** Blob registrations, batched across jobs (adapters/chain/record-batcher.ts). */
@@ -33,6 +34,22 @@ export interface RememberJobPorts {
 }
 
 const encoder = new TextEncoder();
+
+/** Beyond the embedding's deadline, what the store effect may spend encrypting and uploading. */
+const STORE_MARGIN_MS = 120_000;
+/** Heartbeats while windows progress: often enough for the consumer's ack wait (30 s), rare enough to cost nothing on short texts. */
+const HEARTBEAT_EVERY_MS = 5_000;
+
+/** `beat` at most once per `everyMs`, the first time `everyMs` after creation. */
+function throttled(beat: () => void, everyMs: number): () => void {
+  let last = performance.now();
+  return () => {
+    const now = performance.now();
+    if (now - last < everyMs) return;
+    last = now;
+    beat();
+  };
+}
 
 /** What an attempt produced, and the wallet that paid for it. */
 interface Paid<A> {
@@ -83,16 +100,22 @@ export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<Remem
       const who = d && typeof d.owner === "string" && typeof d.namespace === "string" ? { owner: storableText(d.owner), namespace: storableText(d.namespace) } : {};
       return [{ type: JOB_EVENTS.failed, version: 1, data: { error: `set aside: ${error}`, attempts: 0, set_aside: true, ...who } satisfies JobFailed }];
     },
+    // A long text's embedding may outlast the host's default effect timeout; its own deadline bounds it instead.
+    effectBudgetMs: (effect, command) => (effect === "store" && typeof command.data?.text === "string" ? ports.embedder.deadlineMsFor(command.data.text) + STORE_MARGIN_MS : 0),
     decide: (snapshot, command) => {
       if (command.type !== "remember.start" || snapshot.value !== "pending") return [];
       const d = command.data;
       return [{ type: JOB_EVENTS.accepted, version: 1, data: { owner: d.owner, namespace: d.namespace, accepted_at: d.accepted_at, text_bytes: Buffer.byteLength(d.text) } }];
     },
     effects: {
-      store: ({ context, command }) =>
+      store: ({ aggregateId, context, command, heartbeat }) =>
         Effect.gen(function* () {
           const ctx = context as JobContext;
-          const vector = yield* Effect.tryPromise({ try: () => ports.embedder.embed(command.data.text), catch: (e) => new Transient(`embedding failed: ${(e as Error).message}`) });
+          // Keyed by the job: a redelivery while this embedding runs joins it instead of queueing the text again.
+          const vector = yield* Effect.tryPromise({
+            try: () => ports.embedder.embedDocument(aggregateId, command.data.text, { onProgress: throttled(heartbeat, HEARTBEAT_EVERY_MS) }),
+            catch: (e) => (e instanceof TextTooLong ? new Permanent(e.message) : new Transient(`embedding failed: ${(e as Error).message}`)),
+          });
           const ciphertext = yield* Effect.tryPromise({
             try: () => ports.encryption.encrypt(ctx.owner, ctx.namespace, encoder.encode(command.data.text)),
             catch: (e) => new Transient(`encryption failed: ${(e as Error).message}`),

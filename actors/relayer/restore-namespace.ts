@@ -17,7 +17,8 @@
 //      client-encrypted manual memories, which the relayer cannot read) are counted as failed.
 //   total = restored + skipped + failed: the namespace's blob objects this call examined.
 import { randomUUID } from "node:crypto";
-import type { BlobObject, BlobPort, ChainPort, DecryptCredential, EmbeddingPort, EncryptionPort } from "../../adapters/ports.ts";
+import type { BlobObject, BlobPort, ChainPort, DecryptCredential, EncryptionPort } from "../../adapters/ports.ts";
+import type { DocumentEmbedder } from "../../adapters/embeddings/scheduler.ts";
 import type { RestoreCounts, RestoreScope } from "../../schemas/relayer/restore-job.ts";
 import type { Db } from "../../db/pool.ts";
 import type { IndexLog } from "../../projections/relayer/index-log.ts";
@@ -43,7 +44,8 @@ export interface RestorePorts {
   readonly chain: ChainPort;
   readonly blobs: BlobPort;
   readonly encryption: EncryptionPort;
-  readonly embedder: EmbeddingPort;
+  /** Embeds each restored memory as a remember job does (windows of a long text pooled; scheduled fairly). */
+  readonly embedder: DocumentEmbedder;
   readonly db: Db;
   readonly index: IndexLog;
   /** Keys of the lexical index: restored rows then carry their text's keyed term hashes, like job.indexed does. */
@@ -142,7 +144,7 @@ async function reindex(ports: RestorePorts, owner: string, batch: readonly BlobO
   const opened = await ports.encryption.decryptMany(owner, present.map((p) => p.bytes), credential);
   const readable = present.flatMap((p, i) => (opened[i] ? [{ blob: p.blob, text: new TextDecoder().decode(opened[i]!) }] : []));
   if (!readable.length) return [];
-  const vectors = await ports.embedder.embed(readable.map((r) => r.text));
+  const vectors = await Promise.all(readable.map((r) => ports.embedder.embedDocument(`restore:${memoryIdOf(owner, r.blob.blobId)}`, r.text)));
   const key = ports.lexical?.forOwner(owner);
   return readable.map((r, i) => ({
     id: memoryIdOf(owner, r.blob.blobId),

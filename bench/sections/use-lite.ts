@@ -16,7 +16,7 @@ export async function useLiteSection(ctx: Ctx): Promise<SectionResult> {
   const t0 = performance.now();
   const aloneTexts = memoryTexts(ctx.n(320, 128), 3_000);
   await ctx.quiet();
-  log(`use-lite: the embedder alone in the bench process (${aloneTexts.length} texts, batches of 64, as the actor host's EmbedBatcher hands them) ...`);
+  log(`use-lite: the embedder alone in the bench process (${aloneTexts.length} texts, batches of 64, as the embedding scheduler hands them at most) ...`);
   const c0 = process.cpuUsage();
   const alone = await measureEmbedderThroughput(new UseLiteEmbedder(), aloneTexts, 64);
   const c1 = process.cpuUsage(c0);

@@ -28,6 +28,7 @@ import { LIMITS, ValidationError, isUuid, parseBulk, parseEmbed, type RecallBody
 import { JOB, type RememberCommand } from "../../schemas/relayer/remember-job.ts";
 import { RELAYER_VERSION, healthBody, versionBody } from "./versioning.ts";
 import { registerMaintenanceRoutes } from "./maintenance-routes.ts";
+import { oldestRememberJobWaitSecs, readiness, type ReadinessSources } from "./readiness.ts";
 import { CREDENTIAL_HEADERS, decryptCredential } from "./decrypt-credential.ts";
 import { registerLanguageModelRoutes } from "./language-model-routes.ts";
 import { MCP_CORS_HEADERS, registerMcpRoutes, type SidecarLink } from "./mcp-routes.ts";
@@ -64,6 +65,8 @@ export interface RelayerDeps {
   readonly oauth?: { readonly settings: OAuthSettings; readonly vault: DelegateVault };
   /** Projection runners of this process, for the lag gauges of `/metrics`. */
   readonly projectionRunners?: () => readonly ProjectionHandle[];
+  /** The process's embedding scheduler, for `/ready` and its gauge. */
+  readonly embedding?: { oldestWaitMs(): number };
 }
 
 /** Importance given to plain remembers (REFERENCE.md: remember and restore use 0.5). */
@@ -79,6 +82,13 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
     projections: [MEMORY_INDEX, LEXICAL_INDEX, JOB_STATUS, ALERTS_PROJECTION, OAUTH_PROJECTION],
     runners: deps.projectionRunners ?? (() => []),
     consumerPrefix: `actor-${JOB}`,
+  });
+  const readinessSources: ReadinessSources = { log, embedding: deps.embedding, maxWaitSecs: config.readyMaxWaitSecs };
+  metrics.gauge("oldest_remember_job_wait_seconds", "Seconds the oldest remember-job command has been on the work queue (waiting or in progress)", [], async (g) => {
+    g.set(await oldestRememberJobWaitSecs(log).catch(() => 0));
+  });
+  metrics.gauge("oldest_embedding_wait_seconds", "Seconds the oldest embedding of this process has been waiting or running", [], (g) => {
+    g.set((deps.embedding?.oldestWaitMs() ?? 0) / 1000);
   });
   const checkpoints = new CheckpointFeed(log, db);
   const jobs = new JobLookup(db, log, checkpoints);
@@ -168,6 +178,10 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
       const [nats, pg] = [!log.nc.isClosed() && log.nc.info !== undefined, await db.query("SELECT 1").then(() => true, () => false)];
       const status = nats && pg ? "ok" : "degraded";
       return json(nats && pg ? 200 : 503, healthBody(status, deps.embedderMode, { nats, postgres: pg }, deps.llm.promptVersions));
+    }))
+    .route("get", "/ready", wrap("ready", async () => {
+      const r = await readiness(readinessSources);
+      return json(r.ready ? 200 : 503, r.ready ? r : { ...r, error: `not ready: ${r.reasons.join("; ")}` });
     }))
     .route("get", "/version", wrap("version", async () => json(200, versionBody())))
     .route("get", "/config", wrap("config", async () =>

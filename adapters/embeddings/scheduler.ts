@@ -1,0 +1,248 @@
+// Fair scheduling of embedding work in front of the model (one scheduler per process, passed to whoever embeds).
+//
+// - Query embeddings (recall, /api/embed, ask, analyze's duplicate check) go first: a query never waits behind a
+//   document's windows, only (at worst) for one document batch already on a worker, which `maxBatchChars` keeps short.
+// - Document windows (remember jobs, restores) go least-served first: the document with the fewest windows handed
+//   out so far is next (a new memory's window before a long one's 30th; long ones alternate), so a 1 KiB memory is
+//   embedded in the next batch even while a 1 MiB one, or ten, have dozens of windows waiting. (Plain round-robin
+//   made a short memory wait a whole round of every document in progress: 7× its p99 beside eleven long texts.)
+// - Up to `concurrency` batches are on the model at once (USE-lite: one per model thread), and with more than one,
+//   windows of long (multi-window) documents hold at most concurrency − 1 of them: one thread stays free for queries
+//   and short memories, which would otherwise wait for a long document's batch to finish (measured: 6× their p99).
+// - Every document embedding has a deadline derived from its size (its window count), counted in the model time the
+//   document itself uses (its share of each batch it is in), so waiting behind other work never fails a text: past it,
+//   its windows leave the queue and it fails with TextTooLong, which the remember job reports as a permanent failure.
+// - A document embedded under a key (the job id) is embedded once however often it is asked for while in progress
+//   (a redelivered job joins the running embedding instead of queueing the same text again).
+import type { EmbeddingPort } from "../ports.ts";
+import { meanPool, windowsOf, type WindowSpec } from "./windows.ts";
+
+/** deadline = baseMs + perWindowMs × windows. */
+export interface DeadlineSpec {
+  readonly baseMs: number;
+  readonly perWindowMs: number;
+}
+
+export interface SchedulerOptions {
+  readonly window: WindowSpec;
+  readonly deadline: DeadlineSpec;
+  /** Batches on the model at once. */
+  readonly concurrency: number;
+  /** Texts per model call. */
+  readonly maxBatch: number;
+  /** Characters of document windows per model call: bounds how long a query can wait behind one. */
+  readonly maxBatchChars: number;
+}
+
+/** A text whose embedding did not finish within its deadline. The message is what the job reports. */
+export class TextTooLong extends Error {
+  override readonly name = "TextTooLong";
+  constructor(readonly deadlineMs: number) {
+    super(`text too long to embed within ${formatSeconds(deadlineMs)} s`);
+  }
+}
+
+const formatSeconds = (ms: number) => (ms >= 10_000 ? String(Math.round(ms / 1000)) : String(Math.round(ms / 100) / 10));
+
+export function deadlineMs(spec: DeadlineSpec, windows: number): number {
+  return spec.baseMs + spec.perWindowMs * windows;
+}
+
+interface QueryItem {
+  readonly text: string;
+  readonly at: number;
+  resolve(v: Float32Array): void;
+  reject(e: unknown): void;
+}
+
+interface DocumentJob {
+  readonly key: string;
+  readonly windows: readonly string[];
+  readonly vectors: Float32Array[];
+  readonly at: number;
+  readonly promise: Promise<Float32Array>;
+  readonly listeners: Set<() => void>;
+  readonly limitMs: number;
+  /** Model time spent on this document so far: its share of every batch it was in. */
+  modelMs: number;
+  next: number;
+  done: number;
+  settled: boolean;
+  resolve(v: Float32Array): void;
+  reject(e: unknown): void;
+}
+
+type Slot = { kind: "query"; item: QueryItem } | { kind: "window"; job: DocumentJob; index: number };
+
+const isLong = (job: DocumentJob) => job.windows.length > 1;
+
+export interface EmbedDocumentOptions {
+  /** Called whenever one of the document's windows is embedded (the remember job heartbeats its command). */
+  readonly onProgress?: () => void;
+}
+
+/** What embeds whole documents (remember jobs, restores): a pooled vector per text. */
+export interface DocumentEmbedder {
+  readonly name: string;
+  readonly dims: number;
+  embedDocument(key: string | undefined, text: string, opts?: EmbedDocumentOptions): Promise<Float32Array>;
+  /** The deadline `text`'s embedding gets (its effect budget follows from it). */
+  deadlineMsFor(text: string): number;
+}
+
+export class EmbeddingScheduler implements EmbeddingPort, DocumentEmbedder {
+  readonly name: string;
+  readonly dims: number;
+  private readonly queries: QueryItem[] = [];
+  /** Documents with windows still to hand out, oldest first. */
+  private readonly ready: DocumentJob[] = [];
+  /** Every unsettled document by key. */
+  private readonly documents = new Map<string, DocumentJob>();
+  private inFlight = 0;
+  /** Batches on the model that hold windows of long documents. */
+  private inFlightLong = 0;
+  private anonymous = 0;
+
+  constructor(private readonly model: EmbeddingPort, readonly options: SchedulerOptions) {
+    this.name = model.name;
+    this.dims = model.dims;
+  }
+
+  /**
+   * Query embeddings: ahead of every document window, batched with the other queries waiting. A text longer than one
+   * window is embedded as a document (windows, pooled, round-robin with the others): `/api/embed` then returns the
+   * vector a remember of the same text stores, and a long text never holds a model thread ahead of the queue.
+   */
+  embed(texts: readonly string[]): Promise<Float32Array[]> {
+    const at = performance.now();
+    const all = Promise.all(texts.map((text) =>
+      text.length > this.options.window.maxChars
+        ? this.embedDocument(undefined, text)
+        : new Promise<Float32Array>((resolve, reject) => this.queries.push({ text, at, resolve, reject }))));
+    this.pump();
+    return all;
+  }
+
+  /** A document's pooled vector. `key` (e.g. the job id) merges concurrent requests for the same document. */
+  embedDocument(key: string | undefined, text: string, opts: EmbedDocumentOptions = {}): Promise<Float32Array> {
+    const id = key ?? `\u0000${this.anonymous++}`;
+    const running = this.documents.get(id);
+    if (running) {
+      if (opts.onProgress) running.listeners.add(opts.onProgress);
+      return running.promise;
+    }
+    let resolve!: (v: Float32Array) => void;
+    let reject!: (e: unknown) => void;
+    const promise = new Promise<Float32Array>((res, rej) => ((resolve = res), (reject = rej)));
+    const windows = windowsOf(text, this.options.window);
+    const limitMs = deadlineMs(this.options.deadline, windows.length);
+    const job: DocumentJob = { key: id, windows, vectors: new Array(windows.length), at: performance.now(), promise, listeners: new Set(opts.onProgress ? [opts.onProgress] : []), limitMs, modelMs: 0, next: 0, done: 0, settled: false, resolve, reject };
+    this.documents.set(id, job);
+    this.ready.push(job);
+    this.pump();
+    return promise;
+  }
+
+  deadlineMsFor(text: string): number {
+    return deadlineMs(this.options.deadline, windowsOf(text, this.options.window).length);
+  }
+
+  /** Milliseconds the oldest unfinished embedding (query or document) has been waiting; 0 when idle. */
+  oldestWaitMs(): number {
+    let oldest = Infinity;
+    if (this.queries.length) oldest = this.queries[0].at;
+    for (const job of this.documents.values()) oldest = Math.min(oldest, job.at);
+    return Number.isFinite(oldest) ? performance.now() - oldest : 0;
+  }
+
+  /** Embeddings waiting or in progress: queries and documents. */
+  get waiting(): { readonly queries: number; readonly documents: number } {
+    return { queries: this.queries.length, documents: this.documents.size };
+  }
+
+  private settle(job: DocumentJob, outcome: Float32Array | Error): void {
+    if (job.settled) return;
+    job.settled = true;
+    this.documents.delete(job.key);
+    const at = this.ready.indexOf(job);
+    if (at >= 0) this.ready.splice(at, 1);
+    if (outcome instanceof Error) job.reject(outcome);
+    else job.resolve(outcome);
+  }
+
+  private nextBatch(): Slot[] {
+    const batch: Slot[] = [];
+    while (batch.length < this.options.maxBatch && this.queries.length) batch.push({ kind: "query", item: this.queries.shift()! });
+    if (batch.length) return batch; // query batches stay pure: they must come back as soon as possible
+    let chars = 0;
+    const longAllowed = this.inFlightLong < Math.max(1, this.options.concurrency - 1);
+    // A batch that may hold long documents' windows starts with one of them, so a steady stream of new short memories
+    // cannot starve a long one (its windows progress, and it heartbeats its job).
+    let first = longAllowed ? this.leastServed((job) => isLong(job)) : -1;
+    while (batch.length < this.options.maxBatch) {
+      const at = first >= 0 ? first : this.leastServed((job) => longAllowed || !isLong(job));
+      first = -1;
+      if (at < 0) break;
+      const job = this.ready[at];
+      const text = job.windows[job.next];
+      if (batch.length && chars + text.length > this.options.maxBatchChars) break;
+      batch.push({ kind: "window", job, index: job.next++ });
+      chars += text.length;
+      if (job.next === job.windows.length) this.ready.splice(at, 1);
+    }
+    return batch;
+  }
+
+  /** Index in `ready` of the document `eligible` accepts with the fewest windows handed out (the oldest of equals), or -1. */
+  private leastServed(eligible: (job: DocumentJob) => boolean): number {
+    let best = -1;
+    for (let i = 0; i < this.ready.length; i++) {
+      const job = this.ready[i];
+      if (eligible(job) && (best < 0 || job.next < this.ready[best].next)) best = i;
+    }
+    return best;
+  }
+
+  private pump(): void {
+    while (this.inFlight < this.options.concurrency) {
+      const batch = this.nextBatch();
+      if (!batch.length) return;
+      const long = batch.some((s) => s.kind === "window" && isLong(s.job));
+      this.inFlight++;
+      if (long) this.inFlightLong++;
+      void this.run(batch).finally(() => {
+        this.inFlight--;
+        if (long) this.inFlightLong--;
+        this.pump();
+      });
+    }
+  }
+
+  private async run(batch: Slot[]): Promise<void> {
+    const texts = batch.map((s) => (s.kind === "query" ? s.item.text : s.job.windows[s.index]));
+    let vectors: Float32Array[];
+    const t0 = performance.now();
+    try {
+      vectors = await this.model.embed(texts);
+    } catch (err) {
+      for (const s of batch) {
+        if (s.kind === "query") s.item.reject(err);
+        else this.settle(s.job, err instanceof Error ? err : new Error(String(err)));
+      }
+      return;
+    }
+    // Each text of the batch is charged an equal share of the batch's time.
+    const share = (performance.now() - t0) / batch.length;
+    batch.forEach((s, i) => {
+      if (s.kind === "query") return s.item.resolve(vectors[i]);
+      const job = s.job;
+      if (job.settled) return; // past its deadline: the result is dropped
+      job.vectors[s.index] = vectors[i];
+      job.done++;
+      job.modelMs += share;
+      for (const l of job.listeners) l();
+      if (job.done === job.windows.length) this.settle(job, meanPool(job.vectors));
+      else if (job.modelMs > job.limitMs) this.settle(job, new TextTooLong(job.limitMs));
+    });
+  }
+}

