@@ -274,6 +274,10 @@ export class DecryptSessions {
     const drop = (ref: string) => {
       entry.keys.get(ref)?.key.fill(0);
       entry.keys.delete(ref);
+      // The session's SealClient still holds what it fetched for this key and would answer the next request from its
+      // own cache without asking the servers: a refused key must be asked for anew.
+      entry.client = entry.newClient();
+      entry.clientAt = Date.now();
     };
     this.#fetchDataKeys(entry, owner, refs, { refresh: true })
       .then(
