@@ -14,7 +14,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { writeCredentials, type Credentials } from "../../cli/credentials.ts";
 import { MEMWAL_TOOL } from "../../schemas/mcp-tools.ts";
-import type { CompatRow } from "../../scripts/compat/rows.ts";
+import type { CompatRow } from "../compat/rows.ts";
 
 const run = promisify(execFile);
 

@@ -4,8 +4,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { startNatsServer, freePort } from "../../test/support/nats-server.ts";
-import { createTestDatabase, type TestDatabase } from "../../test/support/postgres.ts";
+import { startNatsServer, freePort } from "../support/nats-server.ts";
+import { createTestDatabase, type TestDatabase } from "../support/postgres.ts";
 import { repoRoot } from "../../bench/lib/processes.ts";
 import { readCredentials, type Credentials } from "../../cli/credentials.ts";
 

@@ -1,4 +1,4 @@
-// What every compatibility driver returns and is given (scripts/compat/run.ts): one row per client call, and the
+// What every compatibility driver returns and is given (test/compat/run.ts): one row per client call, and the
 // started stack the calls go to.
 import type { Credentials } from "../../cli/credentials.ts";
 
