@@ -28,6 +28,18 @@ export function memoryTexts(n: number, offset = 0): string[] {
   return out;
 }
 
+/** Prose of `bytes` ASCII characters from the corpus' memory texts (long memories). */
+export function prose(bytes: number, seed: number): string {
+  const parts: string[] = [];
+  let size = 0;
+  for (const t of memoryTexts(Math.ceil(bytes / 40) + 8, seed)) {
+    if (size >= bytes) break;
+    parts.push(t);
+    size += t.length + 1;
+  }
+  return parts.join(" ").slice(0, bytes);
+}
+
 export function queries(n: number, offset = 0): string[] {
   const { questions } = corpus();
   return Array.from({ length: n }, (_, k) => questions[(k + offset) % questions.length]);
