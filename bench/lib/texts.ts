@@ -28,7 +28,10 @@ export function memoryTexts(n: number, offset = 0): string[] {
   return out;
 }
 
-/** Prose of `bytes` ASCII characters from the corpus' memory texts (long memories). */
+/**
+ * Prose of at most `bytes` UTF-8 bytes (and close to it) from the corpus' memory texts (long memories). The turns
+ * hold a few non-ASCII characters, so it is cut by bytes, not characters: the relayer's limit is 1 MiB of UTF-8.
+ */
 export function prose(bytes: number, seed: number): string {
   const parts: string[] = [];
   let size = 0;
@@ -37,7 +40,10 @@ export function prose(bytes: number, seed: number): string {
     parts.push(t);
     size += t.length + 1;
   }
-  return parts.join(" ").slice(0, bytes);
+  let text = parts.join(" ").slice(0, bytes);
+  for (let over = Buffer.byteLength(text) - bytes; over > 0; over = Buffer.byteLength(text) - bytes) text = text.slice(0, text.length - over);
+  // Never end on half a surrogate pair.
+  return /[\uD800-\uDBFF]$/.test(text) ? text.slice(0, -1) : text;
 }
 
 export function queries(n: number, offset = 0): string[] {
