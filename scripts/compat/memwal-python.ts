@@ -104,12 +104,13 @@ export async function memwalPythonSdk(ctx: CompatContext): Promise<CompatRow[]> 
 /**
  * The jobs e2e_test.py's size checks accepted (64 KiB and 512 KiB remembers): the test only looks at the 202's body
  * (for an `id`), so whether those texts are ever indexed shows only in their job status. Parsed from its failure
- * lines, which print the body: "large-size remember failed: {'job_id': '…', 'status': 'running'}".
+ * lines, which print the body: "large-size remember failed: {'job_id': '…', 'status': 'running'}" (once as it fails,
+ * once more in the summary at the end: one entry per job).
  */
 export function sizeCheckJobs(out: string): { size: string; jobId: string }[] {
-  const jobs: { size: string; jobId: string }[] = [];
-  for (const m of out.matchAll(/(64 KiB|large-size) remember failed: \{'job_id': '([0-9a-f-]{36})'/g)) jobs.push({ size: m[1] === "64 KiB" ? "64 KiB" : "512 KiB", jobId: m[2]! });
-  return jobs;
+  const jobs = new Map<string, string>();
+  for (const m of out.matchAll(/(64 KiB|large-size) remember failed: \{'job_id': '([0-9a-f-]{36})'/g)) jobs.set(m[2]!, m[1] === "64 KiB" ? "64 KiB" : "512 KiB");
+  return [...jobs].map(([jobId, size]) => ({ size, jobId }));
 }
 
 /** Follows the size checks' jobs to a terminal state (long polls of their status, up to 5 minutes each). */
