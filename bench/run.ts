@@ -3,7 +3,7 @@
 // bench/results.json (merged: sections not run keep their previous results).
 //
 //   node --import tsx bench/run.ts                      every section (≈ 15–20 min on 2 cores)
-//   node --import tsx bench/run.ts --only recall        one section (remember, pipeline, use-lite, long-texts, recall, legacy-recall, mcp, peer, replay, rebuild, memory,
+//   node --import tsx bench/run.ts --only recall        one section (remember, pipeline, use-lite, long-texts, long-relayer, recall, legacy-recall, mcp, peer, replay, rebuild, memory,
 //                                                       blobstore, console)
 //   node --import tsx bench/run.ts --only remember,pipeline --quick    smaller counts, for a smoke run
 // Flags: --plain-nats (JetStream store not encrypted), --cpu-prof (worker processes write V8 CPU profiles to
@@ -21,6 +21,7 @@ import { rememberSection } from "./sections/remember.ts";
 import { pipelineSection } from "./sections/pipeline.ts";
 import { useLiteSection } from "./sections/use-lite.ts";
 import { longTextsSection } from "./sections/long-texts.ts";
+import { longRelayerSection } from "./sections/long-relayer.ts";
 import { recallSection } from "./sections/recall.ts";
 import { legacyRecallSection } from "./sections/legacy-recall.ts";
 import { mcpSection } from "./sections/mcp.ts";
@@ -129,6 +130,8 @@ try {
   if (wants("use-lite")) await runSection("use-lite", () => useLiteSection(ctx));
   // Long texts: the model threads and the scheduler in this process (no stack).
   if (wants("long-texts")) await runSection("long-texts", () => longTextsSection(ctx));
+  // Long memories and the default configuration's throughput through the relayer: an environment of its own (USE-lite).
+  if (wants("long-relayer")) await runSection("long-relayer", () => longRelayerSection(ctx));
   // The blob store's and the console's benchmarks: each starts its own nats-server, database and service processes.
   if (wants("blobstore")) await runSection("blobstore", () => blobstoreSection(ctx));
   if (wants("console")) await runSection("console", () => consoleSection(ctx));

@@ -190,10 +190,11 @@ async function startDevDashboard(stack: LocalStack, dataDir: string, port: numbe
 }
 
 /**
- * What the local neural embedder sustains and how to go past it (issue 28): the figure is bench/RESULTS.md's (USE-lite
- * alone 52 texts/s on one thread, 43 jobs/s through the whole pipeline, on this 2-core VM); docs/long-memories.md.
+ * What the local neural embedder sustains and how to go past it (issue 28): the figures are bench/RESULTS.md's section
+ * 2d (default configuration through the relayer on this 2-core VM: remember → done 19/s at 16 clients, 87 ms of CPU per
+ * memory over all processes; recall 36/s at 8 clients, 31 ms each); docs/long-memories.md.
  */
 function embedderCapacityNote(config: { embedder: string; embedding: { workers: number } }): string {
   if (config.embedder !== "use-lite") return "";
-  return `, ${config.embedding.workers} model thread(s): ≈ 25–50 short memories/s per core; for fleets set EMBEDDING_API_KEY (a provider)`;
+  return `, ${config.embedding.workers} model thread(s): ≈ 10 short memories remembered and 30 recalls/s per core; for fleets set EMBEDDING_API_KEY (a provider)`;
 }

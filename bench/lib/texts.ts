@@ -28,6 +28,24 @@ export function memoryTexts(n: number, offset = 0): string[] {
   return out;
 }
 
+/**
+ * Prose of at most `bytes` UTF-8 bytes (and close to it) from the corpus' memory texts (long memories). The turns
+ * hold a few non-ASCII characters, so it is cut by bytes, not characters: the relayer's limit is 1 MiB of UTF-8.
+ */
+export function prose(bytes: number, seed: number): string {
+  const parts: string[] = [];
+  let size = 0;
+  for (const t of memoryTexts(Math.ceil(bytes / 40) + 8, seed)) {
+    if (size >= bytes) break;
+    parts.push(t);
+    size += t.length + 1;
+  }
+  let text = parts.join(" ").slice(0, bytes);
+  for (let over = Buffer.byteLength(text) - bytes; over > 0; over = Buffer.byteLength(text) - bytes) text = text.slice(0, text.length - over);
+  // Never end on half a surrogate pair.
+  return /[\uD800-\uDBFF]$/.test(text) ? text.slice(0, -1) : text;
+}
+
 export function queries(n: number, offset = 0): string[] {
   const { questions } = corpus();
   return Array.from({ length: n }, (_, k) => questions[(k + offset) % questions.length]);

@@ -3,37 +3,21 @@
 // text), the time a short text and a query wait while long texts are embedded, and the embedder's ceiling on short
 // texts with those workers. In the bench process, no stack: what the model and the scheduler cost.
 import { availableParallelism } from "node:os";
-import { UseLiteEmbedder } from "../../adapters/embeddings/use-lite.ts";
-import { createScheduler } from "../../adapters/embeddings/select.ts";
 import { embeddingFromEnv } from "../../config/env.ts";
 import type { Ctx } from "../lib/context.ts";
 import { log } from "../lib/context.ts";
-import { memoryTexts } from "../lib/texts.ts";
+import { ceilingOf, withUseLiteScheduler } from "../lib/embedder-ceiling.ts";
+import { memoryTexts, prose } from "../lib/texts.ts";
 import { ms, summarize } from "../lib/stats.ts";
 import type { SectionResult } from "../lib/report.ts";
 
 const SIZES_KIB = [1, 4, 16, 64, 256, 1024];
 
-/** Prose of `bytes` ASCII characters from the bench corpus. */
-function prose(bytes: number, seed: number): string {
-  const parts: string[] = [];
-  let size = 0;
-  for (const t of memoryTexts(Math.ceil(bytes / 40) + 8, seed)) {
-    if (size >= bytes) break;
-    parts.push(t);
-    size += t.length + 1;
-  }
-  return parts.join(" ").slice(0, bytes);
-}
-
 export async function longTextsSection(ctx: Ctx): Promise<SectionResult> {
   const started = new Date();
   const t0 = performance.now();
   const settings = embeddingFromEnv(process.env);
-  const model = new UseLiteEmbedder({ workers: settings.workers });
-  try {
-    await model.warmUp();
-    const scheduler = createScheduler(model, settings);
+  return withUseLiteScheduler(settings, async (scheduler) => {
     await ctx.quiet();
 
     // 1. Embedding time per KiB, one text at a time (each alone on the model threads).
@@ -53,9 +37,7 @@ export async function longTextsSection(ctx: Ctx): Promise<SectionResult> {
 
     // 2. The embedder's ceiling on short texts with these workers: everything queued at once, batched by the scheduler.
     const short = memoryTexts(ctx.n(512, 128), 4_000);
-    let s = performance.now();
-    await Promise.all(short.map((t) => scheduler.embedDocument(undefined, t)));
-    const ceiling = short.length / ((performance.now() - s) / 1000);
+    const ceiling = (await ceilingOf(short, (t) => scheduler.embedDocument(undefined, t))).perSec;
     log(`long-texts: ceiling ${ceiling.toFixed(1)} short texts/s with ${settings.workers} worker(s)`);
 
     // 3. Short texts and queries while long texts are embedded: one 1 MiB and ten 100 KiB documents queued first.
@@ -73,7 +55,7 @@ export async function longTextsSection(ctx: Ctx): Promise<SectionResult> {
       return waits;
     };
     const alone = await shortWaits();
-    s = performance.now();
+    const s = performance.now();
     const background = Promise.all(longs.map((t) => scheduler.embedDocument(undefined, t)));
     const withLong = await shortWaits();
     await background;
@@ -97,12 +79,10 @@ export async function longTextsSection(ctx: Ctx): Promise<SectionResult> {
       ],
       notes: [
         `Defaults: EMBEDDING_WORKERS=${settings.workers} (cores: ${availableParallelism()}), EMBEDDING_MAX_WINDOWS=${settings.maxWindows}, windows of 480 characters overlapping by 64; a text of more windows is represented by ${settings.maxWindows} spread over it (docs/long-memories.md).`,
-        "In the bench process against the model threads and the scheduler only: no stack. The pipeline-level run (16 signed clients remembering and recalling beside long remembers through the relayer) is not part of this section yet.",
+        "In the bench process against the model threads and the scheduler only: no stack. Section 2d (long-relayer) measures the same through the relayer: 16 signed clients remembering and recalling beside long remembers.",
         `One short text per remember: the default configuration's remember throughput cannot exceed the ceiling (${ceiling.toFixed(1)}/s in this run); section 2b measures the pipeline against the embedder alone.`,
       ],
       data: { perKib, growth, ceiling, workers: settings.workers, alone, withLong, p99Ratio, backgroundSecs },
     };
-  } finally {
-    await model.close();
-  }
+  });
 }

@@ -7,6 +7,7 @@ import { execFile } from "node:child_process";
 import { createServer, connect, type Server } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { MemrelayClient } from "../../client/memrelay-client.ts";
 import { oneLine, type CompatContext, type CompatRow } from "./rows.ts";
 
 const run = promisify(execFile);
@@ -100,6 +101,34 @@ export async function memwalPythonSdk(ctx: CompatContext): Promise<CompatRow[]> 
   return rows;
 }
 
+/**
+ * The jobs e2e_test.py's size checks accepted (64 KiB and 512 KiB remembers): the test only looks at the 202's body
+ * (for an `id`), so whether those texts are ever indexed shows only in their job status. Parsed from its failure
+ * lines, which print the body: "large-size remember failed: {'job_id': '…', 'status': 'running'}" (once as it fails,
+ * once more in the summary at the end: one entry per job).
+ */
+export function sizeCheckJobs(out: string): { size: string; jobId: string }[] {
+  const jobs = new Map<string, string>();
+  for (const m of out.matchAll(/(64 KiB|large-size) remember failed: \{'job_id': '([0-9a-f-]{36})'/g)) jobs.set(m[2]!, m[1] === "64 KiB" ? "64 KiB" : "512 KiB");
+  return [...jobs].map(([jobId, size]) => ({ size, jobId }));
+}
+
+/** Follows the size checks' jobs to a terminal state (long polls of their status, up to 5 minutes each). */
+async function followSizeJobs(ctx: CompatContext, e2eOut: string): Promise<CompatRow[]> {
+  const client = new MemrelayClient({ baseUrl: ctx.relayerUrl, delegatePrivateKey: Buffer.from(ctx.delegatePrivateKeyHex, "hex"), accountId: ctx.accountId });
+  const t0 = performance.now();
+  return Promise.all(sizeCheckJobs(e2eOut).map(async ({ size, jobId }) => {
+    const call = `${size} remember (its job, followed by this script) reaches done`;
+    try {
+      const job = await client.waitForJob(jobId, 300_000);
+      const after = `${((performance.now() - t0) / 1000).toFixed(1)} s after the test ended`;
+      return { client: `${TESTS}: e2e_test.py`, call, ok: job.status === "done", detail: job.status === "done" ? `done ${after}` : oneLine(`${job.status} ${after}${job.error ? `: ${job.error}` : ""}`) };
+    } catch (err) {
+      return { client: `${TESTS}: e2e_test.py`, call, ok: false, detail: oneLine(err instanceof Error ? err.message : String(err)) };
+    }
+  }));
+}
+
 /** Rows from a test script's `[pass] …` / `[FAIL] …` / `[SKIP] …` lines (its colour codes removed). */
 function resultLines(file: string, out: string): CompatRow[] {
   const rows: CompatRow[] = [];
@@ -148,6 +177,7 @@ export async function memwalServerTests(ctx: CompatContext): Promise<CompatRow[]
 
   const e2e = await python(py, [join(dir, "e2e_test.py")], env);
   rows.push(...resultLines("e2e_test.py", e2e.out));
+  rows.push(...(await followSizeJobs(ctx, e2e.out)));
 
   const sponsor = await python(py, [join(dir, "test_sponsor_rate_limit.py")], env);
   rows.push(...resultLines("test_sponsor_rate_limit.py", sponsor.out));
