@@ -1,7 +1,7 @@
 // Unit: the compat script finds the jobs MemWal's e2e_test.py size checks started (it follows them to `done`, since
 // the test itself only looks at the 202's body).
 import { describe, expect, it } from "vitest";
-import { sizeCheckJobs } from "../scripts/compat/memwal-python.ts";
+import { sizeCheckJobs } from "./compat/memwal-python.ts";
 
 const out = [
   "[pass] POST /api/remember → job_id=4d8a304d-c5d6-48ed-b2bb-5d77f35bb9ab, status=running",
