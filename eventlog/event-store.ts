@@ -1,6 +1,6 @@
 // Appends commits of events to the EVT stream with optimistic concurrency and reads an aggregate's history back.
 import { randomUUID } from "node:crypto";
-import { AckPolicy, DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { upcast, type EventCommit, type EventEnvelope, type StoredEvent } from "../schemas/envelope.ts";
 import { UPCASTERS } from "../schemas/upcasters.ts";
 import { STREAMS } from "./subjects.ts";
@@ -109,5 +109,3 @@ export class EventStore {
     return { events: out, lastSeq: last };
   }
 }
-
-export { AckPolicy };

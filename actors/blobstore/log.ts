@@ -4,7 +4,7 @@
 import type { EventLog } from "../../eventlog/connection.ts";
 import { ConcurrencyConflict, EventStore, decodeCommit, type NewEvent } from "../../eventlog/event-store.ts";
 import { STREAMS } from "../../eventlog/subjects.ts";
-import { upcastEvent, type BlobstoreEvent, type Kind, aggregateOf, subjectOf } from "../../schemas/blobstore/events.ts";
+import { type BlobstoreEvent, type Kind, aggregateOf, subjectOf } from "../../schemas/blobstore/events.ts";
 
 export interface Last {
   readonly seq: number;
@@ -28,7 +28,7 @@ export class BlobstoreLog {
     });
     if (!msg) return null;
     const events = decodeCommit(msg.data).events;
-    return { seq: msg.seq, event: upcastEvent(events[events.length - 1]) };
+    return { seq: msg.seq, event: events[events.length - 1] as BlobstoreEvent };
   }
 
   /** Stream sequence of the last event matching a subject filter (e.g. `evt.bs_blob.>`), 0 when none. */
