@@ -44,9 +44,6 @@ export async function migrateLexical(db: Db): Promise<void> {
     pos integer NOT NULL)`);
   await db.query("CREATE INDEX IF NOT EXISTS lexical_docs_order ON lexical_docs (ns_id, submitted_at, position, memory_id)");
   await db.query("CREATE INDEX IF NOT EXISTS lexical_docs_pos ON lexical_docs (ns_id, pos) INCLUDE (memory_id)");
-  // New documents are placed by their ids (placeAndPost): the partial index of unplaced ones that served before only
-  // collected dead entries between vacuums.
-  await db.query("DROP INDEX IF EXISTS lexical_docs_unplaced");
   // Postings carry the document's `pos` so that a query reads one index range per term and joins nothing; a
   // renumbering rewrites the postings of the documents it moves (found by `doc`).
   await db.query(`CREATE TABLE IF NOT EXISTS lexical_postings (

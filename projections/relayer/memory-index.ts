@@ -86,7 +86,6 @@ export function memoryIndexProjection(dims: number, embedder?: string): Projecti
       await db.query("CREATE INDEX IF NOT EXISTS memories_owner_ns ON memories (owner, namespace)");
       // One row per blob of an owner: restore inserts only where missing, and a replay keeps that true.
       await db.query("CREATE UNIQUE INDEX IF NOT EXISTS memories_owner_blob_key ON memories (owner, blob_id)");
-      await db.query("DROP INDEX IF EXISTS memories_owner_blob");
       const r = await db.query<{ t: string }>(
         "SELECT format_type(atttypid, atttypmod) AS t FROM pg_attribute WHERE attrelid = 'memories'::regclass AND attname = 'vector'",
       );
