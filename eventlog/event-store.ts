@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { upcast, type EventCommit, type EventEnvelope, type StoredEvent } from "../schemas/envelope.ts";
 import { UPCASTERS } from "../schemas/upcasters.ts";
+import { lastEventSeq } from "./last-message.ts";
 import { STREAMS } from "./subjects.ts";
 
 export class ConcurrencyConflict extends Error {
@@ -80,11 +81,7 @@ export class EventStore {
 
   /** Sequence of the aggregate's last commit, 0 when it has none. */
   async lastSeq(aggregate: string): Promise<number> {
-    const msg = await this.jsm.streams.getMessage(STREAMS.events, { last_by_subj: `evt.${aggregate}` }).catch((err) => {
-      if (/no message found|10037|not found/i.test(String(err?.message ?? err))) return null;
-      throw err;
-    });
-    return msg?.seq ?? 0;
+    return lastEventSeq(this.jsm, `evt.${aggregate}`);
   }
 
   /** The aggregate's commits after `afterSeq`, in order. */

@@ -3,7 +3,7 @@
 // count, a manual memory that is recallable on the next request, a restore whose rows are there when it returns.
 import type { EventLog } from "../../eventlog/connection.ts";
 import { EventStore, type AppendContext, type NewEvent } from "../../eventlog/event-store.ts";
-import { STREAMS } from "../../eventlog/subjects.ts";
+import { lastEventSeq } from "../../eventlog/last-message.ts";
 import type { EventEnvelope } from "../../schemas/envelope.ts";
 import type { Db } from "../../db/pool.ts";
 import { MEMORY_INDEX, MEMORY_INDEX_FILTER } from "./memory-index.ts";
@@ -26,11 +26,7 @@ export class IndexLog {
 
   /** Stream sequence of the last event the memory index follows (0 when none): a barrier to wait for. */
   async lastIndexSeq(): Promise<number> {
-    const msg = await this.log.jsm.streams.getMessage(STREAMS.events, { last_by_subj: MEMORY_INDEX_FILTER }).catch((err) => {
-      if (/no message found|10037|not found/i.test(String(err?.message ?? err))) return null;
-      throw err;
-    });
-    return msg?.seq ?? 0;
+    return lastEventSeq(this.log.jsm, MEMORY_INDEX_FILTER);
   }
 
   /** Resolves true once the memory_index projection has applied `seq`, false after `timeoutMs`. */
