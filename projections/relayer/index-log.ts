@@ -7,7 +7,7 @@ import { lastEventSeq } from "../../eventlog/last-message.ts";
 import type { EventEnvelope } from "../../schemas/envelope.ts";
 import type { Db } from "../../db/pool.ts";
 import { MEMORY_INDEX, MEMORY_INDEX_FILTER } from "./memory-index.ts";
-import { readCheckpoint } from "../runtime.ts";
+import { waitForProjection } from "../checkpoint-wait.ts";
 
 export class IndexLog {
   private readonly store: EventStore;
@@ -30,14 +30,7 @@ export class IndexLog {
   }
 
   /** Resolves true once the memory_index projection has applied `seq`, false after `timeoutMs`. */
-  async waitApplied(seq: number, timeoutMs: number): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs;
-    let delay = 5;
-    for (;;) {
-      if ((await readCheckpoint(this.db, MEMORY_INDEX)) >= seq) return true;
-      if (Date.now() >= deadline) return false;
-      await new Promise((r) => setTimeout(r, Math.min(delay, Math.max(1, deadline - Date.now()))));
-      delay = Math.min(50, delay * 2);
-    }
+  waitApplied(seq: number, timeoutMs: number): Promise<boolean> {
+    return waitForProjection(this.db, MEMORY_INDEX, seq, timeoutMs);
   }
 }
