@@ -12,7 +12,7 @@ import { initialSnapshot, step } from "./machine-steps.ts";
 import type { CommandEnvelope, EventEnvelope } from "../schemas/envelope.ts";
 import { ConcurrencyConflict, EventStore, type NewEvent } from "../eventlog/event-store.ts";
 import type { EventLog } from "../eventlog/connection.ts";
-import { STREAMS } from "../eventlog/subjects.ts";
+import { STREAMS, commandFilter } from "../eventlog/subjects.ts";
 import type { Logger } from "../config/logger.ts";
 import { deadLetterRecord, setAside } from "../eventlog/dead-letter.ts";
 import { isUnavailable } from "../adapters/unavailable.ts";
@@ -140,7 +140,7 @@ export class ActorHost<Cmd extends CommandEnvelope> {
       durable_name: this.consumerName,
       ack_policy: AckPolicy.Explicit,
       deliver_policy: DeliverPolicy.All,
-      filter_subject: `cmd.${this.def.aggregateType}.>`,
+      filter_subject: commandFilter(this.def.aggregateType),
       ack_wait: ackWaitNs,
       max_ack_pending: Math.max(this.opts.concurrency * 4, 256),
     };

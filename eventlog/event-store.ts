@@ -4,7 +4,7 @@ import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nat
 import { upcast, type EventCommit, type EventEnvelope, type StoredEvent } from "../schemas/envelope.ts";
 import { UPCASTERS } from "../schemas/upcasters.ts";
 import { lastEventSeq } from "./last-message.ts";
-import { STREAMS } from "./subjects.ts";
+import { STREAMS, aggregateEventSubject } from "./subjects.ts";
 
 export class ConcurrencyConflict extends Error {
   constructor(readonly subject: string, readonly expected: number) {
@@ -65,7 +65,7 @@ export class EventStore {
    * (0 when it must not exist yet); a mismatch raises ConcurrencyConflict so the caller can reload and retry.
    */
   async append(aggregate: string, events: readonly NewEvent[], expectedSeq: number | "any", ctx: AppendContext): Promise<{ seq: number; events: EventEnvelope[]; duplicate: boolean }> {
-    const subject = `evt.${aggregate}`;
+    const subject = aggregateEventSubject(aggregate);
     const envelopes = events.map((e) => envelope(aggregate, e, ctx));
     try {
       const ack = await this.js.publish(subject, encodeCommit({ events: envelopes }), {
@@ -81,7 +81,7 @@ export class EventStore {
 
   /** Sequence of the aggregate's last commit, 0 when it has none. */
   async lastSeq(aggregate: string): Promise<number> {
-    return lastEventSeq(this.jsm, `evt.${aggregate}`);
+    return lastEventSeq(this.jsm, aggregateEventSubject(aggregate));
   }
 
   /** The aggregate's commits after `afterSeq`, in order. */
@@ -89,7 +89,7 @@ export class EventStore {
     const last = await this.lastSeq(aggregate);
     if (last <= afterSeq) return { events: [], lastSeq: last };
     const consumer = await this.js.consumers.get(STREAMS.events, {
-      filter_subjects: `evt.${aggregate}`,
+      filter_subjects: aggregateEventSubject(aggregate),
       opt_start_seq: afterSeq + 1,
       deliver_policy: DeliverPolicy.StartSequence,
     });

@@ -22,7 +22,7 @@ export class ConsoleLog {
 
   /** The last commit of an aggregate, null when it has none. */
   last(type: AggregateType, id: string): Promise<LastCommit | null> {
-    return lastCommit(this.log, `evt.${type}.${id}`);
+    return lastCommit(this.log, eventSubject(type, id));
   }
 
   /** The last event of an aggregate (its state, for state-carrying aggregates). */
@@ -87,7 +87,7 @@ export class ConsoleLog {
   // ---------------------------------------------------------------- commands
 
   publish(type: AggregateType, id: string, command: CommandEnvelope): Promise<void> {
-    return publishCommand(this.log, `cmd.${type}.${id}`, command);
+    return publishCommand(this.log, commandSubject(type, id), command);
   }
 
   /**

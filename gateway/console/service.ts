@@ -25,7 +25,7 @@ import { LIVE, ProjectionGroupRunner, migrateCheckpoints, type ProjectionHandle 
 import { waitForProjection } from "../../projections/checkpoint-wait.ts";
 import type { SponsoredChainPort } from "../../adapters/ports.ts";
 import { keypairFromSecret } from "../../adapters/chain/local/keys.ts";
-import { AGG, EV, type AccessScope, type UploadQueued, type UploadState } from "../../schemas/console/events.ts";
+import { AGG, CONSOLE_EVENTS_FILTER, EV, type AccessScope, type UploadQueued, type UploadState } from "../../schemas/console/events.ts";
 import { CODE, CONSOLE_LIMITS, ConsoleHttpError, PLAN_TIERS, notFound, pathUuid, type PlanTier } from "../../schemas/console/http.ts";
 import { ConsoleLog } from "../../actors/console/log.ts";
 import { BlobStoreStorage, StorageError, type StoragePort } from "../../adapters/file-storage/blobstore-http.ts";
@@ -164,7 +164,7 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
     if (!(await waitForProjection(db, CONSOLE_PROJECTION, seq, timeoutMs, runners.console))) logger.warn("console read model is behind; answering anyway", { seq });
   };
   const caughtUp = async (timeoutMs = 30_000) => {
-    const seq = await clog.lastSeq("evt.console.>");
+    const seq = await clog.lastSeq(CONSOLE_EVENTS_FILTER);
     if (!seq) return true;
     return (await waitForProjection(db, CONSOLE_PROJECTION, seq, timeoutMs, runners.console)) && (!runners.access || (await runners.access.waitFor(seq, timeoutMs)));
   };

@@ -18,7 +18,8 @@
 import { carriesEventTypes, type Projection } from "../runtime.ts";
 import { prepared, type Db, type Tx } from "../../db/pool.ts";
 import type { EventEnvelope } from "../../schemas/envelope.ts";
-import { JOB_EVENTS, type JobIndexed } from "../../schemas/relayer/remember-job.ts";
+import { JOB, JOB_EVENTS, type JobIndexed } from "../../schemas/relayer/remember-job.ts";
+import { eventFilter } from "../../eventlog/subjects.ts";
 import { MEMORY_EVENTS, type MemoryForgotten, type MemoryRestored } from "../../schemas/relayer/memory-maintenance.ts";
 import { isLexicalTerms, type LexicalTerms } from "../../schemas/relayer/lexical.ts";
 import { LEXICAL_SCHEME } from "../../adapters/lexical/keys.ts";
@@ -267,7 +268,7 @@ interface LexicalFields {
 
 export const lexicalIndexProjection: Projection = {
   name: LEXICAL_INDEX,
-  filter: "evt.job.>",
+  filter: eventFilter(JOB),
   migrate: migrateLexical,
   // A job's first commit (accepted, uploaded) carries its vector but no terms: not even decoded.
   wants: carriesEventTypes([JOB_EVENTS.indexed, MEMORY_EVENTS.restored, MEMORY_EVENTS.forgotten]),
