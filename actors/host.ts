@@ -16,6 +16,7 @@ import { STREAMS, commandFilter } from "../eventlog/subjects.ts";
 import type { Logger } from "../config/logger.ts";
 import { deadLetterRecord, setAside } from "../eventlog/dead-letter.ts";
 import { isUnavailable } from "../adapters/unavailable.ts";
+import { isConsumerExisting } from "../eventlog/jetstream-errors.ts";
 
 /** A failure the host retries later (the command stays on the queue). Anything else is a bug and is retried too, logged. */
 export class Transient {
@@ -145,7 +146,7 @@ export class ActorHost<Cmd extends CommandEnvelope> {
       max_ack_pending: Math.max(this.opts.concurrency * 4, 256),
     };
     await this.log.jsm.consumers.add(STREAMS.commands, config).catch(async (err) => {
-      if (!/already exists|10148|10013/i.test(String(err?.message))) throw err;
+      if (!isConsumerExisting(err)) throw err;
       await this.log.jsm.consumers.update(STREAMS.commands, this.consumerName, { ack_wait: ackWaitNs, max_ack_pending: config.max_ack_pending });
     });
     void this.loop();

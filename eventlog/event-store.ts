@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { upcast, type EventCommit, type EventEnvelope, type StoredEvent } from "../schemas/envelope.ts";
 import { UPCASTERS } from "../schemas/upcasters.ts";
+import { isWrongLastSequence } from "./jetstream-errors.ts";
 import { lastEventSeq } from "./last-message.ts";
 import { STREAMS, aggregateEventSubject } from "./subjects.ts";
 
@@ -74,7 +75,7 @@ export class EventStore {
       });
       return { seq: ack.seq, events: envelopes, duplicate: ack.duplicate };
     } catch (err) {
-      if (err instanceof Error && /wrong last sequence|10071/.test(err.message)) throw new ConcurrencyConflict(subject, expectedSeq as number);
+      if (isWrongLastSequence(err)) throw new ConcurrencyConflict(subject, expectedSeq as number);
       throw err;
     }
   }

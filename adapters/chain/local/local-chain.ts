@@ -5,7 +5,8 @@ import { Effect } from "effect";
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ensureStreams, isNotFound, type EventLog } from "../../../eventlog/connection.ts";
+import { ensureStreams, type EventLog } from "../../../eventlog/connection.ts";
+import { isStreamOrConsumerMissing } from "../../../eventlog/jetstream-errors.ts";
 import { STREAMS } from "../../../eventlog/subjects.ts";
 import { PortError, type BlobObject, type BlobRecordInput, type ChainPort, type ExecutedTx, type ServerTransactions, type SponsoredChainPort, type ResolvedAccount, type WalletBalance } from "../../ports.ts";
 import { PORT, toPortError } from "./errors.ts";
@@ -140,7 +141,7 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
       try {
         await jsm.streams.info(STREAMS.chain);
       } catch (err) {
-        if (!isNotFound(err)) throw err;
+        if (!isStreamOrConsumerMissing(err)) throw err;
         await ensureStreams(jsm, replicas);
       }
     }
