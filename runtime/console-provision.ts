@@ -14,7 +14,7 @@ import { BlobstoreLog } from "../actors/blobstore/log.ts";
 import { createAccount, ensureApp, type Core } from "../actors/blobstore/commands.ts";
 import type { Kind } from "../schemas/blobstore/events.ts";
 import { generateKeypair, keypairFromSecret, mint } from "../adapters/chain/local/accounts.ts";
-import { seedOf } from "../adapters/chain/local/keys.ts";
+import { seedOf } from "../adapters/chain/sui/keys.ts";
 import type { LocalChain } from "../adapters/chain/local/local-chain.ts";
 
 export const CONSOLE_STORAGE_APP = "memrelay-console";

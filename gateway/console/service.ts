@@ -24,7 +24,7 @@ import { registerPipelineGauges } from "../pipeline-metrics.ts";
 import { LIVE, ProjectionGroupRunner, migrateCheckpoints, type ProjectionHandle } from "../../projections/runtime.ts";
 import { waitForProjection } from "../../projections/checkpoint-wait.ts";
 import type { SponsoredChainPort } from "../../adapters/ports.ts";
-import { keypairFromSecret } from "../../adapters/chain/local/keys.ts";
+import { keypairFromSecret } from "../../adapters/chain/sui/keys.ts";
 import { AGG, CONSOLE_EVENTS_FILTER, EV, type AccessScope, type UploadQueued, type UploadState } from "../../schemas/console/events.ts";
 import { CODE, CONSOLE_LIMITS, ConsoleHttpError, PLAN_TIERS, notFound, pathUuid, type PlanTier } from "../../schemas/console/http.ts";
 import { ConsoleLog } from "../../actors/console/log.ts";

@@ -2,7 +2,7 @@
 // execute it with the sponsor's co-signature.
 import { decodePathParam, json } from "../http.ts";
 import type { EventEnvelope } from "../../schemas/envelope.ts";
-import { TX_CLOCK_SKEW_MS } from "../../adapters/chain/local/model.ts";
+import { TX_CLOCK_SKEW_MS } from "../../adapters/chain/sui/transaction-envelope.ts";
 import type { StoredObject as ChainObject } from "../../schemas/chain.ts";
 import { AGG, CMD, EV, type SponsorExecuted, type SponsorFailed, type SponsorReserved } from "../../schemas/console/events.ts";
 import { parseJsonObject } from "../http.ts";

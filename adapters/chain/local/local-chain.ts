@@ -10,13 +10,14 @@ import { isStreamOrConsumerMissing } from "../../../eventlog/jetstream-errors.ts
 import { STREAMS } from "../../../eventlog/subjects.ts";
 import { PortError, type BlobObject, type BlobRecordInput, type ChainPort, type ExecutedTx, type ServerTransactions, type SponsoredChainPort, type ResolvedAccount, type WalletBalance } from "../../ports.ts";
 import { PORT, toPortError } from "./errors.ts";
-import { keypairFromSecret, normalizeAddress, PUBLIC_KEY_HEX_RE, type ChainKeypair, type SecretKeyInput } from "./keys.ts";
+import { keypairFromSecret, normalizeAddress, PUBLIC_KEY_HEX_RE, type ChainKeypair, type SecretKeyInput } from "../sui/keys.ts";
 import { Ledger, type SubmitOptions, type SubmitResult } from "./ledger.ts";
 import { BLOB_PAGE_SIZE, DEFAULT_TOKENS, type Account, type CallKind, type BlobRecord, type DynamicFieldInput, type GenesisState, type StoredDynamicField, type TxArgs, type TxReceipt } from "./model.ts";
 import { type ChainTarget, type ObjectOwner, type SignedTx, type StoredObject } from "../../../schemas/chain.ts";
 import { ALL_SCOPE, CHAIN_STATE_LAYOUT, KEYS, dynamicFieldBcsKey, dynamicFieldNameKey, namespaceScope, type BlobIndexHead, type BlobIndexPage } from "./state-keys.ts";
 import { ChainStateStore } from "./state-store.ts";
-import { buildSignedTx, deriveBlobObjectId, signOwnTransaction, txBody, txDigestBytes, type VerifiedTx } from "./tx.ts";
+import { buildSignedTx, deriveBlobObjectId, signOwnTransaction, txBody, type VerifiedTx } from "./tx.ts";
+import { txDigestBytes } from "../sui/digest.ts";
 import { decide } from "./decide.ts";
 import { blobIdFromString, blobIdToU256, type WalrusRegistration } from "./walrus-layouts.ts";
 import { StateView } from "./state-view.ts";
