@@ -10,7 +10,7 @@ import { CODE, CONSOLE_LIMITS, ConsoleHttpError, badRequest, notFound, parseSign
 import { command } from "../../eventlog/command-bus.ts";
 import { requireWrite, type Principal } from "./auth.ts";
 import { buildSponsoredTx } from "../../actors/console/chain.ts";
-import { verifySenderSignature } from "../../adapters/chain/local/tx.ts";
+import { verifySenderSignature } from "../../adapters/chain/sui/signatures.ts";
 import { type ConsoleRouteKit } from "./route-kit.ts";
 
 export function registerSponsorRoutes(kit: ConsoleRouteKit): void {
