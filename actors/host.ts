@@ -12,10 +12,11 @@ import { initialSnapshot, step } from "./machine-steps.ts";
 import type { CommandEnvelope, EventEnvelope } from "../schemas/envelope.ts";
 import { ConcurrencyConflict, EventStore, type NewEvent } from "../eventlog/event-store.ts";
 import type { EventLog } from "../eventlog/connection.ts";
-import { STREAMS } from "../eventlog/subjects.ts";
+import { STREAMS, commandFilter } from "../eventlog/subjects.ts";
 import type { Logger } from "../config/logger.ts";
 import { deadLetterRecord, setAside } from "../eventlog/dead-letter.ts";
 import { isUnavailable } from "../adapters/unavailable.ts";
+import { isConsumerExisting } from "../eventlog/jetstream-errors.ts";
 
 /** A failure the host retries later (the command stays on the queue). Anything else is a bug and is retried too, logged. */
 export class Transient {
@@ -140,12 +141,12 @@ export class ActorHost<Cmd extends CommandEnvelope> {
       durable_name: this.consumerName,
       ack_policy: AckPolicy.Explicit,
       deliver_policy: DeliverPolicy.All,
-      filter_subject: `cmd.${this.def.aggregateType}.>`,
+      filter_subject: commandFilter(this.def.aggregateType),
       ack_wait: ackWaitNs,
       max_ack_pending: Math.max(this.opts.concurrency * 4, 256),
     };
     await this.log.jsm.consumers.add(STREAMS.commands, config).catch(async (err) => {
-      if (!/already exists|10148|10013/i.test(String(err?.message))) throw err;
+      if (!isConsumerExisting(err)) throw err;
       await this.log.jsm.consumers.update(STREAMS.commands, this.consumerName, { ack_wait: ackWaitNs, max_ack_pending: config.max_ack_pending });
     });
     void this.loop();

@@ -3,7 +3,7 @@
 import type { ChainTarget, MemoryAccount, SignedTx, StoredObject } from "../schemas/chain.ts";
 import type { DecryptCredential } from "../schemas/encryption.ts";
 import type { SponsoredTransaction } from "../schemas/relayer/sponsor.ts";
-import type { SecretKeyInput } from "./chain/local/keys.ts";
+import type { SecretKeyInput } from "./chain/sui/keys.ts";
 
 /** Failure classes every port reports, so hosts can decide: retry later, try another wallet, or give up. */
 export type PortErrorKind = "unavailable" | "rejected" | "not_found" | "forbidden" | "insufficient_funds" | "invalid";

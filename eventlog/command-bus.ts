@@ -3,6 +3,7 @@
 import { randomUUID } from "node:crypto";
 import type { EventLog } from "./connection.ts";
 import { decodeCommit } from "./event-store.ts";
+import { lastEventSeq, lastMessage } from "./last-message.ts";
 import { STREAMS } from "./subjects.ts";
 import type { CommandEnvelope, EventEnvelope } from "../schemas/envelope.ts";
 
@@ -11,24 +12,10 @@ export interface LastCommit {
   readonly events: readonly EventEnvelope[];
 }
 
-const notFound = (err: unknown) => /no message found|10037|not found/i.test(String((err as Error)?.message ?? err));
-
 /** The last commit on an event subject, null when it has none. */
 export async function lastCommit(log: EventLog, subject: string): Promise<LastCommit | null> {
-  const msg = await log.jsm.streams.getMessage(STREAMS.events, { last_by_subj: subject }).catch((err) => {
-    if (notFound(err)) return null;
-    throw err;
-  });
+  const msg = await lastMessage(log.jsm, STREAMS.events, subject);
   return msg ? { seq: msg.seq, events: decodeCommit(msg.data).events } : null;
-}
-
-/** Stream sequence of the last event on a subject filter, 0 when none. */
-export async function lastEventSeq(log: EventLog, filter: string): Promise<number> {
-  const msg = await log.jsm.streams.getMessage(STREAMS.events, { last_by_subj: filter }).catch((err) => {
-    if (notFound(err)) return null;
-    throw err;
-  });
-  return msg?.seq ?? 0;
 }
 
 /** A version-1 command for an aggregate, with a fresh command id (its dedup id on the work queue). */
@@ -68,7 +55,7 @@ export async function dispatchAndAwait<T>(log: EventLog, d: Dispatch<T>): Promis
     return undefined;
   };
   try {
-    const startSeq = d.acceptExisting ? 0 : await lastEventSeq(log, d.eventSubject);
+    const startSeq = d.acceptExisting ? 0 : await lastEventSeq(log.jsm, d.eventSubject);
     await publishCommand(log, d.commandSubject, d.command);
     const found = await new Promise<T | undefined>((resolve) => {
       let done = false;
@@ -95,7 +82,7 @@ export async function dispatchAndAwait<T>(log: EventLog, d: Dispatch<T>): Promis
         }
       })().catch(() => undefined);
     });
-    if (found !== undefined) return { value: found, seq: await lastEventSeq(log, d.eventSubject) };
+    if (found !== undefined) return { value: found, seq: await lastEventSeq(log.jsm, d.eventSubject) };
     return fromCommit(await lastCommit(log, d.eventSubject), startSeq);
   } finally {
     sub.unsubscribe();

@@ -3,6 +3,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import { STREAMS, SUBJECTS, KV_BUCKETS } from "./subjects.ts";
+import { isStreamOrConsumerMissing } from "./jetstream-errors.ts";
 
 export interface EventLog {
   readonly nc: NatsConnection;
@@ -78,7 +79,7 @@ export async function ensureStreams(jsm: JetStreamManager, replicas: number): Pr
       await jsm.streams.info(spec.name);
       await jsm.streams.update(spec.name, config);
     } catch (err) {
-      if (!isNotFound(err)) throw err;
+      if (!isStreamOrConsumerMissing(err)) throw err;
       await jsm.streams.add(config);
     }
   }
@@ -89,7 +90,3 @@ export async function openNonceStore(log: EventLog, ttlSecs: number): Promise<KV
   return log.kvm.create(KV_BUCKETS.nonces, { history: 1, ttl: ttlSecs * 1000 });
 }
 
-export function isNotFound(err: unknown): boolean {
-  const msg = err instanceof Error ? err.message : String(err);
-  return /not found|10059|10014/i.test(msg);
-}

@@ -1,9 +1,11 @@
 // Appends commits of events to the EVT stream with optimistic concurrency and reads an aggregate's history back.
 import { randomUUID } from "node:crypto";
-import { AckPolicy, DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { upcast, type EventCommit, type EventEnvelope, type StoredEvent } from "../schemas/envelope.ts";
 import { UPCASTERS } from "../schemas/upcasters.ts";
-import { STREAMS } from "./subjects.ts";
+import { isWrongLastSequence } from "./jetstream-errors.ts";
+import { lastEventSeq } from "./last-message.ts";
+import { STREAMS, aggregateEventSubject } from "./subjects.ts";
 
 export class ConcurrencyConflict extends Error {
   constructor(readonly subject: string, readonly expected: number) {
@@ -64,7 +66,7 @@ export class EventStore {
    * (0 when it must not exist yet); a mismatch raises ConcurrencyConflict so the caller can reload and retry.
    */
   async append(aggregate: string, events: readonly NewEvent[], expectedSeq: number | "any", ctx: AppendContext): Promise<{ seq: number; events: EventEnvelope[]; duplicate: boolean }> {
-    const subject = `evt.${aggregate}`;
+    const subject = aggregateEventSubject(aggregate);
     const envelopes = events.map((e) => envelope(aggregate, e, ctx));
     try {
       const ack = await this.js.publish(subject, encodeCommit({ events: envelopes }), {
@@ -73,18 +75,14 @@ export class EventStore {
       });
       return { seq: ack.seq, events: envelopes, duplicate: ack.duplicate };
     } catch (err) {
-      if (err instanceof Error && /wrong last sequence|10071/.test(err.message)) throw new ConcurrencyConflict(subject, expectedSeq as number);
+      if (isWrongLastSequence(err)) throw new ConcurrencyConflict(subject, expectedSeq as number);
       throw err;
     }
   }
 
   /** Sequence of the aggregate's last commit, 0 when it has none. */
   async lastSeq(aggregate: string): Promise<number> {
-    const msg = await this.jsm.streams.getMessage(STREAMS.events, { last_by_subj: `evt.${aggregate}` }).catch((err) => {
-      if (/no message found|10037|not found/i.test(String(err?.message ?? err))) return null;
-      throw err;
-    });
-    return msg?.seq ?? 0;
+    return lastEventSeq(this.jsm, aggregateEventSubject(aggregate));
   }
 
   /** The aggregate's commits after `afterSeq`, in order. */
@@ -92,7 +90,7 @@ export class EventStore {
     const last = await this.lastSeq(aggregate);
     if (last <= afterSeq) return { events: [], lastSeq: last };
     const consumer = await this.js.consumers.get(STREAMS.events, {
-      filter_subjects: `evt.${aggregate}`,
+      filter_subjects: aggregateEventSubject(aggregate),
       opt_start_seq: afterSeq + 1,
       deliver_policy: DeliverPolicy.StartSequence,
     });
@@ -109,5 +107,3 @@ export class EventStore {
     return { events: out, lastSeq: last };
   }
 }
-
-export { AckPolicy };

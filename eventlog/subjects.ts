@@ -40,9 +40,8 @@ export const JOB_OUTCOMES = "proj.job_outcomes";
 
 export const commandSubject = (aggregateType: string, aggregateId: string) => `cmd.${aggregateType}.${aggregateId}`;
 export const eventSubject = (aggregateType: string, aggregateId: string) => `evt.${aggregateType}.${aggregateId}`;
-export const aggregateKey = (aggregateType: string, aggregateId: string) => `${aggregateType}.${aggregateId}`;
-
-/** NATS subject tokens must not contain separators or wildcards; ids we mint are uuids, others are checked. */
-export function isSubjectToken(s: string): boolean {
-  return s.length > 0 && s.length <= 256 && /^[A-Za-z0-9_\-:=]+$/.test(s);
-}
+/** Event subject of an aggregate named `<type>.<id>`, as envelopes and the event store name it. */
+export const aggregateEventSubject = (aggregate: string) => `evt.${aggregate}`;
+/** Every command or event subject of an aggregate type: a consumer's or a projection's filter, a barrier to wait for. */
+export const commandFilter = (aggregateType: string) => `cmd.${aggregateType}.>`;
+export const eventFilter = (aggregateType: string) => `evt.${aggregateType}.>`;

@@ -7,13 +7,14 @@ import { join } from "node:path";
 import { request } from "undici";
 import type { EventLog } from "../eventlog/connection.ts";
 import type { Db } from "../db/pool.ts";
-import { readCheckpoint, type ProjectionRunner } from "../projections/runtime.ts";
+import type { ProjectionRunner } from "../projections/runtime.ts";
+import { waitForProjection } from "../projections/checkpoint-wait.ts";
 import { PROJECTION_NAMES } from "../projections/blobstore/read-models.ts";
 import { BlobstoreLog } from "../actors/blobstore/log.ts";
 import { createAccount, ensureApp, type Core } from "../actors/blobstore/commands.ts";
 import type { Kind } from "../schemas/blobstore/events.ts";
 import { generateKeypair, keypairFromSecret, mint } from "../adapters/chain/local/accounts.ts";
-import { seedOf } from "../adapters/chain/local/keys.ts";
+import { seedOf } from "../adapters/chain/sui/keys.ts";
 import type { LocalChain } from "../adapters/chain/local/local-chain.ts";
 
 export const CONSOLE_STORAGE_APP = "memrelay-console";
@@ -47,16 +48,7 @@ export async function provisionStorage(opts: {
     log: new BlobstoreLog(opts.log),
     db: opts.db,
     async settle(kind, seq) {
-      const runner = opts.runners[kind];
-      if (runner) {
-        if (!(await runner.waitFor(seq, 30_000))) throw new Error(`blob store read model ${kind} did not reach ${seq}`);
-        return;
-      }
-      const deadline = Date.now() + 30_000;
-      while ((await readCheckpoint(opts.db, PROJECTION_NAMES[kind])) < seq) {
-        if (Date.now() > deadline) throw new Error(`blob store read model ${kind} did not reach ${seq}`);
-        await new Promise((r) => setTimeout(r, 5));
-      }
+      if (!(await waitForProjection(opts.db, PROJECTION_NAMES[kind], seq, 30_000, opts.runners[kind]))) throw new Error(`blob store read model ${kind} did not reach ${seq}`);
     },
   };
   await ensureApp(core, CONSOLE_STORAGE_APP);

@@ -30,7 +30,7 @@ import { sidecarSettings } from "../mcp/sidecar/settings.ts";
 import { Sponsorship } from "../actors/relayer/sponsorship.ts";
 import { SponsorBindings } from "../adapters/sponsor/bindings.ts";
 import { SPONSOR_LIMITS } from "../schemas/relayer/sponsor.ts";
-import type { SecretKeyInput } from "../adapters/chain/local/keys.ts";
+import type { SecretKeyInput } from "../adapters/chain/sui/keys.ts";
 import { registrationChain, sponsorshipPort } from "./sponsorship.ts";
 import { signatureVerifier } from "../gateway/relayer/signature-verifier.ts";
 

@@ -4,7 +4,7 @@
 import { ConfigError, DEFAULT_SPONSOR_NETWORK, type RelayerConfig } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
 import type { ChainPort, SponsoredChainPort, SponsorshipPort } from "../adapters/ports.ts";
-import type { SecretKeyInput } from "../adapters/chain/local/keys.ts";
+import type { SecretKeyInput } from "../adapters/chain/sui/keys.ts";
 import { GasStation } from "../adapters/sponsor/gas-station.ts";
 import { SponsorProviderClient } from "../adapters/sponsor/provider-client.ts";
 import { sponsoredTransactions } from "../adapters/chain/server-transactions.ts";

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
 import { LocalChain } from "../adapters/chain/local/local-chain.ts";
 import { addDelegateKey, createAccount, deactivate, generateKeypair, reactivate, removeDelegateKey } from "../adapters/chain/local/accounts.ts";
-import { GAS_FEE_MIST } from "../adapters/chain/local/model.ts";
+import { GAS_FEE_MIST } from "../adapters/chain/sui/transaction-envelope.ts";
 import { NETWORK, PACKAGE_ID, a, b, expectPortError, fundedKey, log, operator, useLocalChainSuite } from "./support/local-chain-suite.ts";
 
 useLocalChainSuite();

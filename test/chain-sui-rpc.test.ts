@@ -9,8 +9,9 @@ import { ledgerObjectSource } from "../adapters/chain/local/rpc/ledger-source.ts
 import { SuiRpcChain } from "../adapters/chain/sui-rpc/sui-rpc-chain.ts";
 import { addDelegateKey, createAccount, deactivate, generateKeypair, removeDelegateKey } from "../adapters/chain/local/accounts.ts";
 import { buildSponsoredTx } from "../actors/console/chain.ts";
-import { cosign, signingDigest } from "../adapters/chain/local/tx.ts";
-import { toSerializedSignature } from "../adapters/chain/local/keys.ts";
+import { cosign } from "../adapters/chain/sui/signatures.ts";
+import { signingDigest } from "../adapters/chain/sui/digest.ts";
+import { toSerializedSignature } from "../adapters/chain/sui/keys.ts";
 import { bucketPolicyType, type ChainTransport } from "../schemas/chain.ts";
 import { NETWORK, PACKAGE_ID, a, blobId, expectPortError, fundedKey, useLocalChainSuite } from "./support/local-chain-suite.ts";
 

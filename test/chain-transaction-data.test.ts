@@ -4,9 +4,10 @@ import { describe, expect, it } from "vitest";
 import { bcs } from "@mysten/sui/bcs";
 import { Transaction } from "@mysten/sui/transactions";
 import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
-import { decodeTransactionData, encodeTransactionData, encodeTransactionKind, localTarget, transactionValidUntil, wrapTransactionKindBytes } from "../adapters/chain/local/transaction-data.ts";
+import { decodeTransactionData, encodeTransactionData, encodeTransactionKind, localTarget, transactionValidUntil } from "../adapters/chain/local/transaction-data.ts";
+import { wrapTransactionKindBytes } from "../adapters/chain/sui/transaction-envelope.ts";
 import { decodePure, encodePure, MOVE_CALLS } from "../adapters/chain/local/move-calls.ts";
-import { generateKeypair, suiAddressOf } from "../adapters/chain/local/keys.ts";
+import { generateKeypair, suiAddressOf } from "../adapters/chain/sui/keys.ts";
 import { buildSignedTx, signOwnTransaction, verifySignedTx } from "../adapters/chain/local/tx.ts";
 import type { CallKind, TxArgs, TxBody } from "../adapters/chain/local/model.ts";
 

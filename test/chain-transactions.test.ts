@@ -8,7 +8,7 @@ import { TypeTagSerializer } from "@mysten/sui/bcs";
 import type { PortError } from "../adapters/ports.ts";
 import { createAccount, generateKeypair, mint, transfer } from "../adapters/chain/local/accounts.ts";
 import { buildSignedTx } from "../adapters/chain/local/tx.ts";
-import { GAS_FEE_MIST } from "../adapters/chain/local/model.ts";
+import { GAS_FEE_MIST } from "../adapters/chain/sui/transaction-envelope.ts";
 import { chainIdentifierDigest, localTarget } from "../adapters/chain/local/transaction-data.ts";
 import { Transaction } from "@mysten/sui/transactions";
 import { SuiJsonRpcClient } from "@mysten/sui/jsonRpc";

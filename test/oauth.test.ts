@@ -20,7 +20,7 @@ import type { DevIdentity } from "../runtime/local-stack.ts";
 import { TOOL } from "../schemas/mcp-tools.ts";
 import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
 import { createAccount, mint } from "../adapters/chain/local/accounts.ts";
-import { GAS_FEE_MIST } from "../adapters/chain/local/model.ts";
+import { GAS_FEE_MIST } from "../adapters/chain/sui/transaction-envelope.ts";
 import { injectSuiWallet } from "./support/browser-wallet.ts";
 
 

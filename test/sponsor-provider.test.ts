@@ -16,7 +16,7 @@ import { SponsorProviderClient } from "../adapters/sponsor/provider-client.ts";
 import { sponsoredTransactions } from "../adapters/chain/server-transactions.ts";
 import { localSponsorProvider } from "../runtime/local-sponsor-provider.ts";
 import { generateKeypair, keypairFromSecret, mint } from "../adapters/chain/local/accounts.ts";
-import { GAS_FEE_MIST } from "../adapters/chain/local/model.ts";
+import { GAS_FEE_MIST } from "../adapters/chain/sui/transaction-envelope.ts";
 import { PortError, type SponsorshipPort } from "../adapters/ports.ts";
 import { silentLogger } from "../config/logger.ts";
 import type { LocalChain } from "../adapters/chain/local/local-chain.ts";

@@ -12,7 +12,7 @@ import { SponsorBindings } from "../adapters/sponsor/bindings.ts";
 import { Sponsorship } from "../actors/relayer/sponsorship.ts";
 import { GasStation } from "../adapters/sponsor/gas-station.ts";
 import { localTarget } from "../adapters/chain/local/transaction-data.ts";
-import { generateKeypair } from "../adapters/chain/local/keys.ts";
+import { generateKeypair } from "../adapters/chain/sui/keys.ts";
 import { sponsorAuthMessage, transactionKindHash } from "../schemas/relayer/sponsor.ts";
 import type { SignedTx } from "../schemas/chain.ts";
 

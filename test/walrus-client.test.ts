@@ -19,7 +19,7 @@ import { startLocalWalrus, type LocalWalrus } from "../adapters/walrus-nodes/loc
 import type { ChainRpcServerHandle } from "../adapters/chain/local/rpc/server.ts";
 import { NETWORK, PACKAGE_ID, a, operator, useLocalChainSuite } from "./support/local-chain-suite.ts";
 import { mint } from "../adapters/chain/local/accounts.ts";
-import { GAS_FEE_MIST } from "../adapters/chain/local/model.ts";
+import { GAS_FEE_MIST } from "../adapters/chain/sui/transaction-envelope.ts";
 import { Transaction, coinWithBalance } from "@mysten/sui/transactions";
 import { BlobMetadataBcs, blobIdFromString, confirmationMessage } from "../adapters/chain/local/walrus-layouts.ts";
 import { decodeWalrusPtb } from "../adapters/chain/local/walrus-ptb.ts";

@@ -7,6 +7,7 @@ import type { Db } from "../../db/pool.ts";
 import {
   EVT,
   KIND,
+  filterOf,
   newEvent,
   objectAggregateId,
   walrusAggregateId,
@@ -250,7 +251,7 @@ async function sweepBucketObjects(core: Core, bucket: BucketState): Promise<numb
 }
 
 async function settleAll(core: Core, kind: Kind): Promise<void> {
-  const seq = await core.log.lastSeq(`evt.${kind}.>`);
+  const seq = await core.log.lastSeq(filterOf(kind));
   if (seq) await core.settle(kind, seq);
 }
 

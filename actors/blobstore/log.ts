@@ -4,14 +4,13 @@
 import type { EventLog } from "../../eventlog/connection.ts";
 import { ConcurrencyConflict, EventStore, decodeCommit, type NewEvent } from "../../eventlog/event-store.ts";
 import { STREAMS } from "../../eventlog/subjects.ts";
-import { upcastEvent, type BlobstoreEvent, type Kind, aggregateOf, subjectOf } from "../../schemas/blobstore/events.ts";
+import { lastEventSeq, lastMessage } from "../../eventlog/last-message.ts";
+import { type BlobstoreEvent, type Kind, aggregateOf, subjectOf } from "../../schemas/blobstore/events.ts";
 
 export interface Last {
   readonly seq: number;
   readonly event: BlobstoreEvent;
 }
-
-const notFound = (err: unknown) => /no message found|10037|not found/i.test(String((err as Error)?.message ?? err));
 
 export class BlobstoreLog {
   readonly store: EventStore;
@@ -22,22 +21,15 @@ export class BlobstoreLog {
 
   /** Last event of an aggregate (its current state), null when it has none. */
   async last(kind: Kind, id: string): Promise<Last | null> {
-    const msg = await this.log.jsm.streams.getMessage(STREAMS.events, { last_by_subj: subjectOf(kind, id) }).catch((err) => {
-      if (notFound(err)) return null;
-      throw err;
-    });
+    const msg = await lastMessage(this.log.jsm, STREAMS.events, subjectOf(kind, id));
     if (!msg) return null;
     const events = decodeCommit(msg.data).events;
-    return { seq: msg.seq, event: upcastEvent(events[events.length - 1]) };
+    return { seq: msg.seq, event: events[events.length - 1] as BlobstoreEvent };
   }
 
   /** Stream sequence of the last event matching a subject filter (e.g. `evt.bs_blob.>`), 0 when none. */
   async lastSeq(filter: string): Promise<number> {
-    const msg = await this.log.jsm.streams.getMessage(STREAMS.events, { last_by_subj: filter }).catch((err) => {
-      if (notFound(err)) return null;
-      throw err;
-    });
-    return msg?.seq ?? 0;
+    return lastEventSeq(this.log.jsm, filter);
   }
 
   /**

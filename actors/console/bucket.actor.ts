@@ -18,7 +18,7 @@ import {
 } from "../../schemas/console/events.ts";
 import { CODE } from "../../schemas/console/http.ts";
 import { newEvent } from "../../eventlog/event-store.ts";
-import { cosign } from "../../adapters/chain/local/tx.ts";
+import { cosign } from "../../adapters/chain/sui/signatures.ts";
 import { bucketPolicyType } from "../../schemas/chain.ts";
 import { StorageError } from "../../adapters/file-storage/blobstore-http.ts";
 import { bucketMachine, type BucketContext } from "./bucket.machine.ts";

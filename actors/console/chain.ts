@@ -5,7 +5,8 @@
 import type { SponsoredChainPort } from "../../adapters/ports.ts";
 import type { CallKind, TxArgs } from "../../adapters/chain/local/model.ts";
 import type { ChainTarget } from "../../schemas/chain.ts";
-import { buildTransactionBytes, txDigest } from "../../adapters/chain/local/tx.ts";
+import { buildTransactionBytes } from "../../adapters/chain/local/tx.ts";
+import { txDigest } from "../../adapters/chain/sui/digest.ts";
 import { transactionValidUntil } from "../../adapters/chain/local/transaction-data.ts";
 import { accessGroupType, bucketPolicyType, type AccessGroupFields, type AccessScope, type BucketPolicyFields } from "../../schemas/chain.ts";
 

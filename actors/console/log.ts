@@ -6,8 +6,9 @@
 import { createHash, randomUUID } from "node:crypto";
 import type { EventLog } from "../../eventlog/connection.ts";
 import { ConcurrencyConflict, EventStore, newEvent, type NewEvent } from "../../eventlog/event-store.ts";
-import { STREAMS } from "../../eventlog/subjects.ts";
-import { dispatchAndAwait, lastCommit, lastEventSeq, publishCommand, type LastCommit } from "../../eventlog/command-bus.ts";
+import { STREAMS, commandSubject, eventSubject } from "../../eventlog/subjects.ts";
+import { dispatchAndAwait, lastCommit, publishCommand, type LastCommit } from "../../eventlog/command-bus.ts";
+import { lastEventSeq, lastMessage } from "../../eventlog/last-message.ts";
 import type { CommandEnvelope, EventEnvelope } from "../../schemas/envelope.ts";
 import { AGG, EV, type AggregateType, type ClaimHeld } from "../../schemas/console/events.ts";
 import { CODE, ConsoleHttpError } from "../../schemas/console/http.ts";
@@ -21,7 +22,7 @@ export class ConsoleLog {
 
   /** The last commit of an aggregate, null when it has none. */
   last(type: AggregateType, id: string): Promise<LastCommit | null> {
-    return lastCommit(this.log, `evt.${type}.${id}`);
+    return lastCommit(this.log, eventSubject(type, id));
   }
 
   /** The last event of an aggregate (its state, for state-carrying aggregates). */
@@ -32,7 +33,7 @@ export class ConsoleLog {
 
   /** Stream sequence of the last event on a subject filter, 0 when none. */
   lastSeq(filter: string): Promise<number> {
-    return lastEventSeq(this.log, filter);
+    return lastEventSeq(this.log.jsm, filter);
   }
 
   /** Optimistic decide-and-append on a state-carrying aggregate; null when the decision produced no events. */
@@ -86,7 +87,7 @@ export class ConsoleLog {
   // ---------------------------------------------------------------- commands
 
   publish(type: AggregateType, id: string, command: CommandEnvelope): Promise<void> {
-    return publishCommand(this.log, `cmd.${type}.${id}`, command);
+    return publishCommand(this.log, commandSubject(type, id), command);
   }
 
   /**
@@ -101,14 +102,14 @@ export class ConsoleLog {
     timeoutMs = 15_000,
     acceptExisting = false,
   ): Promise<{ value: T; seq: number }> {
-    const r = await dispatchAndAwait(this.log, { commandSubject: `cmd.${type}.${id}`, eventSubject: `evt.${type}.${id}`, command, until, timeoutMs, acceptExisting });
+    const r = await dispatchAndAwait(this.log, { commandSubject: commandSubject(type, id), eventSubject: eventSubject(type, id), command, until, timeoutMs, acceptExisting });
     if (!r) throw new ConsoleHttpError(503, "the service is busy; retry shortly", undefined, {}, { "retry-after": "1" });
     return r;
   }
 
   /** The command still waiting on the work queue for an aggregate, if any. */
   async pendingCommand<D>(type: AggregateType, id: string): Promise<CommandEnvelope<string, D> | null> {
-    const msg = await this.log.jsm.streams.getMessage(STREAMS.commands, { last_by_subj: `cmd.${type}.${id}` }).catch(() => null);
+    const msg = await lastMessage(this.log.jsm, STREAMS.commands, commandSubject(type, id)).catch(() => null);
     return msg ? (msg.json() as CommandEnvelope<string, D>) : null;
   }
 }

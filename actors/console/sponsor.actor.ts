@@ -9,7 +9,7 @@ import { PortError } from "../../adapters/ports.ts";
 import { AGG, CMD, EV, type SponsorExecuteCommandData, type SponsorReserved } from "../../schemas/console/events.ts";
 import { CODE } from "../../schemas/console/http.ts";
 import { newEvent } from "../../eventlog/event-store.ts";
-import { cosign } from "../../adapters/chain/local/tx.ts";
+import { cosign } from "../../adapters/chain/sui/signatures.ts";
 import { transientOf } from "./bucket.actor.ts";
 import { sponsorMachine, type SponsorContext } from "./sponsor.machine.ts";
 import type { ConsoleActorPorts } from "./ports.ts";

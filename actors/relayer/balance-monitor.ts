@@ -14,6 +14,7 @@ import type { ChainPort, WalletBalance } from "../../adapters/ports.ts";
 import type { Logger } from "../../config/logger.ts";
 import { alertId, publishAlert } from "../../eventlog/alert-stream.ts";
 import { ALERT_SOURCE, ALERT_SUBJECTS, ALERT_VERSIONS, formatUnits, lowBalanceKey, type Token, type WalletLowBalanceAlert, type WalletType } from "../../schemas/alerts.ts";
+import { isWrongLastSequence } from "../../eventlog/jetstream-errors.ts";
 
 export class BalanceReadFailed extends Data.TaggedError("BalanceReadFailed")<{ readonly address: string; readonly message: string }> {}
 export class DedupUnavailable extends Data.TaggedError("DedupUnavailable")<{ readonly key: string; readonly message: string }> {}
@@ -179,7 +180,6 @@ export class BalanceMonitor {
     const { dedup } = this.opts;
     const windowMs = this.opts.dedupWindowSecs * 1000;
     const value = encoder.encode(JSON.stringify({ at: now.getTime() }));
-    const lost = (e: unknown) => /wrong last sequence|key exists|10071/i.test(errText(e));
     return this.kvOp(key, async (): Promise<Claim | null> => {
       const entry = await dedup.get(key);
       try {
@@ -189,7 +189,7 @@ export class BalanceMonitor {
         return { key, revision: await dedup.update(key, value, entry.revision), previous: { revision: entry.revision, value: entry.value } };
       } catch (err) {
         // Another replica claimed it between our read and write: it sends the alert.
-        if (lost(err)) return null;
+        if (isWrongLastSequence(err)) return null;
         throw err;
       }
     });

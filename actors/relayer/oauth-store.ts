@@ -4,6 +4,7 @@
 import type { EventLog } from "../../eventlog/connection.ts";
 import { ConcurrencyConflict, EventStore } from "../../eventlog/event-store.ts";
 import { lastCommit } from "../../eventlog/command-bus.ts";
+import { aggregateEventSubject } from "../../eventlog/subjects.ts";
 import { OAUTH_EVENTS, OAuthError, clientAggregate, grantAggregate, type GrantEvent, type GrantState, type OAuthClientState } from "../../schemas/relayer/oauth.ts";
 
 export class OAuthStore {
@@ -14,7 +15,7 @@ export class OAuthStore {
   }
 
   async client(clientId: string): Promise<OAuthClientState | undefined> {
-    const c = await lastCommit(this.log, `evt.${clientAggregate(clientId)}`);
+    const c = await lastCommit(this.log, aggregateEventSubject(clientAggregate(clientId)));
     return c?.events.at(-1)?.data as OAuthClientState | undefined;
   }
 
@@ -23,7 +24,7 @@ export class OAuthStore {
   }
 
   async grant(grantId: string): Promise<{ state: GrantState; seq: number } | undefined> {
-    const c = await lastCommit(this.log, `evt.${grantAggregate(grantId)}`);
+    const c = await lastCommit(this.log, aggregateEventSubject(grantAggregate(grantId)));
     const last = c?.events.at(-1)?.data as GrantEvent | undefined;
     return last && c ? { state: last.state, seq: c.seq } : undefined;
   }

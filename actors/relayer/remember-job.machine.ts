@@ -1,7 +1,7 @@
 // The remember job's lifecycle (spec: pending, running, uploaded, done, failed). Machine events are the job's
 // domain events; states name the effect the host runs next (`meta.effect`). No timers: the host drives retries.
 import { assign, setup } from "xstate";
-import { JOB_EVENTS, MAX_WALLET_ATTEMPTS, type JobAccepted, type JobFailed, type JobIndexed, type JobUploadAttemptFailed, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
+import { JOB_EVENTS, type JobAccepted, type JobFailed, type JobIndexed, type JobUploadAttemptFailed, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
 
 export interface JobContext {
   owner: string;
@@ -66,8 +66,3 @@ export const rememberJobMachine = setup({
     failed: { type: "final" },
   },
 });
-
-export type JobState = "pending" | "running" | "uploaded" | "done" | "failed";
-
-/** Attempts left before the job fails. */
-export const attemptsLeft = (ctx: JobContext) => Math.max(0, MAX_WALLET_ATTEMPTS - ctx.attempts);

@@ -4,7 +4,7 @@
 // and has the port execute it, retrying transient failures (SPONSOR_TRANSIENT_MAX_ATTEMPTS / _BASE_DELAY_MS /
 // _MAX_DELAY_MS). Every refusal is an HttpError with a clear status.
 import { PortError, SponsorshipInvalidated, type SponsorshipPort } from "../../adapters/ports.ts";
-import { verifySenderSignature } from "../../adapters/chain/local/tx.ts";
+import { verifySenderSignature } from "../../adapters/chain/sui/signatures.ts";
 import type { SponsorBindings } from "../../adapters/sponsor/bindings.ts";
 import { backoffDelay, sleepMs } from "../../adapters/sponsor/retry.ts";
 import { HttpError } from "../../schemas/http-error.ts";

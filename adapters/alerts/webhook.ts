@@ -12,6 +12,7 @@ import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
 import type { EventLog } from "../../eventlog/connection.ts";
 import { STREAMS, SUBJECTS } from "../../eventlog/subjects.ts";
 import type { Logger } from "../../config/logger.ts";
+import { isConsumerExisting } from "../../eventlog/jetstream-errors.ts";
 
 export const ALERT_WEBHOOK_CONSUMER = "alert-webhook";
 
@@ -78,7 +79,7 @@ export class AlertWebhook {
       max_ack_pending: 1_000,
     };
     await this.log.jsm.consumers.add(STREAMS.alerts, config).catch(async (err) => {
-      if (!/already exists|10148|10013/i.test(String(err?.message))) throw err;
+      if (!isConsumerExisting(err)) throw err;
       await this.log.jsm.consumers.update(STREAMS.alerts, ALERT_WEBHOOK_CONSUMER, { ack_wait: ackWait, max_deliver: this.maxAttempts, max_ack_pending: 1_000 });
     });
     this.loopDone = this.loop();

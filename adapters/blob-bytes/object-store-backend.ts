@@ -21,9 +21,10 @@
 // message's timestamp — is kept; otherwise a deletion marker is published expecting the sequence that was judged
 // old, so a writer that touched the record in between wins and the bytes stay. Only then are the chunks purged.
 import { headers, nuid, type NatsConnection } from "@nats-io/transport-node";
-import { jetstream, jetstreamManager, DeliverPolicy, JetStreamApiError, type JetStreamClient, type JetStreamManager, type PubAck, type StoredMsg } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, DeliverPolicy, type JetStreamClient, type JetStreamManager, type PubAck, type StoredMsg } from "@nats-io/jetstream";
 import { Objm, StorageType } from "@nats-io/obj";
 import { HttpError } from "../../schemas/http-error.ts";
+import { isWrongLastSequence } from "../../eventlog/jetstream-errors.ts";
 import { blobIdFromDigest, type BlobBackend, type OpenedBlob, type PutOptions, type PutResult } from "./backend.ts";
 import type { ByteRange } from "../../schemas/blobstore/validation.ts";
 import { sharedHasher, type Hasher } from "./hasher.ts";
@@ -48,10 +49,7 @@ export interface JetStreamBackendOptions {
 }
 
 const BUFFER_PUT = 1024 * 1024;
-const WRONG_LAST_SEQUENCE = 10071;
 const META_CACHE_MAX = 20_000;
-
-const isWrongLastSequence = (err: unknown) => err instanceof JetStreamApiError && err.code === WRONG_LAST_SEQUENCE;
 
 export class JetStreamBlobBackend implements BlobBackend {
   readonly name = "jetstream";

@@ -5,10 +5,9 @@
 // when SPONSOR_FALLBACK_TO_DIRECT_SIGN is on, else fails the caller's attempt.
 import { randomBytes } from "node:crypto";
 import { PortError, type ServerTransactions, type SponsorshipPort } from "../ports.ts";
-import { keypairFromSecret, toSerializedSignature, type SecretKeyInput } from "./local/keys.ts";
-import { signingDigest } from "./local/tx.ts";
-import { wrapTransactionKindBytes } from "./local/transaction-data.ts";
-import { TX_CLOCK_SKEW_MS } from "./local/model.ts";
+import { keypairFromSecret, toSerializedSignature, type SecretKeyInput } from "./sui/keys.ts";
+import { signingDigest } from "./sui/digest.ts";
+import { TX_CLOCK_SKEW_MS, wrapTransactionKindBytes } from "./sui/transaction-envelope.ts";
 import { retryWhileInvalidated, sleepMs } from "../sponsor/retry.ts";
 import type { ChainTarget, SignedTx } from "../../schemas/chain.ts";
 import type { RetryPolicy } from "../../schemas/relayer/sponsor.ts";

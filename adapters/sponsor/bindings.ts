@@ -5,6 +5,7 @@
 // way, in buckets of its own and without nonces.
 import type { KV } from "@nats-io/kv";
 import type { EventLog } from "../../eventlog/connection.ts";
+import { isWrongLastSequence } from "../../eventlog/jetstream-errors.ts";
 
 /** The sidecar's buckets; the local provider's are `sponsor_provider_bindings`. */
 const DEFAULT_PREFIX = "sponsor";
@@ -23,8 +24,6 @@ export type TakeResult =
   | { readonly kind: "other_sender" };
 
 const withState = (binding: Omit<SponsorBinding, "state">, state: SponsorBinding["state"]) => JSON.stringify({ sender: binding.sender, bytes: binding.bytes, state } satisfies SponsorBinding);
-
-const isExistingKey = (err: unknown) => /wrong last sequence|key exists/i.test(err instanceof Error ? err.message : String(err));
 
 export class SponsorBindings {
   private constructor(private readonly nonces: KV | undefined, private readonly bindings: KV) {}
@@ -46,7 +45,7 @@ export class SponsorBindings {
       await this.nonces.create(nonce, sender);
       return true;
     } catch (err) {
-      if (isExistingKey(err)) return false;
+      if (isWrongLastSequence(err)) return false;
       throw err;
     }
   }
@@ -66,7 +65,7 @@ export class SponsorBindings {
       const revision = await this.bindings.update(digest, withState(binding, "executing"), e.revision);
       return { kind: "taken", binding, revision };
     } catch (err) {
-      if (isExistingKey(err)) return { kind: "used" };
+      if (isWrongLastSequence(err)) return { kind: "used" };
       throw err;
     }
   }

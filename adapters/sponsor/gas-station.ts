@@ -4,9 +4,10 @@
 import { randomBytes } from "node:crypto";
 import { bcs } from "@mysten/sui/bcs";
 import { PortError, SponsorshipInvalidated, type SponsoredChainPort, type SponsorshipPort } from "../ports.ts";
-import { keypairFromSecret, type SecretKeyInput } from "../chain/local/keys.ts";
-import { cosign, txDigest } from "../chain/local/tx.ts";
-import { wrapTransactionKind } from "../chain/local/transaction-data.ts";
+import { keypairFromSecret, type SecretKeyInput } from "../chain/sui/keys.ts";
+import { cosign } from "../chain/sui/signatures.ts";
+import { txDigest } from "../chain/sui/digest.ts";
+import { wrapTransactionKind } from "../chain/sui/transaction-envelope.ts";
 import { isExpiredTransactionError } from "../../schemas/chain.ts";
 import type { SponsoredTransaction } from "../../schemas/relayer/sponsor.ts";
 

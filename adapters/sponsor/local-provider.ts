@@ -6,7 +6,7 @@
 import { bcs } from "@mysten/sui/bcs";
 import { normalizeSuiAddress } from "@mysten/sui/utils";
 import { PortError, SponsorshipInvalidated } from "../ports.ts";
-import { verifySenderSignature } from "../chain/local/tx.ts";
+import { verifySenderSignature } from "../chain/sui/signatures.ts";
 import type { GasStation } from "./gas-station.ts";
 import type { SponsorBindings } from "./bindings.ts";
 import { PROVIDER_ERRORS, providerRefusal, type ProviderSponsorBody } from "../../schemas/relayer/sponsor-provider.ts";

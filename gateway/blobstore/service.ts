@@ -19,7 +19,8 @@ import { HttpError, HttpServer, errorReply, parseJsonObject, queryParams, type H
 import { ServiceMetrics, measured } from "../metrics.ts";
 import { registerPipelineGauges } from "../pipeline-metrics.ts";
 import { isUnavailable } from "../../adapters/unavailable.ts";
-import { ProjectionRunner, migrateCheckpoints, readCheckpoint, resetProjection } from "../../projections/runtime.ts";
+import { ProjectionRunner, migrateCheckpoints, resetProjection } from "../../projections/runtime.ts";
+import { waitForProjection } from "../../projections/checkpoint-wait.ts";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { FsBlobBackend, type BlobBackend } from "../../adapters/blob-bytes/backend.ts";
 import { bodyBuffers, readBuffers } from "../recycled-buffers.ts";
@@ -107,15 +108,8 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
   }
 
   /** Resolves true once the read model of `kind` has applied `seq`: this process's runner, or whichever runs it. */
-  const waitApplied = async (kind: Kind, seq: number, timeoutMs: number): Promise<boolean> => {
-    if (runProjections) return runners[kind].waitFor(seq, timeoutMs);
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      if ((await readCheckpoint(db, PROJECTION_NAMES[kind])) >= seq) return true;
-      if (Date.now() >= deadline) return false;
-      await new Promise((r) => setTimeout(r, 5));
-    }
-  };
+  const waitApplied = (kind: Kind, seq: number, timeoutMs: number): Promise<boolean> =>
+    waitForProjection(db, PROJECTION_NAMES[kind], seq, timeoutMs, runProjections ? runners[kind] : undefined);
   const core: Core = {
     log,
     db,

@@ -10,7 +10,7 @@ import { command } from "../../eventlog/command-bus.ts";
 import { storageBucketName } from "../../adapters/file-storage/blobstore-http.ts";
 import { requireWrite } from "./auth.ts";
 import { buildSponsoredTx, txValidUntil } from "../../actors/console/chain.ts";
-import { verifySenderSignature } from "../../adapters/chain/local/tx.ts";
+import { verifySenderSignature } from "../../adapters/chain/sui/signatures.ts";
 import { bucketJson, spaceJson, type ConsoleRouteKit } from "./route-kit.ts";
 
 export function registerBucketRoutes(kit: ConsoleRouteKit): void {

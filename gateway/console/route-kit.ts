@@ -12,7 +12,7 @@ import type { BucketRow, FileListRow, FileRow, SpaceRow } from "../../projection
 import type { ConsoleHttpError, PlanTier } from "../../schemas/console/http.ts";
 import type { SpaceRole, UploadState } from "../../schemas/console/events.ts";
 import type { AccessScope } from "../../schemas/chain.ts";
-import type { keypairFromSecret } from "../../adapters/chain/local/keys.ts";
+import type { keypairFromSecret } from "../../adapters/chain/sui/keys.ts";
 import type { bodyBuffers } from "../recycled-buffers.ts";
 
 export interface GatewayLimits {

@@ -21,10 +21,11 @@ import { namingAddressVariable } from "../../config/listen-error.ts";
 import { HttpError, HttpServer, json, queryParams, type Handler, type Reply, type Request } from "../http.ts";
 import { ServiceMetrics, measured } from "../metrics.ts";
 import { registerPipelineGauges } from "../pipeline-metrics.ts";
-import { LIVE, ProjectionGroupRunner, migrateCheckpoints, readCheckpoint, type ProjectionHandle } from "../../projections/runtime.ts";
+import { LIVE, ProjectionGroupRunner, migrateCheckpoints, type ProjectionHandle } from "../../projections/runtime.ts";
+import { waitForProjection } from "../../projections/checkpoint-wait.ts";
 import type { SponsoredChainPort } from "../../adapters/ports.ts";
-import { keypairFromSecret } from "../../adapters/chain/local/keys.ts";
-import { AGG, EV, type AccessScope, type UploadQueued, type UploadState } from "../../schemas/console/events.ts";
+import { keypairFromSecret } from "../../adapters/chain/sui/keys.ts";
+import { AGG, CONSOLE_EVENTS_FILTER, EV, type AccessScope, type UploadQueued, type UploadState } from "../../schemas/console/events.ts";
 import { CODE, CONSOLE_LIMITS, ConsoleHttpError, PLAN_TIERS, notFound, pathUuid, type PlanTier } from "../../schemas/console/http.ts";
 import { ConsoleLog } from "../../actors/console/log.ts";
 import { BlobStoreStorage, StorageError, type StoragePort } from "../../adapters/file-storage/blobstore-http.ts";
@@ -160,19 +161,12 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
 
   /** Waits until the console read model reflects stream sequence `seq`. */
   const settle = async (seq: number, timeoutMs = 10_000) => {
-    if (runners.console) {
-      if (!(await runners.console.waitFor(seq, timeoutMs))) logger.warn("console read model is behind; answering anyway", { seq });
-      return;
-    }
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline && (await readCheckpoint(db, CONSOLE_PROJECTION)) < seq) await new Promise((r) => setTimeout(r, 5));
+    if (!(await waitForProjection(db, CONSOLE_PROJECTION, seq, timeoutMs, runners.console))) logger.warn("console read model is behind; answering anyway", { seq });
   };
   const caughtUp = async (timeoutMs = 30_000) => {
-    const seq = await clog.lastSeq("evt.console.>");
+    const seq = await clog.lastSeq(CONSOLE_EVENTS_FILTER);
     if (!seq) return true;
-    if (runners.console) return (await runners.console.waitFor(seq, timeoutMs)) && (!runners.access || (await runners.access.waitFor(seq, timeoutMs)));
-    await settle(seq, timeoutMs);
-    return (await readCheckpoint(db, CONSOLE_PROJECTION)) >= seq;
+    return (await waitForProjection(db, CONSOLE_PROJECTION, seq, timeoutMs, runners.console)) && (!runners.access || (await runners.access.waitFor(seq, timeoutMs)));
   };
 
   let port = 0;

@@ -2,7 +2,7 @@
 // execute it with the sponsor's co-signature.
 import { decodePathParam, json } from "../http.ts";
 import type { EventEnvelope } from "../../schemas/envelope.ts";
-import { TX_CLOCK_SKEW_MS } from "../../adapters/chain/local/model.ts";
+import { TX_CLOCK_SKEW_MS } from "../../adapters/chain/sui/transaction-envelope.ts";
 import type { StoredObject as ChainObject } from "../../schemas/chain.ts";
 import { AGG, CMD, EV, type SponsorExecuted, type SponsorFailed, type SponsorReserved } from "../../schemas/console/events.ts";
 import { parseJsonObject } from "../http.ts";
@@ -10,7 +10,7 @@ import { CODE, CONSOLE_LIMITS, ConsoleHttpError, badRequest, notFound, parseSign
 import { command } from "../../eventlog/command-bus.ts";
 import { requireWrite, type Principal } from "./auth.ts";
 import { buildSponsoredTx } from "../../actors/console/chain.ts";
-import { verifySenderSignature } from "../../adapters/chain/local/tx.ts";
+import { verifySenderSignature } from "../../adapters/chain/sui/signatures.ts";
 import { type ConsoleRouteKit } from "./route-kit.ts";
 
 export function registerSponsorRoutes(kit: ConsoleRouteKit): void {

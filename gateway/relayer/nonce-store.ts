@@ -2,6 +2,7 @@
 // set-if-absent across every gateway replica.
 import type { KV } from "@nats-io/kv";
 import type { NonceStore } from "./signed-auth.ts";
+import { isWrongLastSequence } from "../../eventlog/jetstream-errors.ts";
 
 export class KvNonceStore implements NonceStore {
   constructor(private readonly kv: KV) {}
@@ -11,7 +12,7 @@ export class KvNonceStore implements NonceStore {
       await this.kv.create(`n.${nonce}`, new Uint8Array(0));
       return true;
     } catch (err) {
-      if (/wrong last sequence|key exists|10071/i.test(String((err as Error)?.message))) return false;
+      if (isWrongLastSequence(err)) return false;
       throw err;
     }
   }

@@ -3,7 +3,7 @@
 // than READY_MAX_WAIT_SECS, or an embedding of this process waiting that long, makes the relayer not ready (503 with
 // the reasons), so a load balancer or an operator sees a stalled pipeline that `/health` would report as ok.
 import type { EventLog } from "../../eventlog/connection.ts";
-import { STREAMS } from "../../eventlog/subjects.ts";
+import { STREAMS, commandFilter } from "../../eventlog/subjects.ts";
 import { JOB } from "../../schemas/relayer/remember-job.ts";
 
 export interface ReadinessSources {
@@ -29,10 +29,8 @@ export interface Readiness {
  */
 export async function oldestRememberJobWaitSecs(log: EventLog, now = Date.now()): Promise<number> {
   // `next_by_subj` (nats-server 2.9+): the first message of the subject filter at or after `seq`.
-  const m = await log.jsm.streams.getMessage(STREAMS.commands, { seq: 1, next_by_subj: `cmd.${JOB}.>` } as never).catch((err) => {
-    if (/no message found|10037/i.test(String((err as Error)?.message ?? err))) return null;
-    throw err;
-  });
+  // (nats.js answers "no message" with null)
+  const m = await log.jsm.streams.getMessage(STREAMS.commands, { seq: 1, next_by_subj: commandFilter(JOB) } as never);
   return m ? Math.max(0, (now - m.time.getTime()) / 1000) : 0;
 }
 

@@ -5,7 +5,7 @@
 // and a worker that dies leaves its share to the event loop: nothing is lost, and no signature is ever accepted
 // without a verification.
 import { Worker } from "node:worker_threads";
-import { SPKI_ED25519_PREFIX, verifyEd25519 } from "../../adapters/chain/local/keys.ts";
+import { SPKI_ED25519_PREFIX, verifyEd25519 } from "../../adapters/chain/sui/keys.ts";
 
 export interface SignatureVerifier {
   /** True when `signature` (64 bytes) is `publicKey`'s (32 bytes) Ed25519 signature of `message`. */

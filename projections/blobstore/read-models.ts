@@ -13,7 +13,7 @@
 import { inTransaction, prepared, type Db, type Tx } from "../../db/pool.ts";
 import type { Projection } from "../runtime.ts";
 import type { StoredEvent } from "../../schemas/envelope.ts";
-import { EVT, KIND, filterOf, upcastEvent, type Kind } from "../../schemas/blobstore/events.ts";
+import { EVT, KIND, filterOf, type BlobstoreEvent, type Kind } from "../../schemas/blobstore/events.ts";
 
 const run = (tx: Tx, text: string, values: unknown[]) => tx.query(prepared(text, values));
 
@@ -138,7 +138,7 @@ export const PROJECTION_NAMES: Record<Kind, string> = {
 };
 
 async function applyOne(tx: Tx, se: StoredEvent): Promise<void> {
-  const e = upcastEvent(se.event);
+  const e = se.event as BlobstoreEvent;
   switch (e.type) {
     case EVT.appCreated:
       await run(tx, SQL.upsertApp, [e.data.app_id, e.data.created_at, se.seq]);
@@ -184,10 +184,7 @@ export function blobstoreProjection(kind: Kind): Projection {
     async apply(tx: Tx, events: readonly StoredEvent[]) {
       // (the runner commits without waiting for the WAL flush, as for every projection)
       if (kind === KIND.blob) {
-        const batch = events.map((se) => {
-          const e = upcastEvent(se.event);
-          return { type: e.type, seq: se.seq, data: e.data };
-        });
+        const batch = events.map((se) => ({ type: se.event.type, seq: se.seq, data: se.event.data }));
         await tx.query(prepared("SELECT bs_apply_blob_events($1::jsonb)", [JSON.stringify(batch)]));
         return;
       }

@@ -50,8 +50,6 @@ export async function migrateConsole(db: Db): Promise<void> {
         await db.query(`CREATE INDEX IF NOT EXISTS console_files_${scope}_name ON console_files (${scope}_id, lower(name), file_id) INCLUDE (name) WHERE status <> 'deleted'`);
       } else {
         await db.query(`CREATE INDEX IF NOT EXISTS console_files_${scope}_${name}_lc ON console_files (${scope}_id, ${expr}, file_id, lower(name)) INCLUDE (name) WHERE status <> 'deleted'`);
-        // the index of this sort before lower(name) was a key column
-        await db.query(`DROP INDEX IF EXISTS console_files_${scope}_${name}`);
       }
     }
   }

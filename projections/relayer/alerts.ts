@@ -15,7 +15,7 @@ import { migrateCheckpoints } from "../runtime.ts";
 import type { Db, Tx } from "../../db/pool.ts";
 import type { StoredEvent, EventEnvelope } from "../../schemas/envelope.ts";
 import { decodeCommit } from "../../eventlog/event-store.ts";
-import { STREAMS } from "../../eventlog/subjects.ts";
+import { STREAMS, eventFilter } from "../../eventlog/subjects.ts";
 import { alertId, publishAlert } from "../../eventlog/alert-stream.ts";
 import { JOB, JOB_EVENTS, MAX_WALLET_ATTEMPTS, type JobAccepted, type JobFailed, type JobUploadAttemptFailed, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
 import { ALERT_SOURCE, ALERT_SUBJECTS, ALERT_VERSIONS, type UploadAttempt, type UploadFailedAlert, type UploadFailedV1 } from "../../schemas/alerts.ts";
@@ -42,10 +42,8 @@ async function jobHistory(jsm: JetStreamManager, subject: string, uptoSeq: numbe
   let seq = 1;
   while (seq <= uptoSeq) {
     // `next_by_subj` (nats-server 2.9+): the first message of the subject at or after `seq`.
-    const m = await jsm.streams.getMessage(STREAMS.events, { seq, next_by_subj: subject } as never).catch((err) => {
-      if (/no message found|10037/i.test(String((err as Error)?.message ?? err))) return null;
-      throw err;
-    });
+    // (nats.js answers "no message" with null)
+    const m = await jsm.streams.getMessage(STREAMS.events, { seq, next_by_subj: subject } as never);
     if (!m || m.seq > uptoSeq) break;
     out.push(...decodeCommit(m.data).events);
     seq = m.seq + 1;
@@ -102,7 +100,7 @@ export function alertsProjection(log: { readonly js: JetStreamClient; readonly j
   const maxAgeMs = (opts.maxAgeSecs ?? 86_400) * 1000;
   return {
     name: ALERTS_PROJECTION,
-    filter: `evt.${JOB}.>`,
+    filter: eventFilter(JOB),
     migrate: async (db: Db) => {
       await db.query(`CREATE TABLE IF NOT EXISTS alerts_emitted (
         alert_id uuid PRIMARY KEY, type text NOT NULL, source_event_id text NOT NULL, source_seq bigint NOT NULL,

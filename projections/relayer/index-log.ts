@@ -3,11 +3,11 @@
 // count, a manual memory that is recallable on the next request, a restore whose rows are there when it returns.
 import type { EventLog } from "../../eventlog/connection.ts";
 import { EventStore, type AppendContext, type NewEvent } from "../../eventlog/event-store.ts";
-import { STREAMS } from "../../eventlog/subjects.ts";
+import { lastEventSeq } from "../../eventlog/last-message.ts";
 import type { EventEnvelope } from "../../schemas/envelope.ts";
 import type { Db } from "../../db/pool.ts";
 import { MEMORY_INDEX, MEMORY_INDEX_FILTER } from "./memory-index.ts";
-import { readCheckpoint } from "../runtime.ts";
+import { waitForProjection } from "../checkpoint-wait.ts";
 
 export class IndexLog {
   private readonly store: EventStore;
@@ -26,22 +26,11 @@ export class IndexLog {
 
   /** Stream sequence of the last event the memory index follows (0 when none): a barrier to wait for. */
   async lastIndexSeq(): Promise<number> {
-    const msg = await this.log.jsm.streams.getMessage(STREAMS.events, { last_by_subj: MEMORY_INDEX_FILTER }).catch((err) => {
-      if (/no message found|10037|not found/i.test(String(err?.message ?? err))) return null;
-      throw err;
-    });
-    return msg?.seq ?? 0;
+    return lastEventSeq(this.log.jsm, MEMORY_INDEX_FILTER);
   }
 
   /** Resolves true once the memory_index projection has applied `seq`, false after `timeoutMs`. */
-  async waitApplied(seq: number, timeoutMs: number): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs;
-    let delay = 5;
-    for (;;) {
-      if ((await readCheckpoint(this.db, MEMORY_INDEX)) >= seq) return true;
-      if (Date.now() >= deadline) return false;
-      await new Promise((r) => setTimeout(r, Math.min(delay, Math.max(1, deadline - Date.now()))));
-      delay = Math.min(50, delay * 2);
-    }
+  waitApplied(seq: number, timeoutMs: number): Promise<boolean> {
+    return waitForProjection(this.db, MEMORY_INDEX, seq, timeoutMs);
   }
 }

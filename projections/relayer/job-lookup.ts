@@ -2,12 +2,13 @@
 // the actor's snapshot (a job put back to retry), then the job's events (a finished job has no snapshot) — so a poll
 // right after the 202 never answers 404 to the job's owner.
 import type { EventLog } from "../../eventlog/connection.ts";
-import { JOB_OUTCOMES, STREAMS } from "../../eventlog/subjects.ts";
+import { JOB_OUTCOMES, STREAMS, commandSubject } from "../../eventlog/subjects.ts";
+import { lastMessage } from "../../eventlog/last-message.ts";
 import { EventStore } from "../../eventlog/event-store.ts";
 import type { CheckpointFeed } from "../checkpoint-feed.ts";
 import { prepared, type Db } from "../../db/pool.ts";
 import { ArrivalBatcher } from "../../adapters/arrival-batcher.ts";
-import { JOB_EVENTS, type JobAccepted, type JobFailed, type JobIndexed, type JobOutcome, type JobStatus, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
+import { JOB, JOB_EVENTS, type JobAccepted, type JobFailed, type JobIndexed, type JobOutcome, type JobStatus, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
 import type { StoredEvent } from "../../schemas/envelope.ts";
 import { MEMORY_INDEX } from "./memory-index.ts";
 import { LEXICAL_INDEX } from "./lexical-index.ts";
@@ -228,7 +229,7 @@ export class JobLookup {
     // The command first: it stays on the queue until the job is finished (a job the host put back to retry may be
     // further along, and its row in the read model then usually says so already). After it, the snapshot of such a
     // job, or the events of a finished one (the host stores no snapshot for those).
-    const cmd = await this.log.jsm.streams.getMessage(STREAMS.commands, { last_by_subj: `cmd.job.${id}` }).catch(() => null);
+    const cmd = await lastMessage(this.log.jsm, STREAMS.commands, commandSubject(JOB, id)).catch(() => null);
     if (cmd) {
       const data = (cmd.json() as { data: { owner: string; namespace: string } }).data;
       return { job_id: id, status: "running", owner: data.owner, namespace: data.namespace };

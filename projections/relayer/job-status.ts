@@ -1,8 +1,8 @@
 // The remember-job status read model: latest status per job, for polling. Owner-scoped reads only.
 import type { Projection } from "../runtime.ts";
 import { prepared, type Db, type Tx } from "../../db/pool.ts";
-import { JOB_EVENTS, type JobAccepted, type JobFailed, type JobOutcome, type JobStatus, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
-import { JOB_OUTCOMES } from "../../eventlog/subjects.ts";
+import { JOB, JOB_EVENTS, type JobAccepted, type JobFailed, type JobOutcome, type JobStatus, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
+import { JOB_OUTCOMES, eventFilter } from "../../eventlog/subjects.ts";
 import { storableText } from "../../schemas/text.ts";
 import { isUuid } from "../../schemas/relayer/http.ts";
 import { COPY_MIN_ROWS, copyBinary, encodeBinaryCopy, isCanonicalUuid } from "../../db/copy-binary.ts";
@@ -38,7 +38,7 @@ async function copyNewJobs(tx: Tx, list: Row[]): Promise<Row[]> {
 
 export const jobStatusProjection: Projection = {
   name: JOB_STATUS,
-  filter: "evt.job.>",
+  filter: eventFilter(JOB),
   migrate: async (db: Db) => {
     await db.query(`CREATE TABLE IF NOT EXISTS remember_jobs (
       job_id uuid PRIMARY KEY, owner text NOT NULL, namespace text NOT NULL, status text NOT NULL,

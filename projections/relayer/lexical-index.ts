@@ -18,7 +18,8 @@
 import { carriesEventTypes, type Projection } from "../runtime.ts";
 import { prepared, type Db, type Tx } from "../../db/pool.ts";
 import type { EventEnvelope } from "../../schemas/envelope.ts";
-import { JOB_EVENTS, type JobIndexed } from "../../schemas/relayer/remember-job.ts";
+import { JOB, JOB_EVENTS, type JobIndexed } from "../../schemas/relayer/remember-job.ts";
+import { eventFilter } from "../../eventlog/subjects.ts";
 import { MEMORY_EVENTS, type MemoryForgotten, type MemoryRestored } from "../../schemas/relayer/memory-maintenance.ts";
 import { isLexicalTerms, type LexicalTerms } from "../../schemas/relayer/lexical.ts";
 import { LEXICAL_SCHEME } from "../../adapters/lexical/keys.ts";
@@ -44,9 +45,6 @@ export async function migrateLexical(db: Db): Promise<void> {
     pos integer NOT NULL)`);
   await db.query("CREATE INDEX IF NOT EXISTS lexical_docs_order ON lexical_docs (ns_id, submitted_at, position, memory_id)");
   await db.query("CREATE INDEX IF NOT EXISTS lexical_docs_pos ON lexical_docs (ns_id, pos) INCLUDE (memory_id)");
-  // New documents are placed by their ids (placeAndPost): the partial index of unplaced ones that served before only
-  // collected dead entries between vacuums.
-  await db.query("DROP INDEX IF EXISTS lexical_docs_unplaced");
   // Postings carry the document's `pos` so that a query reads one index range per term and joins nothing; a
   // renumbering rewrites the postings of the documents it moves (found by `doc`).
   await db.query(`CREATE TABLE IF NOT EXISTS lexical_postings (
@@ -270,7 +268,7 @@ interface LexicalFields {
 
 export const lexicalIndexProjection: Projection = {
   name: LEXICAL_INDEX,
-  filter: "evt.job.>",
+  filter: eventFilter(JOB),
   migrate: migrateLexical,
   // A job's first commit (accepted, uploaded) carries its vector but no terms: not even decoded.
   wants: carriesEventTypes([JOB_EVENTS.indexed, MEMORY_EVENTS.restored, MEMORY_EVENTS.forgotten]),

@@ -4,14 +4,15 @@
 // of the namespace or the index (a global ANN index with a post-filter returns short lists; see README).
 import { carriesEventTypes, type Projection } from "../runtime.ts";
 import { inTransaction, type Db, type Tx } from "../../db/pool.ts";
-import { JOB_EVENTS, type JobIndexed } from "../../schemas/relayer/remember-job.ts";
+import { JOB, JOB_EVENTS, type JobIndexed } from "../../schemas/relayer/remember-job.ts";
+import { eventFilter } from "../../eventlog/subjects.ts";
 import { decodeVectorF32 } from "../../schemas/vector-wire.ts";
 import { MEMORY_EVENTS } from "../../schemas/relayer/memory-maintenance.ts";
 import { HalfvecOid, RowBatch, addRegistered, addRestored, applyForgotten, migrateMaintenance, resetMaintenance } from "./memory-maintenance.ts";
 
 export const MEMORY_INDEX = "memory_index";
 /** The one subject filter the memory index follows (maintenance events share it: schemas/relayer/memory-maintenance.ts). */
-export const MEMORY_INDEX_FILTER = "evt.job.>";
+export const MEMORY_INDEX_FILTER = eventFilter(JOB);
 
 /** What the index was built with, and what it was rebuilt from (read by `memrelay start` to re-embed). */
 export interface MemoryIndexMeta {
@@ -86,7 +87,6 @@ export function memoryIndexProjection(dims: number, embedder?: string): Projecti
       await db.query("CREATE INDEX IF NOT EXISTS memories_owner_ns ON memories (owner, namespace)");
       // One row per blob of an owner: restore inserts only where missing, and a replay keeps that true.
       await db.query("CREATE UNIQUE INDEX IF NOT EXISTS memories_owner_blob_key ON memories (owner, blob_id)");
-      await db.query("DROP INDEX IF EXISTS memories_owner_blob");
       const r = await db.query<{ t: string }>(
         "SELECT format_type(atttypid, atttypmod) AS t FROM pg_attribute WHERE attrelid = 'memories'::regclass AND attname = 'vector'",
       );

@@ -2,13 +2,14 @@
 // dashboard listing. Decisions never read it (they read each aggregate's last event); it holds no token, code or key.
 import type { Projection } from "../runtime.ts";
 import type { Db, Tx } from "../../db/pool.ts";
-import { OAUTH_EVENTS, type GrantEvent, type OAuthClientState } from "../../schemas/relayer/oauth.ts";
+import { eventFilter } from "../../eventlog/subjects.ts";
+import { OAUTH, OAUTH_EVENTS, type GrantEvent, type OAuthClientState } from "../../schemas/relayer/oauth.ts";
 
 export const OAUTH_PROJECTION = "oauth";
 
 export const oauthProjection: Projection = {
   name: OAUTH_PROJECTION,
-  filter: "evt.oauth.>",
+  filter: eventFilter(OAUTH),
   migrate: async (db: Db) => {
     await db.query(`CREATE TABLE IF NOT EXISTS oauth_clients (
       client_id uuid PRIMARY KEY, client_name text NOT NULL, redirect_uris text[] NOT NULL, created_at timestamptz NOT NULL)`);

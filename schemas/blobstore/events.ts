@@ -142,19 +142,15 @@ export interface EventDataByType {
   [EVT.walrusBlobRegistered]: WalrusObjectState;
 }
 
+/**
+ * A blob store event read from the log. Upcasting happens in one place for the whole project: `decodeCommit` passes
+ * every event through `schemas/upcasters.ts`, so events read from the log are at their current version (all are v1
+ * so far; bump `EVENT_VERSION` and register an upcaster there when a shape changes).
+ */
 export type BlobstoreEvent = { [T in EventType]: EventEnvelope<T, EventDataByType[T]> }[EventType];
 
 export function newEvent<T extends EventType>(type: T, data: EventDataByType[T]): NewEvent<EventDataByType[T]> {
   return { type, version: EVENT_VERSION, data };
-}
-
-/**
- * An event read from the log, typed. Upcasting happens in one place for the whole project: `decodeCommit` passes
- * every event through `schemas/upcasters.ts`, so events reach here at their current version (all are v1 so far;
- * bump `EVENT_VERSION` and register an upcaster there when a shape changes).
- */
-export function upcastEvent(e: EventEnvelope): BlobstoreEvent {
-  return e as BlobstoreEvent;
 }
 
 // ------------------------------------------------------------------ aggregate ids

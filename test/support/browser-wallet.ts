@@ -7,7 +7,8 @@ import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
 import { Transaction } from "@mysten/sui/transactions";
 import type { LocalChain } from "../../adapters/chain/local/local-chain.ts";
 import { createAccount, mint } from "../../adapters/chain/local/accounts.ts";
-import { GAS_FEE_MIST, type Account } from "../../adapters/chain/local/model.ts";
+import type { Account } from "../../adapters/chain/local/model.ts";
+import { GAS_FEE_MIST } from "../../adapters/chain/sui/transaction-envelope.ts";
 
 /** A wallet whose owner has an account and no gas left: whatever it signs next, the relayer must sponsor. */
 export async function gaslessWalletWithAccount(stack: { chain: LocalChain; operatorSecretKey: Uint8Array }): Promise<{ wallet: Ed25519Keypair; account: Account }> {

@@ -2,11 +2,11 @@
 // Used by the CLI and tests. Every function signs a transaction and waits until its effects are readable.
 import { PortError } from "../../ports.ts";
 import { PORT } from "./errors.ts";
-import { keypairFromSecret, type SecretKeyInput } from "./keys.ts";
+import { keypairFromSecret, type SecretKeyInput } from "../sui/keys.ts";
 import type { LocalChain } from "./local-chain.ts";
 import type { Account } from "./model.ts";
 
-export { generateKeypair, keypairFromSecret, type SecretKeyInput } from "./keys.ts";
+export { generateKeypair, keypairFromSecret, type SecretKeyInput } from "../sui/keys.ts";
 
 interface Signed {
   /** Pays the gas instead of the signer (a sponsored transaction). */

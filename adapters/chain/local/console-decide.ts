@@ -3,7 +3,7 @@
 // Every kind is an ordinary (gas-paying) transaction: the console sponsors the gas, the caller's service key signs.
 import { Effect } from "effect";
 import { reject, type StoreUnavailable, type TxRejected } from "./errors.ts";
-import { normalizeAddress } from "./keys.ts";
+import { normalizeAddress } from "../sui/keys.ts";
 import type { ChainEvent, GenesisState } from "./model.ts";
 import type { StoredObject } from "../../../schemas/chain.ts";
 import { KEYS } from "./state-keys.ts";

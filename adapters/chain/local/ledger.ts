@@ -18,6 +18,7 @@ import { StateCache } from "./state-cache.ts";
 import { isVerifyFailure, verifySignedTx, type VerifiedTx } from "./tx.ts";
 import type { ChainTarget } from "../../../schemas/chain.ts";
 import { opsOf, type SequencedBlock } from "./writes.ts";
+import { isWrongLastSequence } from "../../../eventlog/jetstream-errors.ts";
 
 export interface SubmitResult {
   readonly digest: string;
@@ -71,15 +72,6 @@ const MAX_BLOCK_TX_BYTES = 256 * 1024;
 /** Backoff between rounds lost to another writer: 2 ms growing ×1.5, capped at 40 ms, jittered. */
 const conflictSchedule = Schedule.min([Schedule.exponential("2 millis", 1.5), Schedule.spaced("40 millis")]).pipe(Schedule.jittered);
 const unavailableSchedule = Schedule.exponential("50 millis", 2).pipe(Schedule.jittered);
-
-function isWrongLastSequence(err: unknown): boolean {
-  const e = err as { code?: number; message?: string } | null;
-  return e?.code === 10071 || /wrong last sequence/i.test(String(e?.message ?? err));
-}
-
-function isNoMessage(err: unknown): boolean {
-  return /no message found|10037/i.test(String((err as Error)?.message ?? err));
-}
 
 function decodeBlock(data: Uint8Array): ChainBlock {
   return JSON.parse(decoder.decode(data)) as ChainBlock;
@@ -181,11 +173,8 @@ export class Ledger {
       let upTo = applied;
       for (let seq = applied + 1; seq <= last; seq++) {
         const msg = yield* Effect.tryPromise({
-          try: () =>
-            self.jsm.streams.getMessage(STREAMS.chain, { seq }).catch((err) => {
-              if (isNoMessage(err)) return null;
-              throw err;
-            }),
+          // nats.js answers a sequence with no message with null
+          try: () => self.jsm.streams.getMessage(STREAMS.chain, { seq }),
           catch: unavailable(`read chain message ${seq}`),
         });
         if (msg && msg.subject === CHAIN_TX_SUBJECT) {

@@ -5,17 +5,19 @@ import { Effect } from "effect";
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ensureStreams, isNotFound, type EventLog } from "../../../eventlog/connection.ts";
+import { ensureStreams, type EventLog } from "../../../eventlog/connection.ts";
+import { isStreamOrConsumerMissing } from "../../../eventlog/jetstream-errors.ts";
 import { STREAMS } from "../../../eventlog/subjects.ts";
 import { PortError, type BlobObject, type BlobRecordInput, type ChainPort, type ExecutedTx, type ServerTransactions, type SponsoredChainPort, type ResolvedAccount, type WalletBalance } from "../../ports.ts";
 import { PORT, toPortError } from "./errors.ts";
-import { keypairFromSecret, normalizeAddress, PUBLIC_KEY_HEX_RE, type ChainKeypair, type SecretKeyInput } from "./keys.ts";
+import { keypairFromSecret, normalizeAddress, PUBLIC_KEY_HEX_RE, type ChainKeypair, type SecretKeyInput } from "../sui/keys.ts";
 import { Ledger, type SubmitOptions, type SubmitResult } from "./ledger.ts";
 import { BLOB_PAGE_SIZE, DEFAULT_TOKENS, type Account, type CallKind, type BlobRecord, type DynamicFieldInput, type GenesisState, type StoredDynamicField, type TxArgs, type TxReceipt } from "./model.ts";
 import { type ChainTarget, type ObjectOwner, type SignedTx, type StoredObject } from "../../../schemas/chain.ts";
 import { ALL_SCOPE, CHAIN_STATE_LAYOUT, KEYS, dynamicFieldBcsKey, dynamicFieldNameKey, namespaceScope, type BlobIndexHead, type BlobIndexPage } from "./state-keys.ts";
 import { ChainStateStore } from "./state-store.ts";
-import { buildSignedTx, deriveBlobObjectId, signOwnTransaction, txBody, txDigestBytes, type VerifiedTx } from "./tx.ts";
+import { buildSignedTx, deriveBlobObjectId, signOwnTransaction, txBody, type VerifiedTx } from "./tx.ts";
+import { txDigestBytes } from "../sui/digest.ts";
 import { decide } from "./decide.ts";
 import { blobIdFromString, blobIdToU256, type WalrusRegistration } from "./walrus-layouts.ts";
 import { StateView } from "./state-view.ts";
@@ -140,7 +142,7 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
       try {
         await jsm.streams.info(STREAMS.chain);
       } catch (err) {
-        if (!isNotFound(err)) throw err;
+        if (!isStreamOrConsumerMissing(err)) throw err;
         await ensureStreams(jsm, replicas);
       }
     }

@@ -4,14 +4,10 @@ import type { ConsoleTxArgs, ConsoleTxKind } from "./console-model.ts";
 import type { DynamicFieldName, ObjectOwner, SignedTx, StoredObject } from "../../../schemas/chain.ts";
 import type { WalrusPtb } from "./walrus-ptb.ts";
 
-/** Fixed gas fee charged to the gas owner of every non-system transaction, in MIST (1 SUI = 10^9 MIST). */
-export const GAS_FEE_MIST = 1_000_000n;
 export const MAX_DELEGATE_KEYS = 20;
 export const MAX_LABEL_BYTES = 64;
 export const MAX_NAMESPACE_BYTES = 256;
 export const U64_MAX = (1n << 64n) - 1n;
-/** Builders make a transaction valid this long either side of its build time; the ledger accepts windows up to twice it. */
-export const TX_CLOCK_SKEW_MS = 10 * 60 * 1000;
 /**
  * Blob index page size (items per KV value). Small, because recording a blob rewrites its page (twice: the owner's
  * and the namespace's index), while a listing reads a whole index only on restore.

@@ -3,7 +3,7 @@
 // decodes a MoveCall back into the kind's args and refuses anything else. The functions are those of move/memrelay
 // (the `account` module keeps MemWal's entry signatures).
 import { normalizeSuiAddress } from "@mysten/sui/utils";
-import { suiAddressOf } from "./keys.ts";
+import { suiAddressOf } from "../sui/keys.ts";
 import { MAX_GRANT_GROUPS } from "./console-model.ts";
 import type { CallKind } from "./model.ts";
 

@@ -6,6 +6,7 @@ import type { KV, KvEntry, Kvm } from "@nats-io/kv";
 import { StoreUnavailable, unavailable } from "./errors.ts";
 import { CHAIN_STATE_BUCKET, KEYS } from "./state-keys.ts";
 import { applyOp, probablyExists, type Op } from "./writes.ts";
+import { isWrongLastSequence } from "../../../eventlog/jetstream-errors.ts";
 
 export interface Entry {
   /** null when absent or a tombstone */
@@ -30,11 +31,6 @@ function decodeEntry(e: KvEntry | null): Entry {
   const raw = e.json<Record<string, unknown>>();
   const seq = typeof raw._seq === "number" ? raw._seq : 0;
   return { value: raw.deleted === true ? null : raw, revision: e.revision, seq };
-}
-
-export function isCasConflict(err: unknown): boolean {
-  const msg = err instanceof Error ? err.message : String(err);
-  return /wrong last sequence|10071|10164/i.test(msg);
 }
 
 export class ChainStateStore {
@@ -116,7 +112,7 @@ export class ChainStateStore {
         const revision = cur.revision === 0 ? await this.kv.create(op.key, bytes) : await this.kv.update(op.key, bytes, cur.revision);
         return { value: value.deleted === true ? null : value, revision, seq };
       } catch (err) {
-        if (!isCasConflict(err)) throw err;
+        if (!isWrongLastSequence(err)) throw err;
         cur = undefined;
       }
     }

@@ -5,12 +5,12 @@
 // exactly what was signed. A transaction calling the local Walrus package is the `walrus` kind (walrus-ptb.ts).
 import { createHash } from "node:crypto";
 import { blake2b } from "@noble/hashes/blake2.js";
-import { concatBytes } from "@noble/hashes/utils.js";
 import { bcs, BcsType } from "@mysten/sui/bcs";
 import { normalizeSuiAddress, toBase58 } from "@mysten/sui/utils";
-import { isAddress } from "./keys.ts";
+import { isAddress } from "../sui/keys.ts";
 import { CLOCK_ID, decodePure, encodePure, kindOfCall, LEDGER_INITIAL_SHARED_VERSION, MOVE_CALLS, type MoveParam } from "./move-calls.ts";
-import { GAS_FEE_MIST, TX_CLOCK_SKEW_MS, type CallKind, type TxArgs, type TxBody, type TxKind } from "./model.ts";
+import type { CallKind, TxArgs, TxBody, TxKind } from "./model.ts";
+import { GAS_FEE_MIST, GAS_PRICE, TX_CLOCK_SKEW_MS, wrapTransactionKind, type TransactionKindInput } from "../sui/transaction-envelope.ts";
 import type { ChainTarget } from "../../../schemas/chain.ts";
 import { callsWalrus, decodeWalrusPtb } from "./walrus-ptb.ts";
 
@@ -32,9 +32,6 @@ export function localRegistryTableId(registryId: string): string {
 export function localTarget(network: string, packageId: string): ChainTarget {
   return { network, chainIdentifier: chainIdentifierDigest(network), packageId: normalizeSuiAddress(packageId), registryId: localRegistryId(packageId) };
 }
-
-/** Reference gas price the ledger's transactions name; the fee itself is fixed (GAS_FEE_MIST). */
-export const GAS_PRICE = 1000n;
 
 type CallArg = { Pure: { bytes: Uint8Array } } | { Object: { SharedObject: { objectId: string; initialSharedVersion: string; mutable: boolean } } };
 
@@ -103,53 +100,6 @@ function transactionKind<K extends CallKind>(kind: K, rawArgs: TxArgs[K], target
     MoveCall: { package: target.packageId, module: spec.module, function: spec.fn, typeArguments: [], arguments: spec.params.map((p) => argument(p, element)) },
   }));
   return { ProgrammableTransaction: { inputs, commands } };
-}
-
-type TransactionKindInput = Parameters<typeof bcs.TransactionKind.serialize>[0];
-
-interface TransactionEnvelope {
-  readonly target: ChainTarget;
-  readonly sender: string;
-  readonly gasOwner: string;
-  readonly validFromMs: number;
-  readonly validUntilMs: number;
-  /** u32 */
-  readonly nonce: number;
-}
-
-/** The TransactionData around a transaction kind: gas from the owner's address balance, a ValidDuring window. */
-export function wrapTransactionKind(kind: TransactionKindInput, e: TransactionEnvelope): Uint8Array {
-  return bcs.TransactionData.serialize({ V1: { kind, ...envelopeFields(e) } }).toBytes();
-}
-
-/** TransactionData's variant index of V1, the BCS enum tag its bytes start with. */
-const TRANSACTION_DATA_V1 = 0;
-
-/**
- * wrapTransactionKind around a kind already in BCS (one the server encoded itself): the kind's bytes are spliced in
- * as they are, since TransactionData V1 is the V1 tag, the kind, then sender, gas data and expiration. Parsing and
- * re-serializing the kind cost more than the rest of the transaction (its per-record arguments).
- */
-export function wrapTransactionKindBytes(kind: Uint8Array, e: TransactionEnvelope): Uint8Array {
-  const f = envelopeFields(e);
-  return concatBytes(Uint8Array.of(TRANSACTION_DATA_V1), kind, bcs.Address.serialize(f.sender).toBytes(), bcs.GasData.serialize(f.gasData).toBytes(), bcs.TransactionExpiration.serialize(f.expiration).toBytes());
-}
-
-function envelopeFields(e: TransactionEnvelope) {
-  return {
-    sender: e.sender,
-    gasData: { payment: [], owner: e.gasOwner, price: GAS_PRICE.toString(), budget: GAS_FEE_MIST.toString() },
-    expiration: {
-      ValidDuring: {
-        minEpoch: null,
-        maxEpoch: null,
-        minTimestamp: String(e.validFromMs),
-        maxTimestamp: String(e.validUntilMs),
-        chain: e.target.chainIdentifier,
-        nonce: e.nonce,
-      },
-    },
-  };
 }
 
 /** The TransactionData in `bytes`, and whether bytes follow its encoding (BCS parsing alone ignores them). */

@@ -5,35 +5,15 @@
 import { createHash, randomBytes } from "node:crypto";
 import { blake2b } from "@noble/hashes/blake2.js";
 import { toBase58 } from "@mysten/sui/utils";
-import { keypairFromSecret, parseSerializedSignature, suiAddressOf, toSerializedSignature, verifyEd25519, type SecretKeyInput } from "./keys.ts";
-import { TX_CLOCK_SKEW_MS, type CallKind, type TxArgs, type TxBody } from "./model.ts";
+import { signingDigest, txDigestBytes } from "../sui/digest.ts";
+import { keypairFromSecret, parseSerializedSignature, suiAddressOf, toSerializedSignature, verifyEd25519, type SecretKeyInput } from "../sui/keys.ts";
+import type { CallKind, TxArgs, TxBody } from "./model.ts";
+import { TX_CLOCK_SKEW_MS } from "../sui/transaction-envelope.ts";
 import type { SignedTx } from "../../../schemas/chain.ts";
 import { decodeTransactionData, encodeTransactionData } from "./transaction-data.ts";
 import { TX_EXPIRED, type ChainTarget } from "../../../schemas/chain.ts";
 
-const encoder = new TextEncoder();
-const TX_INTENT = new Uint8Array([0, 0, 0]);
-const DIGEST_PREFIX = encoder.encode("TransactionData::");
 const MAX_TX_BYTES = 256 * 1024;
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a, 0);
-  out.set(b, a.length);
-  return out;
-}
-
-export function signingDigest(txBytes: Uint8Array): Uint8Array {
-  return blake2b(concat(TX_INTENT, txBytes), { dkLen: 32 });
-}
-
-export function txDigestBytes(txBytes: Uint8Array): Uint8Array {
-  return blake2b(concat(DIGEST_PREFIX, txBytes), { dkLen: 32 });
-}
-
-export function txDigest(txBytes: Uint8Array): string {
-  return toBase58(txDigestBytes(txBytes));
-}
 
 export interface UnsignedTxInput<K extends CallKind> {
   readonly target: ChainTarget;
@@ -84,21 +64,6 @@ export function buildSignedTx<K extends CallKind>(input: BuildTxInput<K>): Signe
     tx_bytes: Buffer.from(txBytes).toString("base64"),
     signatures: signers.map((k) => toSerializedSignature(k.sign(digest), k.publicKey)),
   };
-}
-
-/** true when `signature` is a Sui Ed25519 signature of exactly `bytes` by `address`. */
-export function verifySenderSignature(bytes: string, signature: string, address: string): boolean {
-  const parsed = parseSerializedSignature(signature);
-  if (!parsed) return false;
-  if (suiAddressOf(parsed.publicKey) !== address) return false;
-  return verifyEd25519(parsed.publicKey, signingDigest(Buffer.from(bytes, "base64")), parsed.signature);
-}
-
-/** The sender's signature plus the sponsor's, ready to submit. */
-export function cosign(bytes: string, senderSignature: string, sponsorKey: SecretKeyInput): SignedTx {
-  const sponsor = keypairFromSecret(sponsorKey);
-  const sig = toSerializedSignature(sponsor.sign(signingDigest(Buffer.from(bytes, "base64"))), sponsor.publicKey);
-  return { tx_bytes: bytes, signatures: [senderSignature, sig] };
 }
 
 export interface VerifiedTx {

@@ -19,7 +19,8 @@ import { GrpcCode, GrpcStatusError, unary, type GrpcMethod } from "./grpc-web.ts
 import { functionDescriptor, grpcTransaction, grpcTransactionKind, transactionDataJson } from "./grpc-transaction.ts";
 import { Transaction } from "@mysten/sui/transactions";
 import { SuiJsonRpcClient } from "@mysten/sui/jsonRpc";
-import { GAS_PRICE, LOCAL_SUI_EPOCH } from "../transaction-data.ts";
+import { LOCAL_SUI_EPOCH } from "../transaction-data.ts";
+import { GAS_PRICE } from "../../sui/transaction-envelope.ts";
 
 const { LedgerService, StateService, TransactionExecutionService, MovePackageService, Owner_OwnerKind } = GrpcTypes;
 type ProtoObject = GrpcTypes.Object;

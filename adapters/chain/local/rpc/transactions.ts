@@ -7,7 +7,8 @@ import { bcs } from "@mysten/sui/bcs";
 import { fromBase64, normalizeStructTag, normalizeSuiAddress } from "@mysten/sui/utils";
 import { memoryBlobType, memWalAccountType, type SignedTx } from "../../../../schemas/chain.ts";
 import type { TxReceipt } from "../model.ts";
-import { GAS_PRICE, LOCAL_SUI_EPOCH } from "../transaction-data.ts";
+import { LOCAL_SUI_EPOCH } from "../transaction-data.ts";
+import { GAS_PRICE } from "../../sui/transaction-envelope.ts";
 import { ledgerObjectDigest } from "./ledger-source.ts";
 
 /** What the methods need from the ledger (LocalChain provides it). */

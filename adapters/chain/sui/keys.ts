@@ -1,4 +1,5 @@
-// Ed25519 keys for the local ledger: native node:crypto signing/verification, Sui-exact addresses and signatures.
+// Sui Ed25519 keys, shared by the real chain adapters and the local ledger: native node:crypto signing/verification,
+// Sui-exact addresses and signatures.
 // A Sui serialized signature is base64(flag 0x00 ‖ signature(64) ‖ public key(32)); an address is
 // blake2b-256(0x00 ‖ public key) as 0x + 64 hex (Ed25519PublicKey.toSuiAddress()).
 import { createPrivateKey, createPublicKey, sign as nodeSign, verify as nodeVerify, randomBytes, type KeyObject } from "node:crypto";
