@@ -372,10 +372,14 @@ export class DecryptSessions {
   }
 
   /** Number of live sessions, of the data keys they hold unlocked, and of sessions opened so far. */
-  stats(): { sessions: number; unlockedKeys: number; opened: number } {
+  stats(): { sessions: number; unlockedKeys: number; opened: number; refreshing: number } {
     let unlocked = 0;
-    for (const e of this.#sessions.values()) unlocked += e.keys.size;
-    return { sessions: this.#sessions.size, unlockedKeys: unlocked, opened: this.#opened };
+    let refreshing = 0;
+    for (const e of this.#sessions.values()) {
+      unlocked += e.keys.size;
+      refreshing += e.refreshing.size;
+    }
+    return { sessions: this.#sessions.size, unlockedKeys: unlocked, opened: this.#opened, refreshing };
   }
 
   /** Evicts every session (zeroing its keys and stopping its timer). */

@@ -162,7 +162,7 @@ export class EnvelopeEncryption implements EncryptionPort {
   }
 
   /** Number of live decrypt sessions and unlocked data keys (for metrics and tests). */
-  cacheStats(): { sessions: number; unlockedKeys: number; opened: number; dataKeys: number } {
+  cacheStats(): { sessions: number; unlockedKeys: number; opened: number; refreshing: number; dataKeys: number } {
     return { ...this.#decrypt.stats(), dataKeys: this.#dataKeys.size };
   }
 
