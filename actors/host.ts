@@ -16,6 +16,7 @@ import { STREAMS, commandFilter } from "../eventlog/subjects.ts";
 import type { Logger } from "../config/logger.ts";
 import { deadLetterRecord, setAside } from "../eventlog/dead-letter.ts";
 import { isUnavailable } from "../adapters/unavailable.ts";
+import { settlesWithin } from "../adapters/settles-within.ts";
 import { isConsumerExisting } from "../eventlog/jetstream-errors.ts";
 
 /** A failure the host retries later (the command stays on the queue). Anything else is a bug and is retried too, logged. */
@@ -182,13 +183,7 @@ export class ActorHost<Cmd extends CommandEnvelope> {
   async stop(graceMs = STOP_GRACE_MS): Promise<void> {
     this.stopped = true;
     this.messages?.stop();
-    let timer: NodeJS.Timeout | undefined;
-    const drained = await Promise.race([
-      Promise.allSettled(this.inFlight.keys()).then(() => true),
-      new Promise<false>((r) => (timer = setTimeout(() => r(false), graceMs))),
-    ]);
-    clearTimeout(timer);
-    if (drained) return;
+    if (await settlesWithin(graceMs, Promise.allSettled(this.inFlight.keys()))) return;
     this.logger.warn("stopping with commands in flight; handed back for redelivery", { actor: this.def.aggregateType, commands: this.inFlight.size });
     for (const m of this.inFlight.values()) {
       try {

@@ -7,20 +7,14 @@
 // once, unless it comes within REPEAT_MS of the first: Ctrl-C on `npm start` delivers SIGINT twice (from the terminal
 // and forwarded by npm, which execs node), and that pair must not cut the stop short.
 
+import { settlesWithin } from "../adapters/settles-within.ts";
+
 /** The roles' share of a stop; with nats-server's own bounded stop (cli/services.ts) the whole stays under 10 s. */
 export const ROLES_STOP_MS = 5_000;
 
 /** Runs `stop`, waiting at most `ms` for it; false when it was still running then (it goes on in the background). */
-export async function stopWithin(ms: number, stop: () => Promise<void>): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const done = stop().then(
-    () => true,
-    () => true,
-  );
-  const late = new Promise<false>((r) => (timer = setTimeout(() => r(false), ms)));
-  const inTime = await Promise.race([done, late]);
-  clearTimeout(timer);
-  return inTime;
+export function stopWithin(ms: number, stop: () => Promise<void>): Promise<boolean> {
+  return settlesWithin(ms, stop().catch(() => undefined));
 }
 
 /** How close a second signal may follow the first and still count as the same one (npm's forwarded Ctrl-C). */

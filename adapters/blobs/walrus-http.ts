@@ -7,6 +7,7 @@ import { Agent, request } from "undici";
 import { PortError, type BlobPort, type StoredBlob } from "../ports.ts";
 import { CiphertextCache } from "./ciphertext-cache.ts";
 import type { BlobIdCheck } from "./blob-ids.ts";
+import { settlesWithin } from "../settles-within.ts";
 
 export interface WalrusHttpOptions {
   readonly publisherUrl: string;
@@ -97,10 +98,7 @@ export class WalrusHttpBlobs implements BlobPort {
    * store that never answers held a stopping stack for good (issue 28). Their commands are redelivered.
    */
   async close(): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const closed = await Promise.race([this.agent.close().then(() => true), new Promise<false>((r) => (timer = setTimeout(() => r(false), CLOSE_GRACE_MS)))]);
-    clearTimeout(timer);
-    if (!closed) await this.agent.destroy();
+    if (!(await settlesWithin(CLOSE_GRACE_MS, this.agent.close()))) await this.agent.destroy();
   }
 }
 
