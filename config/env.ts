@@ -15,6 +15,8 @@ export interface RelayerConfig {
   readonly host: string;
   readonly natsUrl: string;
   readonly databaseUrl: string | undefined;
+  /** DATABASE_READ_URLS and how reads use those streaming replicas (databaseReadFromEnv; db/read-pool.ts). */
+  readonly databaseRead: DatabaseReadSettings;
   readonly logFormat: string;
   readonly authMaxClockDriftSecs: number;
   /** GATEWAY_VERIFY_THREADS: workers verifying request signatures (default every core but one; 0: on the event loop). */
@@ -122,6 +124,37 @@ export interface ConsoleEnvLimits {
 
 type Env = Record<string, string | undefined>;
 
+/** Streaming replicas that recall, ask, stats and job lookups may read from (db/read-pool.ts). */
+export interface DatabaseReadSettings {
+  /** DATABASE_READ_URLS: PostgreSQL hot standbys of DATABASE_URL (comma-separated); empty: every read on the primary. */
+  readonly urls: readonly string[];
+  /** DATABASE_READ_WAIT_MS (100): longest wait for a replica to replay what a read must see, then the primary. */
+  readonly waitMs: number;
+  /** DATABASE_READ_MAX_LAG_MS (1000): a replica trailing the primary by more is skipped. */
+  readonly maxLagMs: number;
+}
+
+/** DATABASE_READ_URLS, DATABASE_READ_WAIT_MS, DATABASE_READ_MAX_LAG_MS; throws ConfigError on a malformed value. */
+export function databaseReadFromEnv(env: Env): DatabaseReadSettings {
+  const urls = list(env.DATABASE_READ_URLS);
+  for (const raw of urls) {
+    let ok = false;
+    try {
+      const u = new URL(raw);
+      ok = (u.protocol === "postgres:" || u.protocol === "postgresql:") && u.hostname !== "";
+    } catch {
+      ok = false;
+    }
+    // the value may hold a password: the message names the entry's position, not its text
+    if (!ok) throw new ConfigError(`DATABASE_READ_URLS must be comma-separated postgres:// URLs; entry ${urls.indexOf(raw) + 1} is not one`);
+  }
+  return {
+    urls,
+    waitMs: strictIntVar(env, "DATABASE_READ_WAIT_MS", 0, 60_000, "the milliseconds a read waits for a replica to catch up") ?? 100,
+    maxLagMs: strictIntVar(env, "DATABASE_READ_MAX_LAG_MS", 0, 3_600_000, "the replica lag in milliseconds beyond which reads skip it") ?? 1_000,
+  };
+}
+
 /** The data directory when MEMRELAY_DATA_DIR is not set. */
 export const defaultDataDir = (env: Env) => `${env.HOME ?? "."}/.memrelay`;
 /** MEMRELAY_DATA_DIR, else ~/.memrelay. */
@@ -220,6 +253,7 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     host: env.HOST ?? "127.0.0.1",
     natsUrl: env.NATS_URL ?? "nats://127.0.0.1:4222",
     databaseUrl: env.DATABASE_URL,
+    databaseRead: databaseReadFromEnv(env),
     logFormat: env.LOG_FORMAT ?? "pretty",
     authMaxClockDriftSecs: clockDriftSecs(env),
     gatewayVerifyThreads: intVar(env, "GATEWAY_VERIFY_THREADS", Math.max(0, availableParallelism() - 1), 0, 64),

@@ -4,6 +4,7 @@ import { createLanguageModel } from "../adapters/language-model/select.ts";
 import type { EventLog } from "../eventlog/connection.ts";
 import { COMMAND_DEDUP_WINDOW_SECS, openNonceStore } from "../eventlog/connection.ts";
 import type { Db } from "../db/pool.ts";
+import { ReadPool } from "../db/read-pool.ts";
 import type { RelayerConfig } from "../config/env.ts";
 import type { Logger } from "../config/logger.ts";
 import { namingAddressVariable } from "../config/listen-error.ts";
@@ -99,6 +100,9 @@ export async function startRelayer(opts: {
     const lexical = roles.actors || roles.gateway || roles.mcp ? new LexicalKeyring(opts.lexicalSecret ?? lexicalSecretFor(config, logger)) : undefined;
     // What recall ranks with, for the gateway's route and the sidecar's memory_recall alike.
     const recallLexical = lexical && { keyring: lexical, settings: config.recallRanking === "hybrid" ? hybridSettings(config, ports.embedder) : undefined };
+    // Recall, ask, stats and job lookups (the gateway's and the sidecar's) may read from DATABASE_READ_URLS.
+    const reads = roles.gateway || roles.mcp ? new ReadPool(db, config.databaseRead.urls, config.databaseRead, logger.child({ component: "read-pool" })) : undefined;
+    if (reads) stops.push(() => reads.close());
     // Alerting first: the webhook's durable consumer must exist before the first alert can be published.
     const alerting = await startAlerting({ config, log, chain: ports.chain, logger, uploaders: wallets?.wallets.map((w) => w.address) ?? [], webhook: !!roles.projections, monitor: !!roles.actors });
     stops.push(() => alerting.stop());
@@ -154,6 +158,7 @@ export async function startRelayer(opts: {
         config,
         log,
         db,
+        reads,
         auth: new SignedAuth(ports.chain, nonces, config.authMaxClockDriftSecs, COMMAND_DEDUP_WINDOW_SECS, verifier),
         chain: ports.chain,
         embedder: embedding,
@@ -187,7 +192,7 @@ export async function startRelayer(opts: {
       });
       const mcp = await startSidecar(settings, logger.child({ component: "mcp-sidecar" }), {
         sponsorship,
-        recall: { chain: ports.chain, ports: { db, embedder: embedding, blobs: ports.blobs, encryption: ports.encryption, lexical: recallLexical } },
+        recall: { chain: ports.chain, ports: { db, reads, embedder: embedding, blobs: ports.blobs, encryption: ports.encryption, lexical: recallLexical } },
       });
       sidecarUrl = `http://${settings.url.hostname}:${mcp.port}`;
       stops.push(() => mcp.close());

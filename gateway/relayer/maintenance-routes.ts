@@ -6,6 +6,7 @@ import { offeredCredential } from "./decrypt-credential.ts";
 import { randomUUID } from "node:crypto";
 import type { EventLog } from "../../eventlog/connection.ts";
 import type { Db } from "../../db/pool.ts";
+import { primaryReads, type Reads } from "../../db/read-pool.ts";
 import { intVar, type RelayerConfig } from "../../config/env.ts";
 import type { Logger } from "../../config/logger.ts";
 import type { BlobPort, ChainPort, EmbeddingPort } from "../../adapters/ports.ts";
@@ -72,6 +73,8 @@ export interface MaintenanceDeps {
   readonly config: RelayerConfig;
   readonly log: EventLog;
   readonly db: Db;
+  /** Where stats may read (DATABASE_READ_URLS replicas); default: `db`. */
+  readonly reads?: Reads;
   readonly chain: ChainPort;
   readonly blobs: BlobPort;
   readonly embedder: EmbeddingPort;
@@ -92,6 +95,7 @@ const HOUR = 3_600_000;
 
 export function registerMaintenanceRoutes(server: HttpServer, deps: MaintenanceDeps, { wrap, signed }: RouteWrappers): void {
   const { config, db, chain, embedder, logger } = deps;
+  const reads = deps.reads ?? primaryReads(db);
   const settings = deps.settings ?? maintenanceSettings(config);
   const index = new IndexLog(deps.log, db);
   const limiter = new PgRateLimiter(db);
@@ -174,7 +178,7 @@ export function registerMaintenanceRoutes(server: HttpServer, deps: MaintenanceD
     }))
     .route("post", "/api/stats", signed("stats", async (req, who) => {
       const { namespace } = parseNamespaceBody(bodyOf(req));
-      const s = await namespaceStats(db, who.owner, namespace);
+      const s = await reads.read((on) => namespaceStats(on, who.owner, namespace));
       return json(200, { memory_count: s.count, storage_bytes: s.bytes, namespace, owner: who.owner });
     }))
     // ------------------------------------------------------------------ restore

@@ -5,6 +5,8 @@ import { randomUUID } from "node:crypto";
 import type { EventLog } from "../../eventlog/connection.ts";
 import { commandSubject } from "../../eventlog/subjects.ts";
 import type { Db } from "../../db/pool.ts";
+import { primaryReads, type ReadPool } from "../../db/read-pool.ts";
+import { registerReadPoolMetrics } from "../read-pool-metrics.ts";
 import type { RelayerConfig } from "../../config/env.ts";
 import type { Logger } from "../../config/logger.ts";
 import { PortError, type BlobPort, type ChainPort, type DecryptCredential, type EmbeddingPort, type EncryptionPort, type LanguageModelPort } from "../../adapters/ports.ts";
@@ -44,6 +46,8 @@ export interface RelayerDeps {
   readonly config: RelayerConfig;
   readonly log: EventLog;
   readonly db: Db;
+  /** The primary and DATABASE_READ_URLS replicas, for recall, ask, stats and job lookups; absent: the primary only. */
+  readonly reads?: ReadPool;
   readonly auth: SignedAuth;
   /** The chain port: manual memories and the account-existence check (gateway/relayer/maintenance-routes.ts). */
   readonly chain: ChainPort;
@@ -90,8 +94,10 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
   metrics.gauge("oldest_embedding_wait_seconds", "Seconds the oldest embedding of this process has been waiting or running", [], (g) => {
     g.set((deps.embedding?.oldestWaitMs() ?? 0) / 1000);
   });
+  if (deps.reads) registerReadPoolMetrics(metrics, deps.reads);
+  const reads = deps.reads ?? primaryReads(db);
   const checkpoints = new CheckpointFeed(log, db);
-  const jobs = new JobLookup(db, log, checkpoints);
+  const jobs = new JobLookup(db, log, checkpoints, reads);
   // The consent page (another origin) calls the consent routes.
   const consentOrigin = deps.oauth && (deps.oauth.settings.consentUrl ?? (deps.oauth.settings.issuer && consentUrlFor(deps.oauth.settings.issuer)));
   const server = new HttpServer({
@@ -123,7 +129,7 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
     return jobId;
   };
 
-  const recallPorts: RecallPorts = { db, embedder: deps.embedder, blobs: deps.blobs, encryption: deps.encryption, lexical: deps.lexical, onQueryEmbedded: (s) => queryEmbedding.observe(s) };
+  const recallPorts: RecallPorts = { db, reads, embedder: deps.embedder, blobs: deps.blobs, encryption: deps.encryption, lexical: deps.lexical, onQueryEmbedded: (s) => queryEmbedding.observe(s) };
   const recall = (who: Authenticated, body: RecallBody, credential: DecryptCredential) => recallMemories(recallPorts, who.owner, body, credential);
 
   registerLanguageModelRoutes(server, { db, embedder: deps.embedder, llm: deps.llm, lexical: deps.lexical?.keyring }, { signed, publishRemember, recall });
@@ -222,7 +228,7 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
     rateLimit: config.sponsorRateLimit,
     rateLimitDisabled: config.rateLimitDisabled,
   });
-  registerMaintenanceRoutes(server, { config, log, db, chain: deps.chain, blobs: deps.blobs, embedder: deps.embedder, logger }, { wrap, signed });
+  registerMaintenanceRoutes(server, { config, log, db, reads, chain: deps.chain, blobs: deps.blobs, embedder: deps.embedder, logger }, { wrap, signed });
   server.fallback();
   return server;
 }

@@ -7,6 +7,7 @@ import { lastMessage } from "../../eventlog/last-message.ts";
 import { EventStore } from "../../eventlog/event-store.ts";
 import type { CheckpointFeed } from "../checkpoint-feed.ts";
 import { prepared, type Db } from "../../db/pool.ts";
+import { primaryReads, type Reads } from "../../db/read-pool.ts";
 import { ArrivalBatcher } from "../../adapters/arrival-batcher.ts";
 import { JOB, JOB_EVENTS, type JobAccepted, type JobFailed, type JobIndexed, type JobOutcome, type JobStatus, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
 import type { StoredEvent } from "../../schemas/envelope.ts";
@@ -115,6 +116,8 @@ export class JobLookup {
     private readonly db: Db,
     private readonly log: EventLog,
     private readonly feed: CheckpointFeed,
+    /** Where job reads may go (DATABASE_READ_URLS replicas, fenced so a job never reads older than it was). */
+    private readonly pools: Reads = primaryReads(db),
   ) {
     this.store = new EventStore(log.js, log.jsm);
     log.nc.subscribe(JOB_OUTCOMES, {
@@ -207,9 +210,9 @@ export class JobLookup {
   private async findMany(wanted: readonly JobRead[]): Promise<Map<string, Found | Error>> {
     const found = new Map<string, Found | Error>();
     if (!wanted.length) return found;
-    const r = await this.db.query<{ job_id: string; status: JobStatus; owner: string; namespace: string; blob_id: string | null; error: string | null; unindexed_seq: string | null }>(
+    const r = await this.pools.read((db) => db.query<{ job_id: string; status: JobStatus; owner: string; namespace: string; blob_id: string | null; error: string | null; unindexed_seq: string | null }>(
       prepared(FIND_JOBS, [wanted.map((w) => w.id), wanted.map((w) => w.owner), RECALL_INDEXES]),
-    );
+    ));
     for (const row of r.rows) {
       found.set(readKey(row.job_id, row.owner), { view: clean({ ...row, blob_id: row.blob_id ?? undefined, error: row.error ?? undefined }), unindexedSeq: row.unindexed_seq === null ? undefined : Number(row.unindexed_seq) });
     }

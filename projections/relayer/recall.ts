@@ -2,6 +2,7 @@
 // REFERENCE.md computed over every row of the namespace, so composite ranks are never limited to a cosine top
 // list), fetch the ciphertexts, decrypt them with the client's credential, drop what cannot be opened.
 import type { Db } from "../../db/pool.ts";
+import { primaryReads, type Reads } from "../../db/read-pool.ts";
 import { halfvecBinary } from "../../db/halfvec.ts";
 import type { BlobPort, DecryptCredential, EmbeddingPort, EncryptionPort } from "../../adapters/ports.ts";
 import type { RecallBody, ScoringWeights } from "../../schemas/relayer/http.ts";
@@ -68,6 +69,8 @@ export async function openHits(hits: readonly Hit[], owner: string, credential: 
 
 export interface RecallPorts {
   readonly db: Db;
+  /** Where the ranking query may run (DATABASE_READ_URLS replicas); default: `db`. */
+  readonly reads?: Reads;
   readonly embedder: EmbeddingPort;
   readonly blobs: BlobPort;
   readonly encryption: EncryptionPort;
@@ -84,6 +87,7 @@ export async function recallMemories(ports: RecallPorts, owner: string, body: Re
   ports.onQueryEmbedded?.((performance.now() - t0) / 1000);
   const q = { owner, namespace: body.namespace, vector, limit: body.limit, weights: body.weights, composite: body.composite };
   const lex = ports.lexical;
-  const hits = lex?.settings ? await rankHybrid(ports.db, { ...q, terms: queryTerms(lex.keyring.forOwner(owner), body.query) }, lex.settings) : await rankMemories(ports.db, q);
+  const hybrid = lex?.settings && { settings: lex.settings, terms: queryTerms(lex.keyring.forOwner(owner), body.query) };
+  const hits = await (ports.reads ?? primaryReads(ports.db)).read((db) => (hybrid ? rankHybrid(db, { ...q, terms: hybrid.terms }, hybrid.settings) : rankMemories(db, q)));
   return openHits(hits, owner, credential, ports.blobs, ports.encryption, body.composite);
 }

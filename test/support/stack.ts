@@ -32,14 +32,15 @@ export async function startStackWithoutActorHost(): Promise<{ t: TestStack; clie
   return { t, client: await t.client(who), owner: who.owner };
 }
 
-export async function startTestStack(env: Record<string, string> = {}, opts: { roles?: RelayerRoles; viaProxy?: boolean; walletFunding?: bigint } = {}): Promise<TestStack> {
+/** `database`: where the stack's database comes from (default: a fresh one on the native PostgreSQL). */
+export async function startTestStack(env: Record<string, string> = {}, opts: { roles?: RelayerRoles; viaProxy?: boolean; walletFunding?: bigint; database?: () => Promise<TestDatabase> } = {}): Promise<TestStack> {
   const nats = await startNatsServer();
   // Whatever fails from here on, the server and the database go with it (a failed setup must not leave them behind).
   let database: TestDatabase | undefined;
   let dataDir: string | undefined;
   let proxy: TcpProxy | undefined;
   try {
-    database = await createTestDatabase();
+    database = await (opts.database ?? createTestDatabase)();
     return await startOn(nats, database, (d) => (dataDir = d), (p) => (proxy = p), env, opts);
   } catch (err) {
     await proxy?.close().catch(() => undefined);
