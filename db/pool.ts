@@ -27,14 +27,21 @@ class UnnamedStatementsClient extends pg.Client {
   }
 }
 
-export function createPool(url: string, max = 10): Db {
+/** How long a pool waits for a connection and, when set, for a query's answer (a stalled server must not hold reads). */
+export interface PoolTimeouts {
+  readonly connectMs?: number;
+  readonly queryMs?: number;
+}
+
+export function createPool(url: string, max = 10, timeouts: PoolTimeouts = {}): Db {
   const u = new URL(url);
   const unnamed = u.searchParams.get(PREPARED_PARAM) === "off";
   u.searchParams.delete(PREPARED_PARAM);
   const pool = new pg.Pool({
     connectionString: u.toString(),
     max,
-    connectionTimeoutMillis: 3_000,
+    connectionTimeoutMillis: timeouts.connectMs ?? 3_000,
+    ...(timeouts.queryMs ? { query_timeout: timeouts.queryMs } : {}),
     idleTimeoutMillis: 30_000,
     ...(unnamed ? { Client: UnnamedStatementsClient } : {}),
   });

@@ -51,8 +51,13 @@ const SAMPLES_KEPT = 240;
 
 /** SQLSTATE classes that say the server or the connection is unwell, not the statement wrong. */
 const SERVER_TROUBLE = /^(08|53|57|58|40)/;
-/** A replica's connections: few (reads are short), and a dead address given up on sooner than the primary's. */
+/** A replica's connections: few (reads are short). */
 const REPLICA_CONNECTIONS = 10;
+/**
+ * A replica that stops answering (a frozen host, a network black hole) fails a read after this long, which the primary
+ * then answers, instead of holding it; the next check skips the replica. Far above a recall's query time.
+ */
+const REPLICA_TIMEOUTS = { connectMs: 1_000, queryMs: 2_000 };
 
 /** True when a failed read says the replica is in trouble: no SQLSTATE (a socket error, a timeout) or a server one. */
 function replicaInTrouble(err: unknown): boolean {
@@ -124,7 +129,7 @@ class Replica {
 
   constructor(url: string) {
     this.name = replicaName(url);
-    this.pool = createPool(url, REPLICA_CONNECTIONS);
+    this.pool = createPool(url, REPLICA_CONNECTIONS, REPLICA_TIMEOUTS);
     registerVectorType(this.pool);
   }
 

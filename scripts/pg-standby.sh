@@ -5,6 +5,7 @@
 #
 #   pg-standby.sh create DIR PRIMARY_PORT STANDBY_PORT   initdb the primary, start it, pg_basebackup -R the standby, start it
 #   pg-standby.sh stop-standby DIR | start-standby DIR   stop (fast) or start the standby again
+#   pg-standby.sh freeze-standby DIR | thaw-standby DIR  SIGSTOP / SIGCONT every process of the standby (a gray failure)
 #   pg-standby.sh remove DIR                             stop both and delete DIR
 #
 # Run as root, the clusters belong to the `postgres` user (initdb refuses root). pgvector is installed system-wide,
@@ -70,7 +71,16 @@ case "$cmd" in
   start-standby)
     as_pg "$BIN/pg_ctl" -D "$dir/standby" -l "$dir/standby.log" -w start >/dev/null
     ;;
+  freeze-standby | thaw-standby)
+    pid=$(head -1 "$dir/standby/postmaster.pid")
+    signal=$([ "$cmd" = freeze-standby ] && echo STOP || echo CONT)
+    # the postmaster first on freeze (it forks no new backend meanwhile), last on thaw
+    if [ "$signal" = STOP ]; then kill -STOP "$pid"; fi
+    for child in $(pgrep -P "$pid"); do kill -"$signal" "$child"; done
+    if [ "$signal" = CONT ]; then kill -CONT "$pid"; fi
+    ;;
   remove)
+    if [ -f "$dir/standby/postmaster.pid" ]; then "$0" thaw-standby "$dir" || true; fi
     for c in standby primary; do
       if [ -f "$dir/$c/postmaster.pid" ]; then as_pg "$BIN/pg_ctl" -D "$dir/$c" -m immediate -w stop >/dev/null || true; fi
     done

@@ -1,7 +1,7 @@
 // Black-box: a relayer whose recall, ask, stats and job lookups may read from a real PostgreSQL hot standby
 // (DATABASE_READ_URLS; a primary and a standby of the test's own, scripts/pg-standby.sh). "Done means recallable"
 // holds on the standby, on a standby whose replay is paused (the reads wait for it or go to the primary, and stay
-// fast), and with the standby stopped; `/metrics` says which pool served the reads and how far the standby lags.
+// fast), on a frozen standby (SIGSTOP) and with the standby stopped; `/metrics` says which pool served the reads and how far the standby lags.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import parse from "parse-prometheus-text-format";
 import { request } from "undici";
@@ -131,6 +131,28 @@ describe("reads from a streaming replica (DATABASE_READ_URLS)", () => {
     const resumed = await scrape();
     await rememberThenReadEach("resumed", 3, "resumed");
     expect((await scrape()).reads("replica")).toBeGreaterThan(resumed.reads("replica"));
+  }, 180_000);
+
+  it("a frozen standby (every process SIGSTOPped, a gray failure): reads answer from the primary, not held", async () => {
+    await rememberThenReadEach("before-freeze", 2, "before-freeze");
+    const before = await scrape();
+    pg.freezeStandby();
+    try {
+      const ms = await rememberThenReadEach("frozen", 10, "frozen");
+      console.log(`recall with the standby frozen: max ${Math.max(...ms).toFixed(0)} ms, median ${[...ms].sort((a, b) => a - b)[ms.length >> 1].toFixed(0)} ms`);
+      // a read caught on the frozen standby gives up after its query timeout (2 s) and the primary answers; the
+      // checks skip the standby within a second, and the reads after that do not touch it
+      expect(Math.max(...ms)).toBeLessThan(2_000 + WAIT_MS + 1_500);
+      const frozen = await scrape();
+      expect(frozen.gauge("memrelay_db_replica_up")).toBe(0);
+      expect(frozen.reads("primary") - before.reads("primary")).toBeGreaterThan(30);
+      const quick = await rememberThenReadEach("frozen-skipped", 3, "frozen-skipped");
+      expect(Math.max(...quick)).toBeLessThan(WAIT_MS + 1_500);
+      expect((await scrape()).reads("replica")).toBe(frozen.reads("replica"));
+    } finally {
+      pg.thawStandby();
+    }
+    await expect.poll(async () => (await scrape()).gauge("memrelay_db_replica_up"), { timeout: 15_000, interval: 200 }).toBe(1);
   }, 180_000);
 
   it("a stopped standby: recall, ask, job lookups and stats still answer, from the primary", async () => {

@@ -18,6 +18,9 @@ export interface PrimaryWithStandby {
   database(): Promise<TestDatabase>;
   stopStandby(): void;
   startStandby(): void;
+  /** SIGSTOPs every process of the standby: it accepts connections and answers nothing (a gray failure). */
+  freezeStandby(): void;
+  thawStandby(): void;
   /** Stops applying WAL on the standby (it keeps receiving it): a standby that lags. */
   pauseReplay(): Promise<void>;
   resumeReplay(): Promise<void>;
@@ -59,6 +62,8 @@ export async function startPrimaryWithStandby(): Promise<PrimaryWithStandby> {
     },
     stopStandby: () => void run("stop-standby", dir),
     startStandby: () => void run("start-standby", dir),
+    freezeStandby: () => void run("freeze-standby", dir),
+    thawStandby: () => void run("thaw-standby", dir),
     pauseReplay: () => onServer(standbyUrl, "SELECT pg_wal_replay_pause()"),
     resumeReplay: () => onServer(standbyUrl, "SELECT pg_wal_replay_resume()"),
     remove: () => void run("remove", dir),
