@@ -12,6 +12,8 @@ import type { TestDatabase } from "./postgres.ts";
 const script = fileURLToPath(new URL("../../scripts/pg-standby.sh", import.meta.url));
 
 export interface PrimaryWithStandby {
+  /** Where the clusters live (primary/, standby/, their logs). */
+  readonly dataDir: string;
   readonly primaryUrl: string;
   readonly standbyUrl: string;
   /** A database on the primary (with pgvector), replicated to the standby. */
@@ -52,6 +54,7 @@ export async function startPrimaryWithStandby(): Promise<PrimaryWithStandby> {
   const standbyUrl = `postgres://postgres@127.0.0.1:${standbyPort}/postgres`;
   const inDb = (url: string, name: string) => url.replace(/\/postgres$/, `/${name}`);
   return {
+    dataDir: dir,
     primaryUrl,
     standbyUrl,
     database: async () => {
