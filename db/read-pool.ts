@@ -46,6 +46,11 @@ const DEFAULT_CHECK_MS = 250;
 const CHECK_TIMEOUT_MS = 1_000;
 /** Replay polls of a replica that reads are waiting on. */
 const REPLAY_POLL_MS = 2;
+/**
+ * How long a replay position seen is taken as the replica's own without asking again. Short: a standby restarted in
+ * the meantime may serve reads from an earlier position (its consistent point) than the one it had reached.
+ */
+const REPLAY_TRUSTED_MS = 100;
 /** Primary positions kept for the lag in seconds: lags beyond this window read as the window. */
 const SAMPLES_KEPT = 240;
 
@@ -117,7 +122,9 @@ interface ReplayWaiter {
 class Replica {
   readonly name: string;
   up = false;
-  replayed = -1n;
+  /** The replay position last seen, and when: see known(). */
+  private replayed = -1n;
+  private replayedAt = 0;
   lagSeconds: number | undefined;
   lagBytes: number | undefined;
   /** Said once: the URL names a server that is not a standby. */
@@ -138,14 +145,26 @@ class Replica {
     const r = await withTimeout(this.pool.query<{ lsn: string | null }>("SELECT pg_last_wal_replay_lsn()::text AS lsn"), CHECK_TIMEOUT_MS);
     const lsn = r.rows[0]?.lsn;
     if (lsn === null || lsn === undefined) return undefined;
-    const p = parseLsn(lsn);
-    if (p > this.replayed) this.replayed = p;
-    return p;
+    // as seen, not the highest seen: after a restart the standby may be back at an earlier position
+    this.replayed = parseLsn(lsn);
+    this.replayedAt = Date.now();
+    return this.replayed;
+  }
+
+  /** The replay position seen lately enough to rely on (REPLAY_TRUSTED_MS), else none. */
+  known(): bigint {
+    return Date.now() - this.replayedAt <= REPLAY_TRUSTED_MS ? this.replayed : -1n;
+  }
+
+  /** Skipped until a check finds it well, its replay position forgotten. */
+  down(): void {
+    this.up = false;
+    this.replayed = -1n;
   }
 
   /** Resolves true once replay reaches `target`, false after `ms` or when the replica stops answering. */
   reached(target: bigint, ms: number): Promise<boolean> {
-    if (this.replayed >= target) return Promise.resolve(true);
+    if (this.known() >= target) return Promise.resolve(true);
     return new Promise((resolve) => {
       const w: ReplayWaiter = {
         target,
@@ -169,10 +188,11 @@ class Replica {
       while (this.waiters.size) {
         const at = await this.replayPosition().catch(() => undefined);
         if (at === undefined) {
+          this.down();
           for (const w of [...this.waiters]) w.done(false);
           break;
         }
-        for (const w of [...this.waiters]) if (this.replayed >= w.target) w.done(true);
+        for (const w of [...this.waiters]) if (at >= w.target) w.done(true);
         if (this.waiters.size) await sleep(REPLAY_POLL_MS);
       }
     } finally {
@@ -229,10 +249,10 @@ export class ReadPool implements Reads {
     }
     await Promise.all(this.replicas.map(async (r) => {
       const at = await r.replayPosition().catch(() => null);
-      if (at === null) return void (r.up = false);
+      if (at === null) return r.down();
       if (at === undefined) {
         // Another primary would answer with data of its own: never read from it.
-        r.up = false;
+        r.down();
         if (!r.notStandbyLogged) this.logger.warn("a DATABASE_READ_URLS server is not a standby (not in recovery); reads skip it", { replica: r.name });
         r.notStandbyLogged = true;
         return;
@@ -266,7 +286,7 @@ export class ReadPool implements Reads {
     }
     const deadline = Date.now() + this.settings.waitMs;
     for (const r of candidates) {
-      const fresh = r.replayed >= fence;
+      const fresh = r.known() >= fence;
       if (fresh || (await r.reached(fence, deadline - Date.now()))) return this.onReplica(r, fn, fresh ? "replica_fresh" : "replica_waited");
       if (Date.now() >= deadline) break;
     }
@@ -294,7 +314,7 @@ export class ReadPool implements Reads {
     } catch (err) {
       // A statement the primary would refuse too fails there with its own error; a replica in trouble (gone, shut
       // down, a query cancelled by a conflict with recovery) is skipped until a check finds it well.
-      if (replicaInTrouble(err)) r.up = false;
+      if (replicaInTrouble(err)) r.down();
       return this.onPrimary(fn, "replica_failed");
     }
   }
