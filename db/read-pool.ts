@@ -65,7 +65,7 @@ const REPLICA_CONNECTIONS = 10;
 const REPLICA_TIMEOUTS = { connectMs: 1_000, queryMs: 2_000 };
 
 /** True when a failed read says the replica is in trouble: no SQLSTATE (a socket error, a timeout) or a server one. */
-function replicaInTrouble(err: unknown): boolean {
+export function replicaInTrouble(err: unknown): boolean {
   const code = (err as { code?: unknown } | undefined)?.code;
   return typeof code !== "string" || !/^[0-9A-Z]{5}$/.test(code) || SERVER_TROUBLE.test(code);
 }
@@ -85,7 +85,7 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** One probe at a time; a caller arriving while one runs gets the next, since the running one may predate its call. */
-class CoalescedProbe {
+export class CoalescedProbe {
   private running?: Promise<bigint>;
   private queued?: Promise<bigint>;
 

@@ -3,7 +3,7 @@
 // address where nothing listens. Reads from a real standby: test/read-replicas.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseLsn, replayLagSeconds } from "../db/wal-position.ts";
-import { ReadPool, replicaName, type ReadRoute } from "../db/read-pool.ts";
+import { CoalescedProbe, ReadPool, replicaInTrouble, replicaName, type ReadRoute } from "../db/read-pool.ts";
 import { ConfigError, databaseReadFromEnv, loadConfig } from "../config/env.ts";
 import { createPool, type Db } from "../db/pool.ts";
 import { createLogger } from "../config/logger.ts";
@@ -37,6 +37,53 @@ describe("WAL positions", () => {
     // an idle primary: nothing new to replay, no lag however long ago the last write was
     expect(replayLagSeconds([{ at: 0, lsn: 100n }], 100n, 600_000)).toBe(0);
     expect(replayLagSeconds([], 0n, 1_000)).toBe(0);
+  });
+});
+
+describe("the fence probe", () => {
+  it("never answers a caller with a probe that started before its call; callers arriving together share one", async () => {
+    const started: ((v: bigint) => void)[] = [];
+    const probe = new CoalescedProbe(() => new Promise<bigint>((resolve) => started.push(resolve)));
+    const a = probe.next();
+    const b = probe.next(); // arrives while a's probe runs: that probe may have read the position before b's call
+    const c = probe.next();
+    expect(started).toHaveLength(1);
+    started[0](1n);
+    expect(await a).toBe(1n);
+    await new Promise((r) => setImmediate(r));
+    expect(started).toHaveLength(2);
+    started[1](2n);
+    expect([await b, await c]).toEqual([2n, 2n]);
+    const d = probe.next();
+    expect(started).toHaveLength(3);
+    started[2](3n);
+    expect(await d).toBe(3n);
+  });
+
+  it("a failed probe fails its callers only; the next call probes again", async () => {
+    let n = 0;
+    const probe = new CoalescedProbe(async () => {
+      n++;
+      if (n === 1) throw new Error("primary down");
+      return BigInt(n);
+    });
+    await expect(probe.next()).rejects.toThrow("primary down");
+    expect(await probe.next()).toBe(2n);
+  });
+});
+
+describe("a failed read on a replica", () => {
+  it.each([
+    [{ code: "ECONNREFUSED" }, true],
+    [new Error("Query read timeout"), true],
+    [{ code: "57P01" }, true], // admin shutdown
+    [{ code: "08006" }, true], // connection failure
+    [{ code: "40001" }, true], // canceled by a conflict with recovery
+    [{ code: "53300" }, true], // too many connections
+    [{ code: "42P01" }, false], // the statement's own error: the primary would refuse it too
+    [{ code: "22P02" }, false],
+  ])("%j puts the replica aside: %s", (err, trouble) => {
+    expect(replicaInTrouble(err)).toBe(trouble);
   });
 });
 
