@@ -189,7 +189,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
   const { serve, serveByBlobId, storeBody } = blobServing({ backend, bytesInNats, needLog, cache, reads, received, bytesRead, bytesWritten, blobPuts, q, db, maxBlobBytes, logger });
   registerInfrastructureRoutes({ route, docs, backend, eventLog, db, natsUp: () => natsUp, metrics, runProjections, runners });
 
-  const kit: BlobstoreRouteKit = { route, data, admin, jsonBody, query, rawKey, core, log, q, master, maxBlobBytes, received, storeBody, serve, serveByBlobId, needLog, walrusEpoch };
+  const kit: BlobstoreRouteKit = { route, data, admin, jsonBody, query, rawKey, core, q, master, maxBlobBytes, received, storeBody, serve, serveByBlobId, needLog, walrusEpoch };
   registerWalrusRoutes(kit);
   registerPublicRoutes(kit);
   registerDataRoutes(kit);
