@@ -73,6 +73,17 @@ describe("aggregate store", () => {
     expect(log.events(AGG).map((e) => e.data)).toEqual([{ n: 7 }, { n: 1 }]);
   });
 
+  it("assuming a new aggregate appends without reading, and decides on the real state when it exists", async () => {
+    const log = new InMemoryCommitLog();
+    const fresh = await new AggregateStore(log).handle(AGG, counter, increment, { assumeNew: true });
+    expect(fresh).toEqual({ ok: true, result: 1, seq: 1 });
+    const seen: number[] = [];
+    const again = await new AggregateStore(log).handle(AGG, counter, (n) => (seen.push(n), increment(n)), { assumeNew: true });
+    expect(seen).toEqual([0, 1]);
+    expect(again).toEqual({ ok: true, result: 2, seq: 2 });
+    expect(log.events(AGG).map((e) => e.data)).toEqual([{ n: 1 }, { n: 2 }]);
+  });
+
   it("reads a state-carrying aggregate from its last commit", async () => {
     const log = new InMemoryCommitLog();
     await log.append(AGG, [newEvent("counter.set", { n: 2 })], 0, ctx);
