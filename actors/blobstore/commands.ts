@@ -30,11 +30,14 @@ function run<S, R>(core: Core, kind: Kind, id: string, fold: Fold<S, BlobstoreEv
 }
 
 /** Runs a decider and waits until the read model of `kind` reflects what it appended. */
-async function runSettled<S, R>(core: Core, kind: Kind, id: string, fold: Fold<S, BlobstoreEvent>, decider: (state: S) => Decision<R, BlobstoreError>): Promise<Outcome<R, BlobstoreError>> {
-  const o = await run(core, kind, id, fold, decider);
+async function runSettled<S, R>(core: Core, kind: Kind, id: string, fold: Fold<S, BlobstoreEvent>, decider: (state: S) => Decision<R, BlobstoreError>, opts?: HandleOptions): Promise<Outcome<R, BlobstoreError>> {
+  const o = await run(core, kind, id, fold, decider, opts);
   if (o.ok && o.seq) await core.settle(kind, o.seq);
   return o;
 }
+
+/** Creates are appended as if the aggregate were new (one round trip); one that exists is read and refused. */
+const NEW = { assumeNew: true } as const;
 
 /** The result of a create whose id was freshly drawn: a collision is a fault, not an answer. */
 function created<R>(o: Outcome<R, BlobstoreError>): R {
@@ -46,7 +49,7 @@ function created<R>(o: Outcome<R, BlobstoreError>): R {
 
 /** Creates the app on first use (operator command: issuing its first admin key); false when it existed. */
 export async function ensureApp(core: Core, appId: string): Promise<boolean> {
-  const o = await runSettled(core, KIND.app, appId, EXISTS, decide.createApp({ app_id: appId, created_at: now() }));
+  const o = await runSettled(core, KIND.app, appId, EXISTS, decide.createApp({ app_id: appId, created_at: now() }), NEW);
   return o.ok;
 }
 
@@ -70,7 +73,7 @@ export async function issueKey(core: Core, input: { kind: "admin" | "api"; appId
     revoked_at: null,
     sealed_secret: null,
   };
-  created(await runSettled(core, KIND.key, state.key_id, EXISTS, decide.issueKey(state)));
+  created(await runSettled(core, KIND.key, state.key_id, EXISTS, decide.issueKey(state), NEW));
   return { state, secret: s.secret };
 }
 
@@ -96,7 +99,7 @@ export async function issueAccessKey(core: Core, master: MasterKey, input: { app
       revoked_at: null,
       sealed_secret: master.seal(secret, accessKeyId),
     };
-    const o = await runSettled(core, KIND.key, accessKeyId, EXISTS, decide.issueKey(state));
+    const o = await runSettled(core, KIND.key, accessKeyId, EXISTS, decide.issueKey(state), NEW);
     if (o.ok) return { state, accessKeyId, secretAccessKey: secret };
     // an access key id is short enough to collide: draw another
   }
@@ -111,7 +114,7 @@ export async function revokeKey(core: Core, keyId: string, expect: RevokeKey["ex
 
 export async function createAccount(core: Core, appId: string, name: string | null): Promise<{ account: AccountState; key: IssuedKey }> {
   const account: AccountState = { account_id: randomUUID(), app_id: appId, name, created_at: now() };
-  created(await runSettled(core, KIND.account, account.account_id, EXISTS, decide.createAccount(account)));
+  created(await runSettled(core, KIND.account, account.account_id, EXISTS, decide.createAccount(account), NEW));
   const key = await issueKey(core, { kind: "api", appId, accountId: account.account_id });
   return { account, key };
 }
@@ -238,5 +241,5 @@ export const newSuiObjectId = () => "0x" + randomBytes(32).toString("hex");
 
 export async function registerWalrusBlob(core: Core, input: Omit<WalrusObjectState, "object_id" | "storage_id" | "created_at">): Promise<WalrusObjectState> {
   const state: WalrusObjectState = { ...input, object_id: newSuiObjectId(), storage_id: newSuiObjectId(), created_at: now() };
-  return created(await runSettled(core, KIND.blob, walrusAggregateId(state.object_id), EXISTS, decide.registerWalrusBlob(state)));
+  return created(await runSettled(core, KIND.blob, walrusAggregateId(state.object_id), EXISTS, decide.registerWalrusBlob(state), NEW));
 }

@@ -27,9 +27,9 @@ type Decided<R> = Decision<R, BlobstoreError>;
 /** Whether an aggregate has any event: what a create decides on (apps, accounts, keys, Walrus objects). */
 export const EXISTS: Fold<boolean, BlobstoreEvent> = { initial: false, evolve: () => true };
 
-export const keyOf = (e: BlobstoreEvent | null): KeyState | null => (e?.type === EVT.keyIssued || e?.type === EVT.keyRevoked ? e.data : null);
-export const bucketOf = (e: BlobstoreEvent | null): BucketState | null => (e?.type === EVT.bucketCreated || e?.type === EVT.bucketUpdated ? e.data : null);
-export const objectOf = (e: BlobstoreEvent | null): ObjectState | null => (e?.type === EVT.blobWritten ? e.data : null);
+const keyOf = (e: BlobstoreEvent | null): KeyState | null => (e?.type === EVT.keyIssued || e?.type === EVT.keyRevoked ? e.data : null);
+const bucketOf = (e: BlobstoreEvent | null): BucketState | null => (e?.type === EVT.bucketCreated || e?.type === EVT.bucketUpdated ? e.data : null);
+const objectOf = (e: BlobstoreEvent | null): ObjectState | null => (e?.type === EVT.blobWritten ? e.data : null);
 
 const lastSays = <S>(of: (e: BlobstoreEvent) => S | null): Fold<S | null, BlobstoreEvent> => ({ initial: null, evolve: (_, e) => of(e) });
 export const KEY = lastSays(keyOf);
@@ -39,7 +39,7 @@ export const OBJECT = lastSays(objectOf);
 // ------------------------------------------------------------------ creates
 
 /** Appends `event` to an aggregate that must not exist yet (a fresh id, or an app's first admin key). */
-export function create<R>(aggregate: string, result: R, event: NewEvent) {
+function create<R>(aggregate: string, result: R, event: NewEvent) {
   return (exists: boolean): Decided<R> => (exists ? reject({ code: "already_exists", aggregate }) : accept(result, [event]));
 }
 
