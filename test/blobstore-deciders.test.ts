@@ -1,10 +1,12 @@
 // Given/when/then specs of the blob store's deciders (actors/blobstore/deciders.ts) through the aggregate store over
 // an in-memory log: no NATS, no Postgres. The HTTP answers these refusals map to are judged by the black-box tests.
-import { describe, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { EVT, newEvent, type BucketState, type KeyState, type ObjectState } from "../schemas/blobstore/events.ts";
 import * as decide from "../actors/blobstore/deciders.ts";
 import { BUCKET, EXISTS, KEY, OBJECT, UNCONDITIONAL } from "../actors/blobstore/deciders.ts";
 import { deciderSpec } from "./support/decider-spec.ts";
+import type { BlobstoreError } from "../actors/blobstore/errors.ts";
+import { answer, httpError } from "../gateway/blobstore/domain-errors.ts";
 
 const T0 = "2026-11-27T10:00:00.000Z";
 const T1 = "2026-11-27T11:00:00.000Z";
@@ -111,4 +113,25 @@ describe("creates", () => {
   it("an id that is taken is refused, not overwritten", () => spec.given(newEvent(EVT.keyIssued, key)).when(decide.issueKey(key)).thenRejects({ code: "already_exists", aggregate: "key k1" }));
   it("an app is created once", () =>
     spec.given(newEvent(EVT.appCreated, { app_id: "app-1", created_at: T0 })).when(decide.createApp({ app_id: "app-1", created_at: T1 })).thenRejects({ code: "already_exists", aggregate: "app app-1" }));
+});
+
+describe("each refusal over HTTP", () => {
+  const cases: [BlobstoreError, number, string][] = [
+    [{ code: "bucket_exists", name: "b" }, 409, "bucket b already exists"],
+    [{ code: "bucket_name_taken", name: "b" }, 409, "bucket name b is taken"],
+    [{ code: "bucket_not_found", name: "b" }, 404, "bucket b not found"],
+    [{ code: "bucket_not_empty", name: "b", blobs: 3 }, 409, "bucket b is not empty (3 blobs); delete its blobs first or pass ?force=true"],
+    [{ code: "precondition_failed", reason: "key_exists" }, 412, "precondition failed: the key already exists (If-None-Match: *)"],
+    [{ code: "precondition_failed", reason: "key_missing" }, 412, "precondition failed: the key does not exist (If-Match)"],
+    [{ code: "precondition_failed", reason: "etag_mismatch" }, 412, "precondition failed: the current ETag does not match (If-Match)"],
+    [{ code: "blob_not_found", bucket: "b", key: "k" }, 404, "blob k not found in bucket b"],
+    [{ code: "key_not_found", keyId: "k1" }, 404, "key k1 not found"],
+    [{ code: "already_exists", aggregate: "key k1" }, 409, "key k1 already exists"],
+  ];
+  it.each(cases)("%o answers %i", (error, status, message) => {
+    const e = httpError(error);
+    expect([e.status, e.message]).toEqual([status, message]);
+    expect(() => answer({ ok: false, error })).toThrow(message);
+  });
+  it("a result passes through", () => expect(answer({ ok: true, result: 7 })).toBe(7));
 });
