@@ -14,7 +14,7 @@
 // Env (diagnosis): BENCH_ONLY=1KiB|1MiB, BENCH_SKIP_READS=1, BENCH_SKIP_WRITES=1, BENCH_CHILD_NODE_ARGS="--cpu-prof".
 import { writeFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
-import type { BackendKind } from "../gateway/blobstore/service.ts";
+import type { BackendKind } from "../gateway/blobstore/options.ts";
 import { benchBlobstore } from "./blobstore/run.ts";
 import { serve } from "./blobstore/service-process.ts";
 

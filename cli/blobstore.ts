@@ -135,13 +135,14 @@ export async function blobstoreCommand(args: string[], env: Record<string, strin
     }
     if (cmd === "revoke") {
       const r = await revokeKey(ctx.core, keyId!, { kind: "admin" });
-      if (r.outcome === "not_found") {
+      if (!r.ok) {
         io.err(`no admin key ${keyId}`);
         return 1;
       }
-      const msg = r.outcome === "revoked" ? "revoked" : "was already revoked:";
-      if (asJson) io.out(JSON.stringify({ key_id: keyId, app_id: r.state.app_id, prefix: r.state.prefix, state: "revoked", revoked_at: r.state.revoked_at, already: r.outcome === "already_revoked" }));
-      else io.out(`${msg} admin key ${keyId} (prefix ${r.state.prefix}) of app ${r.state.app_id}`);
+      const { outcome, state } = r.result;
+      const msg = outcome === "revoked" ? "revoked" : "was already revoked:";
+      if (asJson) io.out(JSON.stringify({ key_id: keyId, app_id: state.app_id, prefix: state.prefix, state: "revoked", revoked_at: state.revoked_at, already: outcome === "already_revoked" }));
+      else io.out(`${msg} admin key ${keyId} (prefix ${state.prefix}) of app ${state.app_id}`);
       return 0;
     }
     // list

@@ -13,6 +13,7 @@ import { consoleProjection, CONSOLE_PROJECTION } from "../projections/console/re
 import { ConsoleActorHost } from "../actors/console/host.ts";
 import { keyActor } from "../actors/console/key.actor.ts";
 import { addMember, createTeamSpace, mintKey, removeMember, revokeKey, signUp, type DirectoryContext } from "../actors/console/directory.ts";
+import { orThrow } from "../actors/console/errors.ts";
 import { storageBucketName } from "../adapters/file-storage/blobstore-http.ts";
 import { AGG, CMD, EV, type BucketCreateCommandData, type SpaceRole } from "../schemas/console/events.ts";
 import { ConsoleHttpError, badRequest, isUuid, validateBucketName } from "../schemas/console/http.ts";
@@ -154,7 +155,7 @@ export async function consoleCommand(args: string[], env: Record<string, string 
       const space = await d.clog.lastEvent(AGG.space, spaceId);
       if (!space) throw badRequest(`space ${spaceId} not found`);
       const bucketId = randomUUID();
-      const claim = await d.clog.claim("bucket", spaceId, name, bucketId);
+      const claim = orThrow(await d.clog.claim("bucket", spaceId, name, bucketId));
       const data: BucketCreateCommandData = {
         bucket_id: bucketId,
         space_id: spaceId,

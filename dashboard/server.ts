@@ -15,7 +15,7 @@ import { namingAddressVariable } from "../config/listen-error.ts";
 import type { DevelopmentWallet } from "./development-wallet.ts";
 import { connectPage, consentPage, keysPage, type PageView } from "./pages.ts";
 import { MEMWAL_TOOL, TOOL } from "../schemas/mcp-tools.ts";
-import { encodeTransactionKind } from "../adapters/chain/local/transaction-data.ts";
+import { encodeTransactionKind } from "../adapters/chain/sui/transaction-kind.ts";
 import { sponsorAuthMessage, transactionKindHash } from "../schemas/relayer/sponsor.ts";
 import { BodyTooLarge, NotJson, readJson } from "../mcp/node-body.ts";
 

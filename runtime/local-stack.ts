@@ -17,11 +17,11 @@ import { startLocalWalrus, type LocalWalrus } from "../adapters/walrus-nodes/loc
 import { ownerOrDelegate } from "../adapters/encryption/local-keyservers/policy.ts";
 import { createEnvelopeEncryption } from "../adapters/encryption/envelope.ts";
 import { createEmbedder, embedderConfigOf } from "../adapters/embeddings/select.ts";
-import { startBlobstore } from "../gateway/blobstore/service.ts";
+import { startBlobstore } from "./blobstore.ts";
 import { startRelayer, type RelayerRoles, type RelayerStack } from "./relayer-stack.ts";
 import type { BlobPort, EmbeddingPort, EncryptionPort } from "../adapters/ports.ts";
 import { lexicalSecretFor } from "./lexical.ts";
-import { startConsole, type ConsoleHandle } from "../gateway/console/service.ts";
+import { startConsole, type ConsoleHandle } from "./console.ts";
 import { provisionSponsor, provisionStorage } from "./console-provision.ts";
 import { localSponsorProvider } from "./local-sponsor-provider.ts";
 

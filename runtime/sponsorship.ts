@@ -8,7 +8,7 @@ import type { SecretKeyInput } from "../adapters/chain/sui/keys.ts";
 import { GasStation } from "../adapters/sponsor/gas-station.ts";
 import { SponsorProviderClient } from "../adapters/sponsor/provider-client.ts";
 import { sponsoredTransactions } from "../adapters/chain/server-transactions.ts";
-import { MOVE_CALLS } from "../adapters/chain/local/move-calls.ts";
+import { MOVE_CALLS } from "../adapters/chain/sui/move-calls.ts";
 import { ENOKI_API_URL } from "../schemas/relayer/sponsor-provider.ts";
 import { SPONSOR_LIMITS } from "../schemas/relayer/sponsor.ts";
 

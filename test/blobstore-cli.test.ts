@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pg from "pg";
 import type { TestDatabase } from "./support/postgres.ts";
-import type { BlobstoreHandle } from "../gateway/blobstore/service.ts";
+import type { BlobstoreHandle } from "../gateway/blobstore/options.ts";
 import { blobstoreCommand } from "../cli/blobstore.ts";
 import { runProjectionsCommand } from "./support/projections-cli.ts";
 import { blobstoreReadModels } from "./support/blobstore-read-models.ts";

@@ -82,9 +82,9 @@ describe("content-addressed storage", () => {
 
 describe("recovery", () => {
   it("a full sweep purges objects a crashed writer left in a deleted bucket", async () => {
-    const { BlobstoreLog } = await import("../actors/blobstore/log.ts");
+    const { EventStore } = await import("../eventlog/event-store.ts");
     const { openEventLog } = await import("../eventlog/connection.ts");
-    const { KIND, EVT, newEvent, objectAggregateId } = await import("../schemas/blobstore/events.ts");
+    const { KIND, EVT, aggregateOf, newEvent, objectAggregateId } = await import("../schemas/blobstore/events.ts");
     const admin = (await issueAdminKey("orphan-app")).secret;
     const acct = await newAccount(admin);
     const created = (await http("POST", "/api/v1/buckets", { bearer: acct.apiKey, body: { name: "orphanage" } })).json();
@@ -94,10 +94,10 @@ describe("recovery", () => {
     const stored = await svc.backend.put(bytes);
     const el = await openEventLog({ servers: nats.url, name: "crashed-writer" });
     try {
-      const log = new BlobstoreLog(el);
+      const events = new EventStore(el.js, el.jsm);
       const t = new Date().toISOString();
       const objectId = objectAggregateId(created.bucket_id, "lost");
-      await log.appendAny(KIND.blob, objectId, [newEvent(EVT.blobWritten, { object_id: objectId, bucket: "orphanage", bucket_id: created.bucket_id, account_id: acct.accountId, key: "lost", blob_id: stored.blobId, size: 700, md5: md5(bytes), content_type: "application/octet-stream", created_at: t, updated_at: t })], { correlationId: "crash" });
+      await events.append(aggregateOf(KIND.blob, objectId), [newEvent(EVT.blobWritten, { object_id: objectId, bucket: "orphanage", bucket_id: created.bucket_id, account_id: acct.accountId, key: "lost", blob_id: stored.blobId, size: 700, md5: md5(bytes), content_type: "application/octet-stream", created_at: t, updated_at: t })], "any", { correlationId: "crash", causationId: "crash" });
     } finally {
       await el.close();
     }

@@ -2,7 +2,7 @@
 // second replica without projections, replay of the read models, and a NATS outage. HTTP in, HTTP out, against the
 // started service on a private nats-server and a fresh database (test/support/blobstore-suite.ts).
 import { describe, expect, it } from "vitest";
-import { startBlobstore } from "../gateway/blobstore/service.ts";
+import { startBlobstore } from "../runtime/blobstore.ts";
 import { httpClient } from "./support/blobstore-testkit.ts";
 import { blobstoreReadModels } from "./support/blobstore-read-models.ts";
 import { dataDir, expectError, http, issueAdminKey, nats, newAccount, newBucket, put, svc, tdb, useBlobstoreSuite } from "./support/blobstore-suite.ts";

@@ -2,7 +2,7 @@
 // relayer's and the console's blob ports talk to when no Walrus network is configured. Black-box over HTTP.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHash, randomBytes } from "node:crypto";
-import type { BlobstoreHandle } from "../gateway/blobstore/service.ts";
+import type { BlobstoreHandle } from "../gateway/blobstore/options.ts";
 import type { HttpClient } from "./support/blobstore-testkit.ts";
 import { WalrusHttpBlobs } from "../adapters/blobs/walrus-http.ts";
 import { startTestBlobstore, type TestBlobstore } from "./support/blobstore.ts";

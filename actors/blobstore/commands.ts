@@ -1,26 +1,17 @@
-// The write side of the blob storage service: each operation reads its aggregate's current state from the log,
-// decides, appends with optimistic concurrency, and waits until the read model reflects the append (so the next
-// request, on this or any process sharing the database, sees it). Shared by the HTTP service and the operator CLI.
+// The write side of the blob storage service: each command reads its aggregate's current state from the log,
+// decides with a pure decider (deciders.ts), appends with optimistic concurrency through the aggregate store, and
+// waits until the read model reflects the append (so the next request, on this or any process sharing the
+// database, sees it). What a command is refused for comes back as a BlobstoreError for the caller to present: the
+// gateway as HTTP, the operator CLI as text. Shared by the HTTP service and the operator CLI.
 import { randomBytes, randomUUID } from "node:crypto";
-import { HttpError } from "../../schemas/http-error.ts";
 import type { Db } from "../../db/pool.ts";
-import {
-  EVT,
-  KIND,
-  filterOf,
-  newEvent,
-  objectAggregateId,
-  walrusAggregateId,
-  type AccountState,
-  type BucketState,
-  type Kind,
-  type KeyKind,
-  type KeyState,
-  type ObjectState,
-  type WalrusObjectState,
-} from "../../schemas/blobstore/events.ts";
+import type { Decision, Fold, HandleOptions, Outcome, Result } from "../../eventlog/aggregate-store.ts";
+import { KIND, aggregateOf, filterOf, objectAggregateId, walrusAggregateId, type AccountState, type BlobstoreEvent, type BucketState, type Kind, type KeyState, type ObjectState, type WalrusObjectState } from "../../schemas/blobstore/events.ts";
 import { newAccessKeyId, newAccessSecret, newKeySecret, hashSecret, type MasterKey } from "./keys.ts";
-import type { BlobstoreLog, Last } from "./log.ts";
+import type { BlobstoreLog } from "./log.ts";
+import type { BlobstoreError } from "./errors.ts";
+import * as decide from "./deciders.ts";
+import { BUCKET, EXISTS, KEY, OBJECT, UNCONDITIONAL, isConditional, type Preconditions, type RevokeKey, type Revoked } from "./deciders.ts";
 
 export interface Core {
   readonly log: BlobstoreLog;
@@ -29,16 +20,37 @@ export interface Core {
   settle(kind: Kind, seq: number): Promise<void>;
 }
 
-const ctx = () => ({ correlationId: randomUUID() });
+type Answer<R> = Promise<Result<R, BlobstoreError>>;
+
 const now = () => new Date().toISOString();
+
+/** Runs a decider on one aggregate through the aggregate store. */
+function run<S, R>(core: Core, kind: Kind, id: string, fold: Fold<S, BlobstoreEvent>, decider: (state: S) => Decision<R, BlobstoreError>, opts?: HandleOptions): Promise<Outcome<R, BlobstoreError>> {
+  return core.log.store.handle(aggregateOf(kind, id), fold, decider, opts);
+}
+
+/** Runs a decider and waits until the read model of `kind` reflects what it appended. */
+async function runSettled<S, R>(core: Core, kind: Kind, id: string, fold: Fold<S, BlobstoreEvent>, decider: (state: S) => Decision<R, BlobstoreError>, opts?: HandleOptions): Promise<Outcome<R, BlobstoreError>> {
+  const o = await run(core, kind, id, fold, decider, opts);
+  if (o.ok && o.seq) await core.settle(kind, o.seq);
+  return o;
+}
+
+/** Creates are appended as if the aggregate were new (one round trip); one that exists is read and refused. */
+const NEW = { assumeNew: true } as const;
+
+/** The result of a create whose id was freshly drawn: a collision is a fault, not an answer. */
+function created<R>(o: Outcome<R, BlobstoreError>): R {
+  if (!o.ok) throw new Error(`${o.error.code === "already_exists" ? o.error.aggregate : o.error.code}: id collision`);
+  return o.result;
+}
 
 // ------------------------------------------------------------------ apps and keys
 
-/** Creates the app on first use (operator command: issuing its first admin key). */
+/** Creates the app on first use (operator command: issuing its first admin key); false when it existed. */
 export async function ensureApp(core: Core, appId: string): Promise<boolean> {
-  const seq = await core.log.create(KIND.app, appId, [newEvent(EVT.appCreated, { app_id: appId, created_at: now() })], ctx());
-  if (seq) await core.settle(KIND.app, seq);
-  return seq !== null;
+  const o = await runSettled(core, KIND.app, appId, EXISTS, decide.createApp({ app_id: appId, created_at: now() }), NEW);
+  return o.ok;
 }
 
 export interface IssuedKey {
@@ -61,9 +73,7 @@ export async function issueKey(core: Core, input: { kind: "admin" | "api"; appId
     revoked_at: null,
     sealed_secret: null,
   };
-  const seq = await core.log.create(KIND.key, state.key_id, [newEvent(EVT.keyIssued, state)], ctx());
-  if (!seq) throw new Error("key id collision");
-  await core.settle(KIND.key, seq);
+  created(await runSettled(core, KIND.key, state.key_id, EXISTS, decide.issueKey(state), NEW));
   return { state, secret: s.secret };
 }
 
@@ -89,125 +99,53 @@ export async function issueAccessKey(core: Core, master: MasterKey, input: { app
       revoked_at: null,
       sealed_secret: master.seal(secret, accessKeyId),
     };
-    const seq = await core.log.create(KIND.key, accessKeyId, [newEvent(EVT.keyIssued, state)], ctx());
-    if (!seq) continue; // id collision: draw another
-    await core.settle(KIND.key, seq);
-    return { state, accessKeyId, secretAccessKey: secret };
+    const o = await runSettled(core, KIND.key, accessKeyId, EXISTS, decide.issueKey(state), NEW);
+    if (o.ok) return { state, accessKeyId, secretAccessKey: secret };
+    // an access key id is short enough to collide: draw another
   }
 }
 
-export type RevokeResult = { outcome: "revoked" | "already_revoked"; state: KeyState } | { outcome: "not_found" };
-
-/** Revokes a key if it matches `expect` (kind and owner); anything else reads as not found. */
-export async function revokeKey(core: Core, keyId: string, expect: { kind: KeyKind; appId?: string; accountId?: string }): Promise<RevokeResult> {
-  let result: RevokeResult = { outcome: "not_found" };
-  const r = await core.log.decide(
-    KIND.key,
-    keyId,
-    (last) => {
-      const st = keyState(last);
-      if (!st || st.kind !== expect.kind || (expect.appId && st.app_id !== expect.appId) || (expect.accountId && st.account_id !== expect.accountId)) {
-        result = { outcome: "not_found" };
-        return [];
-      }
-      if (st.revoked_at) {
-        result = { outcome: "already_revoked", state: st };
-        return [];
-      }
-      const next: KeyState = { ...st, revoked_at: now() };
-      result = { outcome: "revoked", state: next };
-      return [newEvent(EVT.keyRevoked, next)];
-    },
-    ctx(),
-  );
-  if (r) await core.settle(KIND.key, r.seq);
-  return result;
-}
-
-export function keyState(last: Last | null): KeyState | null {
-  if (!last) return null;
-  const e = last.event;
-  return e.type === EVT.keyIssued || e.type === EVT.keyRevoked ? e.data : null;
+/** Revokes a key if it matches `expect` (kind and owner); anything else is key_not_found. */
+export async function revokeKey(core: Core, keyId: string, expect: RevokeKey["expect"]): Answer<Revoked> {
+  return runSettled(core, KIND.key, keyId, KEY, decide.revokeKey({ keyId, expect, at: now() }));
 }
 
 // ------------------------------------------------------------------ accounts
 
 export async function createAccount(core: Core, appId: string, name: string | null): Promise<{ account: AccountState; key: IssuedKey }> {
   const account: AccountState = { account_id: randomUUID(), app_id: appId, name, created_at: now() };
-  const seq = await core.log.create(KIND.account, account.account_id, [newEvent(EVT.accountCreated, account)], ctx());
-  if (!seq) throw new Error("account id collision");
-  await core.settle(KIND.account, seq);
+  created(await runSettled(core, KIND.account, account.account_id, EXISTS, decide.createAccount(account), NEW));
   const key = await issueKey(core, { kind: "api", appId, accountId: account.account_id });
   return { account, key };
 }
 
 // ------------------------------------------------------------------ buckets
 
-export function liveBucket(last: Last | null): BucketState | null {
-  if (!last) return null;
-  const e = last.event;
-  return e.type === EVT.bucketCreated || e.type === EVT.bucketUpdated ? e.data : null;
+/** A bucket's live generation as the log has it now, null when there is none. */
+export const liveBucket = (core: Pick<Core, "log">, name: string): Promise<BucketState | null> => core.log.state(KIND.bucket, name, BUCKET);
+
+export async function createBucket(core: Core, c: Omit<decide.CreateBucket, "bucketId" | "at">): Answer<BucketState> {
+  return runSettled(core, KIND.bucket, c.name, BUCKET, decide.createBucket({ ...c, bucketId: randomUUID(), at: now() }));
 }
 
-export async function createBucket(core: Core, accountId: string, name: string, description: string, metadata: Record<string, string>): Promise<BucketState> {
-  let created: BucketState | undefined;
-  const r = await core.log.decide(
-    KIND.bucket,
-    name,
-    (last) => {
-      const live = liveBucket(last);
-      if (live) throw new HttpError(409, live.account_id === accountId ? `bucket ${name} already exists` : `bucket name ${name} is taken`);
-      const t = now();
-      created = { name, bucket_id: randomUUID(), account_id: accountId, description, metadata, created_at: t, updated_at: t };
-      return [newEvent(EVT.bucketCreated, created)];
-    },
-    ctx(),
-  );
-  await core.settle(KIND.bucket, r!.seq);
-  return created!;
-}
-
-export async function updateBucket(core: Core, accountId: string, name: string, patch: { description?: string; metadata?: Record<string, string> }): Promise<BucketState> {
-  let updated: BucketState | undefined;
-  const r = await core.log.decide(
-    KIND.bucket,
-    name,
-    (last) => {
-      const live = liveBucket(last);
-      if (!live || live.account_id !== accountId) throw new HttpError(404, `bucket ${name} not found`);
-      updated = { ...live, description: patch.description ?? live.description, metadata: patch.metadata ?? live.metadata, updated_at: now() };
-      return [newEvent(EVT.bucketUpdated, updated)];
-    },
-    ctx(),
-  );
-  await core.settle(KIND.bucket, r!.seq);
-  return updated!;
+export async function updateBucket(core: Core, c: Omit<decide.UpdateBucket, "at">): Answer<BucketState> {
+  return runSettled(core, KIND.bucket, c.name, BUCKET, decide.updateBucket({ ...c, at: now() }));
 }
 
 /**
- * Deletes a bucket. Without `force` it must be empty (409 otherwise); with `force` its blobs are deleted first.
- * After the bucket is gone, any object a concurrent writer added to it is deleted too (the writer checks the bucket
- * again after its own append, so between them no object of a deleted bucket survives).
+ * Deletes a bucket. Without `force` it must be empty (bucket_not_empty otherwise); with `force` its blobs are
+ * deleted first. After the bucket is gone, any object a concurrent writer added to it is deleted too (the writer
+ * checks the bucket again after its own append, so between them no object of a deleted bucket survives).
  */
-export async function deleteBucket(core: Core, accountId: string, name: string, force: boolean, countObjects: (bucketId: string) => Promise<number>): Promise<{ deletedBlobs: number }> {
-  const pre = liveBucket(await core.log.last(KIND.bucket, name));
-  if (!pre || pre.account_id !== accountId) throw new HttpError(404, `bucket ${name} not found`);
+export async function deleteBucket(core: Core, accountId: string, name: string, force: boolean, countObjects: (bucketId: string) => Promise<number>): Answer<{ deletedBlobs: number }> {
+  const pre = await liveBucket(core, name);
+  if (!pre || pre.account_id !== accountId) return { ok: false, error: { code: "bucket_not_found", name } };
   await settleAll(core, KIND.blob);
   const n = await countObjects(pre.bucket_id);
-  if (n > 0 && !force) throw new HttpError(409, `bucket ${name} is not empty (${n} blobs); delete its blobs first or pass ?force=true`);
-  const r = await core.log.decide(
-    KIND.bucket,
-    name,
-    (last) => {
-      const live = liveBucket(last);
-      if (!live || live.account_id !== accountId || live.bucket_id !== pre.bucket_id) throw new HttpError(404, `bucket ${name} not found`);
-      return [newEvent(EVT.bucketDeleted, { name, bucket_id: live.bucket_id, account_id: accountId, deleted_at: now() })];
-    },
-    ctx(),
-  );
-  await core.settle(KIND.bucket, r!.seq);
-  const deletedBlobs = await sweepBucketObjects(core, pre);
-  return { deletedBlobs };
+  if (n > 0 && !force) return { ok: false, error: { code: "bucket_not_empty", name, blobs: n } };
+  const o = await runSettled(core, KIND.bucket, name, BUCKET, decide.deleteBucket({ accountId, name, bucketId: pre.bucket_id, at: now() }));
+  if (!o.ok) return o;
+  return { ok: true, result: { deletedBlobs: await sweepBucketObjects(core, pre.bucket_id) } };
 }
 
 /**
@@ -223,26 +161,25 @@ export async function purgeOrphanObjects(core: Core): Promise<number> {
   );
   let purged = 0;
   for (const r of rows.rows) {
-    if (liveBucket(await core.log.last(KIND.bucket, r.bucket))?.bucket_id === r.bucket_id) continue;
-    const t = now();
-    purged += await sweepBucketObjects(core, { name: r.bucket, bucket_id: r.bucket_id, account_id: r.account_id, description: "", metadata: {}, created_at: t, updated_at: t });
+    if ((await liveBucket(core, r.bucket))?.bucket_id === r.bucket_id) continue;
+    purged += await sweepBucketObjects(core, r.bucket_id);
   }
   return purged;
 }
 
 /** Deletes every object still recorded for a deleted bucket generation. */
-async function sweepBucketObjects(core: Core, bucket: BucketState): Promise<number> {
+async function sweepBucketObjects(core: Core, bucketId: string): Promise<number> {
   await settleAll(core, KIND.blob);
   let deleted = 0;
   for (;;) {
-    const rows = await core.db.query<{ key: string }>("SELECT key FROM bs_objects WHERE bucket_id = $1 ORDER BY key LIMIT 500", [bucket.bucket_id]);
+    const rows = await core.db.query<{ key: string }>("SELECT key FROM bs_objects WHERE bucket_id = $1 ORDER BY key LIMIT 500", [bucketId]);
     if (!rows.rows.length) return deleted;
     let lastSeq = 0;
     for (const { key } of rows.rows) {
-      const r = await removeObject(core, bucket, key, "bucket_deleted");
-      if (r) {
+      const o = await removeObject(core, bucketId, key, "bucket_deleted", UNCONDITIONAL);
+      if (o.ok && o.result && o.seq) {
         deleted++;
-        lastSeq = Math.max(lastSeq, r.seq);
+        lastSeq = Math.max(lastSeq, o.seq);
       }
     }
     if (lastSeq) await core.settle(KIND.blob, lastSeq);
@@ -257,25 +194,9 @@ async function settleAll(core: Core, kind: Kind): Promise<void> {
 
 // ------------------------------------------------------------------ blobs
 
-export function liveObject(last: Last | null): ObjectState | null {
-  if (!last) return null;
-  return last.event.type === EVT.blobWritten ? last.event.data : null;
-}
-
-export interface Preconditions {
-  /** If-None-Match: * */
-  readonly ifNoneMatchAny: boolean;
-  /** If-Match: list of ETags (md5 hex, unquoted) or "*" */
-  readonly ifMatch: readonly string[] | null;
-}
-
-export function checkPreconditions(current: ObjectState | null, p: Preconditions): void {
-  if (p.ifNoneMatchAny && current) throw new HttpError(412, "precondition failed: the key already exists (If-None-Match: *)");
-  if (p.ifMatch) {
-    if (!current) throw new HttpError(412, "precondition failed: the key does not exist (If-Match)");
-    if (!p.ifMatch.includes("*") && !p.ifMatch.includes(current.md5)) throw new HttpError(412, "precondition failed: the current ETag does not match (If-Match)");
-  }
-}
+/** The object at (bucket generation, key) as the log has it now, null when there is none. */
+export const currentObject = (core: Pick<Core, "log">, bucketId: string, key: string): Promise<ObjectState | null> =>
+  core.log.state(KIND.blob, objectAggregateId(bucketId, key), OBJECT);
 
 /**
  * Records an object write whose bytes are already stored. A conditional write decides against the object's current
@@ -285,88 +206,33 @@ export async function recordObject(
   core: Core,
   bucket: BucketState,
   key: string,
-  blob: { blobId: string; size: number; md5: string; contentType: string },
+  blob: decide.WriteObject["blob"],
   pre: Preconditions,
-): Promise<{ state: ObjectState; seq: number }> {
+): Answer<{ state: ObjectState; seq: number }> {
   const objectId = objectAggregateId(bucket.bucket_id, key);
-  const make = (): ObjectState => {
-    const t = now();
-    return {
-      object_id: objectId,
-      bucket: bucket.name,
-      bucket_id: bucket.bucket_id,
-      account_id: bucket.account_id,
-      key,
-      blob_id: blob.blobId,
-      size: blob.size,
-      md5: blob.md5,
-      content_type: blob.contentType,
-      created_at: t,
-      updated_at: t,
-    };
-  };
-  let state: ObjectState | undefined;
-  let seq: number;
-  if (pre.ifNoneMatchAny || pre.ifMatch) {
-    const r = await core.log.decide(
-      KIND.blob,
-      objectId,
-      (last) => {
-        checkPreconditions(liveObject(last), pre);
-        state = make();
-        return [newEvent(EVT.blobWritten, state)];
-      },
-      ctx(),
-    );
-    seq = r!.seq;
-  } else {
-    state = make();
-    seq = await core.log.appendAny(KIND.blob, objectId, [newEvent(EVT.blobWritten, state)], ctx());
-  }
+  const o = await run(core, KIND.blob, objectId, OBJECT, decide.writeObject({ bucket, key, objectId, blob, pre, at: now() }), { blind: !isConditional(pre) });
+  if (!o.ok) return o;
+  const seq = o.seq!;
   // The bucket may have been deleted while the body streamed in: check after the append, undo if it is gone.
-  const [latest] = await Promise.all([core.log.last(KIND.bucket, bucket.name), core.settle(KIND.blob, seq)]);
-  const still = liveBucket(latest);
+  const [still] = await Promise.all([liveBucket(core, bucket.name), core.settle(KIND.blob, seq)]);
   if (!still || still.bucket_id !== bucket.bucket_id) {
-    await removeObject(core, bucket, key, "bucket_deleted");
-    throw new HttpError(404, `bucket ${bucket.name} not found`);
+    await removeObject(core, bucket.bucket_id, key, "bucket_deleted", UNCONDITIONAL);
+    return { ok: false, error: { code: "bucket_not_found", name: bucket.name } };
   }
-  return { state: state!, seq };
+  return { ok: true, result: { state: o.result, seq } };
 }
 
-async function removeObject(core: Core, bucket: BucketState, key: string, reason: "deleted" | "bucket_deleted", pre?: Preconditions): Promise<{ seq: number; state: ObjectState } | null> {
-  const objectId = objectAggregateId(bucket.bucket_id, key);
-  let removed: ObjectState | null = null;
-  const r = await core.log.decide(
-    KIND.blob,
-    objectId,
-    (last) => {
-      const current = liveObject(last);
-      if (pre) checkPreconditions(current, pre);
-      removed = current;
-      if (!current) return [];
-      return [
-        newEvent(EVT.blobDeleted, {
-          object_id: objectId,
-          bucket: current.bucket,
-          bucket_id: current.bucket_id,
-          account_id: current.account_id,
-          key,
-          blob_id: current.blob_id,
-          deleted_at: now(),
-          reason,
-        }),
-      ];
-    },
-    ctx(),
-  );
-  return r && removed ? { seq: r.seq, state: removed } : null;
+function removeObject(core: Core, bucketId: string, key: string, reason: "deleted" | "bucket_deleted", pre: Preconditions): Promise<Outcome<ObjectState | null, BlobstoreError>> {
+  const objectId = objectAggregateId(bucketId, key);
+  return run(core, KIND.blob, objectId, OBJECT, decide.removeObject({ objectId, key, reason, pre, at: now() }));
 }
 
-export async function deleteObject(core: Core, bucket: BucketState, key: string, pre: Preconditions): Promise<ObjectState> {
-  const r = await removeObject(core, bucket, key, "deleted", pre);
-  if (!r) throw new HttpError(404, `blob ${key} not found in bucket ${bucket.name}`);
-  await core.settle(KIND.blob, r.seq);
-  return r.state;
+export async function deleteObject(core: Core, bucket: BucketState, key: string, pre: Preconditions): Answer<ObjectState> {
+  const o = await removeObject(core, bucket.bucket_id, key, "deleted", pre);
+  if (!o.ok) return o;
+  if (!o.result || !o.seq) return { ok: false, error: { code: "blob_not_found", bucket: bucket.name, key } };
+  await core.settle(KIND.blob, o.seq);
+  return { ok: true, result: o.result };
 }
 
 // ------------------------------------------------------------------ Walrus blob objects
@@ -375,8 +241,5 @@ export const newSuiObjectId = () => "0x" + randomBytes(32).toString("hex");
 
 export async function registerWalrusBlob(core: Core, input: Omit<WalrusObjectState, "object_id" | "storage_id" | "created_at">): Promise<WalrusObjectState> {
   const state: WalrusObjectState = { ...input, object_id: newSuiObjectId(), storage_id: newSuiObjectId(), created_at: now() };
-  const seq = await core.log.create(KIND.blob, walrusAggregateId(state.object_id), [newEvent(EVT.walrusBlobRegistered, state)], ctx());
-  if (!seq) throw new Error("object id collision");
-  await core.settle(KIND.blob, seq);
-  return state;
+  return created(await runSettled(core, KIND.blob, walrusAggregateId(state.object_id), EXISTS, decide.registerWalrusBlob(state), NEW));
 }

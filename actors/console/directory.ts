@@ -4,12 +4,15 @@
 // event log; keys go through their actor (registering → active), whose host may run here or in the console.
 import { randomUUID } from "node:crypto";
 import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
-import { AGG, CMD, EV, type KeyMinted, type KeyRole, type SpaceMember, type SpaceRole, type SpaceState, type UserState } from "../../schemas/console/events.ts";
+import { AGG, CMD, EV, type KeyMinted, type KeyRole, type SpaceRole, type SpaceState, type UserState } from "../../schemas/console/events.ts";
 import { CODE, ConsoleHttpError, PLAN_TIERS, badRequest, isUuid, type PlanTier } from "../../schemas/console/http.ts";
 import { ConsoleLog } from "./log.ts";
 import { command } from "../../eventlog/command-bus.ts";
-import { newEvent } from "../../eventlog/event-store.ts";
+import type { Decision, Fold } from "../../eventlog/aggregate-store.ts";
 import { newApiKey } from "./api-keys.ts";
+import * as decide from "./deciders.ts";
+import { SPACE, USER } from "./deciders.ts";
+import { orThrow, type ConsoleError } from "./errors.ts";
 
 export interface DirectoryContext {
   readonly clog: ConsoleLog;
@@ -26,10 +29,14 @@ export interface SignedUp {
 const EMAIL_RE = /^[^\s@]{1,64}@[^\s@]{1,190}$/;
 const now = () => new Date().toISOString();
 
-function tierOf(ctx: DirectoryContext, tier: string): PlanTier {
-  const t = (ctx.tiers ?? PLAN_TIERS)[tier];
-  if (!t) throw badRequest(`unknown plan tier ${tier} (known: ${Object.keys(ctx.tiers ?? PLAN_TIERS).join(", ")})`);
-  return t;
+const tiersOf = (ctx: DirectoryContext) => ctx.tiers ?? PLAN_TIERS;
+const tierOf = (ctx: DirectoryContext, tier: string): PlanTier => orThrow(decide.tierOf(tiersOf(ctx), tier));
+
+/** Decides on a directory aggregate and waits until the read model reflects what was appended. */
+async function handle<S, R>(ctx: DirectoryContext, aggregate: string, fold: Fold<S, { type: string; data: unknown }>, decider: (state: S) => Decision<R, ConsoleError>): Promise<R> {
+  const o = await ctx.clog.aggregates.handle(aggregate, fold, decider);
+  if (o.ok && o.seq) await ctx.settle(o.seq);
+  return orThrow(o);
 }
 
 export async function signUp(ctx: DirectoryContext, input: { email: string; name?: string; tier?: string; storageCap?: number }): Promise<SignedUp> {
@@ -39,7 +46,7 @@ export async function signUp(ctx: DirectoryContext, input: { email: string; name
   const tier = tierOf(ctx, tierName);
   const userId = randomUUID();
   const spaceId = randomUUID();
-  await ctx.clog.claim("email", "users", email, userId);
+  orThrow(await ctx.clog.claim("email", "users", email, userId));
   const at = now();
   const space: SpaceState = {
     space_id: spaceId,
@@ -51,9 +58,9 @@ export async function signUp(ctx: DirectoryContext, input: { email: string; name
     created_at: at,
   };
   const user: UserState = { user_id: userId, email, name: input.name ?? email, personal_space_id: spaceId, created_at: at };
-  await ctx.clog.decide(AGG.space, spaceId, (last) => (last ? [] : [newEvent(EV.spaceCreated, space)]));
-  const r = await ctx.clog.decide(AGG.user, userId, (last) => (last ? [] : [newEvent(EV.userSignedUp, user)]));
-  if (r) await ctx.settle(r.seq);
+  // The space first, then the user who owns it; waiting for the read model to show the user covers both appends.
+  orThrow(await ctx.clog.aggregates.handle(`${AGG.space}.${spaceId}`, SPACE, decide.createSpace(space)));
+  await handle(ctx, `${AGG.user}.${userId}`, USER, decide.createUser(user));
   return { user, space };
 }
 
@@ -80,8 +87,7 @@ export async function createTeamSpace(ctx: DirectoryContext, input: { ownerUserI
     members: [{ user_id: input.ownerUserId, role: "owner", added_at: at }],
     created_at: at,
   };
-  const r = await ctx.clog.decide(AGG.space, space.space_id, (last) => (last ? [] : [newEvent(EV.spaceCreated, space)]));
-  if (r) await ctx.settle(r.seq);
+  await handle(ctx, `${AGG.space}.${space.space_id}`, SPACE, decide.createSpace(space));
   return space;
 }
 
@@ -89,37 +95,11 @@ export async function addMember(ctx: DirectoryContext, input: { spaceId: string;
   await requireUser(ctx, input.userId);
   const role = input.role ?? "member";
   if (!["owner", "admin", "member"].includes(role)) throw badRequest("role must be owner, admin or member");
-  let after: SpaceState | undefined;
-  const r = await ctx.clog.decide(AGG.space, input.spaceId, (last) => {
-    const s = last?.events[last.events.length - 1]?.data as SpaceState | undefined;
-    if (!s) throw new ConsoleHttpError(404, `space ${input.spaceId} not found`, CODE.notFound);
-    if (s.type !== "team") throw badRequest("members are added to team spaces only");
-    const existing = s.members.find((m) => m.user_id === input.userId);
-    if (existing && existing.role === role) return ((after = s), []);
-    if (!existing && s.members.length >= tierOf(ctx, s.tier).users) {
-      throw new ConsoleHttpError(422, `the ${s.tier} plan allows ${tierOf(ctx, s.tier).users} users per space`, CODE.planLimitExceeded, { limit: "users", currentTier: s.tier });
-    }
-    const member: SpaceMember = { user_id: input.userId, role, added_at: existing?.added_at ?? now() };
-    after = { ...s, members: [...s.members.filter((m) => m.user_id !== input.userId), member] };
-    return [newEvent(EV.spaceMemberAdded, after)];
-  });
-  if (r) await ctx.settle(r.seq);
-  return after!;
+  return handle(ctx, `${AGG.space}.${input.spaceId}`, SPACE, decide.addMember({ spaceId: input.spaceId, userId: input.userId, role, tiers: tiersOf(ctx), at: now() }));
 }
 
 export async function removeMember(ctx: DirectoryContext, input: { spaceId: string; userId: string }): Promise<SpaceState> {
-  let after: SpaceState | undefined;
-  const r = await ctx.clog.decide(AGG.space, input.spaceId, (last) => {
-    const s = last?.events[last.events.length - 1]?.data as SpaceState | undefined;
-    if (!s) throw new ConsoleHttpError(404, `space ${input.spaceId} not found`, CODE.notFound);
-    if (!s.members.some((m) => m.user_id === input.userId)) return ((after = s), []);
-    const rest = s.members.filter((m) => m.user_id !== input.userId);
-    if (!rest.some((m) => m.role === "owner")) throw badRequest("a space keeps at least one owner");
-    after = { ...s, members: rest };
-    return [newEvent(EV.spaceMemberRemoved, after)];
-  });
-  if (r) await ctx.settle(r.seq);
-  return after!;
+  return handle(ctx, `${AGG.space}.${input.spaceId}`, SPACE, decide.removeMember(input));
 }
 
 export interface MintedKey {

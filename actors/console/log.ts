@@ -3,21 +3,27 @@
 // decisions never depend on a lagging read model. Lifecycles with effects (keys, buckets, uploads, files,
 // sponsorships) are actors: the gateway publishes their commands and, where the spec answers synchronously, awaits
 // the outcome event on the aggregate's subject.
-import { createHash, randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
 import type { EventLog } from "../../eventlog/connection.ts";
-import { ConcurrencyConflict, EventStore, newEvent, type NewEvent } from "../../eventlog/event-store.ts";
+import { EventStore } from "../../eventlog/event-store.ts";
+import { AggregateStore, JetStreamCommitLog, type Result } from "../../eventlog/aggregate-store.ts";
 import { STREAMS, commandSubject, eventSubject } from "../../eventlog/subjects.ts";
 import { dispatchAndAwait, lastCommit, publishCommand, type LastCommit } from "../../eventlog/command-bus.ts";
 import { lastEventSeq, lastMessage } from "../../eventlog/last-message.ts";
 import type { CommandEnvelope, EventEnvelope } from "../../schemas/envelope.ts";
-import { AGG, EV, type AggregateType, type ClaimHeld } from "../../schemas/console/events.ts";
-import { CODE, ConsoleHttpError } from "../../schemas/console/http.ts";
+import { AGG, type AggregateType } from "../../schemas/console/events.ts";
+import { ConsoleHttpError } from "../../schemas/console/http.ts";
+import { CLAIM, claim, release } from "./deciders.ts";
+import type { ClaimScope, ConsoleError } from "./errors.ts";
 
 export class ConsoleLog {
   readonly store: EventStore;
+  /** Decisions on the directory's state-carrying aggregates (users, spaces, name claims): actors/console/deciders.ts. */
+  readonly aggregates: AggregateStore;
 
   constructor(readonly log: EventLog) {
     this.store = new EventStore(log.js, log.jsm);
+    this.aggregates = new AggregateStore(new JetStreamCommitLog(log));
   }
 
   /** The last commit of an aggregate, null when it has none. */
@@ -36,52 +42,22 @@ export class ConsoleLog {
     return lastEventSeq(this.log.jsm, filter);
   }
 
-  /** Optimistic decide-and-append on a state-carrying aggregate; null when the decision produced no events. */
-  async decide(type: AggregateType, id: string, decide: (last: LastCommit | null) => NewEvent[], correlationId = randomUUID(), maxAttempts = 8): Promise<{ seq: number } | null> {
-    for (let attempt = 1; ; attempt++) {
-      const last = await this.last(type, id);
-      const events = decide(last);
-      if (!events.length) return null;
-      try {
-        const r = await this.store.append(`${type}.${id}`, events, last?.seq ?? 0, { correlationId, causationId: correlationId });
-        return { seq: r.seq };
-      } catch (err) {
-        if (!(err instanceof ConcurrencyConflict) || attempt >= maxAttempts) throw err;
-        await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
-      }
-    }
-  }
-
   // ---------------------------------------------------------------- unique names
 
   /**
-   * Claims a name (case-insensitive) within a scope for `ownerId`: 409 when another owner holds it. Claiming a name
-   * one already holds is a no-op, so a retried request converges.
+   * Claims a name (case-insensitive) within a scope for `ownerId`; name_taken when another owner holds it. Claiming
+   * a name one already holds is a no-op, so a retried request converges. Most names are new, so the claim is first
+   * appended as if it were (one round trip) and decided on the claim's state only when it exists.
    */
-  async claim(scope: ClaimScope, scopeId: string, name: string, ownerId: string): Promise<string> {
+  async claim(scope: ClaimScope, scopeId: string, name: string, ownerId: string): Promise<Result<string, ConsoleError>> {
     const id = claimId(scope, scopeId, name);
-    // Most names are new: try to create the claim outright (one round trip); an existing one is decided upon.
-    try {
-      await this.store.append(`${AGG.claim}.${id}`, [newEvent<ClaimHeld>(EV.claimHeld, { owner_id: ownerId, name })], 0, { correlationId: ownerId, causationId: ownerId });
-      return id;
-    } catch (err) {
-      if (!(err instanceof ConcurrencyConflict)) throw err;
-    }
-    await this.decide(AGG.claim, id, (last) => {
-      const held = heldBy(last);
-      if (held === ownerId) return [];
-      if (held) {
-        const what = { bucket: `a bucket named ${JSON.stringify(name)} already exists in this space`, file: `a file named ${JSON.stringify(name)} already exists in this bucket`, email: `${name} has already signed up` }[scope];
-        throw new ConsoleHttpError(409, what, CODE.conflict);
-      }
-      return [newEvent<ClaimHeld>(EV.claimHeld, { owner_id: ownerId, name })];
-    });
-    return id;
+    const o = await this.aggregates.handle(`${AGG.claim}.${id}`, CLAIM, claim({ scope, name, ownerId }), { assumeNew: true, correlationId: ownerId });
+    return o.ok ? { ok: true, result: id } : o;
   }
 
   /** Releases a claim if `ownerId` holds it (idempotent). */
-  async release(claim: string, ownerId: string): Promise<void> {
-    await this.decide(AGG.claim, claim, (last) => (heldBy(last) === ownerId ? [newEvent(EV.claimReleased, { owner_id: ownerId })] : []));
+  async release(claimId: string, ownerId: string): Promise<void> {
+    await this.aggregates.handle(`${AGG.claim}.${claimId}`, CLAIM, release(ownerId));
   }
 
   // ---------------------------------------------------------------- commands
@@ -114,14 +90,7 @@ export class ConsoleLog {
   }
 }
 
-export type ClaimScope = "bucket" | "file" | "email";
-
 export function claimId(scope: ClaimScope, scopeId: string, name: string): string {
   const h = createHash("sha256").update(name.normalize("NFC").toLowerCase()).digest("hex").slice(0, 32);
   return `${scope[0]}-${scopeId}-${h}`;
-}
-
-function heldBy(last: LastCommit | null): string | null {
-  const e = last?.events[last.events.length - 1];
-  return e?.type === EV.claimHeld ? (e.data as ClaimHeld).owner_id : null;
 }

@@ -12,7 +12,7 @@ import { startNatsServer } from "../../test/support/nats-server.ts";
 import pg from "pg";
 import { adminUrl, createTestDatabase } from "../../test/support/postgres.ts";
 import { readBuffers } from "../../gateway/recycled-buffers.ts";
-import { DEFAULT_BACKEND, type BackendKind } from "../../gateway/blobstore/service.ts";
+import { DEFAULT_BACKEND, type BackendKind } from "../../gateway/blobstore/options.ts";
 import { blobstoreCommand } from "../../cli/blobstore.ts";
 import { compare, type Backing, type Scenario } from "./measure.ts";
 import { openBackend, startChild } from "./service-process.ts";

@@ -7,7 +7,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { FsBlobBackend, type BlobBackend } from "../../adapters/blob-bytes/backend.ts";
 import { JetStreamBlobBackend } from "../../adapters/blob-bytes/object-store-backend.ts";
 import { bodyBuffers, readBuffers } from "../../gateway/recycled-buffers.ts";
-import type { BackendKind } from "../../gateway/blobstore/service.ts";
+import type { BackendKind } from "../../gateway/blobstore/options.ts";
 
 const MiB = 1024 * 1024;
 
@@ -38,7 +38,7 @@ export async function startChild(cfg: Record<string, unknown>): Promise<{ child:
 
 /** Child mode: start the service and report its address. */
 export async function serve(cfg: { natsUrl: string; databaseUrl: string; dataDir: string; maxBlobBytes: number; backend: BackendKind }): Promise<void> {
-  const { startBlobstore } = await import("../../gateway/blobstore/service.ts");
+  const { startBlobstore } = await import("../../runtime/blobstore.ts");
   const { createLogger } = await import("../../config/logger.ts");
   const warnings = createLogger({ sink: (l) => void (/ (WARN|ERROR) /.test(l) && process.stderr.write(l + "\n")) });
   const svc = await startBlobstore({ ...cfg, port: 0, logger: warnings, gc: { intervalMs: 0 } });

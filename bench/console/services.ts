@@ -22,8 +22,8 @@ export interface ServiceInfo {
 export async function serve(): Promise<void> {
   const { LocalChain } = await import("../../adapters/chain/local/local-chain.ts");
   const { generateKeypair } = await import("../../adapters/chain/local/accounts.ts");
-  const { startBlobstore } = await import("../../gateway/blobstore/service.ts");
-  const { startConsole } = await import("../../gateway/console/service.ts");
+  const { startBlobstore } = await import("../../runtime/blobstore.ts");
+  const { startConsole } = await import("../../runtime/console.ts");
   const { provisionSponsor, provisionStorage } = await import("../../runtime/console-provision.ts");
   const { createLogger } = await import("../../config/logger.ts");
   // warnings and errors of the services on stderr (a failed upload says why), nothing else

@@ -1,5 +1,7 @@
 // The blob store's admin routes (admin key): accounts, API keys and access keys (spec/blobstore.md).
 import { HttpError, json } from "../http.ts";
+import type { Result } from "../../eventlog/aggregate-store.ts";
+import type { BlobstoreError } from "../../actors/blobstore/errors.ts";
 import { createAccount, issueAccessKey, issueKey, revokeKey } from "../../actors/blobstore/commands.ts";
 import type { AppPrincipal } from "./auth.ts";
 import { decodeCursor, encodeCursor } from "../../projections/blobstore/queries.ts";
@@ -16,6 +18,8 @@ export function registerAdminRoutes(kit: BlobstoreRouteKit): void {
     return a;
   };
   const E403 = { description: "the account does not belong to this app" };
+  /** A revoke answers 204 whether it revoked the key or found it revoked; a key that is not this account's is not found. */
+  const revoked = (r: Result<unknown, BlobstoreError> | null) => r !== null && r.ok;
 
   route(
     { method: "post", path: "/accounts", summary: "Create an account and its first API key (shown once)", tag: "Admin", auth: "admin_key", body: { description: "optional name", schema: "AccountCreate", required: false }, responses: { 201: { description: "created", schema: "AccountCreated" }, 400: E400, 401: E401 } },
@@ -71,8 +75,8 @@ export function registerAdminRoutes(kit: BlobstoreRouteKit): void {
     admin(async (req, who) => {
       const a = await ownedAccount(who, req.params[0]);
       const keyId = req.params[1];
-      const r = isUuid(keyId) ? await revokeKey(core, keyId, { kind: "api", accountId: a.account_id }) : { outcome: "not_found" as const };
-      if (r.outcome === "not_found") throw new HttpError(404, `API key ${keyId} not found`);
+      const r = isUuid(keyId) ? await revokeKey(core, keyId, { kind: "api", accountId: a.account_id }) : null;
+      if (!revoked(r)) throw new HttpError(404, `API key ${keyId} not found`);
       return { status: 204 };
     }),
   );
@@ -104,8 +108,8 @@ export function registerAdminRoutes(kit: BlobstoreRouteKit): void {
     admin(async (req, who) => {
       const a = await ownedAccount(who, req.params[0]);
       const id = req.params[1];
-      const r = isAccessKeyId(id) ? await revokeKey(core, id, { kind: "access", accountId: a.account_id }) : { outcome: "not_found" as const };
-      if (r.outcome === "not_found") throw new HttpError(404, `access key ${id} not found`);
+      const r = isAccessKeyId(id) ? await revokeKey(core, id, { kind: "access", accountId: a.account_id }) : null;
+      if (!revoked(r)) throw new HttpError(404, `access key ${id} not found`);
       return { status: 204 };
     }),
   );

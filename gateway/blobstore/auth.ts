@@ -10,7 +10,7 @@ import type { ServiceMetrics } from "../metrics.ts";
 import type { Counter } from "prom-client";
 import type { Logger } from "../../config/logger.ts";
 import { KIND } from "../../schemas/blobstore/events.ts";
-import { keyState } from "../../actors/blobstore/commands.ts";
+import { KEY } from "../../actors/blobstore/deciders.ts";
 import { hashSecret, hashesEqual, parseBearer } from "../../actors/blobstore/keys.ts";
 import type { BlobstoreLog } from "../../actors/blobstore/log.ts";
 import type { Queries } from "../../projections/blobstore/queries.ts";
@@ -79,7 +79,7 @@ export class Authenticator {
       if (this.ids.size >= MAX_CACHE) this.ids.clear();
       this.ids.set(cacheKey, rec);
     }
-    const state = keyState(await this.log.last(KIND.key, rec.key_id));
+    const state = await this.log.state(KIND.key, rec.key_id, KEY);
     if (!state || state.kind !== cls || !hashesEqual(state.hash, hash)) this.fail(cls, "unknown", `unknown or revoked ${LABEL[cls]}`);
     if (state.revoked_at) this.fail(cls, "revoked", `unknown or revoked ${LABEL[cls]}`);
     await this.touch(state.key_id);

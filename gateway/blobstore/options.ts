@@ -1,4 +1,4 @@
-// The blob storage service's options and handle (./service.ts, which re-exports them), and the options from the
+// The blob storage service's options and handle (runtime/blobstore.ts composes the service), and the options from the
 // operator environment.
 import type { EventLog } from "../../eventlog/connection.ts";
 import type { Db } from "../../db/pool.ts";

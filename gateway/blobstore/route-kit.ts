@@ -3,8 +3,8 @@
 import { HttpError, type Handler, type Reply, type Request, type RouteOptions } from "../http.ts";
 import type { RouteDoc } from "./openapi.ts";
 import type { AccountPrincipal, AppPrincipal } from "./auth.ts";
-import type { Core, Preconditions } from "../../actors/blobstore/commands.ts";
-import type { BlobstoreLog } from "../../actors/blobstore/log.ts";
+import type { Core } from "../../actors/blobstore/commands.ts";
+import type { Preconditions } from "../../actors/blobstore/deciders.ts";
 import type { MasterKey } from "../../actors/blobstore/keys.ts";
 import type { BucketState, ObjectState } from "../../schemas/blobstore/events.ts";
 import type { BucketRow, KeyRow, ObjectRow, Queries } from "../../projections/blobstore/queries.ts";
@@ -24,7 +24,6 @@ export interface BlobstoreRouteKit {
   /** The raw (percent-encoded) object key: everything after `/blobs/` in the path. */
   readonly rawKey: (req: Request) => string;
   readonly core: Core;
-  readonly log: BlobstoreLog;
   readonly q: Queries;
   readonly master: MasterKey;
   readonly maxBlobBytes: number;

@@ -6,6 +6,7 @@ import { AGG, CMD, EV, type BucketFinalizeFailed, type BucketReserveCommandData,
 import { parseJsonObject } from "../http.ts";
 import { CODE, CONSOLE_LIMITS, ConsoleHttpError, badRequest, parseBucketListQuery, parseCreateBucket, parseSignatureBody, parseSpaceType, parseUpdateBucket, pathUuid } from "../../schemas/console/http.ts";
 import { claimId } from "../../actors/console/log.ts";
+import { orThrow } from "../../actors/console/errors.ts";
 import { command } from "../../eventlog/command-bus.ts";
 import { storageBucketName } from "../../adapters/file-storage/blobstore-http.ts";
 import { requireWrite } from "./auth.ts";
@@ -44,7 +45,7 @@ export function registerBucketRoutes(kit: ConsoleRouteKit): void {
       throw new ConsoleHttpError(422, `the space has used its ${space.storage_cap} bytes of storage`, CODE.planLimitExceeded, { limit: "storage", currentTier: space.tier });
     }
     const bucketId = randomUUID();
-    const claim = await clog.claim("bucket", spaceId, body.name, bucketId);
+    const claim = orThrow(await clog.claim("bucket", spaceId, body.name, bucketId));
     const tx = buildSponsoredTx({ target: chain.target, kind: "bucket_policy_create", args: { bucket_id: bucketId, space_id: spaceId }, sender: p.serviceAddress, sponsorAddress: sponsor.address });
     const data: BucketReserveCommandData = {
       bucket_id: bucketId,
@@ -82,7 +83,7 @@ export function registerBucketRoutes(kit: ConsoleRouteKit): void {
       throw badRequest(`encryptionPolicyId ${body.encryptionPolicyId} is not a bucket policy on chain`);
     }
     if (!renamed && !policyChange) return json(200, { id: b.bucket_id, name: b.name, visibility: b.visibility, updated_at: b.updated_at.toISOString() });
-    const newClaim = renamed ? await clog.claim("bucket", b.space_id, body.name, b.bucket_id) : undefined;
+    const newClaim = renamed ? orThrow(await clog.claim("bucket", b.space_id, body.name, b.bucket_id)) : undefined;
     const now = new Date().toISOString();
     const data: BucketUpdateCommandData = {
       ...(renamed ? { name: body.name, name_claim: newClaim } : {}),

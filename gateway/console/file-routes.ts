@@ -5,6 +5,7 @@ import { json, type Request } from "../http.ts";
 import { AGG, CMD, EV, type FileDeleteCommandData, type UploadQueued, type UploadState } from "../../schemas/console/events.ts";
 import { CODE, CONSOLE_LIMITS, ConsoleHttpError, badRequest, notFound, parseFileListQuery, parseFileMetadata, pathUuid, validateFileName, validateMimeType } from "../../schemas/console/http.ts";
 import { command } from "../../eventlog/command-bus.ts";
+import { orThrow } from "../../actors/console/errors.ts";
 import { storageBucketName, type StoredObject } from "../../adapters/file-storage/blobstore-http.ts";
 import { Admission } from "./admission.ts";
 import { requireWrite } from "./auth.ts";
@@ -111,7 +112,7 @@ export function registerFileRoutes(kit: ConsoleRouteKit): void {
             mime = validateMimeType(info.contentType);
             const candidate = nameField ?? filename ?? undefined;
             if (candidate !== undefined && candidate.length > 0 && [...candidate].length <= CONSOLE_LIMITS.fileName) {
-              const claim = admission.result.then(() => clog.claim("file", bucketId, candidate, fileId));
+              const claim = admission.result.then(async () => orThrow(await clog.claim("file", bucketId, candidate, fileId)));
               claim.catch(() => undefined);
               early = { name: candidate, claim };
             }
@@ -141,7 +142,7 @@ export function registerFileRoutes(kit: ConsoleRouteKit): void {
           early = undefined;
           await stale.claim.then((c) => clog.release(c, fileId), () => undefined);
         }
-        claim = await clog.claim("file", b.bucket_id, name, fileId);
+        claim = orThrow(await clog.claim("file", b.bucket_id, name, fileId));
       }
       const data: UploadQueued = {
         file_id: fileId,

@@ -1,13 +1,9 @@
-// The developer console API (spec/console.md) on the same backbone as the relayer: a uWebSockets.js listener
-// (CONSOLE_PORT, paths under /api/v1 plus the neutral /encryption/sponsor routes) that authenticates, validates and
-// either publishes commands to the console's actors or answers from the console's read models. This module composes
-// it and holds the scope checks every route makes; the routes are one module per resource:
-//
-//   routes       ./bucket-routes.ts (spaces, buckets), ./file-routes.ts (files), ./sponsor-routes.ts (sponsorship)
-//   actors       console.key, console.bucket, console.upload, console.file, console.sponsor (actors/console/)
-//   projections  console (spaces, buckets, files, keys) and console_access (the access index) (projections/console/)
-//   storage      the blob storage service's data API over HTTP (adapters/file-storage/blobstore-http.ts)
-//   chain        the chain port: bucket policies and access groups, sponsored by the console (actors/console/chain.ts)
+// The developer console API's HTTP gateway (spec/console.md; CONSOLE_PORT, paths under /api/v1 plus the neutral
+// /encryption/sponsor routes): it authenticates, validates and either publishes commands to the console's actors or
+// answers from the console's read models. This module builds the server and holds the scope checks every route
+// makes; the routes are one module per resource: ./bucket-routes.ts (spaces, buckets), ./file-routes.ts (files),
+// ./sponsor-routes.ts (sponsorship). The process around it (actors, projections, storage, chain) is composed in
+// runtime/console.ts.
 //
 // Where the spec answers synchronously (reserve, finalize, bucket update and delete, sponsor execute, file delete)
 // the gateway publishes the command and awaits the outcome event, then waits for the console read model to reach it
@@ -16,88 +12,48 @@
 // lag, and uploads then answer 403 mirror_missing_grant — the real lag, never an artificial delay.
 import type { EventLog } from "../../eventlog/connection.ts";
 import type { Db } from "../../db/pool.ts";
-import { createLogger, type Logger } from "../../config/logger.ts";
-import { namingAddressVariable } from "../../config/listen-error.ts";
+import type { Logger } from "../../config/logger.ts";
 import { HttpError, HttpServer, json, queryParams, type Handler, type Reply, type Request } from "../http.ts";
 import { ServiceMetrics, measured } from "../metrics.ts";
 import { registerPipelineGauges } from "../pipeline-metrics.ts";
-import { LIVE, ProjectionGroupRunner, migrateCheckpoints, type ProjectionHandle } from "../../projections/runtime.ts";
-import { waitForProjection } from "../../projections/checkpoint-wait.ts";
+import type { ProjectionHandle } from "../../projections/runtime.ts";
 import type { SponsoredChainPort } from "../../adapters/ports.ts";
-import { keypairFromSecret } from "../../adapters/chain/sui/keys.ts";
-import { AGG, CONSOLE_EVENTS_FILTER, EV, type AccessScope, type UploadQueued, type UploadState } from "../../schemas/console/events.ts";
-import { CODE, CONSOLE_LIMITS, ConsoleHttpError, PLAN_TIERS, notFound, pathUuid, type PlanTier } from "../../schemas/console/http.ts";
-import { ConsoleLog } from "../../actors/console/log.ts";
-import { BlobStoreStorage, StorageError, type StoragePort } from "../../adapters/file-storage/blobstore-http.ts";
+import type { keypairFromSecret } from "../../adapters/chain/sui/keys.ts";
+import { AGG, EV, type AccessScope, type UploadQueued, type UploadState } from "../../schemas/console/events.ts";
+import { CODE, ConsoleHttpError, PLAN_TIERS, notFound, pathUuid } from "../../schemas/console/http.ts";
+import type { ConsoleLog } from "../../actors/console/log.ts";
+import { StorageError, type StoragePort } from "../../adapters/file-storage/blobstore-http.ts";
 import { bodyBuffers } from "../recycled-buffers.ts";
 import { ConsoleAuth, type Principal } from "./auth.ts";
-import { Queries } from "../../projections/console/queries.ts";
+import type { Queries } from "../../projections/console/queries.ts";
 import type { BucketRow, FileRow } from "../../projections/console/query-parts.ts";
-import { CONSOLE_PROJECTION, consoleProjection } from "../../projections/console/read-models.ts";
-import { ACCESS_PROJECTION, accessIndexProjection } from "../../projections/console/access-index.ts";
-import { RateLimiter, type ConsoleRouteKit } from "./route-kit.ts";
+import { CONSOLE_PROJECTION } from "../../projections/console/read-models.ts";
+import { ACCESS_PROJECTION } from "../../projections/console/access-index.ts";
+import { RateLimiter, type ConsoleRouteKit, type GatewayLimits } from "./route-kit.ts";
 import { registerBucketRoutes } from "./bucket-routes.ts";
 import { registerFileRoutes } from "./file-routes.ts";
 import { registerSponsorRoutes } from "./sponsor-routes.ts";
-import { PolicyReader } from "../../actors/console/chain.ts";
-import type { ConsoleActorPorts } from "../../actors/console/ports.ts";
-import { ConsoleActorHost } from "../../actors/console/host.ts";
-import type { DirectoryContext } from "../../actors/console/directory.ts";
-import { keyActor } from "../../actors/console/key.actor.ts";
-import { bucketActor } from "../../actors/console/bucket.actor.ts";
-import { uploadActor } from "../../actors/console/upload.actor.ts";
-import { fileActor } from "../../actors/console/file.actor.ts";
-import { sponsorActor } from "../../actors/console/sponsor.actor.ts";
+import type { PolicyReader } from "../../actors/console/chain.ts";
 
 export const CONSOLE_VERSION = "1.0.0-beta";
 
-export interface ConsoleLimits {
-  /** per upload (spec: 100 MiB) */
-  readonly maxUploadBytes?: number;
-  /** uploads per minute per API key before 429 (0 disables) */
-  readonly uploadsPerMinute?: number;
-  /** how long the status route keeps answering for a finished upload before 404 */
-  readonly uploadStatusRetentionMs?: number;
-  /** lifetime of a sponsored transaction reservation */
-  readonly sponsorTtlMs?: number;
-  readonly tiers?: Readonly<Record<string, PlanTier>>;
-}
-
-export interface ConsoleOptions {
+export interface ConsoleGatewayDeps {
   readonly log: EventLog;
   readonly db: Db;
+  readonly clog: ConsoleLog;
+  readonly q: Queries;
+  readonly policies: PolicyReader;
   readonly chain: SponsoredChainPort;
-  /** The blob storage service's data API and the console account's API key (or any StoragePort). */
-  readonly storage: StoragePort | { readonly url: string; readonly apiKey: string };
-  /** The console's sponsor: pays the gas of sponsored transactions and blob records (fund it). */
-  readonly sponsorSecretKey: Uint8Array;
-  readonly host?: string;
-  /** CONSOLE_PORT (default 8100; 0 picks a free one) */
-  readonly port?: number;
-  readonly logger?: Logger;
-  readonly corsOrigins?: readonly string[];
-  readonly roles?: { readonly gateway?: boolean; readonly actors?: boolean; readonly projections?: boolean };
-  readonly actorConcurrency?: number;
-  readonly limits?: ConsoleLimits;
-}
-
-export interface ConsoleHandle {
-  readonly port: number;
-  readonly url: string;
-  readonly sponsorAddress: string;
+  readonly sponsor: ReturnType<typeof keypairFromSecret>;
+  readonly storage: StoragePort;
+  readonly logger: Logger;
+  readonly limits: GatewayLimits;
+  /** Waits until the console read model reflects stream sequence `seq`. */
+  readonly settle: (seq: number, timeoutMs?: number) => Promise<void>;
+  /** This process's projections, if it runs them (for the pipeline gauges). */
   readonly runners: { readonly console?: ProjectionHandle; readonly access?: ProjectionHandle };
-  readonly hosts: readonly ConsoleActorHost[];
-  /** What this process's actors run with (for operators and tests that run an extra actor host). */
-  readonly actorPorts: ConsoleActorPorts;
-  /** Resolves once the console read model has applied everything the log holds now. */
-  caughtUp(timeoutMs?: number): Promise<boolean>;
-  /** Operator actions (sign up, spaces, members, keys) against this console's log and read model. */
-  readonly directory: DirectoryContext;
-  stop(): Promise<void>;
+  readonly corsOrigins: readonly string[];
 }
-
-const DEFAULT_RETENTION_MS = 60_000;
-const DEFAULT_SPONSOR_TTL_MS = 5 * 60_000;
 
 function toReply(err: unknown): Reply | undefined {
   if (err instanceof ConsoleHttpError) return json(err.status, err.body(), err.headers);
@@ -116,236 +72,159 @@ function toReply(err: unknown): Reply | undefined {
   return undefined;
 }
 
-export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle> {
-  const logger = (opts.logger ?? createLogger()).child({ service: "console" });
-  const { log, db, chain } = opts;
-  const roles = { gateway: true, actors: true, projections: true, ...opts.roles };
-  const limits = {
-    maxUploadBytes: opts.limits?.maxUploadBytes ?? CONSOLE_LIMITS.uploadBytes,
-    uploadsPerMinute: opts.limits?.uploadsPerMinute ?? 600,
-    retentionMs: opts.limits?.uploadStatusRetentionMs ?? DEFAULT_RETENTION_MS,
-    sponsorTtlMs: opts.limits?.sponsorTtlMs ?? DEFAULT_SPONSOR_TTL_MS,
-    tiers: opts.limits?.tiers ?? PLAN_TIERS,
-  };
-  const storage: StoragePort = "put" in opts.storage ? opts.storage : new BlobStoreStorage(opts.storage);
-  const ownsStorage = !("put" in opts.storage);
-  const clog = new ConsoleLog(log);
-  const q = new Queries(db);
-  const policies = new PolicyReader(chain);
-  const sponsor = keypairFromSecret(opts.sponsorSecretKey);
-  const stops: (() => Promise<void> | void)[] = [];
-  const runners: { console?: ProjectionHandle; access?: ProjectionHandle } = {};
-  const hosts: ConsoleActorHost[] = [];
+/** The console's HTTP server with every route registered; the caller listens and closes it. */
+export function createConsoleServer(deps: ConsoleGatewayDeps): HttpServer {
+  const { log, db, clog, q, policies, chain, sponsor, storage, logger, limits, settle, runners } = deps;
+  const auth = new ConsoleAuth(q, clog);
+  const metrics = new ServiceMetrics("console");
+  registerPipelineGauges(metrics, {
+    log,
+    db,
+    projections: [CONSOLE_PROJECTION, ACCESS_PROJECTION],
+    runners: () => [runners.console, runners.access].filter((r): r is ProjectionHandle => !!r),
+    consumerPrefix: "actor-console",
+  });
+  const uploadLimiter = new RateLimiter(limits.uploadsPerMinute);
+  const slabs = bodyBuffers();
+  const server = new HttpServer({
+    corsOrigins: deps.corsOrigins,
+    corsHeaders: "content-type, authorization",
+    onError: (err, req) => logger.error("request failed", { method: req.method, path: req.path, error: err instanceof Error ? err.message : String(err) }),
+  });
 
-  await migrateCheckpoints(db);
-  // The gateway reads the read models even when another process runs the projections: make sure they exist.
-  await consoleProjection.migrate(db);
-  await accessIndexProjection.migrate(db);
-  if (roles.projections) {
-    // Both read models follow every console commit (three per upload): one consumer feeds them, so each commit
-    // crosses the connection and is decoded once; each still applies and checkpoints in its own transactions.
-    const group = new ProjectionGroupRunner(log, db, [consoleProjection, accessIndexProjection], logger, undefined, LIVE);
-    await group.start();
-    [runners.console, runners.access] = group.handles();
-    stops.push(() => group.stop());
-  }
-  const ports: ConsoleActorPorts = { clog, storage, chain, sponsorKey: opts.sponsorSecretKey, db, logger };
-  if (roles.actors) {
-    for (const def of [keyActor(ports), bucketActor(ports), uploadActor(ports), fileActor(ports), sponsorActor(ports)]) {
-      const host = new ConsoleActorHost(log, def, logger.child({ actor: def.aggregateType }), { concurrency: opts.actorConcurrency ?? 32 });
-      await host.start();
-      hosts.push(host);
-      stops.push(() => host.stop());
+  const wrap = (name: string, h: Handler): Handler =>
+    measured(metrics, name, h, (err) => {
+      if (err instanceof StorageError) logger.warn("file storage failed", { route: name, status: err.status, error: err.message });
+      const reply = toReply(err);
+      if (reply) return reply;
+      logger.error("request failed", { route: name, error: err instanceof Error ? err.message : String(err) });
+      return json(500, { error: "internal error" });
+    });
+  const authed = (name: string, h: (req: Request, p: Principal) => Promise<Reply>): Handler => wrap(name, async (req) => h(req, await auth.authenticate(req)));
+  const qs = queryParams;
+  const P = "/api/v1";
+
+  // ---------------------------------------------------------------- scope checks
+
+  const scopeError = () => new ConsoleHttpError(403, "this API key cannot access the target resource", CODE.bucketNotInScope);
+  const scopeSpace = async (p: Principal, spaceId: string) => {
+    if (p.spaceId && p.spaceId !== spaceId) {
+      if (!(await q.space(spaceId))) throw notFound(`space ${spaceId} not found`);
+      throw scopeError();
     }
-  }
-
-  /** Waits until the console read model reflects stream sequence `seq`. */
-  const settle = async (seq: number, timeoutMs = 10_000) => {
-    if (!(await waitForProjection(db, CONSOLE_PROJECTION, seq, timeoutMs, runners.console))) logger.warn("console read model is behind; answering anyway", { seq });
+    const role = await q.role(spaceId, p.userId);
+    if (!role) {
+      if (!(await q.space(spaceId))) throw notFound(`space ${spaceId} not found`);
+      throw scopeError();
+    }
+    return role;
   };
-  const caughtUp = async (timeoutMs = 30_000) => {
-    const seq = await clog.lastSeq(CONSOLE_EVENTS_FILTER);
-    if (!seq) return true;
-    return (await waitForProjection(db, CONSOLE_PROJECTION, seq, timeoutMs, runners.console)) && (!runners.access || (await runners.access.waitFor(seq, timeoutMs)));
+  const scopeBucket = async (p: Principal, raw: string): Promise<BucketRow> => {
+    const id = pathUuid(raw, "bucket");
+    const b = await q.bucketWithRole(id, p.userId);
+    if (!b || b.state === "deleted") throw notFound(`bucket ${id} not found`);
+    if (!b.role || (p.spaceId && p.spaceId !== b.space_id)) throw scopeError();
+    return b;
   };
-
-  let port = 0;
-  let url = "";
-  if (roles.gateway) {
-    const auth = new ConsoleAuth(q, clog);
-    const metrics = new ServiceMetrics("console");
-    registerPipelineGauges(metrics, {
-      log,
-      db,
-      projections: [CONSOLE_PROJECTION, ACCESS_PROJECTION],
-      runners: () => [runners.console, runners.access].filter((r): r is ProjectionHandle => !!r),
-      consumerPrefix: "actor-console",
-    });
-    const uploadLimiter = new RateLimiter(limits.uploadsPerMinute);
-    const slabs = bodyBuffers();
-    const server = new HttpServer({
-      corsOrigins: opts.corsOrigins ?? [],
-      corsHeaders: "content-type, authorization",
-      onError: (err, req) => logger.error("request failed", { method: req.method, path: req.path, error: err instanceof Error ? err.message : String(err) }),
-    });
-
-    const wrap = (name: string, h: Handler): Handler =>
-      measured(metrics, name, h, (err) => {
-        if (err instanceof StorageError) logger.warn("file storage failed", { route: name, status: err.status, error: err.message });
-        const reply = toReply(err);
-        if (reply) return reply;
-        logger.error("request failed", { route: name, error: err instanceof Error ? err.message : String(err) });
-        return json(500, { error: "internal error" });
-      });
-    const authed = (name: string, h: (req: Request, p: Principal) => Promise<Reply>): Handler => wrap(name, async (req) => h(req, await auth.authenticate(req)));
-    const qs = queryParams;
-    const P = "/api/v1";
-
-    // ---------------------------------------------------------------- scope checks
-
-    const scopeError = () => new ConsoleHttpError(403, "this API key cannot access the target resource", CODE.bucketNotInScope);
-    const scopeSpace = async (p: Principal, spaceId: string) => {
-      if (p.spaceId && p.spaceId !== spaceId) {
-        if (!(await q.space(spaceId))) throw notFound(`space ${spaceId} not found`);
-        throw scopeError();
-      }
-      const role = await q.role(spaceId, p.userId);
-      if (!role) {
-        if (!(await q.space(spaceId))) throw notFound(`space ${spaceId} not found`);
-        throw scopeError();
-      }
-      return role;
-    };
-    const scopeBucket = async (p: Principal, raw: string): Promise<BucketRow> => {
-      const id = pathUuid(raw, "bucket");
-      const b = await q.bucketWithRole(id, p.userId);
-      if (!b || b.state === "deleted") throw notFound(`bucket ${id} not found`);
-      if (!b.role || (p.spaceId && p.spaceId !== b.space_id)) throw scopeError();
-      return b;
-    };
-    const scopeFile = async (p: Principal, rawBucket: string, rawFile: string) => {
-      const bucket = await scopeBucket(p, rawBucket);
-      const id = pathUuid(rawFile, "file");
-      // Read-your-writes: a file accepted moments ago is known to the log before the read model has it.
-      const f = (await q.file(id)) ?? (await uploadView(id))?.file ?? null;
-      if (!f || f.bucket_id !== bucket.bucket_id) throw notFound(`file ${id} not found in bucket ${bucket.bucket_id}`);
-      return { bucket, file: f };
-    };
-    /** Private buckets: the access index must grant one of the caller's service-key addresses `need`. */
-    const checkAccess = async (p: Principal, b: BucketRow, need: AccessScope, known?: AccessScope | null) => {
-      if (b.visibility !== "private") return;
-      if (!b.encryption_policy_id) throw new ConsoleHttpError(409, "the private bucket has no encryption policy", CODE.bucketNotFinalized);
-      const addresses = p.serviceAddress ? [p.serviceAddress] : await q.serviceAddresses(p.userId);
-      const have = known !== undefined ? known : await q.access(b.encryption_policy_id, addresses);
-      if (have === "readwrite" || (have === "read" && need === "read")) return;
-      // Not in the index: the chain is the source of truth. Granted there → the index has not mirrored it yet.
-      if (await policies.grants(b.encryption_policy_id, addresses, need)) {
-        throw new ConsoleHttpError(403, "the access grant is not mirrored into the access index yet; retry in a few seconds", CODE.mirrorMissingGrant, {}, { "retry-after": "3" });
-      }
-      throw new ConsoleHttpError(403, `this key's service key has no ${need} grant on the bucket's policy`, CODE.bucketNotInScope);
-    };
-    const activeBucket = (b: BucketRow) => {
-      if (b.state === "pending_policy" || b.state === "finalizing") throw new ConsoleHttpError(409, "the bucket has not completed finalize", CODE.bucketNotFinalized);
-      if (b.state === "provisioning") throw new ConsoleHttpError(409, "the bucket is still being set up; retry shortly", CODE.bucketNotFinalized, {}, { "retry-after": "1" });
-      if (b.state !== "active") throw notFound(`bucket ${b.bucket_id} not found`);
-    };
-    const quotaError = (cap: number) => new ConsoleHttpError(422, `the space's storage quota of ${cap} bytes would be exceeded`, CODE.quotaExceeded);
-    const tierOf = (name: string) => limits.tiers[name] ?? limits.tiers.free ?? PLAN_TIERS.free;
-
-    /**
-     * An upload the read model does not have yet, as its job's events (or its command still on the queue) tell it:
-     * queued or active (a finished job reads as active until the read model shows it), and a file summary.
-     */
-    const uploadView = async (fileId: string): Promise<{ state: UploadState; progress: number | null; error: { code: string; message: string } | null; file: FileRow } | null> => {
-      // Cheap reads first (this answers polls right after a 202): the job's last commit, the command still queued,
-      // the actor's snapshot; the full history only when none of them carries the upload's description.
-      const last = await clog.last(AGG.upload, fileId);
-      let queued = last?.events.find((e) => e.type === EV.uploadQueued)?.data as UploadQueued | undefined;
-      if (!queued && !last) queued = (await clog.pendingCommand<UploadQueued>(AGG.upload, fileId))?.data;
-      if (!queued && last) {
-        const snap = await log.snapshots.get(`${AGG.upload}.${fileId}`).catch(() => null);
-        queued = snap?.value?.length ? (snap.json() as { context?: { upload?: UploadQueued } }).context?.upload : undefined;
-      }
-      if (!queued && last) {
-        const { events: all } = await clog.store.load(`${AGG.upload}.${fileId}`);
-        queued = all.find((e) => e.event.type === EV.uploadQueued)?.event.data as UploadQueued | undefined;
-      }
-      if (!queued) return null;
-      const events = (last?.events ?? []).map((event) => ({ event }));
-      let state: UploadState = "queued";
-      let progress: number | null = 0;
-      const error: { code: string; message: string } | null = null;
-      const storageObjectId: string | null = null;
-      let updated = queued.created_at;
-      for (const { event } of events) {
-        updated = event.occurred_at;
-        if (event.type === EV.uploadQueued) continue;
-        // anything after queued is the job at work (its outcome shows once the read model has it)
-        state = "active";
-      }
-      const file: FileRow = {
-        file_id: queued.file_id,
-        bucket_id: queued.bucket_id,
-        space_id: queued.space_id,
-        name: queued.name,
-        blob_id: queued.blob_id,
-        storage_object_id: storageObjectId,
-        storage_bucket_name: queued.storage_bucket_name,
-        storage_key: queued.storage_key,
-        size: String(queued.size),
-        mime_type: queued.mime_type,
-        status: "uploading",
-        is_private: queued.is_private,
-        metadata: queued.metadata,
-        name_claim: queued.name_claim,
-        upload_state: state,
-        upload_progress: progress,
-        upload_error: error,
-        upload_finished_at: null,
-        created_at: new Date(queued.created_at),
-        updated_at: new Date(updated),
-        deleted_at: null,
-        name_lower: queued.name.toLowerCase(),
-      };
-      return { state, progress, error, file };
-    };
-    const kit: ConsoleRouteKit = { server, wrap, authed, qs, P, auth, clog, q, policies, chain, sponsor, storage, logger, limits, settle, slabs, uploadLimiter, scopeError, scopeSpace, scopeBucket, scopeFile, checkAccess, activeBucket, quotaError, tierOf, uploadView };
-    registerBucketRoutes(kit);
-    registerFileRoutes(kit);
-    registerSponsorRoutes(kit);
-
-    // ---------------------------------------------------------------- infrastructure
-
-    server.route("get", "/health", wrap("health", async () => {
-      const nats = !log.nc.isClosed();
-      const pg = await db.query("SELECT 1").then(() => true, () => false);
-      return json(nats && pg ? 200 : 503, { status: nats && pg ? "ok" : "degraded", service: "console", version: CONSOLE_VERSION, checks: { nats, postgres: pg } });
-    }));
-    server.route("get", "/metrics", () => metrics.reply());
-    server.fallback((req) => json(404, { error: `no route for ${req.method} ${req.path}`, code: CODE.notFound }));
-
-    const host = opts.host ?? "127.0.0.1";
-    port = await server.listen(host, opts.port ?? 8100).catch(namingAddressVariable("CONSOLE_PORT"));
-    url = `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`;
-    stops.push(() => server.close());
-    logger.info("console listening", { url });
-  }
-  if (ownsStorage) stops.unshift(() => storage.close());
-
-  let stopped = false;
-  return {
-    port,
-    url,
-    sponsorAddress: sponsor.address,
-    runners,
-    hosts,
-    actorPorts: ports,
-    caughtUp,
-    directory: { clog, settle: (seq) => settle(seq, 30_000), tiers: limits.tiers },
-    async stop() {
-      if (stopped) return;
-      stopped = true;
-      for (const s of stops.reverse()) await Promise.resolve(s()).catch(() => undefined);
-    },
+  const scopeFile = async (p: Principal, rawBucket: string, rawFile: string) => {
+    const bucket = await scopeBucket(p, rawBucket);
+    const id = pathUuid(rawFile, "file");
+    // Read-your-writes: a file accepted moments ago is known to the log before the read model has it.
+    const f = (await q.file(id)) ?? (await uploadView(id))?.file ?? null;
+    if (!f || f.bucket_id !== bucket.bucket_id) throw notFound(`file ${id} not found in bucket ${bucket.bucket_id}`);
+    return { bucket, file: f };
   };
+  /** Private buckets: the access index must grant one of the caller's service-key addresses `need`. */
+  const checkAccess = async (p: Principal, b: BucketRow, need: AccessScope, known?: AccessScope | null) => {
+    if (b.visibility !== "private") return;
+    if (!b.encryption_policy_id) throw new ConsoleHttpError(409, "the private bucket has no encryption policy", CODE.bucketNotFinalized);
+    const addresses = p.serviceAddress ? [p.serviceAddress] : await q.serviceAddresses(p.userId);
+    const have = known !== undefined ? known : await q.access(b.encryption_policy_id, addresses);
+    if (have === "readwrite" || (have === "read" && need === "read")) return;
+    // Not in the index: the chain is the source of truth. Granted there → the index has not mirrored it yet.
+    if (await policies.grants(b.encryption_policy_id, addresses, need)) {
+      throw new ConsoleHttpError(403, "the access grant is not mirrored into the access index yet; retry in a few seconds", CODE.mirrorMissingGrant, {}, { "retry-after": "3" });
+    }
+    throw new ConsoleHttpError(403, `this key's service key has no ${need} grant on the bucket's policy`, CODE.bucketNotInScope);
+  };
+  const activeBucket = (b: BucketRow) => {
+    if (b.state === "pending_policy" || b.state === "finalizing") throw new ConsoleHttpError(409, "the bucket has not completed finalize", CODE.bucketNotFinalized);
+    if (b.state === "provisioning") throw new ConsoleHttpError(409, "the bucket is still being set up; retry shortly", CODE.bucketNotFinalized, {}, { "retry-after": "1" });
+    if (b.state !== "active") throw notFound(`bucket ${b.bucket_id} not found`);
+  };
+  const quotaError = (cap: number) => new ConsoleHttpError(422, `the space's storage quota of ${cap} bytes would be exceeded`, CODE.quotaExceeded);
+  const tierOf = (name: string) => limits.tiers[name] ?? limits.tiers.free ?? PLAN_TIERS.free;
+
+  /**
+   * An upload the read model does not have yet, as its job's events (or its command still on the queue) tell it:
+   * queued or active (a finished job reads as active until the read model shows it), and a file summary.
+   */
+  const uploadView = async (fileId: string): Promise<{ state: UploadState; progress: number | null; error: { code: string; message: string } | null; file: FileRow } | null> => {
+    // Cheap reads first (this answers polls right after a 202): the job's last commit, the command still queued,
+    // the actor's snapshot; the full history only when none of them carries the upload's description.
+    const last = await clog.last(AGG.upload, fileId);
+    let queued = last?.events.find((e) => e.type === EV.uploadQueued)?.data as UploadQueued | undefined;
+    if (!queued && !last) queued = (await clog.pendingCommand<UploadQueued>(AGG.upload, fileId))?.data;
+    if (!queued && last) {
+      const snap = await log.snapshots.get(`${AGG.upload}.${fileId}`).catch(() => null);
+      queued = snap?.value?.length ? (snap.json() as { context?: { upload?: UploadQueued } }).context?.upload : undefined;
+    }
+    if (!queued && last) {
+      const { events: all } = await clog.store.load(`${AGG.upload}.${fileId}`);
+      queued = all.find((e) => e.event.type === EV.uploadQueued)?.event.data as UploadQueued | undefined;
+    }
+    if (!queued) return null;
+    const events = (last?.events ?? []).map((event) => ({ event }));
+    let state: UploadState = "queued";
+    let progress: number | null = 0;
+    const error: { code: string; message: string } | null = null;
+    const storageObjectId: string | null = null;
+    let updated = queued.created_at;
+    for (const { event } of events) {
+      updated = event.occurred_at;
+      if (event.type === EV.uploadQueued) continue;
+      // anything after queued is the job at work (its outcome shows once the read model has it)
+      state = "active";
+    }
+    const file: FileRow = {
+      file_id: queued.file_id,
+      bucket_id: queued.bucket_id,
+      space_id: queued.space_id,
+      name: queued.name,
+      blob_id: queued.blob_id,
+      storage_object_id: storageObjectId,
+      storage_bucket_name: queued.storage_bucket_name,
+      storage_key: queued.storage_key,
+      size: String(queued.size),
+      mime_type: queued.mime_type,
+      status: "uploading",
+      is_private: queued.is_private,
+      metadata: queued.metadata,
+      name_claim: queued.name_claim,
+      upload_state: state,
+      upload_progress: progress,
+      upload_error: error,
+      upload_finished_at: null,
+      created_at: new Date(queued.created_at),
+      updated_at: new Date(updated),
+      deleted_at: null,
+      name_lower: queued.name.toLowerCase(),
+    };
+    return { state, progress, error, file };
+  };
+  const kit: ConsoleRouteKit = { server, wrap, authed, qs, P, auth, clog, q, policies, chain, sponsor, storage, logger, limits, settle, slabs, uploadLimiter, scopeError, scopeSpace, scopeBucket, scopeFile, checkAccess, activeBucket, quotaError, tierOf, uploadView };
+  registerBucketRoutes(kit);
+  registerFileRoutes(kit);
+  registerSponsorRoutes(kit);
+
+  // ---------------------------------------------------------------- infrastructure
+
+  server.route("get", "/health", wrap("health", async () => {
+    const nats = !log.nc.isClosed();
+    const pg = await db.query("SELECT 1").then(() => true, () => false);
+    return json(nats && pg ? 200 : 503, { status: nats && pg ? "ok" : "degraded", service: "console", version: CONSOLE_VERSION, checks: { nats, postgres: pg } });
+  }));
+  server.route("get", "/metrics", () => metrics.reply());
+  server.fallback((req) => json(404, { error: `no route for ${req.method} ${req.path}`, code: CODE.notFound }));
+  return server;
 }

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, expect } from "vitest";
 import { createHash, randomBytes } from "node:crypto";
 import type { NatsServerHandle } from "./nats-server.ts";
 import type { TestDatabase } from "./postgres.ts";
-import type { BlobstoreHandle } from "../../gateway/blobstore/service.ts";
+import type { BlobstoreHandle } from "../../gateway/blobstore/options.ts";
 import { blobstoreCommand } from "../../cli/blobstore.ts";
 import type { HttpClient } from "./blobstore-testkit.ts";
 import { startTestBlobstore, type TestBlobstore } from "./blobstore.ts";

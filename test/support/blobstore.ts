@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startNatsServer, type NatsServerHandle } from "./nats-server.ts";
 import { createTestDatabase, type TestDatabase } from "./postgres.ts";
-import { startBlobstore, type BlobstoreHandle, type BlobstoreOptions } from "../../gateway/blobstore/service.ts";
+import { startBlobstore } from "../../runtime/blobstore.ts";
+import type { BlobstoreHandle, BlobstoreOptions } from "../../gateway/blobstore/options.ts";
 import { httpClient, type HttpClient } from "./blobstore-testkit.ts";
 
 export interface TestBlobstore {

@@ -8,10 +8,11 @@ import { createPool, type Db } from "../../db/pool.ts";
 import { createLogger, silentLogger, type Logger } from "../../config/logger.ts";
 import { LocalChain } from "../../adapters/chain/local/local-chain.ts";
 import { generateKeypair } from "../../adapters/chain/local/accounts.ts";
-import { startBlobstore, type BlobstoreHandle } from "../../gateway/blobstore/service.ts";
+import { startBlobstore } from "../../runtime/blobstore.ts";
+import type { BlobstoreHandle } from "../../gateway/blobstore/options.ts";
 import { startNatsServer, type NatsServerHandle } from "./nats-server.ts";
 import { createTestDatabase, type TestDatabase } from "./postgres.ts";
-import { startConsole, type ConsoleHandle, type ConsoleLimits } from "../../gateway/console/service.ts";
+import { startConsole, type ConsoleHandle, type ConsoleLimits } from "../../runtime/console.ts";
 import { provisionSponsor, provisionStorage } from "../../runtime/console-provision.ts";
 
 export interface ConsoleTestStack {

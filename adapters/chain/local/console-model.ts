@@ -25,8 +25,6 @@ export interface ConsoleTxArgs {
   unshare_bucket_access: { group_id: string; service_signer: string };
 }
 
-/** Most groups one grant may touch. */
-export const MAX_GRANT_GROUPS = 16;
 /** Most members or admins one group holds. */
 export const MAX_GROUP_MEMBERS = 1_000;
 

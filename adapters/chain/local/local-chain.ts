@@ -23,7 +23,8 @@ import { blobIdFromString, blobIdToU256, type WalrusRegistration } from "./walru
 import { StateView } from "./state-view.ts";
 import { toBase58 } from "@mysten/sui/utils";
 import { blobRecordOf, type BlobObjectView } from "./blob-object.ts";
-import { decodeTransactionData, encodeTransactionKind, localTarget } from "./transaction-data.ts";
+import { decodeTransactionData, localTarget } from "./transaction-data.ts";
+import { encodeTransactionKind } from "../sui/transaction-kind.ts";
 import { directTransactions } from "../server-transactions.ts";
 import type { DelegateEntry } from "./writes.ts";
 

@@ -7,10 +7,10 @@ import { createHash } from "node:crypto";
 import { blake2b } from "@noble/hashes/blake2.js";
 import { bcs, BcsType } from "@mysten/sui/bcs";
 import { normalizeSuiAddress, toBase58 } from "@mysten/sui/utils";
-import { isAddress } from "../sui/keys.ts";
-import { CLOCK_ID, decodePure, encodePure, kindOfCall, LEDGER_INITIAL_SHARED_VERSION, MOVE_CALLS, type MoveParam } from "./move-calls.ts";
+import { CLOCK_ID, decodePure, kindOfCall, LEDGER_INITIAL_SHARED_VERSION, MOVE_CALLS, type MoveParam } from "../sui/move-calls.ts";
+import { transactionKind } from "../sui/transaction-kind.ts";
 import type { CallKind, TxArgs, TxBody, TxKind } from "./model.ts";
-import { GAS_FEE_MIST, GAS_PRICE, TX_CLOCK_SKEW_MS, wrapTransactionKind, type TransactionKindInput } from "../sui/transaction-envelope.ts";
+import { GAS_FEE_MIST, GAS_PRICE, TX_CLOCK_SKEW_MS, wrapTransactionKind } from "../sui/transaction-envelope.ts";
 import type { ChainTarget } from "../../../schemas/chain.ts";
 import { callsWalrus, decodeWalrusPtb } from "./walrus-ptb.ts";
 
@@ -33,8 +33,6 @@ export function localTarget(network: string, packageId: string): ChainTarget {
   return { network, chainIdentifier: chainIdentifierDigest(network), packageId: normalizeSuiAddress(packageId), registryId: localRegistryId(packageId) };
 }
 
-type CallArg = { Pure: { bytes: Uint8Array } } | { Object: { SharedObject: { objectId: string; initialSharedVersion: string; mutable: boolean } } };
-
 /** BCS `TransactionData` of one ledger transaction. Throws when the args cannot be encoded. */
 export function encodeTransactionData<K extends CallKind>(body: TxBody<K>, target: ChainTarget): Uint8Array {
   return wrapTransactionKind(transactionKind(body.kind, body.args, target), {
@@ -45,61 +43,6 @@ export function encodeTransactionData<K extends CallKind>(body: TxBody<K>, targe
     validUntilMs: body.valid_until_ms,
     nonce: body.nonce,
   });
-}
-
-/** BCS `TransactionKind` of a kind's call (what a wallet asks /sponsor to pay for). Throws when the args cannot be encoded. */
-export function encodeTransactionKind<K extends CallKind>(kind: K, args: TxArgs[K], target: ChainTarget): Uint8Array {
-  return bcs.TransactionKind.serialize(transactionKind(kind, args, target)).toBytes();
-}
-
-function transactionKind<K extends CallKind>(kind: K, rawArgs: TxArgs[K], target: ChainTarget): TransactionKindInput {
-  const spec = MOVE_CALLS[kind];
-  const args = rawArgs as unknown as Record<string, unknown>;
-  const inputs: CallArg[] = [];
-  const indexOf = new Map<string, number>();
-  const input = (key: string, make: () => CallArg) => {
-    let i = indexOf.get(key);
-    if (i === undefined) {
-      i = inputs.push(make()) - 1;
-      indexOf.set(key, i);
-    }
-    return { Input: i };
-  };
-  const sharedRef = (objectId: string, mutable: boolean): CallArg => ({
-    Object: { SharedObject: { objectId: normalizeSuiAddress(objectId), initialSharedVersion: LEDGER_INITIAL_SHARED_VERSION, mutable } },
-  });
-  const argument = (p: MoveParam, element: unknown) => {
-    switch (p.input) {
-      case "shared": {
-        const id = spec.each?.field === p.field ? element : args[p.field];
-        if (!isAddress(typeof id === "string" ? id.toLowerCase() : id)) throw new Error(`${p.field} must be an object id`);
-        return input(`shared:${String(id).toLowerCase()}`, () => sharedRef(String(id), p.mutable));
-      }
-      case "registry":
-        return input("registry", () => sharedRef(target.registryId, true));
-      case "clock":
-        return input("clock", () => sharedRef(CLOCK_ID, false));
-      case "pure": {
-        if (spec.perRecord?.fields.includes(p.field)) {
-          // Calls with equal values share one input, as the SDK's builder does.
-          const value = (element as Record<string, unknown>)[p.field];
-          return input(`record:${p.field}:${JSON.stringify(value)}`, () => ({ Pure: { bytes: encodePure(p.codec, value) } }));
-        }
-        return input(`pure:${p.field}`, () => ({ Pure: { bytes: encodePure(p.codec, args[p.field]) } }));
-      }
-      case "derived":
-        return input(`derived:${p.name}`, () => ({ Pure: { bytes: encodePure("address", p.derive(args)) } }));
-    }
-  };
-  const repeated = spec.each ?? spec.perRecord;
-  const elements = repeated ? args[repeated.field] : [undefined];
-  if (!Array.isArray(elements) || elements.length === 0 || (repeated && elements.length > repeated.max)) {
-    throw new Error(`${repeated?.field} must list 1 to ${repeated?.max} ${spec.each ? "object ids" : "records"}`);
-  }
-  const commands = elements.map((element) => ({
-    MoveCall: { package: target.packageId, module: spec.module, function: spec.fn, typeArguments: [], arguments: spec.params.map((p) => argument(p, element)) },
-  }));
-  return { ProgrammableTransaction: { inputs, commands } };
 }
 
 /** The TransactionData in `bytes`, and whether bytes follow its encoding (BCS parsing alone ignores them). */

@@ -12,7 +12,7 @@ import { bcs } from "@mysten/sui/bcs";
 import { fromBase64, normalizeStructTag, normalizeSuiAddress } from "@mysten/sui/utils";
 import { PortError, type AccountDirectory, type BlobObject, type BlobRecordInput, type ChainPort, type ExecutedTx, type ResolvedAccount, type ServerTransactions, type SponsoredChainPort, type WalletBalance } from "../../ports.ts";
 import { accountRegistryType, memoryBlobType, memWalAccountType, type ChainTarget, type ChainTransport, type MemoryAccount, type ObjectOwner, type SignedTx, type StoredObject } from "../../../schemas/chain.ts";
-import { encodeTransactionKind } from "../local/transaction-data.ts";
+import { encodeTransactionKind } from "../sui/transaction-kind.ts";
 import { directTransactions } from "../server-transactions.ts";
 import { AccountRegistryBcs, MemoryBlobBcs, MemWalAccountBcs, ObjectIdBcs } from "../move-layouts.ts";
 import { suiNodeClient, transportOf } from "./node-client.ts";

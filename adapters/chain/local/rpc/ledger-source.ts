@@ -5,7 +5,7 @@
 import { accountRegistryType, memoryBlobType, memWalAccountType } from "../../../../schemas/chain.ts";
 import { fromBase64, normalizeSuiAddress } from "@mysten/sui/utils";
 import type { Account } from "../model.ts";
-import { normalizedMoveFunctions } from "../move-calls.ts";
+import { normalizedMoveFunctions } from "../../sui/move-calls.ts";
 import { localRegistryTableId } from "../transaction-data.ts";
 import { AccountRegistryBcs, MemoryBlobBcs, MemWalAccountBcs } from "../../move-layouts.ts";
 import { digestOf, dynamicFieldId, moveObject, packageObject, sealApproveFunction, type ChainObject, type ChainOwner, type DynamicFieldName, type NormalizedMoveFunction, type ObjectSource } from "./objects.ts";

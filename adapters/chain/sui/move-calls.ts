@@ -3,9 +3,8 @@
 // decodes a MoveCall back into the kind's args and refuses anything else. The functions are those of move/memrelay
 // (the `account` module keeps MemWal's entry signatures).
 import { normalizeSuiAddress } from "@mysten/sui/utils";
-import { suiAddressOf } from "../sui/keys.ts";
-import { MAX_GRANT_GROUPS } from "./console-model.ts";
-import type { CallKind } from "./model.ts";
+import { suiAddressOf } from "./keys.ts";
+import type { CallKind } from "../local/model.ts";
 
 /** Sui's shared Clock object. */
 export const CLOCK_ID = normalizeSuiAddress("0x6");
@@ -44,6 +43,9 @@ export interface MoveCallSpec {
    */
   readonly perRecord?: { readonly field: string; readonly fields: readonly string[]; readonly max: number };
 }
+
+/** Most groups one grant may touch. */
+export const MAX_GRANT_GROUPS = 16;
 
 /** Most blob registrations in one transaction (a Sui programmable transaction allows 1,024 commands). */
 export const MAX_RECORDS_PER_TX = 256;
