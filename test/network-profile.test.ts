@@ -1,0 +1,120 @@
+// The network profile's pure parts: which profile MEMRELAY_NETWORK_PROFILE names, the latency helper driven by a fake
+// clock, and Sui's owned-object rule (adapters/chain/local/owned-object-locks.ts).
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { NETWORK_PROFILES, networkProfileFromEnv } from "../config/network-profile.ts";
+import { networkDelay, sampleLatency, slowestOf } from "../adapters/network-latency.ts";
+import { gasCoinId, isObjectLockConflict, objectLockConflictMessage, OwnedObjectLocks } from "../adapters/chain/local/owned-object-locks.ts";
+
+describe("MEMRELAY_NETWORK_PROFILE", () => {
+  it("defaults to local, which waits for nothing and locks nothing", () => {
+    const p = networkProfileFromEnv({});
+    expect(p.name).toBe("local");
+    for (const r of [p.ownedTxFinality, p.sharedTxFinality, p.storageNodeWrite, p.storageNodeRead]) expect(r.maxMs).toBe(0);
+    expect(p.ownedObjectLocks).toBe(false);
+  });
+
+  it("names testnet and mainnet, case and spaces aside", () => {
+    expect(networkProfileFromEnv({ MEMRELAY_NETWORK_PROFILE: " TestNet " }).name).toBe("testnet");
+    expect(networkProfileFromEnv({ MEMRELAY_NETWORK_PROFILE: "mainnet" })).toBe(NETWORK_PROFILES.mainnet);
+    expect(networkProfileFromEnv({ MEMRELAY_NETWORK_PROFILE: "" }).name).toBe("local");
+  });
+
+  it("refuses an unknown profile instead of running as local", () => {
+    expect(() => networkProfileFromEnv({ MEMRELAY_NETWORK_PROFILE: "devnet" })).toThrow(/one of local, testnet, mainnet, not "devnet"/);
+  });
+
+  it("keeps each range ordered, and the fast path faster than consensus", () => {
+    for (const p of Object.values(NETWORK_PROFILES)) {
+      for (const r of [p.ownedTxFinality, p.sharedTxFinality, p.storageNodeWrite, p.storageNodeRead]) expect(r.minMs).toBeLessThanOrEqual(r.maxMs);
+      expect(p.ownedTxFinality.minMs).toBeLessThanOrEqual(p.sharedTxFinality.minMs);
+    }
+  });
+});
+
+describe("the latency helper", () => {
+  afterEach(() => void vi.useRealTimers());
+
+  it("draws uniformly between the bounds", () => {
+    const range = { minMs: 400, maxMs: 900 };
+    expect(sampleLatency(range, () => 0)).toBe(400);
+    expect(sampleLatency(range, () => 0.5)).toBe(650);
+    expect(sampleLatency(range, () => 0.999999)).toBe(900);
+  });
+
+  it("sleeps on a timer: it settles exactly when the fake clock reaches the drawn latency", async () => {
+    vi.useFakeTimers();
+    let done = false;
+    const wait = networkDelay({ minMs: 400, maxMs: 900 }, { random: () => 0.2, sleep: (ms) => new Promise((r) => setTimeout(r, ms)) }).then(() => (done = true));
+    await vi.advanceTimersByTimeAsync(499);
+    expect(done).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    await wait;
+    expect(done).toBe(true);
+  });
+
+  it("does not touch a timer for a zero range (the local profile)", async () => {
+    const sleep = vi.fn(() => Promise.resolve());
+    await networkDelay({ minMs: 0, maxMs: 0 }, { random: Math.random, sleep });
+    await slowestOf(4, { minMs: 0, maxMs: 0 }, { random: Math.random, sleep });
+    expect(sleep).not.toHaveBeenCalled();
+  });
+
+  it("waits for the slowest of parallel requests", async () => {
+    const draws = [0.1, 0.9, 0.3];
+    const slept: number[] = [];
+    await slowestOf(3, { minMs: 100, maxMs: 200 }, { random: () => draws.shift()!, sleep: async (ms) => void slept.push(ms) });
+    expect(slept).toEqual([190]);
+  });
+});
+
+describe("Sui's owned-object rule", () => {
+  const coin = gasCoinId("0xaa");
+
+  it("refuses a second in-flight transaction on one owned object with Sui's equivocation error", () => {
+    const locks = new OwnedObjectLocks();
+    expect(locks.lock([coin], "DigestA")).toBeNull();
+    const conflict = locks.lock([coin], "DigestB");
+    expect(conflict).toEqual({ objectId: coin, version: 0, heldBy: "DigestA" });
+    const message = objectLockConflictMessage(conflict!);
+    expect(message).toBe(
+      `Transaction is rejected as invalid by more than 1/3 of validators by stake (non-retriable). Non-retriable errors: [Object (${coin}, SequenceNumber(0)) already locked by a different transaction: TransactionDigest(DigestA)]`,
+    );
+    expect(isObjectLockConflict(message)).toBe(true);
+  });
+
+  it("lets the same transaction be submitted again while it is in flight, and holds the lock until its last submission ends", () => {
+    const locks = new OwnedObjectLocks();
+    expect(locks.lock([coin], "DigestA")).toBeNull();
+    expect(locks.lock([coin], "DigestA")).toBeNull();
+    locks.unlock([coin], "DigestA", true);
+    expect(locks.lock([coin], "DigestB")?.heldBy).toBe("DigestA");
+    locks.unlock([coin], "DigestA", true);
+    expect(locks.size).toBe(0);
+  });
+
+  it("frees the object once the first is final, at its next version", () => {
+    const locks = new OwnedObjectLocks();
+    locks.lock([coin], "DigestA");
+    locks.unlock([coin], "DigestA", true);
+    expect(locks.lock([coin], "DigestB")).toBeNull();
+    expect(locks.lock([coin], "DigestC")).toMatchObject({ version: 1, heldBy: "DigestB" });
+    // a refused transaction consumed nothing: the version stays
+    locks.unlock([coin], "DigestB", false);
+    locks.lock([coin], "DigestD");
+    expect(locks.lock([coin], "DigestE")).toMatchObject({ version: 1 });
+  });
+
+  it("locks all of a transaction's objects or none of them", () => {
+    const locks = new OwnedObjectLocks();
+    const other = gasCoinId("0xbb");
+    locks.lock([other], "DigestA");
+    expect(locks.lock([coin, other], "DigestB")?.objectId).toBe(other);
+    expect(locks.lock([coin], "DigestC")).toBeNull();
+  });
+
+  it("gives different addresses different gas coins, and one address always the same", () => {
+    expect(gasCoinId("0xaa")).toBe(coin);
+    expect(gasCoinId("0xbb")).not.toBe(coin);
+    expect(coin).toMatch(/^0x[0-9a-f]{64}$/);
+  });
+});
