@@ -23,11 +23,3 @@ export function networkDelay(range: LatencyRange, clock: LatencyClock = timerClo
   if (range.maxMs <= 0) return Promise.resolve();
   return clock.sleep(sampleLatency(range, clock.random));
 }
-
-/** The slowest of `n` parallel requests, each drawn from `range` (a publisher writing to every storage node at once). */
-export function slowestOf(n: number, range: LatencyRange, clock: LatencyClock = timerClock): Promise<void> {
-  if (range.maxMs <= 0 || n <= 0) return Promise.resolve();
-  let slowest = 0;
-  for (let i = 0; i < n; i++) slowest = Math.max(slowest, sampleLatency(range, clock.random));
-  return clock.sleep(slowest);
-}

@@ -1,8 +1,13 @@
 // The network profile's pure parts: which profile MEMRELAY_NETWORK_PROFILE names, the latency helper driven by a fake
-// clock, and Sui's owned-object rule (adapters/chain/local/owned-object-locks.ts).
+// clock, Sui's owned-object rule (adapters/chain/local/owned-object-locks.ts), and a storage node's waits over HTTP.
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { bls12_381 } from "@noble/curves/bls12-381.js";
+import { startStorageNode } from "../adapters/walrus-nodes/storage-node.ts";
 import { NETWORK_PROFILES, networkProfileFromEnv } from "../config/network-profile.ts";
-import { networkDelay, sampleLatency, slowestOf } from "../adapters/network-latency.ts";
+import { networkDelay, sampleLatency } from "../adapters/network-latency.ts";
 import { gasCoinId, isObjectLockConflict, objectLockConflictMessage, OwnedObjectLocks } from "../adapters/chain/local/owned-object-locks.ts";
 
 describe("MEMRELAY_NETWORK_PROFILE", () => {
@@ -55,15 +60,7 @@ describe("the latency helper", () => {
   it("does not touch a timer for a zero range (the local profile)", async () => {
     const sleep = vi.fn(() => Promise.resolve());
     await networkDelay({ minMs: 0, maxMs: 0 }, { random: Math.random, sleep });
-    await slowestOf(4, { minMs: 0, maxMs: 0 }, { random: Math.random, sleep });
     expect(sleep).not.toHaveBeenCalled();
-  });
-
-  it("waits for the slowest of parallel requests", async () => {
-    const draws = [0.1, 0.9, 0.3];
-    const slept: number[] = [];
-    await slowestOf(3, { minMs: 100, maxMs: 200 }, { random: () => draws.shift()!, sleep: async (ms) => void slept.push(ms) });
-    expect(slept).toEqual([190]);
   });
 });
 
@@ -116,5 +113,31 @@ describe("Sui's owned-object rule", () => {
     expect(gasCoinId("0xaa")).toBe(coin);
     expect(gasCoinId("0xbb")).not.toBe(coin);
     expect(coin).toMatch(/^0x[0-9a-f]{64}$/);
+  });
+});
+
+describe("a local storage node under the profile", () => {
+  it("answers a read after the profile's read latency and a write after its write latency, over HTTP", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "memrelay-node-"));
+    const latency = { read: { minMs: 150, maxMs: 150 }, write: { minMs: 300, maxMs: 300 } };
+    const node = await startStorageNode({ dir, nShards: 1, shards: [0], epoch: 1, secretKey: bls12_381.longSignatures.keygen().secretKey, latency });
+    try {
+      const blob = `${node.url}/v1/blobs/${"A".repeat(43)}`;
+      let t0 = performance.now();
+      const read = await fetch(`${blob}/metadata/status`);
+      const readMs = performance.now() - t0;
+      expect(read.status).toBe(200);
+      t0 = performance.now();
+      // a malformed metadata write: refused, but only after the node's round trip
+      const write = await fetch(`${blob}/metadata`, { method: "PUT", body: new Uint8Array([1, 2, 3]) });
+      const writeMs = performance.now() - t0;
+      expect(write.status).toBeGreaterThanOrEqual(400);
+      expect(readMs).toBeGreaterThanOrEqual(145);
+      expect(writeMs).toBeGreaterThanOrEqual(295);
+      expect(readMs).toBeLessThan(writeMs);
+    } finally {
+      await node.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

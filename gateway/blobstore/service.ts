@@ -43,6 +43,7 @@ import { registerDataRoutes } from "./data-routes.ts";
 import { registerAdminRoutes } from "./admin-routes.ts";
 import { namingAddressVariable } from "../../config/listen-error.ts";
 import { registerWalrusRoutes } from "./walrus-routes.ts";
+import { NETWORK_PROFILES } from "../../config/network-profile.ts";
 import { registerPublicRoutes } from "./public-routes.ts";
 
 export { DEFAULT_BACKEND, blobstoreOptionsFromEnv, type BackendKind, type BlobstoreHandle, type BlobstoreOptions } from "./options.ts";
@@ -190,7 +191,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
   registerInfrastructureRoutes({ route, docs, backend, eventLog, db, natsUp: () => natsUp, metrics, runProjections, runners });
 
   const kit: BlobstoreRouteKit = { route, data, admin, jsonBody, query, rawKey, core, log, q, master, maxBlobBytes, received, storeBody, serve, serveByBlobId, needLog, walrusEpoch };
-  registerWalrusRoutes(kit);
+  registerWalrusRoutes(kit, opts.networkProfile ?? NETWORK_PROFILES.local);
   registerPublicRoutes(kit);
   registerDataRoutes(kit);
   registerAdminRoutes(kit);
