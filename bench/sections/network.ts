@@ -12,7 +12,7 @@ import type { Ctx } from "../lib/context.ts";
 import { log } from "../lib/context.ts";
 import { BenchEnv } from "../lib/env.ts";
 import { memoryTexts } from "../lib/texts.ts";
-import { int, latencyLine, ms, rate, summarize } from "../lib/stats.ts";
+import { int, latencyLine, summarize } from "../lib/stats.ts";
 import type { Row, SectionResult } from "../lib/report.ts";
 import { LocalChain } from "../../adapters/chain/local/local-chain.ts";
 import { localWalrusPackageConfig } from "../../adapters/chain/local/walrus-deployment.ts";
@@ -60,7 +60,8 @@ async function storageCostOf(env: BenchEnv, network: string): Promise<bigint> {
 
 async function runProfile(ctx: Ctx, profile: NetworkProfileName, agents: number, perAgent: number): Promise<ProfileRun> {
   log(`network (${profile}): starting an environment with MEMRELAY_NETWORK_PROFILE=${profile} ...`);
-  const env = await BenchEnv.start({ embedder: "hashing", encryptedNats: ctx.opts.encryptedNats, label: `network-${profile}`, workerNodeArgs: ctx.workerNodeArgs(), extraEnv: { MEMRELAY_NETWORK_PROFILE: profile } }, ctx.sampler);
+  // Any free port for the MCP sidecar: its default (9000) may be another stack's on a shared machine.
+  const env = await BenchEnv.start({ embedder: "hashing", encryptedNats: ctx.opts.encryptedNats, label: `network-${profile}`, workerNodeArgs: ctx.workerNodeArgs(), extraEnv: { MEMRELAY_NETWORK_PROFILE: profile, SIDECAR_URL: "http://127.0.0.1:0" } }, ctx.sampler);
   const dispatcher = new Agent({ connections: agents * 2, keepAliveTimeout: 30_000 });
   try {
     for (const role of ["gateway", "projections", "actors"] as const) await env.startRole(role);
@@ -92,7 +93,7 @@ async function runProfile(ctx: Ctx, profile: NetworkProfileName, agents: number,
       const gas = suiBefore - (await uploadWalletsSui(chain, env));
       const storageCost = await storageCostOf(env, env.workerEnv.CHAIN_NETWORK!);
       const s = summarize(latencies);
-      log(`network (${profile}): ${rate(memories / window.seconds, " memories/s")}, ${latencyLine(s)}, ${failed} failed; CPU ms per memory: ${window.perOp(memories)}`);
+      log(`network (${profile}): ${(memories / window.seconds).toFixed(1)} memories/s, ${latencyLine(s)}, ${failed} failed; CPU ms per memory: ${window.perOp(memories)}`);
       return { profile, memories, failed, seconds: window.seconds, latencies, cpu: window.cpu, cpuPerMemory: window.perOp(memories), storageCost, gas };
     } finally {
       await chain.close();
@@ -117,8 +118,8 @@ export async function networkSection(ctx: Ctx): Promise<SectionResult> {
     const s = summarize(r.latencies);
     const label = `per-blob, ${r.profile} profile`;
     return [
-      { metric: `${label}: remember → done throughput (${agents} agents × ${perAgent})`, measured: `${rate(thr(r), " memories/s")} (${int(r.memories)} done, ${r.failed} failed, ${r.seconds.toFixed(1)} s)` },
-      { metric: `${label}: remember → done latency`, measured: `p50 ${ms(s.p50, 0)} · p99 ${ms(s.p99, 0)} · ${latencyLine(s, 0)}` },
+      { metric: `${label}: remember → done throughput (${agents} agents × ${perAgent})`, measured: `${thr(r).toFixed(1)} memories/s (${int(r.memories)} done, ${r.failed} failed, ${r.seconds.toFixed(1)} s)` },
+      { metric: `${label}: remember → done latency`, measured: latencyLine(s, 0) },
       { metric: `${label}: storage cost per 1,000 memories (SDK storageCost, ${EPOCHS} epoch, local prices)`, measured: `${int(Number(per1000(r.storageCost, r)))} FROST` },
       { metric: `${label}: gas per 1,000 memories (upload wallets, local ledger)`, measured: `${int(Number(per1000(r.gas, r)))} MIST` },
       { metric: `${label}: CPU per process (1 core = 100 %)`, measured: r.cpu },
