@@ -167,7 +167,8 @@ export class Ledger {
   private inFlight(vtx: VerifiedTx, commit: Effect.Effect<SubmitResult, LedgerError>): Effect.Effect<SubmitResult, LedgerError> {
     const profile = this.profile;
     if (SYSTEM_KINDS.has(vtx.body.kind)) return commit;
-    const waited = Effect.promise(() => networkDelay(profile.ownedTxFinality)).pipe(Effect.andThen(commit));
+    // The local profile adds nothing, not even an asynchronous hop.
+    const waited = profile.ownedTxFinality.maxMs > 0 ? Effect.promise(() => networkDelay(profile.ownedTxFinality)).pipe(Effect.andThen(commit)) : commit;
     if (!profile.ownedObjectLocks) return waited;
     const owned = [gasCoinId(vtx.gasOwner)];
     return Effect.suspend(() => {
