@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { bls12_381 } from "@noble/curves/bls12-381.js";
 import { startStorageNode } from "../adapters/walrus-nodes/storage-node.ts";
+import { loadConfig } from "../config/env.ts";
 import { NETWORK_PROFILES, networkProfileFromEnv } from "../config/network-profile.ts";
 import { networkDelay, sampleLatency } from "../adapters/network-latency.ts";
 import { gasCoinId, isObjectLockConflict, objectLockConflictMessage, OwnedObjectLocks } from "../adapters/chain/local/owned-object-locks.ts";
@@ -33,6 +34,21 @@ describe("MEMRELAY_NETWORK_PROFILE", () => {
       for (const r of [p.ownedTxFinality, p.sharedTxFinality, p.storageNodeWrite, p.storageNodeRead]) expect(r.minMs).toBeLessThanOrEqual(r.maxMs);
       expect(p.ownedTxFinality.minMs).toBeLessThanOrEqual(p.sharedTxFinality.minMs);
     }
+  });
+});
+
+describe("the operator configuration", () => {
+  it("carries the profile, and stops on an unknown one", () => {
+    expect(loadConfig({}).networkProfile.name).toBe("local");
+    expect(loadConfig({ MEMRELAY_NETWORK_PROFILE: "testnet" }).networkProfile).toBe(NETWORK_PROFILES.testnet);
+    expect(() => loadConfig({ MEMRELAY_NETWORK_PROFILE: "fast" })).toThrow(/MEMRELAY_NETWORK_PROFILE/);
+  });
+
+  it("reads the wallet pool from SERVER_CHAIN_PRIVATE_KEYS, else the singular SERVER_CHAIN_PRIVATE_KEY", () => {
+    const [a, b, c] = ["11".repeat(32), "22".repeat(32), "33".repeat(32)];
+    expect(loadConfig({ SERVER_CHAIN_PRIVATE_KEYS: `${a}, ${b}` }).serverChainPrivateKeys).toEqual([a, b]);
+    expect(loadConfig({ SERVER_CHAIN_PRIVATE_KEY: c }).serverChainPrivateKeys).toEqual([c]);
+    expect(loadConfig({ SERVER_CHAIN_PRIVATE_KEYS: a, SERVER_CHAIN_PRIVATE_KEY: c }).serverChainPrivateKeys).toEqual([a]);
   });
 });
 
