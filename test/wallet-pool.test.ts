@@ -86,6 +86,19 @@ describe("WalletPool", () => {
     expect(got?.wallet.address).toBe(addr(p, 0));
   });
 
+  it("lets a waiter behind a stalled wallet sleep until something can change, not spin", async () => {
+    let looks = 0;
+    const p = new WalletPool(keys.slice(0, 1), { stallMs: 1_000, benchMs: 5_000, clock: () => (looks++, Date.now()) });
+    p.tryAcquire()!; // stalls at 1 s and never ends
+    let got: WalletLease | undefined;
+    void p.acquire().then((l) => (got = l));
+    const before = looks;
+    await vi.advanceTimersByTimeAsync(20_000);
+    expect(got).toBeUndefined();
+    // a look when it stalls and one when its bench ends, not one per millisecond
+    expect(looks - before).toBeLessThan(10);
+  });
+
   it("uses the wallet back soonest when every wallet is out of rotation, preferring one the caller has not tried", () => {
     const p = pool(2);
     p.tryAcquire()!.release("failed");

@@ -177,12 +177,13 @@ export class WalletPool {
   private recheckLater(): void {
     if (this.recheck || !this.waiting.length) return;
     const now = this.clock();
-    const moments = this.states.flatMap((s) => [...(s.busySince !== undefined ? [s.busySince + this.stallMs] : []), ...(s.benchedUntil > now ? [s.benchedUntil] : [])]);
+    // Only moments still ahead: a wallet that stalled already changes nothing more until its call ends (a release).
+    const moments = this.states.flatMap((s) => [...(s.busySince !== undefined ? [s.busySince + this.stallMs] : []), s.benchedUntil]).filter((t) => t > now);
     if (!moments.length) return;
     this.recheck = setTimeout(() => {
       this.recheck = undefined;
       this.handOver();
-    }, Math.max(1, Math.min(...moments) - now));
+    }, Math.min(...moments) - now);
     this.recheck.unref?.();
   }
 
