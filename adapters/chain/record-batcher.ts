@@ -91,4 +91,4 @@ export class RecordBatcher {
   }
 }
 
-const STALLED = new PortError("chain", "unavailable", "the wallet's transaction stalled; sent again on another wallet");
+const STALLED = new PortError("chain", "unavailable", "the wallet's transaction stalled (no answer within the pool's stall time)");
