@@ -4,7 +4,7 @@
 //
 //   node --import tsx bench/run.ts                      every section (≈ 15–20 min on 2 cores)
 //   node --import tsx bench/run.ts --only recall        one section (remember, pipeline, use-lite, long-texts, long-relayer, recall, legacy-recall, mcp, peer, replay, rebuild, memory,
-//                                                       blobstore, console)
+//                                                       network, blobstore, console)
 //   node --import tsx bench/run.ts --only remember,pipeline --quick    smaller counts, for a smoke run
 // Flags: --plain-nats (JetStream store not encrypted), --cpu-prof (worker processes write V8 CPU profiles to
 // bench/profiles/; summarise with `node --import tsx bench/profile-summary.ts <file>`), --no-save.
@@ -29,6 +29,7 @@ import { peerSection } from "./sections/peer.ts";
 import { replaySection } from "./sections/replay.ts";
 import { rebuildSection } from "./sections/rebuild.ts";
 import { memorySection } from "./sections/memory.ts";
+import { networkSection } from "./sections/network.ts";
 import { blobstoreSection, consoleSection } from "./service-sections.ts";
 
 const args = process.argv.slice(2);
@@ -132,6 +133,8 @@ try {
   if (wants("long-texts")) await runSection("long-texts", () => longTextsSection(ctx));
   // Long memories and the default configuration's throughput through the relayer: an environment of its own (USE-lite).
   if (wants("long-relayer")) await runSection("long-relayer", () => longRelayerSection(ctx));
+  // Remember → done under the local and a network profile: an environment per profile.
+  if (wants("network")) await runSection("network", () => networkSection(ctx));
   // The blob store's and the console's benchmarks: each starts its own nats-server, database and service processes.
   if (wants("blobstore")) await runSection("blobstore", () => blobstoreSection(ctx));
   if (wants("console")) await runSection("console", () => consoleSection(ctx));

@@ -3,6 +3,7 @@
 import { availableParallelism } from "node:os";
 import { parseOperatorKey, type OAuthSettings } from "../schemas/relayer/oauth.ts";
 import type { RetryPolicy } from "../schemas/relayer/sponsor.ts";
+import { networkProfileFromEnv, type NetworkProfile } from "./network-profile.ts";
 
 export interface RelayerConfig {
   readonly port: number;
@@ -44,6 +45,8 @@ export interface RelayerConfig {
   /** WALRUS_LOCAL_SHARDS (10, at least one per node): its shards; the largest blob is (n − 2f)(n − f) × 65,534 bytes (1.8 MB at 10, 7.3 MB at 20). */
   readonly walrusLocalShards: number;
   readonly serverChainPrivateKeys: readonly string[];
+  /** MEMRELAY_NETWORK_PROFILE (local): the latencies and owned-object rule the local chain and Walrus take on (config/network-profile.ts). */
+  readonly networkProfile: NetworkProfile;
   readonly encryptionThreshold: number | undefined;
   readonly embedder: "hashing" | "use-lite" | "openai";
   readonly embeddingDims: number | undefined;
@@ -274,6 +277,7 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     walrusLocalNodes: intVar(env, "WALRUS_LOCAL_NODES", 4, 1, 100),
     walrusLocalShards: Math.max(intVar(env, "WALRUS_LOCAL_SHARDS", 10, 1, 1000), intVar(env, "WALRUS_LOCAL_NODES", 4, 1, 100)),
     serverChainPrivateKeys: list(env.SERVER_CHAIN_PRIVATE_KEYS ?? env.SERVER_CHAIN_PRIVATE_KEY),
+    networkProfile: networkProfileFromEnv(env),
     encryptionThreshold: env.ENCRYPTION_THRESHOLD ? intVar(env, "ENCRYPTION_THRESHOLD", 2, 1) : undefined,
     embedder: ["hashing", "use-lite", "openai"].includes(embedder) ? embedder : "hashing",
     embeddingDims: env.MEMRELAY_EMBEDDING_DIMS ? intVar(env, "MEMRELAY_EMBEDDING_DIMS", 1024, 8, 2000) : undefined,

@@ -25,6 +25,7 @@ import { MasterKey } from "../actors/blobstore/keys.ts";
 import { sweep, type SweepResult } from "../actors/blobstore/gc.ts";
 import { DEFAULT_BACKEND, type BlobstoreHandle, type BlobstoreOptions } from "../gateway/blobstore/options.ts";
 import { createBlobstoreServer } from "../gateway/blobstore/service.ts";
+import { NETWORK_PROFILES } from "../config/network-profile.ts";
 
 export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreHandle> {
   const logger = (opts.logger ?? createLogger()).child({ service: "blobstore" });
@@ -103,6 +104,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
     }
   })().catch(() => undefined);
   const server = createBlobstoreServer({
+    networkProfile: opts.networkProfile ?? NETWORK_PROFILES.local,
     core,
     q,
     master,

@@ -83,7 +83,7 @@ export async function startLocalStack(opts: {
   const stops: (() => Promise<void> | void)[] = [() => log.close(), () => db.end()];
   try {
     const operatorSecretKey = opts.operatorSecretKey ?? generateKeypair().secretKey;
-    const chain = await LocalChain.open(log, { packageId: opts.config.packageId, network: opts.config.network, operatorKey: operatorSecretKey });
+    const chain = await LocalChain.open(log, { packageId: opts.config.packageId, network: opts.config.network, operatorKey: operatorSecretKey, profile: opts.config.networkProfile });
     stops.unshift(() => chain.close?.());
 
     // SPONSOR_API_KEY without SPONSOR_API_URL: this stack's relayer sponsors through its own provider.
@@ -102,14 +102,21 @@ export async function startLocalStack(opts: {
     stops.unshift(() => encryptionStack.close());
     // Walrus storage nodes beside the blob store: what an unmodified WalrusClient writes to (the relayer keeps the
     // publisher/aggregator API of the blob store).
-    const walrus = await startLocalWalrus({ ledger: chain, dir: join(opts.config.dataDir, "walrus"), host: opts.config.host, count: opts.config.walrusLocalNodes, nShards: opts.config.walrusLocalShards });
+    const walrus = await startLocalWalrus({
+      ledger: chain,
+      dir: join(opts.config.dataDir, "walrus"),
+      host: opts.config.host,
+      count: opts.config.walrusLocalNodes,
+      nShards: opts.config.walrusLocalShards,
+      latency: { write: opts.config.networkProfile.storageNodeWrite, read: opts.config.networkProfile.storageNodeRead },
+    });
     stops.unshift(() => walrus.close());
     const threshold = opts.config.encryptionThreshold ?? Math.min(2, encryptionStack.serverConfigs.length);
     // Seal's key-server reads go to this stack's ledger listener, over gRPC when CHAIN_GRPC_URL is set (as /config reports).
     const node = opts.config.chainGrpcUrl ? { grpcUrl: encryptionStack.grpcUrl } : { rpcUrl: encryptionStack.rpcUrl };
     const encryption = createEnvelopeEncryption({ packageId: encryptionStack.packageId, suiClient: suiNodeClient({ ...node, network: chain.network }).client, serverConfigs: encryptionStack.serverConfigs, threshold });
 
-    const blobstore = await startBlobstore({ log, db, host: opts.config.host, port: opts.config.blobstorePort, dataDir: join(opts.config.dataDir, "blobstore"), backend: opts.config.blobstoreBackend, cacheBytes: opts.config.blobstoreCacheBytes, logger: logger.child({ service: "blobstore" }) });
+    const blobstore = await startBlobstore({ log, db, host: opts.config.host, port: opts.config.blobstorePort, dataDir: join(opts.config.dataDir, "blobstore"), backend: opts.config.blobstoreBackend, cacheBytes: opts.config.blobstoreCacheBytes, networkProfile: opts.config.networkProfile, logger: logger.child({ service: "blobstore" }) });
     stops.unshift(() => blobstore.stop());
     const blobstoreUrl = blobstore.url;
     const publisher = process.env.BLOBSTORE_PUBLISHER_URL ?? blobstoreUrl;

@@ -127,7 +127,9 @@ export async function startRelayer(opts: {
           embedder: embedding,
           encryption: ports.encryption,
           blobs: ports.blobs,
-          records: new RecordBatcher(registrationChain(config, ports.chain, sponsor, logger), wallets!),
+          // One transaction per wallet in flight where finality takes time (a network profile): a wallet's coin
+          // serves one transaction at a time. On the local profile one in flight makes bigger batches (measured faster).
+          records: new RecordBatcher(registrationChain(config, ports.chain, sponsor, logger), wallets!, { maxInFlight: config.networkProfile.name === "local" ? 1 : wallets!.size }),
           wallets: wallets!,
           lexical,
           attemptDelayMs: opts.attemptDelayMs ?? 200,

@@ -39,7 +39,7 @@ export async function startWorker(
   const remote = config.network === "localnet" ? undefined : await connectNode(config, node, env);
   const log = await openEventLog({ servers: config.natsUrl, name: "memrelay-worker" });
   const db = createPool(config.databaseUrl, 16);
-  const chain = remote ?? (await LocalChain.open(log, { packageId: config.packageId, network: config.network }));
+  const chain = remote ?? (await LocalChain.open(log, { packageId: config.packageId, network: config.network, profile: config.networkProfile }));
   const encryption = createEnvelopeEncryption({
     packageId: config.packageId,
     suiClient: suiNodeClient(node).client,

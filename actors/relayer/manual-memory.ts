@@ -2,7 +2,7 @@
 // object is recorded on chain for the owner, trying successive upload wallets as the remember job does. The route
 // then registers it in the index. Failures are typed so the route can answer with the right status.
 import type { BlobObject, BlobPort, ChainPort } from "../../adapters/ports.ts";
-import type { WalletPool } from "../../adapters/chain/wallet-pool.ts";
+import { isWalletFault, type WalletPool } from "../../adapters/chain/wallet-pool.ts";
 import { MAX_WALLET_ATTEMPTS } from "../../schemas/relayer/remember-job.ts";
 
 export type ManualStoreFailure =
@@ -34,7 +34,15 @@ export async function storeManualMemory(ports: ManualMemoryPorts, input: { owner
   let lastError = "";
   for (let attempt = 1; attempt <= MAX_WALLET_ATTEMPTS; attempt++) {
     try {
-      const object = await ports.chain.recordBlob({ owner: input.owner, namespace: input.namespace, blobId: stored.blobId, size: stored.size, walletSecretKey: wallets.next().secretKey });
+      // A wallet with no transaction in flight: its gas coin may serve only one at a time (adapters/chain/wallet-pool.ts).
+      const lease = await wallets.acquire();
+      const object = await ports.chain.recordBlob({ owner: input.owner, namespace: input.namespace, blobId: stored.blobId, size: stored.size, walletSecretKey: lease.wallet.secretKey }).then(
+        (o) => (lease.release("ok"), o),
+        (err: unknown) => {
+          lease.release(isWalletFault(err) ? "failed" : "ok");
+          throw err;
+        },
+      );
       if (object.namespace !== input.namespace) throw new ManualStoreError({ kind: "other_namespace" });
       return { blobId: stored.blobId, size: stored.size, object };
     } catch (err) {

@@ -1,11 +1,15 @@
 // Group commit of blob registrations: concurrent jobs' records share one transaction (one `record_blob` call each),
 // so a transaction's signing, verification, gas and nonce are paid once per batch instead of once per memory. Batches
 // form by arrival (../arrival-batcher.ts): a record waits only while an earlier batch is in flight, so an idle relayer
-// adds no latency and a busy one makes bigger batches. Each batch is paid by the next wallet of the pool. A batch the
-// chain refuses is retried one record at a time, so one bad record fails only its own job.
+// adds no latency and a busy one makes bigger batches. Each batch is paid by a wallet of the pool with no transaction
+// in flight (its gas coin is an owned object: ./wallet-pool.ts). A batch that fails for its wallet's sake (the coin
+// locked, no funds, the chain not answering) or stalls past the pool's stallMs goes out again on another wallet, and
+// that wallet leaves the rotation for a while; records are idempotent per (owner, blob id), so a stalled transaction
+// that lands after all changes nothing. A batch the chain refuses is retried one record at a time, so one bad record
+// fails only its own job.
 import type { BlobObject, BlobRecordInput, ChainPort } from "../ports.ts";
 import { PortError } from "../ports.ts";
-import type { Wallet, WalletPool } from "./wallet-pool.ts";
+import { isWalletFault, type Wallet, type WalletLease, type WalletPool } from "./wallet-pool.ts";
 import { ArrivalBatcher } from "../arrival-batcher.ts";
 
 export interface RecordedBlob {
@@ -43,14 +47,48 @@ export class RecordBatcher {
 
   /** One transaction for the batch; each record's outcome, a failure included (one record's refusal is its own). */
   private async submit(inputs: readonly BlobRecordInput[]): Promise<(RecordedBlob | RecordFailed)[]> {
-    const wallet = this.wallets.next();
-    try {
-      const objects = await this.chain.recordBlobs(inputs, wallet.secretKey);
-      return inputs.map((_, i) => ({ object: objects[i]!, wallet }));
-    } catch (err) {
-      // An outage fails every record alike; a refusal may be one record's, so each is tried on its own.
-      if (inputs.length > 1 && !(err instanceof PortError && err.kind === "unavailable")) return (await Promise.all(inputs.map((i) => this.submit([i])))).flat();
-      return inputs.map(() => new RecordFailed(wallet, err));
+    const tried = new Set<string>();
+    let failure: RecordFailed | undefined;
+    while (tried.size < this.wallets.size) {
+      // At once when a wallet is free (a lone record goes out in this tick), else the first to come free.
+      const lease = this.wallets.tryAcquire(tried) ?? (await this.wallets.acquire(tried));
+      const { wallet } = lease;
+      if (tried.has(wallet.address)) {
+        // every wallet still in rotation has failed this batch already
+        lease.release("ok");
+        break;
+      }
+      tried.add(wallet.address);
+      const outcome = await this.attempt(inputs, lease);
+      if (!(outcome instanceof Error)) return outcome.map((object) => ({ object, wallet }));
+      if (outcome !== STALLED && !isWalletFault(outcome)) {
+        // A refusal may be one record's, so each is tried on its own.
+        if (inputs.length > 1) return (await Promise.all(inputs.map((i) => this.submit([i])))).flat();
+        return [new RecordFailed(wallet, outcome)];
+      }
+      failure = new RecordFailed(wallet, outcome);
     }
+    return inputs.map(() => failure!);
+  }
+
+  /** The batch's transaction on the leased wallet: its objects, its error, or STALLED once it runs past stallMs. */
+  private attempt(inputs: readonly BlobRecordInput[], lease: WalletLease): Promise<BlobObject[] | Error> {
+    const call = this.chain.recordBlobs(inputs, lease.wallet.secretKey).then(
+      (objects) => {
+        lease.release("ok");
+        return objects;
+      },
+      (err: unknown) => {
+        const error = err instanceof Error ? err : new Error(String(err));
+        lease.release(isWalletFault(error) ? "failed" : "ok");
+        return error;
+      },
+    );
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    // The stalled call keeps its wallet (and its coin) until it ends; only the batch moves on.
+    const stalled = new Promise<Error>((resolve) => (timer = setTimeout(() => resolve(STALLED), this.wallets.stallMs)));
+    return Promise.race([call, stalled]).finally(() => clearTimeout(timer));
   }
 }
+
+const STALLED = new PortError("chain", "unavailable", "the wallet's transaction stalled (no answer within the pool's stall time)");

@@ -20,6 +20,8 @@ export interface LocalCommitteeOptions {
   readonly ports?: readonly number[];
   /** Passed to every node (storage-node.ts). */
   readonly registrations?: StorageNodeOptions["registrations"];
+  /** Passed to every node: MEMRELAY_NETWORK_PROFILE's storage-node write and read latency. */
+  readonly latency?: StorageNodeOptions["latency"];
   readonly storagePricePerUnit?: bigint;
   readonly writePricePerUnit?: bigint;
 }
@@ -78,6 +80,7 @@ export async function startLocalCommittee(opts: LocalCommitteeOptions): Promise<
           epoch: LOCAL_WALRUS_EPOCH,
           secretKey: loadOrCreateSecretKey(join(dir, "bls.key")),
           registrations: opts.registrations,
+          latency: opts.latency,
           host: opts.host,
           port: opts.ports?.[i],
         }),

@@ -4,7 +4,7 @@
 import { localWalrusPackageConfig, parseSystemInnerField, systemInnerFieldId, walrusDeploymentObjects } from "../chain/local/walrus-deployment.ts";
 import type { PutObjectInput } from "../chain/local/local-chain.ts";
 import type { WalrusRegistration } from "../chain/local/walrus-layouts.ts";
-import { startLocalCommittee, type LocalCommittee } from "./local-committee.ts";
+import { startLocalCommittee, type LocalCommittee, type LocalCommitteeOptions } from "./local-committee.ts";
 
 /** What a WalrusClient is given for the local network (with `storageNodeUrlScheme: "http"`). */
 export interface WalrusPackageConfig {
@@ -25,7 +25,15 @@ export interface LocalWalrusLedger {
   getObject(objectId: string): Promise<{ readonly bcs?: string } | null>;
 }
 
-export async function startLocalWalrus(opts: { ledger: LocalWalrusLedger; dir: string; host?: string; count?: number; nShards?: number; ports?: readonly number[] }): Promise<LocalWalrus> {
+export async function startLocalWalrus(opts: {
+  ledger: LocalWalrusLedger;
+  dir: string;
+  host?: string;
+  count?: number;
+  nShards?: number;
+  ports?: readonly number[];
+  latency?: LocalCommitteeOptions["latency"];
+}): Promise<LocalWalrus> {
   const committee = await startLocalCommittee({
     dir: opts.dir,
     network: opts.ledger.network,
@@ -34,6 +42,7 @@ export async function startLocalWalrus(opts: { ledger: LocalWalrusLedger; dir: s
     host: opts.host,
     ports: opts.ports,
     registrations: (blobId) => opts.ledger.walrusBlobRegistrations(blobId),
+    latency: opts.latency,
   });
   try {
     // Publishing again (new node addresses) keeps the storage already reserved.

@@ -20,6 +20,8 @@ import type { AddressInfo } from "node:net";
 import { bcs, type BcsType } from "@mysten/sui/bcs";
 import { bls12_381 } from "@noble/curves/bls12-381.js";
 import { SliverStore, type SliverType } from "./sliver-store.ts";
+import { networkDelay } from "../network-latency.ts";
+import type { LatencyRange } from "../../config/network-profile.ts";
 import { BlobMetadataBcs, blobIdFromString, blobIdToString, confirmationMessage, deriveBlobId, metadataRootHash, RS2_ENCODING, sourceSymbols, symbolSize, type BlobPersistence, type WalrusRegistration } from "../chain/local/walrus-layouts.ts";
 
 const SliverDataBcs = bcs.struct("SliverData", { symbols: bcs.struct("Symbols", { data: bcs.byteVector(), symbol_size: bcs.u16() }), index: bcs.u16() });
@@ -44,6 +46,8 @@ export interface StorageNodeOptions {
   readonly port?: number;
   /** Largest accepted body (a sliver of a 13 MiB blob is about 1 MiB). Default 16 MiB. */
   readonly maxBodyBytes?: number;
+  /** MEMRELAY_NETWORK_PROFILE: how long a write (PUT) and a read (GET) take on a real node; default no wait. */
+  readonly latency?: { readonly write: LatencyRange; readonly read: LatencyRange };
 }
 
 export interface StorageNodeHandle {
@@ -213,8 +217,12 @@ export async function startStorageNode(opts: StorageNodeOptions): Promise<Storag
     throw new NodeError(404, "no such route");
   }
 
+  // The profile's wait comes first, as a remote node's round trip would, and is a timer: the node does no more work.
+  const answer = (req: IncomingMessage, res: ServerResponse) =>
+    opts.latency ? networkDelay(req.method === "PUT" ? opts.latency.write : opts.latency.read).then(() => route(req, res)) : route(req, res);
+
   const server: Server = createServer((req, res) => {
-    route(req, res).catch((err: unknown) => {
+    answer(req, res).catch((err: unknown) => {
       const e = err instanceof NodeError ? err : new NodeError(500, "internal error");
       if (res.headersSent) return void res.destroy();
       json(res, e.status, { error: { code: e.status, status: statusName(e.status), message: e.message, details: e.reason ? [{ "@type": "ErrorInfo", reason: e.reason, domain: "walrus" }] : [] } });

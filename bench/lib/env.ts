@@ -19,6 +19,8 @@ export interface EnvOptions {
   /** Extra node flags for worker processes (e.g. --cpu-prof). */
   readonly workerNodeArgs?: string[];
   readonly label: string;
+  /** Variables for the services process and every worker (e.g. MEMRELAY_NETWORK_PROFILE). */
+  readonly extraEnv?: Record<string, string>;
 }
 
 export class BenchEnv {
@@ -43,7 +45,7 @@ export class BenchEnv {
     let services: Awaited<ReturnType<typeof startServices>> | undefined;
     try {
       database = await createTestDatabase("memrelay_bench");
-      services = await startServices({ NATS_URL: nats.url, DATABASE_URL: database.url, MEMRELAY_EMBEDDER: opts.embedder }, join(dir, "logs"), opts.workerNodeArgs ?? []);
+      services = await startServices({ NATS_URL: nats.url, DATABASE_URL: database.url, MEMRELAY_EMBEDDER: opts.embedder, ...opts.extraEnv }, join(dir, "logs"), opts.workerNodeArgs ?? []);
     } catch (err) {
       await services?.stop().catch(() => undefined);
       await database?.drop().catch(() => undefined);
@@ -62,7 +64,7 @@ export class BenchEnv {
   }
 
   get workerEnv(): Record<string, string> {
-    return this.services.workerEnv;
+    return { ...this.services.workerEnv, ...this.opts.extraEnv };
   }
 
   get relayerUrl(): string {

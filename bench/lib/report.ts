@@ -46,7 +46,7 @@ export const RESULTS_JSON = join(repoRoot, "bench", "results.json");
 export const RESULTS_MD = join(repoRoot, "bench", "RESULTS.md");
 export const NOTES_MD = join(repoRoot, "bench", "NOTES.md");
 
-export const ORDER = ["remember", "pipeline", "use-lite", "long-texts", "long-relayer", "recall", "legacy-recall", "mcp", "peer", "replay", "rebuild", "memory", "blobstore", "console"];
+export const ORDER = ["remember", "pipeline", "use-lite", "long-texts", "long-relayer", "recall", "legacy-recall", "mcp", "peer", "replay", "rebuild", "memory", "network", "blobstore", "console"];
 
 export function loadResults(): ResultsFile | undefined {
   if (!existsSync(RESULTS_JSON)) return undefined;

@@ -9,6 +9,7 @@ import type { BlobBackend } from "../../adapters/blob-bytes/backend.ts";
 import { defaultHashThreads } from "../../adapters/blob-bytes/hasher.ts";
 import type { SweepResult } from "../../actors/blobstore/gc.ts";
 import type { Kind } from "../../schemas/blobstore/events.ts";
+import type { NetworkProfile } from "../../config/network-profile.ts";
 
 export type BackendKind = "jetstream" | "fs";
 /** The backend used when none is configured (see README: "Storage backend"). */
@@ -47,6 +48,8 @@ export interface BlobstoreOptions {
   readonly gc?: { readonly graceMs?: number; readonly intervalMs?: number };
   /** The epoch the Walrus routes report as current (no epoch clock runs locally). Default 1. */
   readonly walrusEpoch?: number;
+  /** MEMRELAY_NETWORK_PROFILE: the Walrus publisher and aggregator routes answer with the network's latency. Default `local`. */
+  readonly networkProfile?: NetworkProfile;
   /** How long a write waits for its read model before answering anyway. Default 10 s. */
   readonly settleTimeoutMs?: number;
   /**

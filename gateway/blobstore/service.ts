@@ -27,6 +27,7 @@ import { registerInfrastructureRoutes } from "./infrastructure-routes.ts";
 import { registerDataRoutes } from "./data-routes.ts";
 import { registerAdminRoutes } from "./admin-routes.ts";
 import { registerWalrusRoutes } from "./walrus-routes.ts";
+import type { NetworkProfile } from "../../config/network-profile.ts";
 import { registerPublicRoutes } from "./public-routes.ts";
 
 export interface BlobstoreGatewayDeps {
@@ -42,6 +43,8 @@ export interface BlobstoreGatewayDeps {
   readonly maxBlobBytes: number;
   readonly cacheBytes?: number;
   readonly walrusEpoch: number;
+  /** MEMRELAY_NETWORK_PROFILE: the Walrus publisher and aggregator routes wait as the network's would. */
+  readonly networkProfile: NetworkProfile;
   /** Whether the event log's connection is up (requests that need it fail fast with 503 while it is not). */
   readonly natsUp: () => boolean;
   readonly runProjections: boolean;
@@ -118,7 +121,7 @@ export function createBlobstoreServer(deps: BlobstoreGatewayDeps): HttpServer {
   registerInfrastructureRoutes({ route, docs, backend, eventLog, db, natsUp, metrics, runProjections, runners });
 
   const kit: BlobstoreRouteKit = { route, data, admin, jsonBody, query, rawKey, core, q, master, maxBlobBytes, received, storeBody, serve, serveByBlobId, needLog, walrusEpoch };
-  registerWalrusRoutes(kit);
+  registerWalrusRoutes(kit, deps.networkProfile);
   registerPublicRoutes(kit);
   registerDataRoutes(kit);
   registerAdminRoutes(kit);

@@ -1,15 +1,31 @@
 // The Walrus-compatible publisher and aggregator routes (spec/blobstore.md): the relayer and the console store their
-// blobs through them, unmodified Walrus clients too.
+// blobs through them, unmodified Walrus clients too. Under a network profile they take the time a real publisher and
+// aggregator take (storeLatency, readLatency); the local bytes are stored and read as ever.
 import { createHash } from "node:crypto";
 import { HttpError, json } from "../http.ts";
 import { registerWalrusBlob } from "../../actors/blobstore/commands.ts";
 import { LIMITS, isObjectId, parseWalrusStore } from "../../schemas/blobstore/validation.ts";
 import { E400, E404, P, type BlobstoreRouteKit } from "./route-kit.ts";
+import type { NetworkProfile } from "../../config/network-profile.ts";
+import { networkDelay } from "../../adapters/network-latency.ts";
 
 /** Owner of Walrus blob objects stored without send_object_to (a fixed local publisher address). */
 const PUBLISHER_ADDRESS = "0x" + createHash("sha256").update("memrelay-blobstore-publisher").digest("hex");
 
-export function registerWalrusRoutes(kit: BlobstoreRouteKit): void {
+/**
+ * A new blob on Walrus: register_blob (a transaction through consensus, the system object is shared), the slivers to
+ * the storage nodes until a quorum confirms, certify_blob (consensus again).
+ */
+async function storeLatency(profile: NetworkProfile): Promise<void> {
+  await networkDelay(profile.sharedTxFinality);
+  await networkDelay(profile.storageNodeWrite);
+  await networkDelay(profile.sharedTxFinality);
+}
+
+/** An aggregator's read: the slivers it needs, from the storage nodes, in parallel. */
+const readLatency = (profile: NetworkProfile) => networkDelay(profile.storageNodeRead);
+
+export function registerWalrusRoutes(kit: BlobstoreRouteKit, profile: NetworkProfile): void {
   const { route, core, q, maxBlobBytes, received, storeBody, serve, serveByBlobId, needLog, walrusEpoch } = kit;
 
   route(
@@ -37,8 +53,13 @@ export function registerWalrusRoutes(kit: BlobstoreRouteKit): void {
         const endEpoch = walrusEpoch + p.epochs;
         if (!p.deletable && put.deduplicated) {
           const c = await q.certified(put.blobId, endEpoch);
-          if (c) return json(200, { alreadyCertified: { blobId: put.blobId, object: c.object_id, endEpoch: c.end_epoch } });
+          if (c) {
+            // the publisher asks the storage nodes for the blob's status before it skips the upload
+            await readLatency(profile);
+            return json(200, { alreadyCertified: { blobId: put.blobId, object: c.object_id, endEpoch: c.end_epoch } });
+          }
         }
+        await storeLatency(profile);
         const o = await registerWalrusBlob(core, {
           blob_id: put.blobId,
           size: put.size,
@@ -90,6 +111,7 @@ export function registerWalrusRoutes(kit: BlobstoreRouteKit): void {
       if (!isObjectId(id)) throw new HttpError(400, "object id must be 0x followed by 64 hex digits");
       const o = await q.walrusObject(id);
       if (!o) throw new HttpError(404, `blob object ${id} not found`);
+      await readLatency(profile);
       return serve(req, { blobId: o.blob_id, size: o.size, contentType: "application/octet-stream", etag: `"${o.blob_id}"`, immutable: true });
     },
   );
@@ -105,6 +127,9 @@ export function registerWalrusRoutes(kit: BlobstoreRouteKit): void {
       responses: { 200: { description: "bytes", binary: true }, 206: { description: "range", binary: true }, 400: E400, 404: E404, 416: { description: "range not satisfiable" } },
     },
     "/v1/blobs/:blob_id",
-    (req) => serveByBlobId(req, req.params[0]),
+    async (req) => {
+      await readLatency(profile);
+      return serveByBlobId(req, req.params[0]);
+    },
   );
 }

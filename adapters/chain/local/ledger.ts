@@ -10,7 +10,7 @@ import { STREAMS } from "../../../eventlog/subjects.ts";
 import { AppendConflict, reject, StoreUnavailable, TxRejected, unavailable, type LedgerError } from "./errors.ts";
 import { decide, keysToPrefetch, pagesToPrefetch } from "./decide.ts";
 import { StateView, type TxOutcome } from "./state-view.ts";
-import { type ChainBlock, type ChainEvent, type ChainRecord, type TxReceipt } from "./model.ts";
+import { SYSTEM_KINDS, type ChainBlock, type ChainEvent, type ChainRecord, type TxReceipt } from "./model.ts";
 import { type SignedTx } from "../../../schemas/chain.ts";
 import { CHAIN_TX_SUBJECT, KEYS } from "./state-keys.ts";
 import type { ChainStateStore } from "./state-store.ts";
@@ -19,6 +19,9 @@ import { isVerifyFailure, verifySignedTx, type VerifiedTx } from "./tx.ts";
 import type { ChainTarget } from "../../../schemas/chain.ts";
 import { opsOf, type SequencedBlock } from "./writes.ts";
 import { isWrongLastSequence } from "../../../eventlog/jetstream-errors.ts";
+import { NETWORK_PROFILES, type NetworkProfile } from "../../../config/network-profile.ts";
+import { networkDelay } from "../../network-latency.ts";
+import { gasCoinId, objectLockConflictMessage, OwnedObjectLocks } from "./owned-object-locks.ts";
 
 export interface SubmitResult {
   readonly digest: string;
@@ -44,6 +47,11 @@ export interface LedgerOptions {
   readonly clock?: () => number;
   /** Most transactions per appended block. Default 128. */
   readonly maxBlockTxs?: number;
+  /**
+   * MEMRELAY_NETWORK_PROFILE: a user's transaction is in flight for the profile's finality before it commits, and
+   * under the owned-object rule its gas coin stays locked meanwhile. Default `local` (no wait, no locks).
+   */
+  readonly profile?: NetworkProfile;
 }
 
 type ItemResult = { readonly ok: true; readonly value: SubmitResult } | { readonly ok: false; readonly error: LedgerError };
@@ -117,6 +125,8 @@ export class Ledger {
   private drained: Promise<void> = Promise.resolve();
   /** What this process's rounds read and wrote, current while no other writer moves meta.applied. */
   private readonly cache = new StateCache();
+  private readonly profile: NetworkProfile;
+  private readonly locks = new OwnedObjectLocks();
 
   constructor(
     private readonly js: JetStreamClient,
@@ -125,6 +135,7 @@ export class Ledger {
     private readonly opts: LedgerOptions,
   ) {
     this.clock = opts.clock ?? Date.now;
+    this.profile = opts.profile ?? NETWORK_PROFILES.local;
   }
 
   /** Verifies a signed transaction, then executes it in this process's next block. */
@@ -132,23 +143,38 @@ export class Ledger {
     return Effect.suspend(() => {
       const vtx = verifySignedTx(tx, this.opts.target, this.clock());
       if (isVerifyFailure(vtx)) return Effect.fail(reject(vtx.kind, vtx.message));
-      return Effect.callback<SubmitResult, LedgerError>((resume) => {
-        this.queue.push({
-          vtx,
-          tx,
-          materialise: options.materialise !== false,
-          settle: (r) => resume(r.ok ? Effect.succeed(r.value) : Effect.fail(r.error)),
-        });
-        this.drain();
-      });
+      return this.inFlight(vtx, this.enqueue(vtx, tx, options.materialise !== false));
     });
   }
 
   /** Executes a transaction this process built and signed itself (tx.ts signOwnTransaction): no verification again. */
   submitOwn(own: { readonly tx: SignedTx; readonly vtx: VerifiedTx }): Effect.Effect<SubmitResult, LedgerError> {
+    return this.inFlight(own.vtx, this.enqueue(own.vtx, own.tx, true));
+  }
+
+  private enqueue(vtx: VerifiedTx, tx: SignedTx, materialise: boolean): Effect.Effect<SubmitResult, LedgerError> {
     return Effect.callback<SubmitResult, LedgerError>((resume) => {
-      this.queue.push({ vtx: own.vtx, tx: own.tx, materialise: true, settle: (r) => resume(r.ok ? Effect.succeed(r.value) : Effect.fail(r.error)) });
+      this.queue.push({ vtx, tx, materialise, settle: (r) => resume(r.ok ? Effect.succeed(r.value) : Effect.fail(r.error)) });
       this.drain();
+    });
+  }
+
+  /**
+   * `commit` as the network profile has it: the transaction's gas coin locked (refused as Sui refuses equivocation
+   * when another transaction holds it), the finality waited, then committed and unlocked. The ledger operator's
+   * set-up transactions (genesis, mint, put_object) stand for no user's and neither wait nor lock.
+   */
+  private inFlight(vtx: VerifiedTx, commit: Effect.Effect<SubmitResult, LedgerError>): Effect.Effect<SubmitResult, LedgerError> {
+    const profile = this.profile;
+    if (SYSTEM_KINDS.has(vtx.body.kind)) return commit;
+    // The local profile adds nothing, not even an asynchronous hop.
+    const waited = profile.ownedTxFinality.maxMs > 0 ? Effect.promise(() => networkDelay(profile.ownedTxFinality)).pipe(Effect.andThen(commit)) : commit;
+    if (!profile.ownedObjectLocks) return waited;
+    const owned = [gasCoinId(vtx.gasOwner)];
+    return Effect.suspend(() => {
+      const conflict = this.locks.lock(owned, vtx.digest);
+      if (conflict) return Effect.fail(reject("rejected", objectLockConflictMessage(conflict)));
+      return waited.pipe(Effect.onExit((exit) => Effect.sync(() => this.locks.unlock(owned, vtx.digest, Exit.isSuccess(exit)))));
     });
   }
 

@@ -27,6 +27,7 @@ import { decodeTransactionData, localTarget } from "./transaction-data.ts";
 import { encodeTransactionKind } from "../sui/transaction-kind.ts";
 import { directTransactions } from "../server-transactions.ts";
 import type { DelegateEntry } from "./writes.ts";
+import type { NetworkProfile } from "../../../config/network-profile.ts";
 
 export interface LocalChainOptions {
   /** Package id carried by recorded blob objects (and, with Seal, the id of the published package object). */
@@ -41,6 +42,8 @@ export interface LocalChainOptions {
   readonly submitTimeoutMs?: number;
   /** Most transactions this process commits in one appended block (group commit). Default 128. */
   readonly maxBlockTxs?: number;
+  /** MEMRELAY_NETWORK_PROFILE: finality waits and the owned-object rule of the ledger (ledger.ts). Default `local`. */
+  readonly profile?: NetworkProfile;
 }
 
 export interface PutObjectInput {
@@ -150,7 +153,7 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
     const store = await ChainStateStore.open(kvm, replicas);
     const pkg = normalizeAddress(opts.packageId);
     if (!pkg) throw new PortError(PORT, "invalid", "packageId must be 0x followed by 64 hex characters");
-    const ledger = new Ledger(js, jsm, store, { target: localTarget(opts.network ?? "localnet", pkg), submitTimeoutMs: opts.submitTimeoutMs, maxBlockTxs: opts.maxBlockTxs });
+    const ledger = new Ledger(js, jsm, store, { target: localTarget(opts.network ?? "localnet", pkg), submitTimeoutMs: opts.submitTimeoutMs, maxBlockTxs: opts.maxBlockTxs, profile: opts.profile });
     const chain = new LocalChain(ledger, store, opts.operatorKey, opts);
     await chain.catchUp();
     if ((await store.layout()) !== CHAIN_STATE_LAYOUT) {

@@ -1,0 +1,49 @@
+// The blob store's Walrus publisher and aggregator routes under a network profile (MEMRELAY_NETWORK_PROFILE): a new
+// blob is answered after register + slivers + certify, a read after a storage node's read, and the answers are the
+// same as without the profile. Black-box over HTTP, loose bounds (the waits are fixed here, jitter aside).
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomBytes } from "node:crypto";
+import { startTestBlobstore, type TestBlobstore } from "./support/blobstore.ts";
+import { NETWORK_PROFILES, type NetworkProfile } from "../config/network-profile.ts";
+
+const fixed = (msv: number) => ({ minMs: msv, maxMs: msv });
+const profile: NetworkProfile = { ...NETWORK_PROFILES.testnet, sharedTxFinality: fixed(200), storageNodeWrite: fixed(100), storageNodeRead: fixed(150) };
+
+let bs: TestBlobstore | undefined;
+beforeAll(async () => {
+  bs = await startTestBlobstore("bs_walrus_profile", { networkProfile: profile });
+}, 60_000);
+afterAll(() => bs?.stop());
+
+async function timed<T>(p: Promise<T>): Promise<[T, number]> {
+  const t0 = performance.now();
+  const v = await p;
+  return [v, performance.now() - t0];
+}
+
+describe("the Walrus routes under a network profile", () => {
+  it("answers a new blob after register, slivers and certify, and its reads after a node's read", async () => {
+    const bytes = randomBytes(1000);
+    const [stored, storeMs] = await timed(bs!.http("PUT", "/v1/blobs", { body: bytes }));
+    expect(stored.status).toBe(200);
+    const blobId = stored.json().newlyCreated.blobObject.blobId as string;
+    expect(storeMs).toBeGreaterThanOrEqual(2 * 200 + 100 - 5);
+    const [read, readMs] = await timed(bs!.http("GET", `/v1/blobs/${blobId}`));
+    expect(read.status).toBe(200);
+    expect(Buffer.compare(read.body, bytes)).toBe(0);
+    expect(readMs).toBeGreaterThanOrEqual(150 - 5);
+    expect(readMs).toBeLessThan(storeMs);
+    // the same bytes again: a status read, not a new store
+    const [again, againMs] = await timed(bs!.http("PUT", "/v1/blobs", { body: bytes }));
+    expect(Object.keys(again.json())).toEqual(["alreadyCertified"]);
+    expect(againMs).toBeGreaterThanOrEqual(150 - 5);
+    expect(againMs).toBeLessThan(storeMs);
+  });
+
+  it("still refuses bad input with a 4xx (a missing blob is a 404)", async () => {
+    const missing = await bs!.http("GET", `/v1/blobs/${"A".repeat(43)}`);
+    expect(missing.status).toBe(404);
+    const bad = await bs!.http("PUT", "/v1/blobs?epochs=0", { body: "x" });
+    expect(bad.status).toBe(400);
+  });
+});

@@ -1,0 +1,150 @@
+// The upload wallet pool (adapters/chain/wallet-pool.ts): which wallet a transaction gets, that no two transactions in
+// flight share a wallet (its gas coin), and that a failing or stalling wallet leaves the rotation for a while without
+// holding the others. Pure coordination logic driven by vitest's fake clock.
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { isWalletFault, WalletPool, type WalletLease } from "../adapters/chain/wallet-pool.ts";
+import { PortError } from "../adapters/ports.ts";
+import { objectLockConflictMessage } from "../adapters/chain/local/owned-object-locks.ts";
+
+const keys = ["11".repeat(32), "22".repeat(32), "33".repeat(32)];
+
+describe("WalletPool", () => {
+  beforeEach(() => void vi.useFakeTimers({ now: 1_000_000 }));
+  afterEach(() => void vi.useRealTimers());
+
+  const pool = (n = 3) => new WalletPool(keys.slice(0, n), { stallMs: 1_000, benchMs: 5_000 });
+  const addr = (p: WalletPool, i: number) => p.wallets[i]!.address;
+
+  it("hands out idle wallets round-robin, never one with a transaction in flight", () => {
+    const p = pool();
+    const a = p.tryAcquire()!;
+    const b = p.tryAcquire()!;
+    const c = p.tryAcquire()!;
+    expect([a, b, c].map((l) => l.wallet.address)).toEqual([addr(p, 0), addr(p, 1), addr(p, 2)]);
+    expect(p.tryAcquire()).toBeUndefined();
+    b.release("ok");
+    expect(p.tryAcquire()!.wallet.address).toBe(addr(p, 1));
+  });
+
+  it("makes a caller wait while every wallet is in flight, and gives it the first one released", async () => {
+    const p = pool(2);
+    const a = p.tryAcquire()!;
+    p.tryAcquire()!;
+    let got: WalletLease | undefined;
+    void p.acquire().then((l) => (got = l));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(got).toBeUndefined();
+    a.release("ok");
+    await vi.advanceTimersByTimeAsync(0);
+    expect(got?.wallet.address).toBe(addr(p, 0));
+  });
+
+  it("takes a wallet whose call failed out of rotation for benchMs, then brings it back", () => {
+    const p = pool(2);
+    p.tryAcquire()!.release("failed");
+    expect(p.inRotation().map((w) => w.address)).toEqual([addr(p, 1)]);
+    // the next transactions all go to the healthy wallet, one at a time
+    const l = p.tryAcquire()!;
+    expect(l.wallet.address).toBe(addr(p, 1));
+    l.release("ok");
+    const again = p.tryAcquire()!;
+    expect(again.wallet.address).toBe(addr(p, 1));
+    again.release("ok");
+    vi.advanceTimersByTime(5_000);
+    expect(p.inRotation()).toHaveLength(2);
+  });
+
+  it("takes a stalled wallet out of rotation while its call still runs, and keeps it out for benchMs after the stall", () => {
+    const p = pool(2);
+    const stalled = p.tryAcquire()!;
+    vi.advanceTimersByTime(999);
+    expect(p.inRotation()).toHaveLength(2);
+    vi.advanceTimersByTime(1);
+    expect(p.inRotation().map((w) => w.address)).toEqual([addr(p, 1)]);
+    // the late call ends well: still out until the bench is served
+    stalled.release("ok");
+    const l = p.tryAcquire()!;
+    expect(l.wallet.address).toBe(addr(p, 1));
+    l.release("ok");
+    const again = p.tryAcquire()!;
+    expect(again.wallet.address).toBe(addr(p, 1));
+    again.release("ok");
+    vi.advanceTimersByTime(5_000);
+    expect(p.inRotation()).toHaveLength(2);
+  });
+
+  it("wakes a waiter when the wallet it waits behind stalls and an idle wallet is back", async () => {
+    const p = pool(2);
+    p.tryAcquire()!.release("failed"); // wallet 0 benched for 5 s
+    p.tryAcquire()!; // wallet 1 in flight, stalls at 1 s
+    let got: WalletLease | undefined;
+    void p.acquire().then((l) => (got = l));
+    await vi.advanceTimersByTimeAsync(500);
+    expect(got).toBeUndefined();
+    // once wallet 1 has stalled no wallet is in rotation: the idle one back soonest (wallet 0) is used over none
+    await vi.advanceTimersByTimeAsync(600);
+    expect(got?.wallet.address).toBe(addr(p, 0));
+  });
+
+  it("lets a waiter behind a stalled wallet sleep until something can change, not spin", async () => {
+    let looks = 0;
+    const p = new WalletPool(keys.slice(0, 1), { stallMs: 1_000, benchMs: 5_000, clock: () => (looks++, Date.now()) });
+    p.tryAcquire()!; // stalls at 1 s and never ends
+    let got: WalletLease | undefined;
+    void p.acquire().then((l) => (got = l));
+    const before = looks;
+    await vi.advanceTimersByTimeAsync(20_000);
+    expect(got).toBeUndefined();
+    // a look when it stalls and one when its bench ends, not one per millisecond
+    expect(looks - before).toBeLessThan(10);
+  });
+
+  it("uses the wallet back soonest when every wallet is out of rotation, preferring one the caller has not tried", () => {
+    const p = pool(2);
+    p.tryAcquire()!.release("failed");
+    vi.advanceTimersByTime(10);
+    p.tryAcquire()!.release("failed");
+    expect(p.inRotation()).toHaveLength(0);
+    expect(p.tryAcquire()!.wallet.address).toBe(addr(p, 0));
+    const p2 = pool(2);
+    p2.tryAcquire()!.release("failed");
+    vi.advanceTimersByTime(10);
+    p2.tryAcquire()!.release("failed");
+    expect(p2.tryAcquire(new Set([addr(p2, 0)]))!.wallet.address).toBe(addr(p2, 1));
+  });
+
+  it("names wallets for work that holds no coin (next) round-robin, skipping benched ones", () => {
+    const p = pool();
+    expect([p.next(), p.next(), p.next(), p.next()].map((w) => w.address)).toEqual([addr(p, 0), addr(p, 1), addr(p, 2), addr(p, 0)]);
+    const l = p.tryAcquire()!; // wallet 1
+    l.release("failed");
+    expect([p.next(), p.next(), p.next()].map((w) => w.address)).toEqual([addr(p, 2), addr(p, 0), addr(p, 2)]);
+  });
+
+  it("ignores a second release of one lease", () => {
+    const p = pool(1);
+    const l = p.tryAcquire()!;
+    l.release("ok");
+    const again = p.tryAcquire()!;
+    l.release("failed");
+    expect(p.inRotation()).toHaveLength(1);
+    expect(p.tryAcquire()).toBeUndefined();
+    again.release("ok");
+  });
+
+  it("refuses an empty pool and a malformed key", () => {
+    expect(() => new WalletPool([])).toThrow(/SERVER_CHAIN_PRIVATE_KEYS/);
+    expect(() => new WalletPool(["nope"])).toThrow(/suiprivkey1/);
+  });
+});
+
+describe("isWalletFault", () => {
+  it("blames the wallet for its coin locked, no funds or a chain not answering, not for a refused record", () => {
+    const lock = objectLockConflictMessage({ objectId: "0x" + "a".repeat(64), version: 3, heldBy: "D" });
+    expect(isWalletFault(new PortError("chain", "rejected", lock))).toBe(true);
+    expect(isWalletFault(new PortError("chain", "insufficient_funds", "no gas"))).toBe(true);
+    expect(isWalletFault(new PortError("chain", "unavailable", "down"))).toBe(true);
+    expect(isWalletFault(new PortError("chain", "invalid", "bad namespace"))).toBe(false);
+    expect(isWalletFault(new PortError("chain", "forbidden", "not yours"))).toBe(false);
+  });
+});
