@@ -14,6 +14,8 @@ export interface RelayerConfig {
   readonly blobstoreCacheBytes: number;
   readonly host: string;
   readonly natsUrl: string;
+  /** NATS_REPLICAS: copies of every stream and KV bucket this process creates (1; 3 on a three-node cluster). */
+  readonly natsReplicas: number;
   readonly databaseUrl: string | undefined;
   readonly logFormat: string;
   readonly authMaxClockDriftSecs: number;
@@ -219,6 +221,7 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     blobstoreCacheBytes: intVar(env, "BLOBSTORE_CACHE_BYTES", 64 * 1024 * 1024, 0),
     host: env.HOST ?? "127.0.0.1",
     natsUrl: env.NATS_URL ?? "nats://127.0.0.1:4222",
+    natsReplicas: intVar(env, "NATS_REPLICAS", 1, 1, 5),
     databaseUrl: env.DATABASE_URL,
     logFormat: env.LOG_FORMAT ?? "pretty",
     authMaxClockDriftSecs: clockDriftSecs(env),
