@@ -91,7 +91,7 @@ export async function clusterCommand(args: string[], env: Record<string, string 
     if (dashboard) roles.push(() => dashboard.close());
     console.log(
       [
-        "memrelay cluster is running",
+        "memrelay is running as a cluster",
         `  gateway 1    ${gateways[0]}  (actor host 1, projections, MCP sidecar ${stack.relayer.sidecarUrl()}; this process)`,
         `  gateway 2    ${gateways[1]}  (actor host 2, projections; memrelay worker pid ${second.child.pid})`,
         ...nats.nodes.map((n) => `  NATS ${n.name}      ${n.url}  (route ${n.route}, store ${n.store})`),
