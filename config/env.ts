@@ -221,7 +221,8 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     blobstoreCacheBytes: intVar(env, "BLOBSTORE_CACHE_BYTES", 64 * 1024 * 1024, 0),
     host: env.HOST ?? "127.0.0.1",
     natsUrl: env.NATS_URL ?? "nats://127.0.0.1:4222",
-    natsReplicas: intVar(env, "NATS_REPLICAS", 1, 1, 5),
+    // Strict: a mistyped value must not quietly put a cluster's streams at R1.
+    natsReplicas: strictIntVar(env, "NATS_REPLICAS", 1, 5, "the copies of each stream (3 on a three-node cluster)") ?? 1,
     databaseUrl: env.DATABASE_URL,
     logFormat: env.LOG_FORMAT ?? "pretty",
     authMaxClockDriftSecs: clockDriftSecs(env),

@@ -61,6 +61,21 @@ async function replicasOf(natsUrl: string): Promise<Record<string, number>> {
   }
 }
 
+describe("bad input", () => {
+  it.each(["0", "6", "three", "3.5", "-1"])("NATS_REPLICAS=%s stops a serving command before it connects, naming the variable", (value) => {
+    const r = memrelay({ ...env, NATS_REPLICAS: value }, "worker", "--roles", "actors");
+    expect(r.status, r.out).toBe(2);
+    expect(r.out).toContain(`NATS_REPLICAS must be the copies of each stream (3 on a three-node cluster): an integer from 1 to 5; got ${JSON.stringify(value)}`);
+  });
+
+  it("--cluster with --network is refused: the cluster runs the local network", () => {
+    const r = memrelay(env, "start", "--cluster", "--network", "testnet");
+    expect(r.status, r.out).toBe(2);
+    expect(r.out).toMatch(/--cluster runs on the local network/);
+    expect(existsSync(join(dataDir, "cluster"))).toBe(false);
+  });
+});
+
 describe("memrelay start --cluster", () => {
   it("serves through both gateways on an R3 cluster, answers operator commands, and stops everything on SIGTERM within 10 s", async () => {
     const s = startStack(env, ["--cluster"]);
