@@ -87,6 +87,12 @@ describe("memrelay start --cluster", () => {
       expect(gateways[1], out).toBeDefined();
       expect(gateways[0]).not.toBe(gateways[1]);
       expect(out.match(/^\s+NATS n\d\s+nats:\/\/127\.0\.0\.1:\d+\s+\(route nats-route:\/\/127\.0\.0\.1:\d+/gm)).toHaveLength(3);
+      // Every HTTP address it prints answers (gateways, sidecar, blob store, console, dashboard, chain RPC, key
+      // servers, Walrus nodes).
+      const listing = out.slice(out.indexOf("memrelay is running"), out.indexOf("Operator commands"));
+      const addresses = [...new Set(listing.match(/http:\/\/127\.0\.0\.1:\d+/g))];
+      expect(addresses.length, listing).toBeGreaterThanOrEqual(12);
+      for (const address of addresses) expect((await fetch(address, { signal: AbortSignal.timeout(5_000) })).status, address).toBeGreaterThan(0);
       const workerPid = Number(/memrelay worker pid (\d+)/.exec(out)?.[1]);
       expect(alive(workerPid)).toBe(true);
       expect(natsNodesOf(dataDir)).toHaveLength(3);
