@@ -1,7 +1,7 @@
-// Black-box (issue 32 §1): `memrelay start --cluster` as a user runs it. Three JetStream nodes with every stream and KV
-// bucket at R3, two gateways that both take writes and answer recalls of what the other accepted, operator commands
-// that find the cluster through the stack file (and leave its streams at R3), and SIGTERM stopping every process it
-// started (the nodes, the second relayer process) within 10 s.
+// Black-box (issue 32 §1): `memrelay start --cluster` as a user runs it. Three JetStream nodes with every stream and
+// KV bucket at R3, two gateways that both take writes and answer recalls of what the other accepted, operator
+// commands (lag, replay) that find the cluster through the stack file (and leave its streams at R3), and SIGTERM
+// stopping every process it started (the nodes, the second relayer process) within 10 s.
 import { afterAll, describe, expect, it } from "vitest";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -120,6 +120,14 @@ describe("memrelay start --cluster", () => {
       const lag = memrelay(env, "lag");
       expect(lag.status, lag.out).toBe(0);
       expect(lag.stdout).toMatch(/^memory_index\s+checkpoint\s+\d+\s+lag 0 events$/m);
+      // A replay of the memory index from the R3 log (both relayer processes notice the rewind): both memories are
+      // recalled again, through the second gateway.
+      const replay = memrelay(env, "replay", "memory_index");
+      expect(replay.status, replay.out).toBe(0);
+      for (const text of texts) {
+        const r = memrelay(env, "recall", text, "--relayer", gateways[1]!, "--limit", "1");
+        expect(r.stdout, r.out).toContain(text);
+      }
       const replicas = await replicasOf(stack.nats_url);
       for (const name of ["CMD", "EVT", "ALERTS", "CHAIN", "DLQ", "KV_snapshots", "KV_nonces", "KV_chain_state"]) expect(replicas[name], name).toBe(3);
       expect(Object.values(replicas).every((n) => n === 3), JSON.stringify(replicas)).toBe(true);
