@@ -47,8 +47,8 @@ export function secretFile(path: string, make: () => Uint8Array): Uint8Array {
 export async function startCommand(args: string[], env = process.env): Promise<number> {
   if (args.includes("--cluster")) {
     // The cluster runs the local network's services; a real network's relayer scales with deploy/ instead.
-    if (args.includes("--network")) {
-      console.error("memrelay start: --cluster runs on the local network; for a real network run the roles of deploy/README.md");
+    if (args.includes("--network") || (env.CHAIN_NETWORK && env.CHAIN_NETWORK !== "localnet")) {
+      console.error("memrelay start: --cluster runs on the local network (no --network, CHAIN_NETWORK unset or localnet); for a real network run the roles of deploy/README.md");
       return 2;
     }
     return (await import("./cluster.ts")).clusterCommand(args.filter((a) => a !== "--cluster"), env);

@@ -68,8 +68,11 @@ describe("bad input", () => {
     expect(r.out).toContain(`NATS_REPLICAS must be the copies of each stream (3 on a three-node cluster): an integer from 1 to 5; got ${JSON.stringify(value)}`);
   });
 
-  it("--cluster with --network is refused: the cluster runs the local network", () => {
-    const r = memrelay(env, "start", "--cluster", "--network", "testnet");
+  it.each([
+    ["--network testnet", ["--network", "testnet"], {}],
+    ["CHAIN_NETWORK=testnet", [], { CHAIN_NETWORK: "testnet" }],
+  ])("--cluster with %s is refused before anything starts: the cluster runs the local network", (_case, args, extra) => {
+    const r = memrelay({ ...env, ...extra }, "start", "--cluster", ...args);
     expect(r.status, r.out).toBe(2);
     expect(r.out).toMatch(/--cluster runs on the local network/);
     expect(existsSync(join(dataDir, "cluster"))).toBe(false);
