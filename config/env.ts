@@ -14,8 +14,11 @@ export interface RelayerConfig {
   readonly blobstoreCacheBytes: number;
   readonly host: string;
   readonly natsUrl: string;
-  /** NATS_REPLICAS: copies of every stream and KV bucket this process creates (1; 3 on a three-node cluster). */
-  readonly natsReplicas: number;
+  /**
+   * NATS_REPLICAS: copies of every stream and KV bucket (3 on a three-node cluster). Unset: new ones get one copy and
+   * existing ones keep theirs, so a process started without it never scales a cluster's streams down.
+   */
+  readonly natsReplicas: number | undefined;
   readonly databaseUrl: string | undefined;
   readonly logFormat: string;
   readonly authMaxClockDriftSecs: number;
@@ -222,7 +225,7 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     host: env.HOST ?? "127.0.0.1",
     natsUrl: env.NATS_URL ?? "nats://127.0.0.1:4222",
     // Strict: a mistyped value must not quietly put a cluster's streams at R1.
-    natsReplicas: strictIntVar(env, "NATS_REPLICAS", 1, 5, "the copies of each stream (3 on a three-node cluster)") ?? 1,
+    natsReplicas: strictIntVar(env, "NATS_REPLICAS", 1, 5, "the copies of each stream (3 on a three-node cluster)"),
     databaseUrl: env.DATABASE_URL,
     logFormat: env.LOG_FORMAT ?? "pretty",
     authMaxClockDriftSecs: clockDriftSecs(env),

@@ -23,8 +23,9 @@ export interface EventLogOptions {
   /** Seconds a nonce record lives: 2 x clock window + 300 (spec, Authentication rule 6). */
   readonly nonceTtlSecs?: number;
   /**
-   * Copies of every stream and KV bucket (NATS_REPLICAS: 3 on a three-node cluster). A serving process gives it; an
-   * operator command leaves it out, so that it neither scales an R3 deployment's streams down nor fails on one.
+   * Copies of every stream and KV bucket (NATS_REPLICAS: 3 on a three-node cluster). Left out (an operator command, a
+   * process started without NATS_REPLICAS), new ones get one copy and existing ones keep theirs: nothing but an
+   * explicit setting scales an R3 deployment's streams down.
    */
   readonly replicas?: number;
 }
