@@ -7,7 +7,8 @@ import { operatorEnv } from "./stack-file.ts";
 const HELP = `memrelay <command> [options]
 
 Commands:
-  start                       run everything locally (nats-server, Postgres, chain, key servers, blob store, relayer)
+  start [--cluster]           run everything locally (nats-server, Postgres, chain, key servers, blob store, relayer);
+                              --cluster: three JetStream nodes (R3), two gateways, two actor hosts
   remember <text>             store a memory            (memrelay remember --help)
   recall <query>              recall memories by meaning
   status <job_id>...          remember job status

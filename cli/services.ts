@@ -31,6 +31,16 @@ async function portFree(port: number): Promise<boolean> {
 const NATS_START_MS = 10_000;
 const NATS_STOP_MS = 2_500;
 
+/** The nats-server binary (NATS_SERVER_BIN, else the PATH's), or an error saying how to install it. */
+export function natsServerBinary(): string {
+  const which = spawnSync("sh", ["-c", "command -v nats-server"], { encoding: "utf8" });
+  const binary = process.env.NATS_SERVER_BIN ?? which.stdout.trim();
+  if (!binary) {
+    throw new Error("nats-server is not installed. Install it with:\n  sudo apt-get install -y nats-server\n(or run `bash scripts/setup-system.sh`), or point NATS_URL at a running server.");
+  }
+  return binary;
+}
+
 /** A persistent at-rest key for the JetStream store (0600): the store holds plaintext commands until acked. */
 function jetstreamKey(dataDir: string): string {
   const path = join(dataDir, "jetstream.key");
@@ -46,11 +56,7 @@ function jetstreamKey(dataDir: string): string {
  * 4222 free, and the second, whose server could not bind, shared the first one's event log).
  */
 export async function startNats(dataDir: string, preferredPort = 4222): Promise<Service> {
-  const which = spawnSync("sh", ["-c", "command -v nats-server"], { encoding: "utf8" });
-  const binary = process.env.NATS_SERVER_BIN ?? which.stdout.trim();
-  if (!binary) {
-    throw new Error("nats-server is not installed. Install it with:\n  sudo apt-get install -y nats-server\n(or run `bash scripts/setup-system.sh`), or point NATS_URL at a running server.");
-  }
+  const binary = natsServerBinary();
   const store = join(dataDir, "nats");
   mkdirSync(store, { recursive: true });
   for (let attempt = 1; ; attempt++) {
@@ -62,8 +68,9 @@ export async function startNats(dataDir: string, preferredPort = 4222): Promise<
   }
 }
 
-async function natsServerOn(binary: string, port: number, store: string, dataDir: string): Promise<{ child: ChildProcess } | { stderr: string; portTaken: boolean }> {
-  const child: ChildProcess = spawn(binary, ["-c", join(repoRoot, "nats.conf")], {
+/** `extraArgs`: flags beside nats.conf (a cluster node's name and routes, cli/nats-cluster.ts). */
+export async function natsServerOn(binary: string, port: number, store: string, dataDir: string, extraArgs: readonly string[] = []): Promise<{ child: ChildProcess } | { stderr: string; portTaken: boolean }> {
+  const child: ChildProcess = spawn(binary, ["-c", join(repoRoot, "nats.conf"), ...extraArgs], {
     env: { ...process.env, MEMRELAY_NATS_HOST: "127.0.0.1", MEMRELAY_NATS_PORT: String(port), MEMRELAY_NATS_STORE: store, MEMRELAY_JS_KEY: jetstreamKey(dataDir) },
     stdio: ["ignore", "ignore", "pipe"],
   });
@@ -91,18 +98,21 @@ function natsService(child: ChildProcess, port: number, store: string, preferred
   return {
     url: `nats://127.0.0.1:${port}`,
     description: `nats-server (JetStream, encrypted store ${store}) on 127.0.0.1:${port}${port !== preferredPort ? ` (${preferredPort} was taken)` : ""}`,
-    // Bounded: a stop of the whole stack must end within seconds (JetStream recovers its store after a SIGKILL).
-    stop: () =>
-      new Promise<void>((res) => {
-        if (child.exitCode !== null || child.signalCode !== null) return res();
-        const kill = setTimeout(() => child.kill("SIGKILL"), NATS_STOP_MS);
-        child.once("exit", () => {
-          clearTimeout(kill);
-          res();
-        });
-        child.kill("SIGTERM");
-      }),
+    stop: () => stopNatsChild(child),
   };
+}
+
+/** Bounded: a stop of the whole stack must end within seconds (JetStream recovers its store after a SIGKILL). */
+export function stopNatsChild(child: ChildProcess): Promise<void> {
+  return new Promise<void>((res) => {
+    if (child.exitCode !== null || child.signalCode !== null) return res();
+    const kill = setTimeout(() => child.kill("SIGKILL"), NATS_STOP_MS);
+    child.once("exit", () => {
+      clearTimeout(kill);
+      res();
+    });
+    child.kill("SIGTERM");
+  });
 }
 
 /**

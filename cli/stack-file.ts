@@ -12,6 +12,8 @@ export interface StackFile {
   readonly nats_url: string;
   readonly database_url: string;
   readonly relayer_url: string;
+  /** Every gateway of a `memrelay start --cluster` (the first is relayer_url); clients may use any. */
+  readonly relayer_urls?: readonly string[];
   readonly blobstore_url: string;
   readonly console_url: string;
   readonly chain_rpc_url: string;

@@ -18,7 +18,7 @@ import { missingNetworkVariables, startOnNetwork } from "./start-network.ts";
 import { ROLES_STOP_MS, stopWithin, untilStopped } from "./until-stopped.ts";
 import { withNetworkPreset } from "../config/network-presets.ts";
 
-export const START_HELP = `memrelay start [--network <name>]
+export const START_HELP = `memrelay start [--network <name> | --cluster]
   Starts nats-server (with nats.conf; NATS_URL to use a running one), Postgres (DATABASE_URL; else the native
   server on 127.0.0.1:5432 when it has pgvector; else embedded PGlite with pgvector), the local chain, the
   key servers, the blob store (BLOBSTORE_PORT, 8200), four Walrus storage nodes (ephemeral ports), the developer console (CONSOLE_PORT, 8100) and the relayer
@@ -35,15 +35,24 @@ export const START_HELP = `memrelay start [--network <name>]
   MEMORY_REGISTRY_ID, ENCRYPTION_SERVER_CONFIGS, BLOBSTORE_PUBLISHER_URL, BLOBSTORE_AGGREGATOR_URL,
   SERVER_CHAIN_PRIVATE_KEY(S) and a sponsor (SPONSOR_PRIVATE_KEY, or SPONSOR_API_KEY for a provider) are required;
   testnet and mainnet fill in their public endpoints and key servers (config/network-presets.ts), explicit variables
-  win. No local chain, key servers, blob store or console.`;
+  win. No local chain, key servers, blob store or console.
+  --cluster: three JetStream nodes (R3), two gateways, two actor hosts, projections twice (memrelay start --cluster --help).`;
 
-function secretFile(path: string, make: () => Uint8Array): Uint8Array {
+export function secretFile(path: string, make: () => Uint8Array): Uint8Array {
   if (!existsSync(path)) writeFileSync(path, Buffer.from(make()).toString("hex") + "\n", { mode: 0o600 });
   chmodSync(path, 0o600);
   return Uint8Array.from(Buffer.from(readFileSync(path, "utf8").trim(), "hex"));
 }
 
 export async function startCommand(args: string[], env = process.env): Promise<number> {
+  if (args.includes("--cluster")) {
+    // The cluster runs the local network's services; a real network's relayer scales with deploy/ instead.
+    if (args.includes("--network") || (env.CHAIN_NETWORK && env.CHAIN_NETWORK !== "localnet")) {
+      console.error("memrelay start: --cluster runs on the local network (no --network, CHAIN_NETWORK unset or localnet); for a real network run the roles of deploy/README.md");
+      return 2;
+    }
+    return (await import("./cluster.ts")).clusterCommand(args.filter((a) => a !== "--cluster"), env);
+  }
   if (args.includes("--help") || args.includes("-h")) {
     console.log(START_HELP);
     return 0;
@@ -109,28 +118,7 @@ export async function startCommand(args: string[], env = process.env): Promise<n
     });
     roles.push(async () => removeStackFile(base.dataDir));
 
-    const credPath = credentialsPath(env);
-    let creds = readCredentials(credPath);
-    // A dev identity that another local stack (another data directory) created is unknown to this chain: replace it.
-    // Any other credential (a login to a real relayer) is left alone.
-    if (creds?.label === "memrelay-dev" && !(await stack.chain.resolveDelegate(creds.delegatePublicKeyHex, creds.accountId))) creds = undefined;
-    if (!creds) {
-      const who = await stack.createIdentity("memrelay-dev");
-      writeFileSync(join(base.dataDir, "dev-owner.key"), Buffer.from(who.ownerSecretKey).toString("hex") + "\n", { mode: 0o600 });
-      creds = {
-        delegatePrivateKey: Buffer.from(who.delegateSecretKey).toString("hex"),
-        delegatePublicKeyHex: who.delegatePublicKeyHex,
-        delegateAddress: who.delegateAddress,
-        walletAddress: who.owner,
-        accountId: who.accountId,
-        packageId: stack.encryptionStack.packageId,
-        relayerUrl: stack.relayerUrl,
-        label: "memrelay-dev",
-        createdAt: new Date().toISOString(),
-        version: 1,
-      };
-      writeCredentials(creds, credPath);
-    }
+    const { creds, credPath } = await ensureDevCredentials(stack, env, base.dataDir);
     // The dashboard manages the development account with its owner key (the local network's development wallet).
     const dashboard = await startDevDashboard(stack, base.dataDir, dashboardPort, logger);
     if (dashboard) roles.push(() => dashboard.close());
@@ -170,6 +158,36 @@ export async function startCommand(args: string[], env = process.env): Promise<n
   }
 }
 
+/**
+ * The dev credential file (~/.memory/credentials.json) for this stack's chain: kept when it names an identity the
+ * chain knows, else a new account with a delegate key (its owner key goes to the data directory, for the dashboard).
+ */
+export async function ensureDevCredentials(stack: LocalStack, env: Record<string, string | undefined>, dataDir: string) {
+  const credPath = credentialsPath(env);
+  let creds = readCredentials(credPath);
+  // A dev identity that another local stack (another data directory) created is unknown to this chain: replace it.
+  // Any other credential (a login to a real relayer) is left alone.
+  if (creds?.label === "memrelay-dev" && !(await stack.chain.resolveDelegate(creds.delegatePublicKeyHex, creds.accountId))) creds = undefined;
+  if (!creds) {
+    const who = await stack.createIdentity("memrelay-dev");
+    writeFileSync(join(dataDir, "dev-owner.key"), Buffer.from(who.ownerSecretKey).toString("hex") + "\n", { mode: 0o600 });
+    creds = {
+      delegatePrivateKey: Buffer.from(who.delegateSecretKey).toString("hex"),
+      delegatePublicKeyHex: who.delegatePublicKeyHex,
+      delegateAddress: who.delegateAddress,
+      walletAddress: who.owner,
+      accountId: who.accountId,
+      packageId: stack.encryptionStack.packageId,
+      relayerUrl: stack.relayerUrl,
+      label: "memrelay-dev",
+      createdAt: new Date().toISOString(),
+      version: 1,
+    };
+    writeCredentials(creds, credPath);
+  }
+  return { creds, credPath };
+}
+
 /** Runs the relayer on a real network until it is stopped. */
 async function runOnNetwork(network: string, env: Record<string, string | undefined>, local: { nats: Service; postgres: Service }, logger: Logger, run: ReturnType<typeof untilStopped>, roles: (() => Promise<void>)[], stopRoles: () => Promise<void>, stopSystem: () => Promise<void>): Promise<number> {
   const running = await startOnNetwork(network, env, local, logger, run.onLost);
@@ -179,7 +197,7 @@ async function runOnNetwork(network: string, env: Record<string, string | undefi
 }
 
 /** The dashboard for the development account, when this data directory holds its owner key. */
-async function startDevDashboard(stack: LocalStack, dataDir: string, port: number, logger: Logger): Promise<Dashboard | undefined> {
+export async function startDevDashboard(stack: LocalStack, dataDir: string, port: number, logger: Logger): Promise<Dashboard | undefined> {
   const path = join(dataDir, "dev-owner.key");
   if (!existsSync(path)) return undefined;
   const ownerSecretKey = Uint8Array.from(Buffer.from(readFileSync(path, "utf8").trim(), "hex"));

@@ -15,6 +15,11 @@ export interface RelayerConfig {
   readonly blobstoreCacheBytes: number;
   readonly host: string;
   readonly natsUrl: string;
+  /**
+   * NATS_REPLICAS: copies of every stream and KV bucket (3 on a three-node cluster). Unset: new ones get one copy and
+   * existing ones keep theirs, so a process started without it never scales a cluster's streams down.
+   */
+  readonly natsReplicas: number | undefined;
   readonly databaseUrl: string | undefined;
   /** DATABASE_READ_URLS and how reads use those streaming replicas (databaseReadFromEnv; db/read-pool.ts). */
   readonly databaseRead: DatabaseReadSettings;
@@ -255,6 +260,8 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     blobstoreCacheBytes: intVar(env, "BLOBSTORE_CACHE_BYTES", 64 * 1024 * 1024, 0),
     host: env.HOST ?? "127.0.0.1",
     natsUrl: env.NATS_URL ?? "nats://127.0.0.1:4222",
+    // Strict: a mistyped value must not quietly put a cluster's streams at R1.
+    natsReplicas: strictIntVar(env, "NATS_REPLICAS", 1, 5, "the copies of each stream (3 on a three-node cluster)"),
     databaseUrl: env.DATABASE_URL,
     databaseRead: databaseReadFromEnv(env),
     logFormat: env.LOG_FORMAT ?? "pretty",

@@ -1,5 +1,6 @@
 // Job pipeline gauges for `GET /metrics`: commands waiting per actor consumer, each read model's checkpoint and lag,
-// and the messages set aside on the DLQ stream. They are read from NATS and Postgres at scrape time, at most once per
+// the messages set aside on the DLQ stream, and the operator alerts kept on the ALERTS stream (what the deploy kit's
+// low-balance and upload-failure rules watch). They are read from NATS and Postgres at scrape time, at most once per
 // CACHE_MS however many gauges and scrapers ask, so a scrape stays cheap.
 import type { EventLog } from "../eventlog/connection.ts";
 import { STREAMS } from "../eventlog/subjects.ts";
@@ -26,6 +27,13 @@ interface PipelineState {
   readonly checkpoints: ReadonlyMap<string, number>;
   readonly lag: ReadonlyMap<string, number>;
   readonly dead: ReadonlyMap<string, number>;
+  readonly alerts: ReadonlyMap<string, number>;
+}
+
+/** Alerts on the ALERTS stream (kept 30 days) per kind: the subject without `alerts.`, e.g. `wallet.low_balance`. */
+async function alertCounts(log: EventLog): Promise<Map<string, number>> {
+  const info = await log.jsm.streams.info(STREAMS.alerts, { subjects_filter: ">" }).catch(() => undefined);
+  return new Map(Object.entries(info?.state.subjects ?? {}).map(([subject, n]) => [subject.slice("alerts.".length), n]));
 }
 
 async function readState(src: PipelineSources): Promise<PipelineState> {
@@ -39,8 +47,8 @@ async function readState(src: PipelineSources): Promise<PipelineState> {
   const checkpoints = new Map(r.rows.map((row) => [row.name, Number(row.seq)]));
   const lag = new Map<string, number>();
   for (const runner of src.runners()) if (Number.isFinite(runner.pending)) lag.set(runner.projection.name, runner.pending);
-  const dead = await deadLetterCounts(src.log);
-  return { pending, checkpoints, lag, dead };
+  const [dead, alerts] = await Promise.all([deadLetterCounts(src.log), alertCounts(src.log)]);
+  return { pending, checkpoints, lag, dead, alerts };
 }
 
 export function registerPipelineGauges(metrics: ServiceMetrics, src: PipelineSources): void {
@@ -68,4 +76,5 @@ export function registerPipelineGauges(metrics: ServiceMetrics, src: PipelineSou
     const i = key.indexOf(".");
     return { source: key.slice(0, i), name: key.slice(i + 1) };
   }));
+  metrics.gauge("alerts_stored", "Operator alerts on the ALERTS stream (kept 30 days), per kind such as wallet.low_balance or upload.failed", ["alert"], fill((s) => s.alerts, (alert) => ({ alert })));
 }

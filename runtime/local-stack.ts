@@ -78,7 +78,7 @@ export async function startLocalStack(opts: {
 }): Promise<LocalStack> {
   const { logger } = opts;
   mkdirSync(opts.config.dataDir, { recursive: true });
-  const log = await openEventLog({ servers: opts.config.natsUrl, name: "memrelay" });
+  const log = await openEventLog({ servers: opts.config.natsUrl, name: "memrelay", replicas: opts.config.natsReplicas });
   const db = createPool(opts.databaseUrl, 16);
   const stops: (() => Promise<void> | void)[] = [() => log.close(), () => db.end()];
   try {

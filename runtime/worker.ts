@@ -37,7 +37,7 @@ export async function startWorker(
   // CHAIN_NETWORK=localnet: the ledger on NATS. Any other network: the Sui node, with the memory package and registry
   // published there (MEMORY_PACKAGE_ID, MEMORY_REGISTRY_ID). Connected first: a node that does not answer stops the start.
   const remote = config.network === "localnet" ? undefined : await connectNode(config, node, env);
-  const log = await openEventLog({ servers: config.natsUrl, name: "memrelay-worker" });
+  const log = await openEventLog({ servers: config.natsUrl, name: "memrelay-worker", replicas: config.natsReplicas });
   const db = createPool(config.databaseUrl, 16);
   const chain = remote ?? (await LocalChain.open(log, { packageId: config.packageId, network: config.network, profile: config.networkProfile }));
   const encryption = createEnvelopeEncryption({

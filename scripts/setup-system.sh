@@ -2,18 +2,18 @@
 # Installs and starts the system pieces memrelay needs on Debian: nats-server, Chromium, PostgreSQL 15 with pgvector
 # (built from Debian's source package), and the npm dependencies. Safe to run repeatedly.
 #   bash scripts/setup-system.sh              everything (what .ci/run does before the tests)
-#   bash scripts/setup-system.sh nats npm     only the named parts: nats, chromium, postgres, npm (what `npm start`
-#                                             runs for whatever it is missing)
+#   bash scripts/setup-system.sh nats npm     only the named parts: nats, chromium, postgres, prometheus, npm (what
+#                                             `npm start` runs for whatever it is missing)
 # A part that cannot be installed here (not root and no sudo, no apt-get) stops the script with the command to run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(nats chromium postgres npm)
+[ ${#parts[@]} -gt 0 ] || parts=(nats chromium postgres prometheus npm)
 for part in "${parts[@]}"; do
   case "$part" in
-    nats|chromium|postgres|npm) ;;
-    *) echo "setup: unknown part '$part' (parts: nats chromium postgres npm)" >&2; exit 2 ;;
+    nats|chromium|postgres|prometheus|npm) ;;
+    *) echo "setup: unknown part '$part' (parts: nats chromium postgres prometheus npm)" >&2; exit 2 ;;
   esac
 done
 wanted() { [[ " ${parts[*]} " == *" $1 "* ]]; }
@@ -67,6 +67,23 @@ if wanted postgres; then
   fi
 
   bash scripts/install-pgvector.sh
+fi
+
+# promtool, which checks the deploy kit's alert rules (test/deploy-kit.test.ts). Only the binary is taken from Debian's
+# prometheus package: installing the package would also install and start a Prometheus server.
+if wanted prometheus && ! command -v promtool >/dev/null 2>&1; then
+  echo "setup: installing promtool (from Debian's prometheus package)"
+  why="$(why_no_apt)"
+  if [ -n "$why" ]; then
+    echo "setup: promtool is missing and cannot be installed here ($why). Put promtool (Debian: the prometheus package; or a release from github.com/prometheus/prometheus) on the PATH." >&2
+    exit 1
+  fi
+  if [ -z "$apt_updated" ]; then $sudo_cmd apt-get update -qq; apt_updated=1; fi
+  deb_dir="$(mktemp -d)"
+  (cd "$deb_dir" && $sudo_cmd apt-get download -qq prometheus 2>/dev/null)
+  dpkg-deb --fsys-tarfile "$deb_dir"/prometheus_*.deb | tar -xO ./usr/bin/promtool >"$deb_dir/promtool"
+  $sudo_cmd install -m 0755 "$deb_dir/promtool" /usr/local/bin/promtool
+  $sudo_cmd rm -rf "$deb_dir"
 fi
 
 # Compares node_modules with package-lock.json by content and runs `npm ci` (with progress) when they differ.

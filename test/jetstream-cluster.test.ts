@@ -34,6 +34,20 @@ afterAll(async () => {
 });
 
 describe("three-node JetStream cluster", () => {
+  it("a connection opened without a replicas setting (an operator command) leaves the R3 streams and buckets at R3", async () => {
+    const operator = await withRetry(() => openEventLog({ servers: cluster.urls.join(","), name: "cluster-operator" }));
+    try {
+      expect(operator.replicas).toBeUndefined();
+      for (const name of Object.values(STREAMS)) expect((await log.jsm.streams.info(name)).config.num_replicas, name).toBe(3);
+      expect((await log.jsm.streams.info("KV_snapshots")).config.num_replicas).toBe(3);
+      // A bucket created through the R3 log gets its replicas without naming them.
+      const made = await log.kvm.create("cluster_test_r3", { history: 1 });
+      expect((await made.status()).replicas).toBe(3);
+    } finally {
+      await operator.close();
+    }
+  }, 60_000);
+
   it("keeps every acknowledged event when a node is killed", async () => {
     const info = await log.jsm.streams.info(STREAMS.events);
     expect(info.config.num_replicas).toBe(3);

@@ -1,11 +1,12 @@
 // Black-box: every service's `GET /metrics` is Prometheus text that a Prometheus parser reads with HELP and TYPE for
 // each family: histograms typed as histograms, the default process metrics, and the job pipeline gauges (commands
-// pending, projection checkpoints and lag, dead letters) whose values follow the work done.
+// pending, projection checkpoints and lag, dead letters, stored alerts) whose values follow the work done.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import parse from "parse-prometheus-text-format";
 import { request } from "undici";
 import { startTestStack, type TestStack } from "./support/stack.ts";
 import { deadLetterRecord, setAside } from "../eventlog/dead-letter.ts";
+import { ALERT_SUBJECTS } from "../schemas/alerts.ts";
 
 let t: TestStack;
 beforeAll(async () => {
@@ -43,6 +44,7 @@ describe("GET /metrics", () => {
     expect(family(`${prefix}_projection_checkpoint`)?.type).toBe("GAUGE");
     expect(family(`${prefix}_projection_lag_events`)?.type).toBe("GAUGE");
     expect(family(`${prefix}_dead_letters`)?.type).toBe("GAUGE");
+    expect(family(`${prefix}_alerts_stored`)?.type).toBe("GAUGE");
   });
 
   it("relayer: the pipeline gauges follow the work: checkpoints move, nothing left pending, dead letters counted", async () => {
@@ -63,6 +65,9 @@ describe("GET /metrics", () => {
     expect(Number(pending?.value)).toBe(0);
     const dead = after.family("memrelay_dead_letters")!.metrics.find((m) => m.labels?.source === "projection" && m.labels?.name === "memory_index");
     expect(Number(dead?.value)).toBe(1);
+    // The dead letter raised its operator alert: counted per kind, as the deploy kit's alert rules read it.
+    const alerts = after.family("memrelay_alerts_stored")!.metrics;
+    expect(alerts.find((m) => m.labels?.alert === ALERT_SUBJECTS.deadLetterProjection.slice("alerts.".length))?.value).toBe("1");
     const recalls = after.family("memrelay_http_requests_total")!.metrics.find((m) => m.labels?.route === "remember" && m.labels?.status === "202");
     expect(Number(recalls?.value)).toBe(1);
   });

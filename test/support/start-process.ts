@@ -21,8 +21,9 @@ export interface StartedStack {
   readonly exited: Promise<number | null>;
 }
 
-export function startStack(env: Record<string, string>): StartedStack {
-  const child = spawn(process.execPath, [memrelayBin, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
+/** `args`: start's options (e.g. `--cluster`). */
+export function startStack(env: Record<string, string>, args: readonly string[] = []): StartedStack {
+  const child = spawn(process.execPath, [memrelayBin, "start", ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   child.stdout!.on("data", (d) => (out += d));
   child.stderr!.on("data", (d) => (out += d));

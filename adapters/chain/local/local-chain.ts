@@ -133,7 +133,8 @@ export class LocalChain implements ChainPort, SponsoredChainPort {
    * the state up with the stream and, on an empty ledger with an operator key, writes the genesis.
    */
   static async open(conn: EventLog | NatsConnection, opts: LocalChainOptions): Promise<LocalChain> {
-    const replicas = opts.replicas ?? 1;
+    // On an event log, its replicas setting (NATS_REPLICAS) unless the caller says otherwise.
+    const replicas = opts.replicas ?? (isEventLog(conn) ? conn.replicas : undefined) ?? 1;
     let js: JetStreamClient;
     let jsm: JetStreamManager;
     let kvm: Kvm;
