@@ -92,6 +92,16 @@ const statusLine = (s: number) => `${s} ${STATUS_TEXT[s] ?? "Unknown"}`;
 const DRAIN_BYTES = 8 * 1024 * 1024;
 const DRAIN_IDLE_MS = 1_000;
 
+// uWebSockets.js binds with SO_REUSEPORT unless told otherwise: a second stack started on a port another process
+// serves would bind it too and the kernel would split the traffic of two stacks between their gateways without a
+// word. The exclusive flag makes that bind fail, so the error names the port (and the caller its variable). The
+// typings lack the (host, port, options, cb) overload the native module takes.
+const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
+type ListenWithOptions = (host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void) => TemplatedApp;
+function listenExclusive(app: TemplatedApp, host: string, port: number, cb: (socket: us_listen_socket | false) => void): void {
+  (app.listen as unknown as ListenWithOptions).call(app, host, port, LIBUS_LISTEN_EXCLUSIVE_PORT, cb);
+}
+
 export class HttpServer {
   readonly app: TemplatedApp;
   private socket: us_listen_socket | null = null;
@@ -133,7 +143,7 @@ export class HttpServer {
 
   listen(host: string, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
-      this.app.listen(host, port, (socket) => {
+      listenExclusive(this.app, host, port, (socket) => {
         if (!socket) return reject(new Error(`cannot listen on ${host}:${port} (in use by another process?)`));
         this.socket = socket;
         this.port = this.uws.us_socket_local_port(socket);
