@@ -1,9 +1,10 @@
 // Given events / when command / then events, for the remember-job machine and its decider; and the property that
 // a snapshot plus newer events gives the same state as replaying every event.
 import { describe, expect, it } from "vitest";
-import { initialTransition, type AnyMachineSnapshot } from "xstate";
+import { initialTransition } from "xstate";
 import { rememberJobMachine } from "../actors/relayer/remember-job.machine.ts";
 import { effectOf, evolve } from "../actors/host.ts";
+import type { SnapshotOf } from "../actors/machine-steps.ts";
 import { rememberJobActor } from "../actors/relayer/remember-job.actor.ts";
 import { JOB_EVENTS, type RememberCommand } from "../schemas/relayer/remember-job.ts";
 import type { EventEnvelope } from "../schemas/envelope.ts";
@@ -25,7 +26,7 @@ const command: RememberCommand = {
   type: "remember.start", version: 1, id: "j1", aggregate: "job.j1", issued_at: "t", correlation_id: "c",
   data: { owner: "0xabc", namespace: "ns", text: "hi!", importance: 0.5, accepted_at: "t" },
 };
-const decide = (s: AnyMachineSnapshot) => rememberJobActor({} as never).decide(s, command);
+const decide = (s: SnapshotOf<typeof rememberJobMachine>) => rememberJobActor({} as never).decide(s, command);
 
 describe("remember-job machine", () => {
   it("given no events, when remember.start, then job.accepted without the text", () => {

@@ -6,7 +6,8 @@
 // read-model write per upload instead of two; a crash before it repeats the checks). A failure removes the stored
 // bytes and releases the name (`cleanup`, recorded before it runs).
 import { assign, setup } from "xstate";
-import { EV, type UploadCompleted, type UploadFailed, type UploadQueued } from "../../schemas/console/events.ts";
+import { EV, type UploadFailed, type UploadQueued, type ConsoleEventData } from "../../schemas/console/events.ts";
+import type { MachineEventOf } from "../../schemas/envelope.ts";
 
 export interface UploadContext {
   upload?: UploadQueued;
@@ -14,12 +15,7 @@ export interface UploadContext {
   failure?: UploadFailed;
 }
 
-type UploadEvent =
-  | { type: typeof EV.uploadQueued; data: UploadQueued }
-  | { type: typeof EV.uploadStarted; data: unknown }
-  | { type: typeof EV.uploadCompleted; data: UploadCompleted }
-  | { type: typeof EV.uploadFailed; data: UploadFailed }
-  | { type: typeof EV.uploadCleaned; data: unknown };
+type UploadEvent = MachineEventOf<Pick<ConsoleEventData, typeof EV.uploadQueued | typeof EV.uploadStarted | typeof EV.uploadCompleted | typeof EV.uploadFailed | typeof EV.uploadCleaned>>;
 
 export const uploadMachine = setup({
   types: { context: {} as UploadContext, events: {} as UploadEvent },

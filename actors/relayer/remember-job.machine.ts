@@ -1,7 +1,8 @@
 // The remember job's lifecycle (spec: pending, running, uploaded, done, failed). Machine events are the job's
 // domain events; states name the effect the host runs next (`meta.effect`). No timers: the host drives retries.
 import { assign, setup } from "xstate";
-import { JOB_EVENTS, type JobAccepted, type JobFailed, type JobIndexed, type JobUploadAttemptFailed, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
+import { JOB_EVENTS, type JobEventData } from "../../schemas/relayer/remember-job.ts";
+import type { MachineEventOf } from "../../schemas/envelope.ts";
 
 export interface JobContext {
   owner: string;
@@ -15,15 +16,8 @@ export interface JobContext {
   error?: string;
 }
 
-type JobEvent =
-  | { type: typeof JOB_EVENTS.accepted; data: JobAccepted }
-  | { type: typeof JOB_EVENTS.uploadAttemptFailed; data: JobUploadAttemptFailed }
-  | { type: typeof JOB_EVENTS.uploaded; data: JobUploaded }
-  | { type: typeof JOB_EVENTS.indexed; data: JobIndexed }
-  | { type: typeof JOB_EVENTS.failed; data: JobFailed };
-
 export const rememberJobMachine = setup({
-  types: { context: {} as JobContext, events: {} as JobEvent },
+  types: { context: {} as JobContext, events: {} as MachineEventOf<JobEventData> },
 }).createMachine({
   id: "remember-job",
   initial: "pending",

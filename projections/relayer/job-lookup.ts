@@ -8,7 +8,7 @@ import { EventStore } from "../../eventlog/event-store.ts";
 import type { CheckpointFeed } from "../checkpoint-feed.ts";
 import { prepared, type Db } from "../../db/pool.ts";
 import { ArrivalBatcher } from "../../adapters/arrival-batcher.ts";
-import { JOB, JOB_EVENTS, type JobAccepted, type JobFailed, type JobIndexed, type JobOutcome, type JobStatus, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
+import { JOB, JOB_EVENTS, type JobEvent, type JobEventData, type JobOutcome, type JobStatus } from "../../schemas/relayer/remember-job.ts";
 import type { StoredEvent } from "../../schemas/envelope.ts";
 import { MEMORY_INDEX } from "./memory-index.ts";
 import { LEXICAL_INDEX } from "./lexical-index.ts";
@@ -98,7 +98,7 @@ class OutcomeWaiter {
 }
 
 export class JobLookup {
-  private readonly store: EventStore;
+  private readonly store: EventStore<JobEventData>;
   /** Long polls in progress by job id (several may wait on one job). */
   private readonly waiting = new Map<string, Set<OutcomeWaiter>>();
   /**
@@ -262,15 +262,15 @@ export class JobLookup {
 }
 
 /** The job's view from its events, with the sequence of its last commit; undefined when they name no owner. */
-function foldJob(id: string, events: readonly StoredEvent[]): (JobView & { seq: number }) | undefined {
+function foldJob(id: string, events: readonly StoredEvent<JobEvent>[]): (JobView & { seq: number }) | undefined {
   let owner: string | undefined, namespace = "default", status: JobStatus = "running", blob_id: string | undefined, error: string | undefined, seq = 0;
   for (const { event, seq: s } of events) {
     seq = s;
-    if (event.type === JOB_EVENTS.accepted) ({ owner, namespace } = event.data as JobAccepted);
-    else if (event.type === JOB_EVENTS.uploaded) ({ blob_id } = event.data as JobUploaded), (status = "uploaded");
-    else if (event.type === JOB_EVENTS.indexed) ({ owner, namespace, blob_id } = event.data as JobIndexed), (status = "done");
+    if (event.type === JOB_EVENTS.accepted) ({ owner, namespace } = event.data);
+    else if (event.type === JOB_EVENTS.uploaded) ({ blob_id } = event.data), (status = "uploaded");
+    else if (event.type === JOB_EVENTS.indexed) ({ owner, namespace, blob_id } = event.data), (status = "done");
     else if (event.type === JOB_EVENTS.failed) {
-      const d = event.data as JobFailed;
+      const d = event.data;
       status = "failed";
       error = d.error;
       if (d.owner) ({ owner, namespace = "default" } = d);

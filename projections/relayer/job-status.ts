@@ -1,7 +1,8 @@
 // The remember-job status read model: latest status per job, for polling. Owner-scoped reads only.
 import type { Projection } from "../runtime.ts";
 import { prepared, type Db, type Tx } from "../../db/pool.ts";
-import { JOB, JOB_EVENTS, type JobAccepted, type JobFailed, type JobOutcome, type JobStatus, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
+import { JOB, JOB_EVENTS, type JobOutcome, type JobStatus } from "../../schemas/relayer/remember-job.ts";
+import type { IndexLogEvent } from "../../schemas/relayer/memory-maintenance.ts";
 import { JOB_OUTCOMES, eventFilter } from "../../eventlog/subjects.ts";
 import { storableText } from "../../schemas/text.ts";
 import { isUuid } from "../../schemas/relayer/http.ts";
@@ -36,7 +37,7 @@ async function copyNewJobs(tx: Tx, list: Row[]): Promise<Row[]> {
   return list.filter((_, i) => known.has(ids[i]));
 }
 
-export const jobStatusProjection: Projection = {
+export const jobStatusProjection: Projection<IndexLogEvent> = {
   name: JOB_STATUS,
   filter: eventFilter(JOB),
   migrate: async (db: Db) => {
@@ -57,18 +58,18 @@ export const jobStatusProjection: Projection = {
       const row = rows.get(id) ?? { job_id: id, status: "running" as JobStatus };
       switch (event.type) {
         case JOB_EVENTS.accepted: {
-          const d = event.data as JobAccepted;
+          const d = event.data;
           Object.assign(row, { owner: d.owner, namespace: d.namespace, status: "running" });
           break;
         }
         case JOB_EVENTS.uploaded:
-          Object.assign(row, { status: "uploaded", blob_id: (event.data as JobUploaded).blob_id });
+          Object.assign(row, { status: "uploaded", blob_id: event.data.blob_id });
           break;
         case JOB_EVENTS.indexed:
           Object.assign(row, { status: "done", done_seq: seq });
           break;
         case JOB_EVENTS.failed: {
-          const d = event.data as JobFailed;
+          const d = event.data;
           Object.assign(row, { status: "failed", error: d.error }, d.owner ? { owner: d.owner, namespace: d.namespace } : {});
           break;
         }

@@ -14,6 +14,7 @@
 // hashes, service keys only as addresses.
 import type { StoredObject } from "../chain.ts";
 import type { AccessScope } from "../chain.ts";
+import { eventsOf, type EventOf, type MachineEventOf, type NewEventOf } from "../envelope.ts";
 
 export const AGG = {
   user: "console.user",
@@ -298,6 +299,8 @@ export interface SponsorExecuted {
 export interface SponsorFailed {
   readonly code: string;
   readonly error: string;
+  /** How the chain refused (adapters/ports.ts PortErrorKind): the execute route maps it to its status. */
+  readonly kind?: string;
 }
 
 export type SponsorReserveCommandData = SponsorReserved;
@@ -307,3 +310,52 @@ export interface SponsorExecuteCommandData {
 }
 
 export type { AccessScope };
+
+// ------------------------------------------------------------------ the catalogue
+
+/** The console's event catalogue: the data of each event type (one subject family, `evt.console.>`). */
+export interface ConsoleEventData {
+  [EV.userSignedUp]: UserState;
+  [EV.spaceCreated]: SpaceState;
+  [EV.spaceMemberAdded]: SpaceState;
+  [EV.spaceMemberRemoved]: SpaceState;
+  [EV.claimHeld]: ClaimHeld;
+  [EV.claimReleased]: ClaimReleased;
+  [EV.keyMinted]: KeyMinted;
+  [EV.keyActivated]: { readonly activated_at: string };
+  [EV.keyRejected]: { readonly reason: string };
+  [EV.keyRevokeRequested]: KeyRevokeCommandData;
+  [EV.keyRevoked]: { readonly revoked_at: string };
+  [EV.bucketCreated]: BucketCreated;
+  [EV.bucketReserved]: BucketReserved;
+  [EV.bucketFinalizeRequested]: { readonly requested_by: string };
+  [EV.bucketFinalizeFailed]: BucketFinalizeFailed;
+  [EV.bucketPolicyCreated]: BucketPolicyCreated;
+  [EV.bucketActivated]: { readonly activated_at: string };
+  [EV.bucketUpdated]: BucketUpdated;
+  [EV.bucketDeleteRequested]: BucketDeleteCommandData;
+  [EV.bucketDeleted]: { readonly deleted_at: string; readonly space_id: string };
+  [EV.uploadQueued]: UploadQueued;
+  [EV.uploadStarted]: { readonly started_at: string };
+  [EV.uploadCompleted]: UploadCompleted;
+  [EV.uploadFailed]: UploadFailed;
+  [EV.uploadCleaned]: { readonly cleaned_at: string };
+  [EV.fileDeleteRequested]: FileDeleteRequested;
+  [EV.fileDeleted]: FileDeleted;
+  [EV.sponsorReserved]: SponsorReserved;
+  [EV.sponsorExecuteRequested]: { readonly requested_at: string };
+  [EV.sponsorExecuted]: SponsorExecuted;
+  [EV.sponsorFailed]: SponsorFailed;
+  [EV.sponsorExpired]: { readonly expired_at: string };
+}
+export type ConsoleEventType = keyof ConsoleEventData;
+export type ConsoleEvent = EventOf<ConsoleEventData>;
+export type NewConsoleEvent = NewEventOf<ConsoleEventData>;
+/** The console's events as its actors' machines receive them. */
+export type ConsoleMachineEvent = MachineEventOf<ConsoleEventData>;
+
+/** Current version of every console event type (all 1 so far: bump one and add an upcaster when its shape changes). */
+const CONSOLE_EVENT_VERSIONS = Object.fromEntries(Object.values(EV).map((type) => [type, 1])) as Record<ConsoleEventType, number>;
+
+/** A console event at its type's current version. */
+export const consoleEvent = eventsOf<ConsoleEventData>(CONSOLE_EVENT_VERSIONS);
