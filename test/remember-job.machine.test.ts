@@ -2,11 +2,12 @@
 // a snapshot plus newer events gives the same state as replaying every event.
 import { describe, expect, it } from "vitest";
 import { initialTransition } from "xstate";
-import { rememberJobMachine } from "../actors/relayer/remember-job.machine.ts";
+import { Effect } from "effect";
+import { mayAttemptAgain, rememberJobMachine } from "../actors/relayer/remember-job.machine.ts";
 import { effectOf, evolve } from "../actors/host.ts";
 import type { SnapshotOf } from "../actors/machine-steps.ts";
 import { rememberJobActor } from "../actors/relayer/remember-job.actor.ts";
-import { JOB_EVENTS, type RememberCommand } from "../schemas/relayer/remember-job.ts";
+import { JOB_EVENTS, MAX_WALLET_ATTEMPTS, type RememberCommand } from "../schemas/relayer/remember-job.ts";
 import type { EventEnvelope } from "../schemas/envelope.ts";
 import { encodeVectorF32 } from "../schemas/vector-wire.ts";
 
@@ -58,6 +59,35 @@ describe("remember-job machine", () => {
     expect(s.value).toBe("failed");
     expect(s.context.attempts).toBe(5);
     expect(s.context.error).toMatch(/5 wallet attempts/);
+  });
+
+  it("guard: attempts below the limit keep the job at its step; the last one allowed moves it to giving up", () => {
+    const four = replay([accepted, attemptFailed(1), attemptFailed(2), attemptFailed(3), attemptFailed(4)]);
+    expect(four.value).toBe("running");
+    expect(effectOf(four)).toEqual({ effect: "store" });
+    const five = replay([accepted, attemptFailed(1), attemptFailed(2), attemptFailed(3), attemptFailed(4), attemptFailed(5)]);
+    expect(five.value).toBe("giving_up");
+    expect(effectOf(five)).toEqual({ effect: "fail" });
+    expect(five.context).toMatchObject({ attempts: 5, error: "no gas" });
+  });
+
+  it("guard: attempts count across the store and record steps (two before the upload, three after)", () => {
+    const up = replay([accepted, attemptFailed(1), attemptFailed(2), uploaded, attemptFailed(3), attemptFailed(4)]);
+    expect(up.value).toBe("uploaded");
+    expect(replay([accepted, attemptFailed(1), attemptFailed(2), uploaded, attemptFailed(3), attemptFailed(4), attemptFailed(5)]).value).toBe("giving_up");
+  });
+
+  it("the limit is the machine's: mayAttemptAgain below MAX_WALLET_ATTEMPTS only", () => {
+    expect(mayAttemptAgain(0)).toBe(true);
+    expect(mayAttemptAgain(MAX_WALLET_ATTEMPTS - 1)).toBe(true);
+    expect(mayAttemptAgain(MAX_WALLET_ATTEMPTS)).toBe(false);
+  });
+
+  it("giving up records job.failed with the attempts and the last attempt's error (the fail effect reports, it does not decide)", async () => {
+    const giving = replay([accepted, attemptFailed(1), attemptFailed(2), attemptFailed(3), attemptFailed(4), attemptFailed(5)]);
+    const events = await Effect.runPromise(rememberJobActor({} as never).effects.fail({ aggregateId: "j1", context: giving.context, command, heartbeat: () => undefined }));
+    expect(events).toEqual([{ type: JOB_EVENTS.failed, version: 1, data: { error: "upload failed after 5 wallet attempts: no gas", attempts: 5 } }]);
+    expect(evolve(rememberJobMachine, giving, events.map((e, i) => ev(e.type, e.data, 100 + i))).value).toBe("failed");
   });
 
   it("restores from any snapshot plus the newer events to the same state as a full replay", () => {

@@ -29,9 +29,10 @@ export function uploadActor(ports: ConsoleActorPorts): ActorDefinition<CommandEn
     freshOnFirstDelivery: true,
     // the status route reads the job's last commit from the log (gateway/console/service.ts uploadView)
     noFinalSnapshot: true,
+    // Pure: the time comes with the command (stamped by the gateway that issued it), so a redelivery decides the same.
     decide: (snapshot, command) =>
       command.type === CMD.uploadStart && snapshot.value === "none"
-        ? [consoleEvent(EV.uploadQueued, command.data as UploadQueued), consoleEvent(EV.uploadStarted, { started_at: new Date().toISOString() })]
+        ? [consoleEvent(EV.uploadQueued, command.data as UploadQueued), consoleEvent(EV.uploadStarted, { started_at: command.issued_at })]
         : [],
     effects: {
       commit: ({ context }) =>

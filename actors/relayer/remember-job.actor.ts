@@ -1,14 +1,15 @@
 // Wires the remember-job machine to its effects. `store`: embed, encrypt, upload the ciphertext. `record`: record
 // the blob object on chain for the owner with namespace and package attributes (in one transaction with the records
 // of other jobs in flight, adapters/chain/record-batcher.ts), then index. Both try up to MAX_WALLET_ATTEMPTS wallets
-// of the pool (round-robin) before the job fails. The blob id is committed between
+// of the pool (round-robin), reporting each failed attempt, until the machine says the attempts are used up; its
+// `fail` effect then records the job's failure. The blob id is committed between
 // the two, and the chain record is idempotent per (owner, blob id), so redelivery never duplicates a memory;
 // the index row id is the job id.
 import { Effect } from "effect";
 import type { ActorDefinition } from "../host.ts";
 import { Permanent, Transient } from "../host.ts";
-import { rememberJobMachine, type JobContext } from "./remember-job.machine.ts";
-import { JOB, JOB_EVENTS, MAX_WALLET_ATTEMPTS, jobEvent, type NewJobEvent, type RememberCommand } from "../../schemas/relayer/remember-job.ts";
+import { mayAttemptAgain, rememberJobMachine, type JobContext } from "./remember-job.machine.ts";
+import { JOB, JOB_EVENTS, jobEvent, type NewJobEvent, type RememberCommand } from "../../schemas/relayer/remember-job.ts";
 import type { BlobPort, EncryptionPort } from "../../adapters/ports.ts";
 import { RecordFailed, type RecordBatcher } from "../../adapters/chain/record-batcher.ts";
 import { TextTooLong, type DocumentEmbedder } from "../../adapters/embeddings/scheduler.ts";
@@ -57,16 +58,15 @@ interface Paid<A> {
 }
 
 /**
- * Runs `attempt` until it succeeds or the job has used all its attempts; an attempt that pays itself takes the next
- * wallet of the pool from `nextWallet` (the blob registrations' batcher picks its own). Returns the attempt-failure
- * events plus either the success events or `job.failed`.
+ * Runs `attempt` until it succeeds or the machine allows no further attempt (mayAttemptAgain); an attempt that pays
+ * itself takes the next wallet of the pool from `nextWallet` (the blob registrations' batcher picks its own). Returns
+ * the facts: the failed attempts, then the success event if there was one. Whether the job fails is the machine's call.
  */
 function withWallets<A>(ctx: JobContext, ports: RememberJobPorts, attempt: (nextWallet: () => Wallet) => Promise<Paid<A>>, onSuccess: (paid: Paid<A>) => NewJobEvent) {
   return Effect.gen(function* () {
     const events: NewJobEvent[] = [];
     let attempts = ctx.attempts;
-    let lastError = ctx.error ?? "unknown error";
-    while (attempts < MAX_WALLET_ATTEMPTS) {
+    while (mayAttemptAgain(attempts)) {
       let offered: Wallet | undefined;
       const nextWallet = () => (offered ??= ports.wallets.next());
       const outcome = yield* Effect.tryPromise({ try: () => attempt(nextWallet), catch: (e) => e }).pipe(Effect.result);
@@ -76,11 +76,10 @@ function withWallets<A>(ctx: JobContext, ports: RememberJobPorts, attempt: (next
       }
       attempts++;
       const wallet = outcome.failure instanceof RecordFailed ? outcome.failure.wallet : nextWallet();
-      lastError = outcome.failure instanceof Error ? outcome.failure.message : String(outcome.failure);
-      events.push(jobEvent(JOB_EVENTS.uploadAttemptFailed, { attempt: attempts, wallet: wallet.address, error: lastError }));
-      if (attempts < MAX_WALLET_ATTEMPTS && ports.attemptDelayMs) yield* Effect.sleep(ports.attemptDelayMs * attempts);
+      const error = outcome.failure instanceof Error ? outcome.failure.message : String(outcome.failure);
+      events.push(jobEvent(JOB_EVENTS.uploadAttemptFailed, { attempt: attempts, wallet: wallet.address, error }));
+      if (mayAttemptAgain(attempts) && ports.attemptDelayMs) yield* Effect.sleep(ports.attemptDelayMs * attempts);
     }
-    events.push(jobEvent(JOB_EVENTS.failed, { error: `upload failed after ${MAX_WALLET_ATTEMPTS} wallet attempts: ${lastError}`, attempts }));
     return events;
   });
 }
@@ -122,6 +121,9 @@ export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<Remem
             jobEvent(JOB_EVENTS.uploaded, { blob_id: stored.blobId, size: stored.size, vector_f32: encodeVectorF32(vector), embedder: ports.embedder.name }),
           );
         }),
+      // The machine gave up (its guard found the wallet attempts used up): record it with the last attempt's error.
+      fail: ({ context: ctx }) =>
+        Effect.succeed([jobEvent(JOB_EVENTS.failed, { error: `upload failed after ${ctx.attempts} wallet attempts: ${ctx.error ?? "unknown error"}`, attempts: ctx.attempts })]),
       record: ({ context: ctx, command }) => {
         const lexical = ports.lexical ? documentTerms(ports.lexical.forOwner(ctx.owner), command.data.text) : undefined;
         return withWallets(
