@@ -25,7 +25,8 @@ import { LIVE, ProjectionGroupRunner, migrateCheckpoints, type ProjectionHandle 
 import { waitForProjection } from "../../projections/checkpoint-wait.ts";
 import type { SponsoredChainPort } from "../../adapters/ports.ts";
 import { keypairFromSecret } from "../../adapters/chain/sui/keys.ts";
-import { AGG, CONSOLE_EVENTS_FILTER, EV, type AccessScope, type UploadQueued, type UploadState } from "../../schemas/console/events.ts";
+import { AGG, CONSOLE_EVENTS_FILTER, EV, type AccessScope, type ConsoleEvent, type UploadQueued, type UploadState } from "../../schemas/console/events.ts";
+import { foldUpload } from "../../schemas/console/upload-view.ts";
 import { CODE, CONSOLE_LIMITS, ConsoleHttpError, PLAN_TIERS, notFound, pathUuid, type PlanTier } from "../../schemas/console/http.ts";
 import { ConsoleLog } from "../../actors/console/log.ts";
 import { BlobStoreStorage, StorageError, type StoragePort } from "../../adapters/file-storage/blobstore-http.ts";
@@ -271,18 +272,14 @@ export async function startConsole(opts: ConsoleOptions): Promise<ConsoleHandle>
         queued = all.find((e) => e.event.type === EV.uploadQueued)?.event.data as UploadQueued | undefined;
       }
       if (!queued) return null;
-      const events = (last?.events ?? []).map((event) => ({ event }));
-      let state: UploadState = "queued";
-      let progress: number | null = 0;
+      // The upload's one fold (schemas/console/upload-view.ts) over its last commit (the subject holds console events
+      // only), except that an outcome shows once the read model has it, with the file's status: until then, active.
+      const events = (last?.events ?? []) as readonly ConsoleEvent[];
+      const state: UploadState = foldUpload(events).upload_state === "queued" ? "queued" : "active";
+      const progress: number | null = 0;
       const error: { code: string; message: string } | null = null;
       const storageObjectId: string | null = null;
-      let updated = queued.created_at;
-      for (const { event } of events) {
-        updated = event.occurred_at;
-        if (event.type === EV.uploadQueued) continue;
-        // anything after queued is the job at work (its outcome shows once the read model has it)
-        state = "active";
-      }
+      const updated = events.at(-1)?.occurred_at ?? queued.created_at;
       const file: FileRow = {
         file_id: queued.file_id,
         bucket_id: queued.bucket_id,

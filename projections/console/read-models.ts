@@ -13,6 +13,7 @@
 import type { Projection } from "../runtime.ts";
 import type { Tx } from "../../db/pool.ts";
 import { AGG, CONSOLE_EVENTS_FILTER, EV, type ConsoleEvent } from "../../schemas/console/events.ts";
+import { uploadChange } from "../../schemas/console/upload-view.ts";
 import { migrateConsole } from "./console-tables.ts";
 import { foldStatus, writeFileBatch, type BucketDeltas, type FilePatch, type SpaceDeltas } from "./file-batch.ts";
 import { accessIndexProjection } from "./access-index.ts";
@@ -153,28 +154,24 @@ export const consoleProjection: Projection<ConsoleEvent> = {
           const p = patch(id, at);
           p.insert = event.data;
           foldStatus(p, "uploading");
-          p.upload_state = "queued";
-          p.upload_progress = 0;
+          Object.assign(p, uploadChange(event));
           break;
         }
-        case EV.uploadStarted: {
-          const p = patch(id, at);
-          p.upload_state = "active";
+        case EV.uploadStarted:
+          Object.assign(patch(id, at), uploadChange(event));
           break;
-        }
         case EV.uploadCompleted: {
           const d = event.data;
           const p = patch(id, at);
-          Object.assign(p, { upload_state: "completed", upload_progress: 1, storage_object_id: d.storage_object_id, upload_finished_at: d.completed_at });
+          Object.assign(p, uploadChange(event));
           foldStatus(p, "completed");
           addBucket(d.bucket_id, d.size, 1);
           addSpace(d.space_id, d.size, 0);
           break;
         }
         case EV.uploadFailed: {
-          const d = event.data;
           const p = patch(id, at);
-          Object.assign(p, { upload_state: "failed", upload_error: d, upload_finished_at: d.failed_at });
+          Object.assign(p, uploadChange(event));
           foldStatus(p, "failed");
           break;
         }
