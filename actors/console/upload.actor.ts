@@ -6,13 +6,10 @@ import { prepared } from "../../db/pool.ts";
 import type { ActorDefinition } from "../host.ts";
 import { Transient } from "../host.ts";
 import type { CommandEnvelope } from "../../schemas/envelope.ts";
-import { AGG, CMD, EV, type UploadQueued, consoleEvent, type NewConsoleEvent } from "../../schemas/console/events.ts";
-import { CODE } from "../../schemas/console/http.ts";
+import { AGG, CMD, EV, type BucketState, type UploadQueued, consoleEvent, type NewConsoleEvent } from "../../schemas/console/events.ts";
 import { transientOf } from "./bucket.actor.ts";
 import { uploadMachine } from "./upload.machine.ts";
 import type { ConsoleActorPorts } from "./ports.ts";
-
-const failed = (code: string, message: string) => [consoleEvent(EV.uploadFailed, { code, message, failed_at: new Date().toISOString() })];
 
 /** The blob store object holding a file: `<storage bucket>/<key>`. */
 export const storageObjectId = (u: Pick<UploadQueued, "storage_bucket_name" | "storage_key">) => `${u.storage_bucket_name}/${u.storage_key}`;
@@ -44,20 +41,20 @@ export function uploadActor(ports: ConsoleActorPorts): ActorDefinition<CommandEn
           // The bucket's state is the read model's: a bucket delete answers only once the read model shows it
           // deleting, and a job that read the bucket's last commit could as well have read it just before the delete.
           const r = yield* Effect.tryPromise({
-            try: () => ports.db.query<{ storage_used: string; storage_cap: string; bucket_state: string | null }>(prepared(COMMIT_CHECKS, [u.space_id, u.bucket_id])),
+            try: () => ports.db.query<{ storage_used: string; storage_cap: string; bucket_state: BucketState | null }>(prepared(COMMIT_CHECKS, [u.space_id, u.bucket_id])),
             catch: transientOf("commit checks"),
           });
           const row = r.rows[0];
           // a read model being rebuilt (memrelay replay): checked again once it has the space and the bucket
           if (!row || row.bucket_state === null) return yield* Effect.fail(new Transient("the console read model does not have the bucket yet"));
-          if (row.bucket_state === "deleting" || row.bucket_state === "deleted") {
-            return failed("bucket_deleted", "the bucket was deleted while the file was uploading");
-          }
-          if (Number(row.storage_used) + u.size > Number(row.storage_cap)) {
-            return failed(CODE.quotaExceeded, `the space's storage quota of ${row.storage_cap} bytes would be exceeded`);
-          }
-          return [consoleEvent(EV.uploadCompleted, { storage_object_id: storageObjectId(u), completed_at: new Date().toISOString(), bucket_id: u.bucket_id, space_id: u.space_id, size: u.size })];
+          // What was seen, not what follows from it: the machine's guards decide (upload.machine.ts rejectionOf).
+          return [consoleEvent(EV.uploadChecksSeen, { bucket_state: row.bucket_state, storage_used: Number(row.storage_used), storage_cap: Number(row.storage_cap), seen_at: new Date().toISOString() })];
         }),
+      complete: ({ context }) => {
+        const u = context.upload!;
+        return Effect.succeed([consoleEvent(EV.uploadCompleted, { storage_object_id: storageObjectId(u), completed_at: context.checked_at!, bucket_id: u.bucket_id, space_id: u.space_id, size: u.size })]);
+      },
+      reject: ({ context }) => Effect.succeed([consoleEvent(EV.uploadFailed, { ...context.rejection!, failed_at: context.checked_at! })]),
       cleanup: ({ context, aggregateId }) =>
         Effect.tryPromise({
           try: async () => {

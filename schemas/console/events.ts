@@ -56,6 +56,7 @@ export const EV = {
   uploadCompleted: "console.upload.completed",
   uploadFailed: "console.upload.failed",
   uploadCleaned: "console.upload.cleaned",
+  uploadChecksSeen: "console.upload.checks_seen",
   fileDeleteRequested: "console.file.delete_requested",
   fileDeleted: "console.file.deleted",
   sponsorReserved: "console.sponsor.reserved",
@@ -251,6 +252,16 @@ export interface UploadFailed {
   readonly failed_at: string;
 }
 
+/** What the upload's `commit` effect found (a fact; the upload machine's guards decide what follows from it). */
+export interface UploadChecksSeen {
+  /** The file's bucket as the read model has it (`deleting` or `deleted`: gone). */
+  readonly bucket_state: BucketState;
+  /** The space's bytes stored and its cap, before this file. */
+  readonly storage_used: number;
+  readonly storage_cap: number;
+  readonly seen_at: string;
+}
+
 export type UploadStartCommandData = UploadQueued;
 
 /** DELETE of a file: what the worker needs to release its stored object (the file's own aggregate starts here). */
@@ -340,6 +351,7 @@ export interface ConsoleEventData {
   [EV.uploadCompleted]: UploadCompleted;
   [EV.uploadFailed]: UploadFailed;
   [EV.uploadCleaned]: { readonly cleaned_at: string };
+  [EV.uploadChecksSeen]: UploadChecksSeen;
   [EV.fileDeleteRequested]: FileDeleteRequested;
   [EV.fileDeleted]: FileDeleted;
   [EV.sponsorReserved]: SponsorReserved;
