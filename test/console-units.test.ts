@@ -133,15 +133,16 @@ describe("key and sponsorship machines", () => {
   });
   it("sponsorship: reserved → execute (expiry decided on the clock) → executing → executed, or back to reserved on refusal", () => {
     let now = Date.parse("2026-01-01T00:00:00Z");
-    const def = sponsorActor(ports, () => now);
+    const def = sponsorActor(ports);
+    const at = (c: CommandEnvelope): CommandEnvelope => ({ ...c, issued_at: new Date(now).toISOString() });
     const reserved = ev(EV.sponsorReserved, { digest: "d", expires_at: "2026-01-01T00:05:00Z" });
     const s = given(def, [reserved]);
-    expect(types(def.decide(s, cmd(CMD.sponsorExecute, { signature: "x", requested_at: "t" })))).toEqual([EV.sponsorExecuteRequested]);
+    expect(types(def.decide(s, at(cmd(CMD.sponsorExecute, { signature: "x", requested_at: "t" }))))).toEqual([EV.sponsorExecuteRequested]);
     expect(effectOf(given(def, [reserved, ev(EV.sponsorExecuteRequested)]))?.effect).toBe("execute");
     expect(given(def, [reserved, ev(EV.sponsorExecuteRequested), ev(EV.sponsorFailed, { code: "chain_rejected", error: "x" })]).value).toBe("reserved");
     expect(given(def, [reserved, ev(EV.sponsorExecuteRequested), ev(EV.sponsorExecuted, { chain_digest: "c" })]).value).toBe("executed");
     now += 10 * 60_000;
-    expect(types(def.decide(s, cmd(CMD.sponsorExecute, { signature: "x" })))).toEqual([EV.sponsorExpired]);
+    expect(types(def.decide(s, at(cmd(CMD.sponsorExecute, { signature: "x" }))))).toEqual([EV.sponsorExpired]);
     expect(AGG.sponsor).toBe("console.sponsor");
   });
 });

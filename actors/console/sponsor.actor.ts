@@ -13,7 +13,7 @@ import { transientOf } from "./bucket.actor.ts";
 import { sponsorMachine } from "./sponsor.machine.ts";
 import type { ConsoleActorPorts } from "./ports.ts";
 
-export function sponsorActor(ports: ConsoleActorPorts, clock: () => number = Date.now): ActorDefinition<CommandEnvelope, typeof sponsorMachine, NewConsoleEvent> {
+export function sponsorActor(ports: ConsoleActorPorts): ActorDefinition<CommandEnvelope, typeof sponsorMachine, NewConsoleEvent> {
   return {
     aggregateType: AGG.sponsor,
     machine: sponsorMachine,
@@ -23,7 +23,8 @@ export function sponsorActor(ports: ConsoleActorPorts, clock: () => number = Dat
       if (command.type === CMD.sponsorReserve && state === "none") return [consoleEvent(EV.sponsorReserved, command.data as SponsorReserved)];
       if (command.type === CMD.sponsorExecute && state === "reserved") {
         const ctx = snapshot.context;
-        if (Date.parse(ctx.reservation!.expires_at) < clock()) return [consoleEvent(EV.sponsorExpired, { expired_at: new Date(clock()).toISOString() })];
+        // Pure: expiry is judged at the time the gateway issued the command, which comes with it.
+        if (Date.parse(ctx.reservation!.expires_at) < Date.parse(command.issued_at)) return [consoleEvent(EV.sponsorExpired, { expired_at: command.issued_at })];
         return [consoleEvent(EV.sponsorExecuteRequested, { requested_at: (command.data as SponsorExecuteCommandData).requested_at })];
       }
       return [];
