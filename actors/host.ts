@@ -7,10 +7,10 @@
 // occupies a worker or the queue indefinitely.
 import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
 import { Effect, Exit, Cause } from "effect";
-import type { AnyStateMachine, AnyMachineSnapshot } from "xstate";
-import { initialSnapshot, step } from "./machine-steps.ts";
-import type { CommandEnvelope, EventEnvelope } from "../schemas/envelope.ts";
-import { ConcurrencyConflict, EventStore, type NewEvent } from "../eventlog/event-store.ts";
+import type { AnyStateMachine, AnyMachineSnapshot, ContextFrom } from "xstate";
+import { contextOf, initialSnapshot, step, type SnapshotOf } from "./machine-steps.ts";
+import type { CommandEnvelope, EventEnvelope, NewEvent } from "../schemas/envelope.ts";
+import { ConcurrencyConflict, EventStore } from "../eventlog/event-store.ts";
 import type { EventLog } from "../eventlog/connection.ts";
 import { STREAMS, commandFilter } from "../eventlog/subjects.ts";
 import type { Logger } from "../config/logger.ts";
@@ -45,16 +45,22 @@ class TransientFailure extends Error {}
 /** An effect's Permanent failure: set aside on this delivery. */
 class PermanentFailure extends Error {}
 
-export type EffectFn<Cmd> = (ctx: { aggregateId: string; context: any; command: Cmd; heartbeat: () => void }) => Effect.Effect<NewEvent[], Transient | Permanent>;
+/** An effect: runs against the machine's context (`Ctx`) and reports what happened as events of the aggregate (`E`). */
+export type EffectFn<Cmd, Ctx, E extends NewEvent = NewEvent> = (ctx: { aggregateId: string; context: Ctx; command: Cmd; heartbeat: () => void }) => Effect.Effect<E[], Transient | Permanent>;
 
-export interface ActorDefinition<Cmd extends CommandEnvelope = CommandEnvelope> {
+/**
+ * An actor: machine `M` over the events `E` of its catalogue (e.g. `NewJobEvent`), commands `Cmd`. `decide` sees the
+ * machine's own snapshot type and effects its own context type; the host is the one place that reads untyped
+ * snapshots and events back (the subject family names the catalogue).
+ */
+export interface ActorDefinition<Cmd extends CommandEnvelope = CommandEnvelope, M extends AnyStateMachine = AnyStateMachine, E extends NewEvent = NewEvent> {
   /** Aggregate type: events go to `evt.<type>.<id>`, commands come from `cmd.<type>.<id>`. */
   readonly aggregateType: string;
-  readonly machine: AnyStateMachine;
+  readonly machine: M;
   /** The events a command produces in the current state (pure). An empty list means the command is already reflected. */
-  decide(snapshot: AnyMachineSnapshot, command: Cmd): NewEvent[];
+  decide(snapshot: SnapshotOf<M>, command: Cmd): E[];
   /** Effects by name; a state selects one with `meta: { effect: "<name>" }`. */
-  readonly effects: Readonly<Record<string, EffectFn<Cmd>>>;
+  readonly effects: Readonly<Record<string, EffectFn<Cmd, ContextFrom<M>, E>>>;
   /** Commands create their aggregate (ids minted by the gateway): skip reads on a first delivery. */
   readonly freshOnFirstDelivery?: boolean;
   /** Version of the persisted snapshot shape; a mismatch rebuilds from events. */
@@ -68,7 +74,7 @@ export interface ActorDefinition<Cmd extends CommandEnvelope = CommandEnvelope> 
    * The events recording that a command was set aside (e.g. the job failed with the reason), appended to its
    * aggregate. `command` is undefined when the message could not even be parsed.
    */
-  setAside?(command: Cmd | undefined, error: string): NewEvent[];
+  setAside?(command: Cmd | undefined, error: string): E[];
   /**
    * The time an effect may take for this command when it is longer than the host's effectTimeoutMs (e.g. derived
    * from the size of the text it embeds); the effect heartbeats meanwhile so JetStream does not redeliver it.
@@ -107,7 +113,7 @@ export function effectOf(snapshot: AnyMachineSnapshot): EffectMeta | undefined {
   return undefined;
 }
 
-export function evolve(machine: AnyStateMachine, snapshot: AnyMachineSnapshot, events: readonly EventEnvelope[]): AnyMachineSnapshot {
+export function evolve<M extends AnyStateMachine>(machine: M, snapshot: SnapshotOf<M>, events: readonly EventEnvelope[]): SnapshotOf<M> {
   let s = snapshot;
   for (const e of events) s = step(machine, s, toMachineEvent(e));
   return s;
@@ -116,7 +122,7 @@ export function evolve(machine: AnyStateMachine, snapshot: AnyMachineSnapshot, e
 /** How long a stop waits for the commands in flight (a stop of every role must end within seconds, issue 28). */
 const STOP_GRACE_MS = 2_000;
 
-export class ActorHost<Cmd extends CommandEnvelope> {
+export class ActorHost<Cmd extends CommandEnvelope, M extends AnyStateMachine = AnyStateMachine, E extends NewEvent = NewEvent> {
   private readonly store: EventStore;
   private stopped = false;
   /** Commands being handled, with their messages (what a stop hands back when they outlast its grace). */
@@ -125,7 +131,7 @@ export class ActorHost<Cmd extends CommandEnvelope> {
 
   constructor(
     private readonly log: EventLog,
-    private readonly def: ActorDefinition<Cmd>,
+    private readonly def: ActorDefinition<Cmd, M, E>,
     private readonly logger: Logger,
     private readonly opts: ActorHostOptions,
   ) {
@@ -251,14 +257,14 @@ export class ActorHost<Cmd extends CommandEnvelope> {
   }
 
   /** Rehydrates the aggregate: snapshot (if current) plus newer events. */
-  async rehydrate(aggregateId: string): Promise<{ snapshot: AnyMachineSnapshot; seq: number }> {
+  async rehydrate(aggregateId: string): Promise<{ snapshot: SnapshotOf<M>; seq: number }> {
     const aggregate = `${this.def.aggregateType}.${aggregateId}`;
     const [entry, lastSeq] = await Promise.all([this.log.snapshots.get(aggregate), this.store.lastSeq(aggregate)]);
     const persisted = entry?.value?.length ? (entry.json() as PersistedSnapshot) : undefined;
-    let snapshot: AnyMachineSnapshot;
+    let snapshot: SnapshotOf<M>;
     let fromSeq = 0;
     if (persisted && persisted.v === this.def.snapshotVersion && persisted.seq <= lastSeq) {
-      snapshot = this.def.machine.resolveState({ value: persisted.value as never, context: persisted.context as never });
+      snapshot = this.def.machine.resolveState({ value: persisted.value as never, context: persisted.context as never }) as SnapshotOf<M>;
       fromSeq = persisted.seq;
     } else {
       snapshot = initialSnapshot(this.def.machine);
@@ -275,10 +281,10 @@ export class ActorHost<Cmd extends CommandEnvelope> {
     // A command delivered for the first time to a fresh aggregate needs no reads: if events did exist after all,
     // the append's expected sequence 0 conflicts and the redelivery rehydrates properly.
     let { snapshot, seq } = firstDelivery && this.def.freshOnFirstDelivery ? { snapshot: initialSnapshot(this.def.machine), seq: 0 } : await this.rehydrate(aggregateId);
-    const pending: NewEvent[] = [...this.def.decide(snapshot, command)];
+    const pending: E[] = [...this.def.decide(snapshot, command)];
     // Nothing decided and nothing left to do: the command is already reflected (a redelivery after success).
     if (!pending.length && !effectOf(snapshot)) return;
-    const applyLocal = (events: readonly NewEvent[]) => {
+    const applyLocal = (events: readonly E[]) => {
       for (const e of events) snapshot = step(this.def.machine, snapshot, { type: e.type, data: e.data });
     };
     applyLocal(pending);
@@ -296,7 +302,7 @@ export class ActorHost<Cmd extends CommandEnvelope> {
       const fn = this.def.effects[name];
       if (!fn) throw new Error(`machine ${this.def.aggregateType} names unknown effect ${name}`);
       const budget = Math.max(this.opts.effectTimeoutMs ?? 120_000, this.def.effectBudgetMs?.(name, command) ?? 0);
-      const program = fn({ aggregateId, context: snapshot.context, command, heartbeat }).pipe(
+      const program = fn({ aggregateId, context: contextOf<M>(snapshot), command, heartbeat }).pipe(
         Effect.timeoutOrElse({ duration: budget, orElse: () => Effect.fail(new Transient(`effect ${name} timed out`)) }),
       );
       const exit = await Effect.runPromiseExit(program);
@@ -311,8 +317,9 @@ export class ActorHost<Cmd extends CommandEnvelope> {
       applyLocal(exit.value);
     }
     if (pending.length) seq = (await this.store.append(aggregate, pending, seq, ctxFor(seq))).seq;
-    if (this.def.noFinalSnapshot && snapshot.status === "done") return;
-    const persisted: PersistedSnapshot = { v: this.def.snapshotVersion, seq, value: snapshot.value, context: snapshot.context };
+    const rested: AnyMachineSnapshot = snapshot;
+    if (this.def.noFinalSnapshot && rested.status === "done") return;
+    const persisted: PersistedSnapshot = { v: this.def.snapshotVersion, seq, value: rested.value, context: rested.context };
     // A snapshot is a cache (losing one only costs a longer rehydrate), but it is stored before the command is
     // acknowledged: a status lookup falls back to it while the read model lags, and an acknowledged command has left
     // the work queue, so an unstored snapshot would leave a window in which the job is found nowhere. A failed write

@@ -4,7 +4,7 @@
 // invoke and spawn nothing and change their context only with assign(), which a step applies itself; any other action
 // is dropped, as the host always did with the actions transition() returned. So one inert scope per machine serves
 // every step.
-import { createActor, type AnyActorScope, type AnyMachineSnapshot, type AnyStateMachine, type EventObject } from "xstate";
+import { createActor, type AnyActorScope, type AnyMachineSnapshot, type AnyStateMachine, type ContextFrom, type EventObject, type SnapshotFrom } from "xstate";
 
 const scopes = new WeakMap<AnyStateMachine, AnyActorScope>();
 
@@ -28,12 +28,20 @@ function refuseInvocations(machine: AnyStateMachine): void {
   visit(machine.root);
 }
 
+/** Machine M's own snapshot type, known to be a machine snapshot also where M is still generic (the host). */
+export type SnapshotOf<M extends AnyStateMachine> = SnapshotFrom<M> & AnyMachineSnapshot;
+
+/** The context of machine M's snapshot, as its effects see it. */
+export function contextOf<M extends AnyStateMachine>(snapshot: SnapshotOf<M>): ContextFrom<M> {
+  return (snapshot as AnyMachineSnapshot).context as ContextFrom<M>;
+}
+
 /** The machine's initial snapshot. */
-export function initialSnapshot(machine: AnyStateMachine): AnyMachineSnapshot {
-  return machine.getInitialSnapshot(scopeOf(machine));
+export function initialSnapshot<M extends AnyStateMachine>(machine: M): SnapshotOf<M> {
+  return machine.getInitialSnapshot(scopeOf(machine)) as SnapshotOf<M>;
 }
 
 /** The snapshot after `event`. */
-export function step(machine: AnyStateMachine, snapshot: AnyMachineSnapshot, event: EventObject & { readonly data?: unknown }): AnyMachineSnapshot {
-  return machine.transition(snapshot, event, scopeOf(machine));
+export function step<M extends AnyStateMachine>(machine: M, snapshot: SnapshotOf<M>, event: EventObject & { readonly data?: unknown }): SnapshotOf<M> {
+  return machine.transition(snapshot, event, scopeOf(machine)) as SnapshotOf<M>;
 }

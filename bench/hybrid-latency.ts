@@ -20,6 +20,7 @@ import { rankMemories } from "../projections/relayer/recall.ts";
 import { DEFAULT_HYBRID, rankHybrid, type HybridSettings } from "../projections/relayer/hybrid-rank.ts";
 import { DEFAULT_WEIGHTS, type ScoringWeights } from "../schemas/relayer/http.ts";
 import type { StoredEvent } from "../schemas/envelope.ts";
+import type { IndexLogEvent } from "../schemas/relayer/memory-maintenance.ts";
 import { JOB_VECTOR_EVENT_VERSION } from "../schemas/relayer/remember-job.ts";
 import { encodeVectorF32 } from "../schemas/vector-wire.ts";
 import { loadLocomo } from "./locomo-offline.ts";
@@ -64,7 +65,7 @@ if (have < ROWS) {
   const base = Date.parse("2026-01-01T00:00:00Z");
   let seq = 0;
   for (let start = 0; start < ROWS; start += 2_000) {
-    const events: StoredEvent[] = [];
+    const events: StoredEvent<IndexLogEvent>[] = [];
     for (let i = start; i < Math.min(ROWS, start + 2_000); i++) {
       const mine = i < NS;
       const owner = mine ? OWNER : owners[i % owners.length];

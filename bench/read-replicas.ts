@@ -18,6 +18,7 @@ import { rankMemories } from "../projections/relayer/recall.ts";
 import { DEFAULT_WEIGHTS } from "../schemas/relayer/http.ts";
 import type { StoredEvent } from "../schemas/envelope.ts";
 import { JOB_VECTOR_EVENT_VERSION } from "../schemas/relayer/remember-job.ts";
+import type { IndexLogEvent } from "../schemas/relayer/memory-maintenance.ts";
 import { encodeVectorF32 } from "../schemas/vector-wire.ts";
 import { startPrimaryWithStandby, standbyDatabaseUrl } from "../test/support/pg-standby.ts";
 import { latencyLine, summarize } from "./lib/stats.ts";
@@ -61,7 +62,7 @@ try {
   await projection.migrate(primary);
   log(`building ${NS.toLocaleString()} memories of one namespace with the memory_index projection ...`);
   for (let start = 0; start < NS; start += 1_000) {
-    const events: StoredEvent[] = [];
+    const events: StoredEvent<IndexLogEvent>[] = [];
     for (let i = start; i < Math.min(NS, start + 1_000); i++) {
       const id = randomUUID();
       const at = new Date(Date.parse("2026-01-01T00:00:00Z") + i * 1_000).toISOString();

@@ -1,7 +1,7 @@
 // Appends commits of events to the EVT stream with optimistic concurrency and reads an aggregate's history back.
 import { randomUUID } from "node:crypto";
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
-import { upcast, type EventCommit, type EventEnvelope, type StoredEvent } from "../schemas/envelope.ts";
+import { upcast, type EventCommit, type EventEnvelope, type EventOf, type NewEvent, type NewEventOf, type StoredEvent } from "../schemas/envelope.ts";
 import { UPCASTERS } from "../schemas/upcasters.ts";
 import { isWrongLastSequence } from "./jetstream-errors.ts";
 import { lastEventSeq } from "./last-message.ts";
@@ -13,14 +13,16 @@ export class ConcurrencyConflict extends Error {
   }
 }
 
-export interface NewEvent<D = unknown> {
-  readonly type: string;
-  readonly version: number;
-  readonly data: D;
-}
+export type { NewEvent };
 
-/** A version-1 event of `type` carrying `data`. */
-export const newEvent = <D>(type: string, data: D): NewEvent<D> => ({ type, version: 1, data });
+/**
+ * A version-1 event of `type` carrying `data`, for writers not yet on a typed catalogue (the console's direct
+ * writers); typed aggregates use their catalogue's constructor (`eventsOf`, schemas/envelope.ts).
+ */
+export const newEvent = <D>(type: string, data: D): NewEvent<string, D> => ({ type, version: 1, data });
+
+/** No catalogue: any event type with any data (the store's default, for generic tooling). */
+export type AnyCatalogue = Record<string, unknown>;
 
 export interface AppendContext {
   readonly causationId: string;
@@ -42,7 +44,7 @@ export function decodeCommit(data: Uint8Array): EventCommit {
   return UPCASTERS.size ? { events: commit.events.map((e) => upcast(e, UPCASTERS)) } : commit;
 }
 
-export function envelope(aggregate: string, e: NewEvent, ctx: AppendContext, now = new Date()): EventEnvelope {
+export function envelope<E extends NewEvent>(aggregate: string, e: E, ctx: AppendContext, now = new Date()): EventEnvelope<E["type"], E["data"]> {
   return {
     type: e.type,
     version: e.version,
@@ -55,7 +57,11 @@ export function envelope(aggregate: string, e: NewEvent, ctx: AppendContext, now
   };
 }
 
-export class EventStore {
+/**
+ * The event log of aggregates whose events are catalogue C. What is read back is taken to be of C: the subject
+ * family names the catalogue, and every event read is upcast to its current version (decodeCommit).
+ */
+export class EventStore<C = AnyCatalogue> {
   constructor(
     private readonly js: JetStreamClient,
     private readonly jsm: JetStreamManager,
@@ -65,9 +71,9 @@ export class EventStore {
    * Appends one commit to `evt.<aggregate>`. `expectedSeq` is the stream sequence of the aggregate's last commit
    * (0 when it must not exist yet); a mismatch raises ConcurrencyConflict so the caller can reload and retry.
    */
-  async append(aggregate: string, events: readonly NewEvent[], expectedSeq: number | "any", ctx: AppendContext): Promise<{ seq: number; events: EventEnvelope[]; duplicate: boolean }> {
+  async append(aggregate: string, events: readonly NewEventOf<C>[], expectedSeq: number | "any", ctx: AppendContext): Promise<{ seq: number; events: EventOf<C>[]; duplicate: boolean }> {
     const subject = aggregateEventSubject(aggregate);
-    const envelopes = events.map((e) => envelope(aggregate, e, ctx));
+    const envelopes = events.map((e) => envelope(aggregate, e, ctx) as EventOf<C>);
     try {
       const ack = await this.js.publish(subject, encodeCommit({ events: envelopes }), {
         msgID: ctx.commitId,
@@ -86,7 +92,7 @@ export class EventStore {
   }
 
   /** The aggregate's commits after `afterSeq`, in order. */
-  async load(aggregate: string, afterSeq = 0): Promise<{ events: StoredEvent[]; lastSeq: number }> {
+  async load(aggregate: string, afterSeq = 0): Promise<{ events: StoredEvent<EventOf<C>>[]; lastSeq: number }> {
     const last = await this.lastSeq(aggregate);
     if (last <= afterSeq) return { events: [], lastSeq: last };
     const consumer = await this.js.consumers.get(STREAMS.events, {
@@ -94,11 +100,11 @@ export class EventStore {
       opt_start_seq: afterSeq + 1,
       deliver_policy: DeliverPolicy.StartSequence,
     });
-    const out: StoredEvent[] = [];
+    const out: StoredEvent<EventOf<C>>[] = [];
     try {
       const it = await consumer.consume({ max_messages: 256 });
       for await (const m of it) {
-        for (const event of decodeCommit(m.data).events) out.push({ seq: m.seq, subject: m.subject, event });
+        for (const event of decodeCommit(m.data).events) out.push({ seq: m.seq, subject: m.subject, event: event as EventOf<C> });
         if (m.seq >= last) break;
       }
     } finally {

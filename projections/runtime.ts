@@ -15,7 +15,11 @@ import { applyTogether, CheckpointMoved, Lane, type LaneBatch } from "./lane.ts"
 import { ArrivalBatcher } from "../adapters/arrival-batcher.ts";
 import { identityOf, logStillAnswers, ReadModelOfAnotherLog, type LogIdentity } from "./log-claim.ts";
 
-export interface Projection {
+/**
+ * A read model fed by the events of one subject family, E being that family's catalogue (e.g. `JobLogEvent`): the
+ * runtime reads untyped commits, and the filter is what makes them E, so `apply` narrows on `event.type` with no cast.
+ */
+export interface Projection<E extends EventEnvelope = EventEnvelope> {
   readonly name: string;
   /** Subject filter on the EVT stream, e.g. `evt.job.>`. */
   readonly filter: string;
@@ -24,7 +28,7 @@ export interface Projection {
   /** Empties the read model before a replay from sequence 1. */
   reset(tx: Tx): Promise<void>;
   /** Applies a batch of events inside the projection's transaction. */
-  apply(tx: Tx, events: readonly StoredEvent[]): Promise<void>;
+  apply(tx: Tx, events: readonly StoredEvent<E>[]): Promise<void>;
   /**
    * Optional cheap test on a raw commit: false means it holds nothing `apply` would use, so it is not decoded
    * (the checkpoint still moves past it). For projections that read a few event types of a busy subject.
@@ -34,12 +38,12 @@ export interface Projection {
    * Optional: records, in the read model, that a commit's events were set aside (e.g. the jobs they belong to
    * failed). Runs in the transaction that moves the checkpoint past them; must not fail on the data that failed.
    */
-  setAside?(tx: Tx, events: readonly StoredEvent[], error: string): Promise<void>;
+  setAside?(tx: Tx, events: readonly StoredEvent<E>[], error: string): Promise<void>;
   /**
    * Optional: what to tell readers in other processes about a batch once it is committed (core NATS, at most once),
    * published before the checkpoint's announcement; undefined says nothing.
    */
-  announce?(applied: readonly StoredEvent[]): { subject: string; data: Uint8Array } | undefined;
+  announce?(applied: readonly StoredEvent<E>[]): { subject: string; data: Uint8Array } | undefined;
 }
 
 /**

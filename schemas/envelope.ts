@@ -12,6 +12,35 @@ export interface EventEnvelope<T extends string = string, D = unknown> {
   readonly data: D;
 }
 
+/** An event about to be appended: the store adds the envelope's ids and time. */
+export interface NewEvent<T extends string = string, D = unknown> {
+  readonly type: T;
+  readonly version: number;
+  readonly data: D;
+}
+
+/**
+ * An aggregate's event catalogue is an interface mapping each event type to its data (e.g. `JobEventData`). These
+ * derive the unions the event store, the actors and the projections use, so a changed field fails the build
+ * wherever it is read or written.
+ */
+type TypeOf<C> = keyof C & string;
+/** An event of catalogue C about to be appended. */
+export type NewEventOf<C> = { [T in TypeOf<C>]: NewEvent<T, C[T]> }[TypeOf<C>];
+/** An event of catalogue C as read back from the log (at its current version: upcast on read). */
+export type EventOf<C> = { [T in TypeOf<C>]: EventEnvelope<T, C[T]> }[TypeOf<C>];
+
+/** Catalogue C's events as an actor's machine receives them (`{type, data}`, actors/host.ts toMachineEvent). */
+export type MachineEventOf<C> = { [T in TypeOf<C>]: { readonly type: T; readonly data: C[T] } }[TypeOf<C>];
+
+/** The event of type T of catalogue C, as read back. */
+export type EventOfType<C, T extends TypeOf<C>> = EventEnvelope<T, C[T]>;
+
+/** The catalogue's constructor: `newEvent(type, data)` with the current version of that type filled in. */
+export function eventsOf<C>(currentVersion: { readonly [T in TypeOf<C>]: number }) {
+  return <T extends TypeOf<C>>(type: T, data: C[T]): NewEvent<T, C[T]> => ({ type, version: currentVersion[type], data });
+}
+
 /** One append: the events produced by one transition, stored as one JetStream message so they commit atomically. */
 export interface EventCommit {
   readonly events: readonly EventEnvelope[];

@@ -3,11 +3,12 @@
 import { describe, expect, it } from "vitest";
 import { Readable } from "node:stream";
 import { randomBytes } from "node:crypto";
-import { initialTransition, type AnyMachineSnapshot, type AnyStateMachine } from "xstate";
+import type { AnyStateMachine } from "xstate";
 import { evolve, effectOf, type ActorDefinition } from "../actors/host.ts";
+import { initialSnapshot, type SnapshotOf } from "../actors/machine-steps.ts";
 import type { CommandEnvelope, EventEnvelope } from "../schemas/envelope.ts";
 import type { NewEvent } from "../eventlog/event-store.ts";
-import { AGG, CMD, EV } from "../schemas/console/events.ts";
+import { AGG, CMD, EV, type NewConsoleEvent } from "../schemas/console/events.ts";
 import { bucketActor } from "../actors/console/bucket.actor.ts";
 import { uploadActor } from "../actors/console/upload.actor.ts";
 import { fileActor } from "../actors/console/file.actor.ts";
@@ -23,9 +24,8 @@ import { consoleProjection } from "../projections/console/read-models.ts";
 
 const ports = {} as ConsoleActorPorts;
 
-function given(def: ActorDefinition<CommandEnvelope>, events: NewEvent[]): AnyMachineSnapshot {
-  const [s] = initialTransition(def.machine as AnyStateMachine);
-  return evolve(def.machine, s, events.map((e, i) => ({ ...e, id: String(i), aggregate: "x", occurred_at: new Date().toISOString(), causation_id: "c", correlation_id: "c" }) as EventEnvelope));
+function given<M extends AnyStateMachine>(def: ActorDefinition<CommandEnvelope, M, NewConsoleEvent>, events: NewEvent[]): SnapshotOf<M> {
+  return evolve(def.machine, initialSnapshot(def.machine), events.map((e, i) => ({ ...e, id: String(i), aggregate: "x", occurred_at: new Date().toISOString(), causation_id: "c", correlation_id: "c" }) as EventEnvelope));
 }
 const cmd = (type: string, data: unknown = {}): CommandEnvelope => ({ type, version: 1, id: "c1", aggregate: "a", issued_at: new Date().toISOString(), correlation_id: "c", data });
 const ev = (type: string, data: unknown = {}): NewEvent => ({ type, version: 1, data });
@@ -133,15 +133,16 @@ describe("key and sponsorship machines", () => {
   });
   it("sponsorship: reserved → execute (expiry decided on the clock) → executing → executed, or back to reserved on refusal", () => {
     let now = Date.parse("2026-01-01T00:00:00Z");
-    const def = sponsorActor(ports, () => now);
+    const def = sponsorActor(ports);
+    const at = (c: CommandEnvelope): CommandEnvelope => ({ ...c, issued_at: new Date(now).toISOString() });
     const reserved = ev(EV.sponsorReserved, { digest: "d", expires_at: "2026-01-01T00:05:00Z" });
     const s = given(def, [reserved]);
-    expect(types(def.decide(s, cmd(CMD.sponsorExecute, { signature: "x", requested_at: "t" })))).toEqual([EV.sponsorExecuteRequested]);
+    expect(types(def.decide(s, at(cmd(CMD.sponsorExecute, { signature: "x", requested_at: "t" }))))).toEqual([EV.sponsorExecuteRequested]);
     expect(effectOf(given(def, [reserved, ev(EV.sponsorExecuteRequested)]))?.effect).toBe("execute");
     expect(given(def, [reserved, ev(EV.sponsorExecuteRequested), ev(EV.sponsorFailed, { code: "chain_rejected", error: "x" })]).value).toBe("reserved");
     expect(given(def, [reserved, ev(EV.sponsorExecuteRequested), ev(EV.sponsorExecuted, { chain_digest: "c" })]).value).toBe("executed");
     now += 10 * 60_000;
-    expect(types(def.decide(s, cmd(CMD.sponsorExecute, { signature: "x" })))).toEqual([EV.sponsorExpired]);
+    expect(types(def.decide(s, at(cmd(CMD.sponsorExecute, { signature: "x" }))))).toEqual([EV.sponsorExpired]);
     expect(AGG.sponsor).toBe("console.sponsor");
   });
 });

@@ -6,16 +6,18 @@ import { createPool, inTransaction, type Db } from "../db/pool.ts";
 import { jobStatusProjection } from "../projections/relayer/job-status.ts";
 import { COPY_MIN_ROWS } from "../db/copy-binary.ts";
 import type { StoredEvent } from "../schemas/envelope.ts";
+import type { IndexLogEvent } from "../schemas/relayer/memory-maintenance.ts";
 import { createTestDatabase, type TestDatabase } from "./support/postgres.ts";
 
 let database: TestDatabase;
 let db: Db;
 let seq = 0;
 
-const ev = (job: string, type: string, data: Record<string, unknown>): StoredEvent => ({
+// (partial data, cast once here: the status model reads only the fields given)
+const ev = (job: string, type: IndexLogEvent["type"], data: Record<string, unknown>): StoredEvent<IndexLogEvent> => ({
   seq: ++seq,
   subject: `evt.job.${job}`,
-  event: { type, version: 1, id: randomUUID(), aggregate: `job.${job}`, occurred_at: new Date().toISOString(), causation_id: job, correlation_id: job, data },
+  event: { type, version: 1, id: randomUUID(), aggregate: `job.${job}`, occurred_at: new Date().toISOString(), causation_id: job, correlation_id: job, data } as unknown as IndexLogEvent,
 });
 const accepted = (job: string) => ev(job, "job.accepted", { owner: "0xowner", namespace: "ns", accepted_at: new Date().toISOString() });
 const status = async () =>

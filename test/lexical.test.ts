@@ -18,6 +18,8 @@ import { runProjectionsCommand } from "./support/projections-cli.ts";
 import { HashingEmbedder } from "../adapters/embeddings/hashing.ts";
 import { DEFAULT_WEIGHTS } from "../schemas/relayer/http.ts";
 import type { StoredEvent } from "../schemas/envelope.ts";
+import type { IndexLogEvent } from "../schemas/relayer/memory-maintenance.ts";
+import { encodeVectorF32 } from "../schemas/vector-wire.ts";
 import { randomUUID } from "node:crypto";
 
 // A word that appears nowhere else: its plaintext (and its stem) must not be found in events or tables.
@@ -398,12 +400,12 @@ describe("lexical index projection", () => {
     const at = (k: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, k)).toISOString();
     const ids: string[] = Array.from({ length: 9 }, () => randomUUID());
     let seq = 1_000_000;
-    const ev = (k: number, position = 0): StoredEvent => ({
+    const ev = (k: number, position = 0): StoredEvent<IndexLogEvent> => ({
       seq: ++seq,
       subject: `evt.job.${ids[k]}`,
       event: {
-        type: "job.indexed", version: 1, id: randomUUID(), aggregate: `job.${ids[k]}`, occurred_at: at(k), causation_id: ids[k], correlation_id: ids[k],
-        data: { object_id: "0x1", wallet: "0x2", owner, namespace: "order", blob_id: `b${k}`, vector: [1], importance: 0.5, size: 1, created_at: at(100 + k),
+        type: "job.indexed", version: 2, id: randomUUID(), aggregate: `job.${ids[k]}`, occurred_at: at(k), causation_id: ids[k], correlation_id: ids[k],
+        data: { object_id: "0x1", wallet: "0x2", owner, namespace: "order", blob_id: `b${k}`, vector_f32: encodeVectorF32([1]), importance: 0.5, size: 1, created_at: at(100 + k),
           lexical: documentTerms(ring.forOwner(owner), `memory number ${k} word${k}`), submitted_at: at(position ? 6 : k), position },
       },
     });

@@ -8,6 +8,7 @@ import { createPool, inTransaction, type Db } from "../db/pool.ts";
 import { migrateCheckpoints } from "../projections/runtime.ts";
 import { memoryIndexProjection } from "../projections/relayer/memory-index.ts";
 import type { StoredEvent } from "../schemas/envelope.ts";
+import type { IndexLogEvent } from "../schemas/relayer/memory-maintenance.ts";
 import { COPY_MIN_ROWS } from "../db/copy-binary.ts";
 import { encodeVectorF32 } from "../schemas/vector-wire.ts";
 import { createTestDatabase, type TestDatabase } from "./support/postgres.ts";
@@ -18,7 +19,7 @@ const DIMS = 4;
 const projection = memoryIndexProjection(DIMS);
 let seq = 0;
 
-const indexed = (id: string, blob: string, createdAt = "2026-11-26T05:00:00.000Z", owner = "0xowner"): StoredEvent => ({
+const indexed = (id: string, blob: string, createdAt = "2026-11-26T05:00:00.000Z", owner = "0xowner"): StoredEvent<IndexLogEvent> => ({
   seq: ++seq,
   subject: `evt.job.${id}`,
   event: {

@@ -1,11 +1,13 @@
 // Given events / when command / then events, for the remember-job machine and its decider; and the property that
 // a snapshot plus newer events gives the same state as replaying every event.
 import { describe, expect, it } from "vitest";
-import { initialTransition, type AnyMachineSnapshot } from "xstate";
-import { rememberJobMachine } from "../actors/relayer/remember-job.machine.ts";
+import { initialTransition } from "xstate";
+import { Effect } from "effect";
+import { mayAttemptAgain, rememberJobMachine } from "../actors/relayer/remember-job.machine.ts";
 import { effectOf, evolve } from "../actors/host.ts";
+import type { SnapshotOf } from "../actors/machine-steps.ts";
 import { rememberJobActor } from "../actors/relayer/remember-job.actor.ts";
-import { JOB_EVENTS, type RememberCommand } from "../schemas/relayer/remember-job.ts";
+import { JOB_EVENTS, MAX_WALLET_ATTEMPTS, type RememberCommand } from "../schemas/relayer/remember-job.ts";
 import type { EventEnvelope } from "../schemas/envelope.ts";
 import { encodeVectorF32 } from "../schemas/vector-wire.ts";
 
@@ -25,7 +27,7 @@ const command: RememberCommand = {
   type: "remember.start", version: 1, id: "j1", aggregate: "job.j1", issued_at: "t", correlation_id: "c",
   data: { owner: "0xabc", namespace: "ns", text: "hi!", importance: 0.5, accepted_at: "t" },
 };
-const decide = (s: AnyMachineSnapshot) => rememberJobActor({} as never).decide(s, command);
+const decide = (s: SnapshotOf<typeof rememberJobMachine>) => rememberJobActor({} as never).decide(s, command);
 
 describe("remember-job machine", () => {
   it("given no events, when remember.start, then job.accepted without the text", () => {
@@ -57,6 +59,35 @@ describe("remember-job machine", () => {
     expect(s.value).toBe("failed");
     expect(s.context.attempts).toBe(5);
     expect(s.context.error).toMatch(/5 wallet attempts/);
+  });
+
+  it("guard: attempts below the limit keep the job at its step; the last one allowed moves it to giving up", () => {
+    const four = replay([accepted, attemptFailed(1), attemptFailed(2), attemptFailed(3), attemptFailed(4)]);
+    expect(four.value).toBe("running");
+    expect(effectOf(four)).toEqual({ effect: "store" });
+    const five = replay([accepted, attemptFailed(1), attemptFailed(2), attemptFailed(3), attemptFailed(4), attemptFailed(5)]);
+    expect(five.value).toBe("giving_up");
+    expect(effectOf(five)).toEqual({ effect: "fail" });
+    expect(five.context).toMatchObject({ attempts: 5, error: "no gas" });
+  });
+
+  it("guard: attempts count across the store and record steps (two before the upload, three after)", () => {
+    const up = replay([accepted, attemptFailed(1), attemptFailed(2), uploaded, attemptFailed(3), attemptFailed(4)]);
+    expect(up.value).toBe("uploaded");
+    expect(replay([accepted, attemptFailed(1), attemptFailed(2), uploaded, attemptFailed(3), attemptFailed(4), attemptFailed(5)]).value).toBe("giving_up");
+  });
+
+  it("the limit is the machine's: mayAttemptAgain below MAX_WALLET_ATTEMPTS only", () => {
+    expect(mayAttemptAgain(0)).toBe(true);
+    expect(mayAttemptAgain(MAX_WALLET_ATTEMPTS - 1)).toBe(true);
+    expect(mayAttemptAgain(MAX_WALLET_ATTEMPTS)).toBe(false);
+  });
+
+  it("giving up records job.failed with the attempts and the last attempt's error (the fail effect reports, it does not decide)", async () => {
+    const giving = replay([accepted, attemptFailed(1), attemptFailed(2), attemptFailed(3), attemptFailed(4), attemptFailed(5)]);
+    const events = await Effect.runPromise(rememberJobActor({} as never).effects.fail({ aggregateId: "j1", context: giving.context, command, heartbeat: () => undefined }));
+    expect(events).toEqual([{ type: JOB_EVENTS.failed, version: 1, data: { error: "upload failed after 5 wallet attempts: no gas", attempts: 5 } }]);
+    expect(evolve(rememberJobMachine, giving, events.map((e, i) => ev(e.type, e.data, 100 + i))).value).toBe("failed");
   });
 
   it("restores from any snapshot plus the newer events to the same state as a full replay", () => {

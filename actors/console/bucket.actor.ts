@@ -14,19 +14,21 @@ import {
   type BucketCreateCommandData,
   type BucketFinalizeCommandData,
   type BucketReserveCommandData,
+  type BucketDeleteCommandData,
   type BucketUpdateCommandData,
+  consoleEvent,
+  type NewConsoleEvent,
 } from "../../schemas/console/events.ts";
 import { CODE } from "../../schemas/console/http.ts";
-import { newEvent } from "../../eventlog/event-store.ts";
 import { cosign } from "../../adapters/chain/sui/signatures.ts";
 import { bucketPolicyType } from "../../schemas/chain.ts";
 import { StorageError } from "../../adapters/file-storage/blobstore-http.ts";
-import { bucketMachine, type BucketContext } from "./bucket.machine.ts";
+import { bucketMachine } from "./bucket.machine.ts";
 import type { ConsoleActorPorts } from "./ports.ts";
 
 export const transientOf = (what: string) => (e: unknown) => new Transient(`${what}: ${e instanceof Error ? e.message : String(e)}`);
 
-export function bucketActor(ports: ConsoleActorPorts): ActorDefinition<CommandEnvelope> {
+export function bucketActor(ports: ConsoleActorPorts): ActorDefinition<CommandEnvelope, typeof bucketMachine, NewConsoleEvent> {
   return {
     aggregateType: AGG.bucket,
     machine: bucketMachine,
@@ -35,15 +37,15 @@ export function bucketActor(ports: ConsoleActorPorts): ActorDefinition<CommandEn
       const state = snapshot.value as string;
       switch (command.type) {
         case CMD.bucketCreate:
-          return state === "none" ? [newEvent(EV.bucketCreated, command.data as BucketCreateCommandData)] : [];
+          return state === "none" ? [consoleEvent(EV.bucketCreated, command.data as BucketCreateCommandData)] : [];
         case CMD.bucketReserve:
-          return state === "none" ? [newEvent(EV.bucketReserved, command.data as BucketReserveCommandData)] : [];
+          return state === "none" ? [consoleEvent(EV.bucketReserved, command.data as BucketReserveCommandData)] : [];
         case CMD.bucketFinalize:
-          return state === "pending_policy" ? [newEvent(EV.bucketFinalizeRequested, { requested_by: (command.data as BucketFinalizeCommandData).requested_by })] : [];
+          return state === "pending_policy" ? [consoleEvent(EV.bucketFinalizeRequested, { requested_by: (command.data as BucketFinalizeCommandData).requested_by })] : [];
         case CMD.bucketUpdate:
-          return state === "active" ? [newEvent(EV.bucketUpdated, command.data as BucketUpdateCommandData)] : [];
+          return state === "active" ? [consoleEvent(EV.bucketUpdated, command.data as BucketUpdateCommandData)] : [];
         case CMD.bucketDelete:
-          return state === "active" || state === "pending_policy" ? [newEvent(EV.bucketDeleteRequested, command.data)] : [];
+          return state === "active" || state === "pending_policy" ? [consoleEvent(EV.bucketDeleteRequested, command.data as BucketDeleteCommandData)] : [];
         default:
           return [];
       }
@@ -51,28 +53,28 @@ export function bucketActor(ports: ConsoleActorPorts): ActorDefinition<CommandEn
     effects: {
       execute_policy: ({ context, command }) =>
         Effect.gen(function* () {
-          const ctx = context as BucketContext;
+          const ctx = context;
           if (command.type !== CMD.bucketFinalize) return yield* Effect.fail(new Transient("finalize effect without its command"));
           const signed = cosign(ctx.tx_bytes!, (command.data as BucketFinalizeCommandData).signature, ports.sponsorKey);
           const outcome = yield* Effect.tryPromise({ try: () => ports.chain.execute(signed), catch: (e) => e }).pipe(Effect.result);
           if (outcome._tag === "Failure") {
             const e = outcome.failure;
             if (e instanceof PortError && e.kind !== "unavailable") {
-              return [newEvent(EV.bucketFinalizeFailed, { code: e.kind === "forbidden" ? CODE.invalidSignature : CODE.chainRejected, error: e.message })];
+              return [consoleEvent(EV.bucketFinalizeFailed, { code: e.kind === "forbidden" ? CODE.invalidSignature : CODE.chainRejected, error: e.message })];
             }
             return yield* Effect.fail(transientOf("chain")(e));
           }
           const object = outcome.success.objects.find((o) => o.type === bucketPolicyType(ports.chain.packageId));
-          if (!object) return [newEvent(EV.bucketFinalizeFailed, { code: CODE.chainRejected, error: "the transaction created no bucket policy" })];
-          return [newEvent(EV.bucketPolicyCreated, { policy_id: object.object_id, chain_digest: outcome.success.digest, policy: object })];
+          if (!object) return [consoleEvent(EV.bucketFinalizeFailed, { code: CODE.chainRejected, error: "the transaction created no bucket policy" })];
+          return [consoleEvent(EV.bucketPolicyCreated, { policy_id: object.object_id, chain_digest: outcome.success.digest, policy: object })];
         }),
       provision: ({ context }) =>
-        Effect.tryPromise({ try: () => ports.storage.ensureBucket((context as BucketContext).bucket!.storage_bucket_name), catch: transientOf("storage") }).pipe(
-          Effect.map(() => [newEvent(EV.bucketActivated, { activated_at: new Date().toISOString() })]),
+        Effect.tryPromise({ try: () => ports.storage.ensureBucket(context.bucket!.storage_bucket_name), catch: transientOf("storage") }).pipe(
+          Effect.map(() => [consoleEvent(EV.bucketActivated, { activated_at: new Date().toISOString() })]),
         ),
       deprovision: ({ context, aggregateId }) =>
         Effect.gen(function* () {
-          const ctx = context as BucketContext;
+          const ctx = context;
           yield* Effect.tryPromise({
             try: async () => {
               await ports.storage.deleteBucket(ctx.bucket!.storage_bucket_name).catch((err) => {
@@ -83,7 +85,7 @@ export function bucketActor(ports: ConsoleActorPorts): ActorDefinition<CommandEn
             },
             catch: transientOf("deprovision"),
           });
-          return [newEvent(EV.bucketDeleted, { deleted_at: new Date().toISOString(), space_id: ctx.bucket!.space_id })];
+          return [consoleEvent(EV.bucketDeleted, { deleted_at: new Date().toISOString(), space_id: ctx.bucket!.space_id })];
         }),
     },
   };

@@ -3,14 +3,8 @@
 // signature → finalizing (the policy transaction executes on chain) → provisioning → active. Both: active →
 // deleting (storage released) → deleted. States name the effect the host runs next.
 import { assign, setup } from "xstate";
-import {
-  EV,
-  type BucketCreated,
-  type BucketFinalizeFailed,
-  type BucketPolicyCreated,
-  type BucketReserved,
-  type BucketUpdated,
-} from "../../schemas/console/events.ts";
+import { EV, type BucketCreated, type BucketFinalizeFailed, type ConsoleEventData } from "../../schemas/console/events.ts";
+import type { MachineEventOf } from "../../schemas/envelope.ts";
 
 export interface BucketContext {
   bucket?: BucketCreated;
@@ -24,16 +18,7 @@ export interface BucketContext {
   last_error?: BucketFinalizeFailed;
 }
 
-type BucketEvent =
-  | { type: typeof EV.bucketCreated; data: BucketCreated & { name_claim: string } }
-  | { type: typeof EV.bucketReserved; data: BucketReserved & { name_claim: string } }
-  | { type: typeof EV.bucketFinalizeRequested; data: unknown }
-  | { type: typeof EV.bucketFinalizeFailed; data: BucketFinalizeFailed }
-  | { type: typeof EV.bucketPolicyCreated; data: BucketPolicyCreated }
-  | { type: typeof EV.bucketActivated; data: unknown }
-  | { type: typeof EV.bucketUpdated; data: BucketUpdated & { name_claim?: string } }
-  | { type: typeof EV.bucketDeleteRequested; data: unknown }
-  | { type: typeof EV.bucketDeleted; data: unknown };
+type BucketEvent = MachineEventOf<Pick<ConsoleEventData, typeof EV.bucketCreated | typeof EV.bucketReserved | typeof EV.bucketFinalizeRequested | typeof EV.bucketFinalizeFailed | typeof EV.bucketPolicyCreated | typeof EV.bucketActivated | typeof EV.bucketUpdated | typeof EV.bucketDeleteRequested | typeof EV.bucketDeleted>>;
 
 export const bucketMachine = setup({ types: { context: {} as BucketContext, events: {} as BucketEvent } }).createMachine({
   id: "console-bucket",

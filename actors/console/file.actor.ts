@@ -4,12 +4,11 @@ import { Effect } from "effect";
 import type { ActorDefinition } from "../host.ts";
 import { Transient } from "../host.ts";
 import type { CommandEnvelope } from "../../schemas/envelope.ts";
-import { AGG, CMD, EV, type FileDeleteCommandData } from "../../schemas/console/events.ts";
-import { newEvent } from "../../eventlog/event-store.ts";
-import { fileMachine, type FileContext } from "./file.machine.ts";
+import { AGG, CMD, EV, type FileDeleteCommandData, consoleEvent, type NewConsoleEvent } from "../../schemas/console/events.ts";
+import { fileMachine } from "./file.machine.ts";
 import type { ConsoleActorPorts } from "./ports.ts";
 
-export function fileActor(ports: ConsoleActorPorts): ActorDefinition<CommandEnvelope> {
+export function fileActor(ports: ConsoleActorPorts): ActorDefinition<CommandEnvelope, typeof fileMachine, NewConsoleEvent> {
   return {
     aggregateType: AGG.file,
     machine: fileMachine,
@@ -17,16 +16,16 @@ export function fileActor(ports: ConsoleActorPorts): ActorDefinition<CommandEnve
     decide: (snapshot, command) => {
       if (command.type !== CMD.fileDelete || snapshot.value !== "completed") return [];
       const d = command.data as FileDeleteCommandData;
-      const requested = newEvent(EV.fileDeleteRequested, d);
+      const requested = consoleEvent(EV.fileDeleteRequested, d);
       // A failed upload stored nothing (its job cleaned up): discard it at once.
-      if (d.upload_failed) return [requested, newEvent(EV.fileDeleted, { deleted_at: d.requested_at, bucket_id: d.bucket_id, space_id: d.space_id, size: 0 })];
+      if (d.upload_failed) return [requested, consoleEvent(EV.fileDeleted, { deleted_at: d.requested_at, bucket_id: d.bucket_id, space_id: d.space_id, size: 0 })];
       return [requested];
     },
     effects: {
       release: ({ context, aggregateId }) =>
         Effect.tryPromise({
           try: async () => {
-            const f = (context as FileContext).file!;
+            const f = context.file!;
             await ports.storage.remove(f.storage_bucket_name, f.storage_key).catch((err) => {
               if ((err as { transient?: boolean }).transient) throw err;
             });
@@ -36,7 +35,7 @@ export function fileActor(ports: ConsoleActorPorts): ActorDefinition<CommandEnve
             });
             if (still) throw new Error("the stored object is still there");
             await ports.clog.release(f.name_claim, aggregateId);
-            return [newEvent(EV.fileDeleted, { deleted_at: new Date().toISOString(), bucket_id: f.bucket_id, space_id: f.space_id, size: f.size })];
+            return [consoleEvent(EV.fileDeleted, { deleted_at: new Date().toISOString(), bucket_id: f.bucket_id, space_id: f.space_id, size: f.size })];
           },
           catch: (e) => new Transient(`release: ${(e as Error).message}`),
         }),

@@ -4,13 +4,14 @@
 // effect removes the object from storage, confirms it is gone and frees the file's name; then it is deleted.
 // Repeated deletes decide nothing (deduplicated). A failed upload stored nothing and is discarded at once.
 import { assign, setup } from "xstate";
-import { EV, type FileDeleted, type FileDeleteRequested } from "../../schemas/console/events.ts";
+import { EV, type FileDeleteRequested, type ConsoleEventData } from "../../schemas/console/events.ts";
+import type { MachineEventOf } from "../../schemas/envelope.ts";
 
 export interface FileContext {
   file?: FileDeleteRequested;
 }
 
-type FileEvent = { type: typeof EV.fileDeleteRequested; data: FileDeleteRequested } | { type: typeof EV.fileDeleted; data: FileDeleted };
+type FileEvent = MachineEventOf<Pick<ConsoleEventData, typeof EV.fileDeleteRequested | typeof EV.fileDeleted>>;
 
 export const fileMachine = setup({ types: { context: {} as FileContext, events: {} as FileEvent } }).createMachine({
   id: "console-file",

@@ -2,19 +2,15 @@
 // records the key (its hash only) as registering; the `register` effect checks the owner and activates it.
 // Revocation passes through revoking while the `revoke` effect runs. No timers: the host drives retries.
 import { assign, setup } from "xstate";
-import { EV, type KeyMinted } from "../../schemas/console/events.ts";
+import { EV, type KeyMinted, type ConsoleEventData } from "../../schemas/console/events.ts";
+import type { MachineEventOf } from "../../schemas/envelope.ts";
 
 export interface KeyContext {
   key?: KeyMinted;
   reason?: string;
 }
 
-type KeyEvent =
-  | { type: typeof EV.keyMinted; data: KeyMinted }
-  | { type: typeof EV.keyActivated; data: unknown }
-  | { type: typeof EV.keyRejected; data: { reason: string } }
-  | { type: typeof EV.keyRevokeRequested; data: unknown }
-  | { type: typeof EV.keyRevoked; data: unknown };
+type KeyEvent = MachineEventOf<Pick<ConsoleEventData, typeof EV.keyMinted | typeof EV.keyActivated | typeof EV.keyRejected | typeof EV.keyRevokeRequested | typeof EV.keyRevoked>>;
 
 export const keyMachine = setup({ types: { context: {} as KeyContext, events: {} as KeyEvent } }).createMachine({
   id: "console-key",

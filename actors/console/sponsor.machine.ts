@@ -2,7 +2,8 @@
 // expiring) → execute with the client's signature → executing (co-signed by the sponsor, submitted) → executed,
 // or back to reserved when the chain refuses it; an execute after expiry ends it as expired.
 import { assign, setup } from "xstate";
-import { EV, type SponsorExecuted, type SponsorFailed, type SponsorReserved } from "../../schemas/console/events.ts";
+import { EV, type SponsorFailed, type SponsorReserved, type ConsoleEventData } from "../../schemas/console/events.ts";
+import type { MachineEventOf } from "../../schemas/envelope.ts";
 
 export interface SponsorContext {
   reservation?: SponsorReserved;
@@ -10,12 +11,7 @@ export interface SponsorContext {
   last_error?: SponsorFailed;
 }
 
-type SponsorEvent =
-  | { type: typeof EV.sponsorReserved; data: SponsorReserved }
-  | { type: typeof EV.sponsorExecuteRequested; data: unknown }
-  | { type: typeof EV.sponsorExecuted; data: SponsorExecuted }
-  | { type: typeof EV.sponsorFailed; data: SponsorFailed }
-  | { type: typeof EV.sponsorExpired; data: unknown };
+type SponsorEvent = MachineEventOf<Pick<ConsoleEventData, typeof EV.sponsorReserved | typeof EV.sponsorExecuteRequested | typeof EV.sponsorExecuted | typeof EV.sponsorFailed | typeof EV.sponsorExpired>>;
 
 export const sponsorMachine = setup({ types: { context: {} as SponsorContext, events: {} as SponsorEvent } }).createMachine({
   id: "console-sponsor",

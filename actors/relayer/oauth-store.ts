@@ -5,10 +5,10 @@ import type { EventLog } from "../../eventlog/connection.ts";
 import { ConcurrencyConflict, EventStore } from "../../eventlog/event-store.ts";
 import { lastCommit } from "../../eventlog/command-bus.ts";
 import { aggregateEventSubject } from "../../eventlog/subjects.ts";
-import { OAUTH_EVENTS, OAuthError, clientAggregate, grantAggregate, type GrantEvent, type GrantState, type OAuthClientState } from "../../schemas/relayer/oauth.ts";
+import { OAUTH_EVENTS, OAuthError, clientAggregate, grantAggregate, oauthEvent, type GrantEvent, type GrantEventType, type GrantState, type OAuthClientState, type OAuthEventData } from "../../schemas/relayer/oauth.ts";
 
 export class OAuthStore {
-  private readonly store: EventStore;
+  private readonly store: EventStore<OAuthEventData>;
 
   constructor(private readonly log: EventLog) {
     this.store = new EventStore(log.js, log.jsm);
@@ -20,7 +20,7 @@ export class OAuthStore {
   }
 
   async registerClient(client: OAuthClientState): Promise<void> {
-    await this.store.append(clientAggregate(client.client_id), [{ type: OAUTH_EVENTS.clientRegistered, version: 1, data: client }], 0, { causationId: client.client_id, correlationId: client.client_id });
+    await this.store.append(clientAggregate(client.client_id), [oauthEvent(OAUTH_EVENTS.clientRegistered, client)], 0, { causationId: client.client_id, correlationId: client.client_id });
   }
 
   async grant(grantId: string): Promise<{ state: GrantState; seq: number } | undefined> {
@@ -30,9 +30,9 @@ export class OAuthStore {
   }
 
   /** Appends the grant's next state as `type`, expecting `seq` (0 for a new grant). */
-  async save(type: (typeof OAUTH_EVENTS)[keyof typeof OAUTH_EVENTS], state: GrantState, seq: number): Promise<void> {
+  async save(type: GrantEventType, state: GrantState, seq: number): Promise<void> {
     try {
-      await this.store.append(grantAggregate(state.grant_id), [{ type, version: 1, data: { state } satisfies GrantEvent }], seq, { causationId: state.grant_id, correlationId: state.grant_id });
+      await this.store.append(grantAggregate(state.grant_id), [oauthEvent(type, { state })], seq, { causationId: state.grant_id, correlationId: state.grant_id });
     } catch (err) {
       // Someone else moved the grant first (a concurrent exchange of the same code or refresh token): this one loses.
       if (err instanceof ConcurrencyConflict) throw new OAuthError("invalid_grant", "the grant changed concurrently; the code or token was already used");
@@ -41,7 +41,7 @@ export class OAuthStore {
   }
 
   /** Decides on the current state and appends the result; the decision may throw an OAuthError. */
-  async decide(grantId: string, type: (typeof OAUTH_EVENTS)[keyof typeof OAUTH_EVENTS], decide: (g: GrantState) => GrantState | undefined): Promise<GrantState | undefined> {
+  async decide(grantId: string, type: GrantEventType, decide: (g: GrantState) => GrantState | undefined): Promise<GrantState | undefined> {
     const current = await this.grant(grantId);
     if (!current) throw new OAuthError("invalid_grant", "unknown grant");
     const next = decide(current.state);

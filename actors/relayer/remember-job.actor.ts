@@ -1,15 +1,15 @@
 // Wires the remember-job machine to its effects. `store`: embed, encrypt, upload the ciphertext. `record`: record
 // the blob object on chain for the owner with namespace and package attributes (in one transaction with the records
 // of other jobs in flight, adapters/chain/record-batcher.ts), then index. Both try up to MAX_WALLET_ATTEMPTS wallets
-// of the pool (round-robin) before the job fails. The blob id is committed between
+// of the pool (round-robin), reporting each failed attempt, until the machine says the attempts are used up; its
+// `fail` effect then records the job's failure. The blob id is committed between
 // the two, and the chain record is idempotent per (owner, blob id), so redelivery never duplicates a memory;
 // the index row id is the job id.
 import { Effect } from "effect";
 import type { ActorDefinition } from "../host.ts";
 import { Permanent, Transient } from "../host.ts";
-import { rememberJobMachine, type JobContext } from "./remember-job.machine.ts";
-import { JOB, JOB_EVENTS, JOB_VECTOR_EVENT_VERSION, MAX_WALLET_ATTEMPTS, type JobFailed, type RememberCommand } from "../../schemas/relayer/remember-job.ts";
-import type { NewEvent } from "../../eventlog/event-store.ts";
+import { mayAttemptAgain, rememberJobMachine, type JobContext } from "./remember-job.machine.ts";
+import { JOB, JOB_EVENTS, jobEvent, type NewJobEvent, type RememberCommand } from "../../schemas/relayer/remember-job.ts";
 import type { BlobPort, EncryptionPort } from "../../adapters/ports.ts";
 import { RecordFailed, type RecordBatcher } from "../../adapters/chain/record-batcher.ts";
 import { TextTooLong, type DocumentEmbedder } from "../../adapters/embeddings/scheduler.ts";
@@ -58,16 +58,15 @@ interface Paid<A> {
 }
 
 /**
- * Runs `attempt` until it succeeds or the job has used all its attempts; an attempt that pays itself takes the next
- * wallet of the pool from `nextWallet` (the blob registrations' batcher picks its own). Returns the attempt-failure
- * events plus either the success events or `job.failed`.
+ * Runs `attempt` until it succeeds or the machine allows no further attempt (mayAttemptAgain); an attempt that pays
+ * itself takes the next wallet of the pool from `nextWallet` (the blob registrations' batcher picks its own). Returns
+ * the facts: the failed attempts, then the success event if there was one. Whether the job fails is the machine's call.
  */
-function withWallets<A>(ctx: JobContext, ports: RememberJobPorts, attempt: (nextWallet: () => Wallet) => Promise<Paid<A>>, onSuccess: (paid: Paid<A>) => NewEvent) {
+function withWallets<A>(ctx: JobContext, ports: RememberJobPorts, attempt: (nextWallet: () => Wallet) => Promise<Paid<A>>, onSuccess: (paid: Paid<A>) => NewJobEvent) {
   return Effect.gen(function* () {
-    const events: NewEvent[] = [];
+    const events: NewJobEvent[] = [];
     let attempts = ctx.attempts;
-    let lastError = ctx.error ?? "unknown error";
-    while (attempts < MAX_WALLET_ATTEMPTS) {
+    while (mayAttemptAgain(attempts)) {
       let offered: Wallet | undefined;
       const nextWallet = () => (offered ??= ports.wallets.next());
       const outcome = yield* Effect.tryPromise({ try: () => attempt(nextWallet), catch: (e) => e }).pipe(Effect.result);
@@ -77,16 +76,15 @@ function withWallets<A>(ctx: JobContext, ports: RememberJobPorts, attempt: (next
       }
       attempts++;
       const wallet = outcome.failure instanceof RecordFailed ? outcome.failure.wallet : nextWallet();
-      lastError = outcome.failure instanceof Error ? outcome.failure.message : String(outcome.failure);
-      events.push({ type: JOB_EVENTS.uploadAttemptFailed, version: 1, data: { attempt: attempts, wallet: wallet.address, error: lastError } });
-      if (attempts < MAX_WALLET_ATTEMPTS && ports.attemptDelayMs) yield* Effect.sleep(ports.attemptDelayMs * attempts);
+      const error = outcome.failure instanceof Error ? outcome.failure.message : String(outcome.failure);
+      events.push(jobEvent(JOB_EVENTS.uploadAttemptFailed, { attempt: attempts, wallet: wallet.address, error }));
+      if (mayAttemptAgain(attempts) && ports.attemptDelayMs) yield* Effect.sleep(ports.attemptDelayMs * attempts);
     }
-    events.push({ type: JOB_EVENTS.failed, version: 1, data: { error: `upload failed after ${MAX_WALLET_ATTEMPTS} wallet attempts: ${lastError}`, attempts } });
     return events;
   });
 }
 
-export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<RememberCommand> {
+export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<RememberCommand, typeof rememberJobMachine, NewJobEvent> {
   return {
     aggregateType: JOB,
     machine: rememberJobMachine,
@@ -98,19 +96,18 @@ export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<Remem
     setAside: (command, error) => {
       const d = command?.data;
       const who = d && typeof d.owner === "string" && typeof d.namespace === "string" ? { owner: storableText(d.owner), namespace: storableText(d.namespace) } : {};
-      return [{ type: JOB_EVENTS.failed, version: 1, data: { error: `set aside: ${error}`, attempts: 0, set_aside: true, ...who } satisfies JobFailed }];
+      return [jobEvent(JOB_EVENTS.failed, { error: `set aside: ${error}`, attempts: 0, set_aside: true, ...who })];
     },
     // A long text's embedding may outlast the host's default effect timeout; its own deadline bounds it instead.
     effectBudgetMs: (effect, command) => (effect === "store" && typeof command.data?.text === "string" ? ports.embedder.deadlineMsFor(command.data.text) + STORE_MARGIN_MS : 0),
     decide: (snapshot, command) => {
       if (command.type !== "remember.start" || snapshot.value !== "pending") return [];
       const d = command.data;
-      return [{ type: JOB_EVENTS.accepted, version: 1, data: { owner: d.owner, namespace: d.namespace, accepted_at: d.accepted_at, text_bytes: Buffer.byteLength(d.text) } }];
+      return [jobEvent(JOB_EVENTS.accepted, { owner: d.owner, namespace: d.namespace, accepted_at: d.accepted_at, text_bytes: Buffer.byteLength(d.text) })];
     },
     effects: {
-      store: ({ aggregateId, context, command, heartbeat }) =>
+      store: ({ aggregateId, context: ctx, command, heartbeat }) =>
         Effect.gen(function* () {
-          const ctx = context as JobContext;
           // Keyed by the job: a redelivery while this embedding runs joins it instead of queueing the text again.
           const vector = yield* Effect.tryPromise({
             try: () => ports.embedder.embedDocument(aggregateId, command.data.text, { onProgress: throttled(heartbeat, HEARTBEAT_EVERY_MS) }),
@@ -120,14 +117,14 @@ export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<Remem
             try: () => ports.encryption.encrypt(ctx.owner, ctx.namespace, encoder.encode(command.data.text)),
             catch: (e) => new Transient(`encryption failed: ${(e as Error).message}`),
           });
-          return yield* withWallets(ctx, ports, async (nextWallet) => ({ value: await ports.blobs.store(ciphertext, { sendObjectTo: ctx.owner }), wallet: nextWallet() }), ({ value: stored }) => ({
-            type: JOB_EVENTS.uploaded,
-            version: JOB_VECTOR_EVENT_VERSION,
-            data: { blob_id: stored.blobId, size: stored.size, vector_f32: encodeVectorF32(vector), embedder: ports.embedder.name },
-          }));
+          return yield* withWallets(ctx, ports, async (nextWallet) => ({ value: await ports.blobs.store(ciphertext, { sendObjectTo: ctx.owner }), wallet: nextWallet() }), ({ value: stored }) =>
+            jobEvent(JOB_EVENTS.uploaded, { blob_id: stored.blobId, size: stored.size, vector_f32: encodeVectorF32(vector), embedder: ports.embedder.name }),
+          );
         }),
-      record: ({ context, command }) => {
-        const ctx = context as JobContext;
+      // The machine gave up (its guard found the wallet attempts used up): record it with the last attempt's error.
+      fail: ({ context: ctx }) =>
+        Effect.succeed([jobEvent(JOB_EVENTS.failed, { error: `upload failed after ${ctx.attempts} wallet attempts: ${ctx.error ?? "unknown error"}`, attempts: ctx.attempts })]),
+      record: ({ context: ctx, command }) => {
         const lexical = ports.lexical ? documentTerms(ports.lexical.forOwner(ctx.owner), command.data.text) : undefined;
         return withWallets(
           ctx,
@@ -136,10 +133,8 @@ export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<Remem
             const { object, wallet } = await ports.records.record({ owner: ctx.owner, namespace: ctx.namespace, blobId: ctx.blob_id!, size: ctx.size ?? 0 });
             return { value: object, wallet };
           },
-          ({ value: object, wallet: w }) => ({
-            type: JOB_EVENTS.indexed,
-            version: JOB_VECTOR_EVENT_VERSION,
-            data: {
+          ({ value: object, wallet: w }) =>
+            jobEvent(JOB_EVENTS.indexed, {
               object_id: object.objectId,
               wallet: w.address,
               owner: ctx.owner,
@@ -151,8 +146,7 @@ export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<Remem
               size: ctx.size ?? 0,
               created_at: new Date().toISOString(),
               ...(lexical ? { lexical, submitted_at: command.data.accepted_at, position: command.data.position ?? 0 } : {}),
-            },
-          }),
+            }),
         );
       },
     },

@@ -1,7 +1,10 @@
 // The remember job's lifecycle (spec: pending, running, uploaded, done, failed). Machine events are the job's
 // domain events; states name the effect the host runs next (`meta.effect`). No timers: the host drives retries.
+// Effects report what happened (an attempt failed, the blob is stored, the memory is indexed); the machine's guard
+// decides when the wallet attempts are used up, and the job then gives up (`fail` records the failure).
 import { assign, setup } from "xstate";
-import { JOB_EVENTS, type JobAccepted, type JobFailed, type JobIndexed, type JobUploadAttemptFailed, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
+import { JOB_EVENTS, MAX_WALLET_ATTEMPTS, type JobEventData } from "../../schemas/relayer/remember-job.ts";
+import type { MachineEventOf } from "../../schemas/envelope.ts";
 
 export interface JobContext {
   owner: string;
@@ -15,15 +18,23 @@ export interface JobContext {
   error?: string;
 }
 
-type JobEvent =
-  | { type: typeof JOB_EVENTS.accepted; data: JobAccepted }
-  | { type: typeof JOB_EVENTS.uploadAttemptFailed; data: JobUploadAttemptFailed }
-  | { type: typeof JOB_EVENTS.uploaded; data: JobUploaded }
-  | { type: typeof JOB_EVENTS.indexed; data: JobIndexed }
-  | { type: typeof JOB_EVENTS.failed; data: JobFailed };
+/** Whether a job that has failed `attempts` wallet attempts may try another wallet (spec: 5 wallets round-robin). */
+export const mayAttemptAgain = (attempts: number): boolean => attempts < MAX_WALLET_ATTEMPTS;
+
+/** A failed wallet attempt: counted; the last one allowed moves the job to giving up. */
+const attemptFailed = [
+  { guard: "lastAttempt", target: "giving_up", actions: "countAttempt" },
+  { actions: "countAttempt" },
+] as const;
 
 export const rememberJobMachine = setup({
-  types: { context: {} as JobContext, events: {} as JobEvent },
+  types: { context: {} as JobContext, events: {} as MachineEventOf<JobEventData> },
+  guards: {
+    lastAttempt: ({ context, event }) => event.type === JOB_EVENTS.uploadAttemptFailed && !mayAttemptAgain(context.attempts + 1),
+  },
+  actions: {
+    countAttempt: assign(({ context, event }) => (event.type === JOB_EVENTS.uploadAttemptFailed ? { attempts: context.attempts + 1, error: event.data.error } : {})),
+  },
 }).createMachine({
   id: "remember-job",
   initial: "pending",
@@ -40,9 +51,7 @@ export const rememberJobMachine = setup({
     running: {
       meta: { effect: "store" },
       on: {
-        [JOB_EVENTS.uploadAttemptFailed]: {
-          actions: assign(({ context, event }) => ({ attempts: context.attempts + 1, error: event.data.error })),
-        },
+        [JOB_EVENTS.uploadAttemptFailed]: attemptFailed,
         [JOB_EVENTS.uploaded]: {
           target: "uploaded",
           actions: assign(({ event }) => ({ blob_id: event.data.blob_id, size: event.data.size, vector_f32: event.data.vector_f32 })),
@@ -54,13 +63,16 @@ export const rememberJobMachine = setup({
       // The blob id is committed before the chain record, so a crash never records two blobs for one job.
       meta: { effect: "record", durableBefore: true },
       on: {
-        [JOB_EVENTS.uploadAttemptFailed]: {
-          actions: assign(({ context, event }) => ({ attempts: context.attempts + 1, error: event.data.error })),
-        },
+        [JOB_EVENTS.uploadAttemptFailed]: attemptFailed,
         // The vector is only needed until it is indexed; the event log keeps it for replay.
         [JOB_EVENTS.indexed]: { target: "done", actions: assign(({ event }) => ({ object_id: event.data.object_id, vector_f32: undefined })) },
         [JOB_EVENTS.failed]: { target: "failed", actions: assign(({ event }) => ({ error: event.data.error })) },
       },
+    },
+    // The attempts are used up: `fail` records the failure with the last attempt's error.
+    giving_up: {
+      meta: { effect: "fail" },
+      on: { [JOB_EVENTS.failed]: { target: "failed", actions: assign(({ event }) => ({ error: event.data.error })) } },
     },
     done: { type: "final" },
     failed: { type: "final" },

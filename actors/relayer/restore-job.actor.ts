@@ -7,25 +7,23 @@ import { Effect } from "effect";
 import type { ActorDefinition } from "../host.ts";
 import { restoreJobMachine } from "./restore-job.machine.ts";
 import { IndexCatchingUp, restoreNamespace, type RestorePorts } from "./restore-namespace.ts";
-import { RESTORE, RESTORE_EVENTS, type RestoreAccepted, type RestoreCommand, type RestoreCompleted, type RestoreFailed } from "../../schemas/relayer/restore-job.ts";
-import { newEvent } from "../../eventlog/event-store.ts";
+import { RESTORE, RESTORE_EVENTS, restoreEvent, type NewRestoreEvent, type RestoreCommand } from "../../schemas/relayer/restore-job.ts";
 import type { Logger } from "../../config/logger.ts";
 import { missingCredential } from "../../schemas/encryption.ts";
 
 class MissingCredential extends Error {}
 
-
-export function restoreJobActor(ports: RestorePorts, logger: Logger): ActorDefinition<RestoreCommand> {
+export function restoreJobActor(ports: RestorePorts, logger: Logger): ActorDefinition<RestoreCommand, typeof restoreJobMachine, NewRestoreEvent> {
   return {
     aggregateType: RESTORE,
     machine: restoreJobMachine,
     snapshotVersion: 1,
     freshOnFirstDelivery: true,
-    setAside: (_command, error) => [newEvent<RestoreFailed>(RESTORE_EVENTS.failed, { error: `set aside: ${error}`, status: 500, set_aside: true })],
+    setAside: (_command, error) => [restoreEvent(RESTORE_EVENTS.failed, { error: `set aside: ${error}`, status: 500, set_aside: true })],
     decide: (snapshot, command) => {
       if (command.type !== "restore.start" || snapshot.value !== "pending") return [];
       const d = command.data;
-      return [newEvent<RestoreAccepted>(RESTORE_EVENTS.accepted, { owner: d.owner, namespace: d.namespace, limit: d.limit, include_forgotten: d.include_forgotten, scope: d.scope })];
+      return [restoreEvent(RESTORE_EVENTS.accepted, { owner: d.owner, namespace: d.namespace, limit: d.limit, include_forgotten: d.include_forgotten, scope: d.scope })];
     },
     effects: {
       restore: ({ aggregateId, command, heartbeat }) =>
@@ -47,13 +45,13 @@ export function restoreJobActor(ports: RestorePorts, logger: Logger): ActorDefin
               correlationId: command.correlation_id,
               onProgress: heartbeat,
             });
-            return [newEvent<RestoreCompleted>(RESTORE_EVENTS.completed, r)];
+            return [restoreEvent(RESTORE_EVENTS.completed, r)];
           } catch (err) {
-            if (err instanceof MissingCredential) return [newEvent<RestoreFailed>(RESTORE_EVENTS.failed, { error: missingCredential("restore needs a decrypt credential to re-embed missing memories"), status: 400 })];
-            if (err instanceof IndexCatchingUp) return [newEvent<RestoreFailed>(RESTORE_EVENTS.failed, { error: err.message, status: 503, retry_after_secs: 2 })];
+            if (err instanceof MissingCredential) return [restoreEvent(RESTORE_EVENTS.failed, { error: missingCredential("restore needs a decrypt credential to re-embed missing memories"), status: 400 })];
+            if (err instanceof IndexCatchingUp) return [restoreEvent(RESTORE_EVENTS.failed, { error: err.message, status: 503, retry_after_secs: 2 })];
             // The message may name a backing service; it never holds the credential (that stays in this scope).
             logger.warn("restore job failed", { job: aggregateId, error: err instanceof Error ? err.message : String(err) });
-            return [newEvent<RestoreFailed>(RESTORE_EVENTS.failed, { error: "a backing service did not answer during the restore; retry shortly", status: 503, retry_after_secs: 5 })];
+            return [restoreEvent(RESTORE_EVENTS.failed, { error: "a backing service did not answer during the restore; retry shortly", status: 503, retry_after_secs: 5 })];
           }
         }),
     },

@@ -1,7 +1,8 @@
 // The restore job's lifecycle: pending → restoring (effect `restore`: plan, download, decrypt, re-embed, append the
 // rows) → completed | failed. Machine events are the job's domain events; no timers (the host drives retries).
 import { assign, setup } from "xstate";
-import { RESTORE_EVENTS, type RestoreAccepted, type RestoreCompleted, type RestoreFailed } from "../../schemas/relayer/restore-job.ts";
+import { RESTORE_EVENTS, type RestoreCompleted, type RestoreEventData } from "../../schemas/relayer/restore-job.ts";
+import type { MachineEventOf } from "../../schemas/envelope.ts";
 
 export interface RestoreJobContext {
   owner: string;
@@ -12,13 +13,8 @@ export interface RestoreJobContext {
   error?: string;
 }
 
-type RestoreJobEvent =
-  | { type: typeof RESTORE_EVENTS.accepted; data: RestoreAccepted }
-  | { type: typeof RESTORE_EVENTS.completed; data: RestoreCompleted }
-  | { type: typeof RESTORE_EVENTS.failed; data: RestoreFailed };
-
 export const restoreJobMachine = setup({
-  types: { context: {} as RestoreJobContext, events: {} as RestoreJobEvent },
+  types: { context: {} as RestoreJobContext, events: {} as MachineEventOf<RestoreEventData> },
 }).createMachine({
   id: "restore-job",
   initial: "pending",

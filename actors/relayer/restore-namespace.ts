@@ -25,7 +25,7 @@ import type { IndexLog } from "../../projections/relayer/index-log.ts";
 import { forgetHorizon, indexedBlobs } from "../../projections/relayer/restore-candidates.ts";
 import type { LexicalKeyring } from "../../adapters/lexical/keys.ts";
 import { documentTerms } from "../../adapters/lexical/terms.ts";
-import { MEMORY_EVENTS, MEMORY_EVENT_VERSION, chunkRows, memoryIdOf, namespaceAggregate, type MemoryRestored, type RestoredRow } from "../../schemas/relayer/memory-maintenance.ts";
+import { MEMORY_EVENTS, chunkRows, memoryEvent, memoryIdOf, namespaceAggregate, type MemoryRestored, type RestoredRow } from "../../schemas/relayer/memory-maintenance.ts";
 
 /** Importance of restored rows: the extractor's score is not on chain (REFERENCE.md: remember and restore use 0.5). */
 export const RESTORE_IMPORTANCE = 0.5;
@@ -122,7 +122,7 @@ export async function restoreNamespace(ports: RestorePorts, o: RestoreOptions): 
     failed += batch.length - rows.length;
     for (const chunk of chunkRows(rows)) {
       const data: MemoryRestored = { owner: o.owner, namespace: o.namespace, restore_id: restoreId, include_forgotten: o.includeForgotten, rows: chunk };
-      const r = await ports.index.append(aggregate, [{ type: MEMORY_EVENTS.restored, version: MEMORY_EVENT_VERSION, data }], {
+      const r = await ports.index.append(aggregate, [memoryEvent(MEMORY_EVENTS.restored, data)], {
         causationId: restoreId,
         correlationId: o.correlationId ?? restoreId,
         commitId: `${restoreId}:${chunk[0].blob_id}:${chunk.length}`,

@@ -19,7 +19,8 @@ import { registerPipelineGauges } from "../pipeline-metrics.ts";
 import type { ProjectionHandle } from "../../projections/runtime.ts";
 import type { SponsoredChainPort } from "../../adapters/ports.ts";
 import type { keypairFromSecret } from "../../adapters/chain/sui/keys.ts";
-import { AGG, EV, type AccessScope, type UploadQueued, type UploadState } from "../../schemas/console/events.ts";
+import { AGG, EV, type AccessScope, type ConsoleEvent, type UploadQueued, type UploadState } from "../../schemas/console/events.ts";
+import { foldUpload } from "../../schemas/console/upload-view.ts";
 import { CODE, ConsoleHttpError, PLAN_TIERS, notFound, pathUuid } from "../../schemas/console/http.ts";
 import type { ConsoleLog } from "../../actors/console/log.ts";
 import { StorageError, type StoragePort } from "../../adapters/file-storage/blobstore-http.ts";
@@ -174,18 +175,14 @@ export function createConsoleServer(deps: ConsoleGatewayDeps): HttpServer {
       queued = all.find((e) => e.event.type === EV.uploadQueued)?.event.data as UploadQueued | undefined;
     }
     if (!queued) return null;
-    const events = (last?.events ?? []).map((event) => ({ event }));
-    let state: UploadState = "queued";
-    let progress: number | null = 0;
+    // The upload's one fold (schemas/console/upload-view.ts) over its last commit (the subject holds console events
+    // only), except that an outcome shows once the read model has it, with the file's status: until then, active.
+    const events = (last?.events ?? []) as readonly ConsoleEvent[];
+    const state: UploadState = foldUpload(events).upload_state === "queued" ? "queued" : "active";
+    const progress: number | null = 0;
     const error: { code: string; message: string } | null = null;
     const storageObjectId: string | null = null;
-    let updated = queued.created_at;
-    for (const { event } of events) {
-      updated = event.occurred_at;
-      if (event.type === EV.uploadQueued) continue;
-      // anything after queued is the job at work (its outcome shows once the read model has it)
-      state = "active";
-    }
+    const updated = events.at(-1)?.occurred_at ?? queued.created_at;
     const file: FileRow = {
       file_id: queued.file_id,
       bucket_id: queued.bucket_id,

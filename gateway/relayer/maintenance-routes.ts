@@ -26,7 +26,7 @@ import { LIMITS, ValidationError, ownerAddressOf, parseManualRecall, parseManual
 import { MAX_WALLET_ATTEMPTS } from "../../schemas/relayer/remember-job.ts";
 import {
   MEMORY_EVENTS,
-  MEMORY_EVENT_VERSION,
+  memoryEvent,
   memoryAggregate,
   memoryIdOf,
   namespaceAggregate,
@@ -141,7 +141,7 @@ export function registerMaintenanceRoutes(server: HttpServer, deps: MaintenanceD
         created_at: new Date().toISOString(),
       };
       const correlation = randomUUID();
-      const r = await index.append(memoryAggregate(id), [{ type: MEMORY_EVENTS.registered, version: MEMORY_EVENT_VERSION, data }], { causationId: correlation, correlationId: correlation });
+      const r = await index.append(memoryAggregate(id), [memoryEvent(MEMORY_EVENTS.registered, data)], { causationId: correlation, correlationId: correlation });
       // Read-your-writes: recallable on the next request (the event is durable either way).
       await index.waitApplied(r.seq, 5_000);
       return json(200, { id, blob_id: stored.blobId, owner: who.owner, namespace: body.namespace });
@@ -166,7 +166,7 @@ export function registerMaintenanceRoutes(server: HttpServer, deps: MaintenanceD
       const before = await namespaceStats(db, who.owner, namespace);
       const data: MemoryForgotten = { owner: who.owner, namespace, forgotten_at: new Date().toISOString() };
       const correlation = randomUUID();
-      const r = await index.append(namespaceAggregate(who.owner, namespace), [{ type: MEMORY_EVENTS.forgotten, version: MEMORY_EVENT_VERSION, data }], { causationId: correlation, correlationId: correlation });
+      const r = await index.append(namespaceAggregate(who.owner, namespace), [memoryEvent(MEMORY_EVENTS.forgotten, data)], { causationId: correlation, correlationId: correlation });
       let deleted = before.count;
       if (await index.waitApplied(r.seq, 10_000)) {
         deleted = (await forgetDeleted(db, r.events[0].id)) ?? deleted;

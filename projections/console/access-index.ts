@@ -3,17 +3,16 @@
 // events.
 import type { Projection } from "../runtime.ts";
 import type { Db, Tx } from "../../db/pool.ts";
-import type { StoredEvent } from "../../schemas/envelope.ts";
 import type { StoredObject } from "../../schemas/chain.ts";
 import type { AccessGroupFields, BucketPolicyFields } from "../../schemas/chain.ts";
-import { CONSOLE_EVENTS_FILTER, EV, type BucketPolicyCreated, type SponsorExecuted } from "../../schemas/console/events.ts";
+import { CONSOLE_EVENTS_FILTER, EV, type ConsoleEvent } from "../../schemas/console/events.ts";
 
 export const ACCESS_PROJECTION = "console_access";
 
 /** The event types the access index reads, as they appear in a commit's JSON. */
 const ACCESS_TYPES = [EV.bucketPolicyCreated, EV.sponsorExecuted].map((t) => Buffer.from(JSON.stringify(t)));
 
-export const accessIndexProjection: Projection = {
+export const accessIndexProjection: Projection<ConsoleEvent> = {
   name: ACCESS_PROJECTION,
   filter: CONSOLE_EVENTS_FILTER,
   // It follows every console commit (one filter per consumer) but reads only two event types: the rest — uploads,
@@ -35,7 +34,7 @@ export const accessIndexProjection: Projection = {
   reset: async (tx: Tx) => {
     await tx.query("TRUNCATE console_policy_objects, console_access");
   },
-  apply: async (tx: Tx, events: readonly StoredEvent[]) => {
+  apply: async (tx: Tx, events) => {
     const touched = new Set<string>();
     const store = async (o: StoredObject) => {
       const isPolicy = o.type.endsWith("::bucket_policy::BucketPolicy");
@@ -51,8 +50,8 @@ export const accessIndexProjection: Projection = {
       touched.add(policyId);
     };
     for (const { event } of events) {
-      if (event.type === EV.bucketPolicyCreated) await store((event.data as BucketPolicyCreated).policy);
-      else if (event.type === EV.sponsorExecuted) for (const o of (event.data as SponsorExecuted).objects) await store(o);
+      if (event.type === EV.bucketPolicyCreated) await store(event.data.policy);
+      else if (event.type === EV.sponsorExecuted) for (const o of event.data.objects) await store(o);
     }
     for (const policyId of touched) {
       const r = await tx.query<{ object_id: string; kind: string; fields: BucketPolicyFields & AccessGroupFields }>(

@@ -1,17 +1,13 @@
 // The console projection's writes of files (./read-models.ts): folded per batch, so a burst of uploads costs one
 // insert for the new files and one update for the rest, with the batch's storage accounting riding along.
 import { prepared, type Tx } from "../../db/pool.ts";
-import type { UploadFailed, UploadQueued } from "../../schemas/console/events.ts";
+import type { UploadQueued } from "../../schemas/console/events.ts";
+import type { UploadProgress } from "../../schemas/console/upload-view.ts";
 
 /** Files folded over one batch: a complete row for files first seen in it, changed columns for the others. */
-export interface FilePatch {
+export interface FilePatch extends Partial<UploadProgress> {
   insert?: UploadQueued;
   status?: string;
-  upload_state?: string;
-  upload_progress?: number;
-  upload_error?: UploadFailed;
-  storage_object_id?: string;
-  upload_finished_at?: string;
   deleted_at?: string;
   updated_at: string;
 }

@@ -12,24 +12,8 @@
 // ./access-index.ts.
 import type { Projection } from "../runtime.ts";
 import type { Tx } from "../../db/pool.ts";
-import type { StoredEvent } from "../../schemas/envelope.ts";
-import {
-  AGG,
-  CONSOLE_EVENTS_FILTER,
-  EV,
-  type BucketCreated,
-  type BucketFinalizeFailed,
-  type BucketPolicyCreated,
-  type BucketReserved,
-  type BucketUpdated,
-  type FileDeleted,
-  type KeyMinted,
-  type SpaceState,
-  type UploadCompleted,
-  type UploadFailed,
-  type UploadQueued,
-  type UserState,
-} from "../../schemas/console/events.ts";
+import { AGG, CONSOLE_EVENTS_FILTER, EV, type ConsoleEvent } from "../../schemas/console/events.ts";
+import { uploadChange } from "../../schemas/console/upload-view.ts";
 import { migrateConsole } from "./console-tables.ts";
 import { foldStatus, writeFileBatch, type BucketDeltas, type FilePatch, type SpaceDeltas } from "./file-batch.ts";
 import { accessIndexProjection } from "./access-index.ts";
@@ -44,7 +28,7 @@ const idOf = (aggregate: string) => aggregate.slice(aggregate.lastIndexOf(".") +
  */
 const CLAIM_COMMIT = Buffer.from(JSON.stringify({ aggregate: `${AGG.claim}.` }).slice(1, -2));
 
-export const consoleProjection: Projection = {
+export const consoleProjection: Projection<ConsoleEvent> = {
   name: CONSOLE_PROJECTION,
   filter: CONSOLE_EVENTS_FILTER,
   // Name claims (one per upload) hold nothing the read models show: they are not decoded, and a claim alone costs no
@@ -54,7 +38,7 @@ export const consoleProjection: Projection = {
   reset: async (tx: Tx) => {
     await tx.query("TRUNCATE console_users, console_spaces, console_members, console_keys, console_buckets, console_files");
   },
-  apply: async (tx: Tx, events: readonly StoredEvent[]) => {
+  apply: async (tx: Tx, events) => {
     const files = new Map<string, FilePatch>();
     const bucketDelta: BucketDeltas = new Map();
     const spaceDelta: SpaceDeltas = new Map();
@@ -82,7 +66,7 @@ export const consoleProjection: Projection = {
       const at = event.occurred_at;
       switch (event.type) {
         case EV.userSignedUp: {
-          const u = event.data as UserState;
+          const u = event.data;
           await tx.query(
             `INSERT INTO console_users (user_id, email, name, personal_space_id, created_at) VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (user_id) DO UPDATE SET email = EXCLUDED.email, name = EXCLUDED.name`,
@@ -93,7 +77,7 @@ export const consoleProjection: Projection = {
         case EV.spaceCreated:
         case EV.spaceMemberAdded:
         case EV.spaceMemberRemoved: {
-          const s = event.data as SpaceState;
+          const s = event.data;
           await tx.query(
             `INSERT INTO console_spaces (space_id, type, name, tier, storage_cap, member_count, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
              ON CONFLICT (space_id) DO UPDATE SET name = EXCLUDED.name, tier = EXCLUDED.tier, storage_cap = EXCLUDED.storage_cap, member_count = EXCLUDED.member_count`,
@@ -110,7 +94,7 @@ export const consoleProjection: Projection = {
           break;
         }
         case EV.keyMinted: {
-          const k = event.data as KeyMinted;
+          const k = event.data;
           await tx.query(
             `INSERT INTO console_keys (key_id, user_id, role, hash, prefix, label, space_id, service_address, state, created_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'registering', $9) ON CONFLICT (key_id) DO NOTHING`,
@@ -128,11 +112,11 @@ export const consoleProjection: Projection = {
         }
         case EV.bucketCreated:
         case EV.bucketReserved: {
-          const b = event.data as BucketCreated & Partial<BucketReserved>;
+          const b = event.data;
           const r = await tx.query(
             `INSERT INTO console_buckets (bucket_id, space_id, name, storage_bucket_name, visibility, state, reserve_digest, created_by, created_at, updated_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) ON CONFLICT (bucket_id) DO NOTHING`,
-            [b.bucket_id, b.space_id, b.name, b.storage_bucket_name, b.visibility, event.type === EV.bucketReserved ? "pending_policy" : "provisioning", b.digest ?? null, b.created_by, b.created_at],
+            [b.bucket_id, b.space_id, b.name, b.storage_bucket_name, b.visibility, event.type === EV.bucketReserved ? "pending_policy" : "provisioning", "digest" in b ? b.digest : null, b.created_by, b.created_at],
           );
           if (r.rowCount) addSpace(b.space_id, 0, 1);
           break;
@@ -141,16 +125,16 @@ export const consoleProjection: Projection = {
           await tx.query("UPDATE console_buckets SET state = 'finalizing', last_error = NULL WHERE bucket_id = $1", [id]);
           break;
         case EV.bucketFinalizeFailed:
-          await tx.query("UPDATE console_buckets SET state = 'pending_policy', last_error = $2 WHERE bucket_id = $1", [id, JSON.stringify(event.data as BucketFinalizeFailed)]);
+          await tx.query("UPDATE console_buckets SET state = 'pending_policy', last_error = $2 WHERE bucket_id = $1", [id, JSON.stringify(event.data)]);
           break;
         case EV.bucketPolicyCreated:
-          await tx.query("UPDATE console_buckets SET state = 'provisioning', encryption_policy_id = $2, updated_at = $3 WHERE bucket_id = $1", [id, (event.data as BucketPolicyCreated).policy_id, at]);
+          await tx.query("UPDATE console_buckets SET state = 'provisioning', encryption_policy_id = $2, updated_at = $3 WHERE bucket_id = $1", [id, event.data.policy_id, at]);
           break;
         case EV.bucketActivated:
           await tx.query("UPDATE console_buckets SET state = 'active', updated_at = $2 WHERE bucket_id = $1 AND state <> 'deleted'", [id, at]);
           break;
         case EV.bucketUpdated: {
-          const u = event.data as BucketUpdated;
+          const u = event.data;
           await tx.query(
             `UPDATE console_buckets SET name = coalesce($2, name),
                encryption_policy_id = CASE WHEN $3 THEN $4 ELSE encryption_policy_id END, updated_at = $5 WHERE bucket_id = $1`,
@@ -168,30 +152,26 @@ export const consoleProjection: Projection = {
         }
         case EV.uploadQueued: {
           const p = patch(id, at);
-          p.insert = event.data as UploadQueued;
+          p.insert = event.data;
           foldStatus(p, "uploading");
-          p.upload_state = "queued";
-          p.upload_progress = 0;
+          Object.assign(p, uploadChange(event));
           break;
         }
-        case EV.uploadStarted: {
-          const p = patch(id, at);
-          p.upload_state = "active";
+        case EV.uploadStarted:
+          Object.assign(patch(id, at), uploadChange(event));
           break;
-        }
         case EV.uploadCompleted: {
-          const d = event.data as UploadCompleted;
+          const d = event.data;
           const p = patch(id, at);
-          Object.assign(p, { upload_state: "completed", upload_progress: 1, storage_object_id: d.storage_object_id, upload_finished_at: d.completed_at });
+          Object.assign(p, uploadChange(event));
           foldStatus(p, "completed");
           addBucket(d.bucket_id, d.size, 1);
           addSpace(d.space_id, d.size, 0);
           break;
         }
         case EV.uploadFailed: {
-          const d = event.data as UploadFailed;
           const p = patch(id, at);
-          Object.assign(p, { upload_state: "failed", upload_error: d, upload_finished_at: d.failed_at });
+          Object.assign(p, uploadChange(event));
           foldStatus(p, "failed");
           break;
         }
@@ -199,7 +179,7 @@ export const consoleProjection: Projection = {
           foldStatus(patch(id, at), "deleting");
           break;
         case EV.fileDeleted: {
-          const d = event.data as FileDeleted;
+          const d = event.data;
           const p = patch(id, at);
           foldStatus(p, "deleted");
           p.deleted_at = d.deleted_at;

@@ -13,11 +13,12 @@ import type { JetStreamManager, JetStreamClient } from "@nats-io/jetstream";
 import type { Projection } from "../runtime.ts";
 import { migrateCheckpoints } from "../runtime.ts";
 import type { Db, Tx } from "../../db/pool.ts";
-import type { StoredEvent, EventEnvelope } from "../../schemas/envelope.ts";
+import type { EventOfType, StoredEvent } from "../../schemas/envelope.ts";
 import { decodeCommit } from "../../eventlog/event-store.ts";
 import { STREAMS, eventFilter } from "../../eventlog/subjects.ts";
 import { alertId, publishAlert } from "../../eventlog/alert-stream.ts";
-import { JOB, JOB_EVENTS, MAX_WALLET_ATTEMPTS, type JobAccepted, type JobFailed, type JobUploadAttemptFailed, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
+import { JOB, JOB_EVENTS, MAX_WALLET_ATTEMPTS, type JobAccepted, type JobEventData, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
+import type { IndexLogEvent } from "../../schemas/relayer/memory-maintenance.ts";
 import { ALERT_SOURCE, ALERT_SUBJECTS, ALERT_VERSIONS, type UploadAttempt, type UploadFailedAlert, type UploadFailedV1 } from "../../schemas/alerts.ts";
 
 export const ALERTS_PROJECTION = "alerts";
@@ -37,35 +38,35 @@ const clip = (s: string, n = MAX_ERROR_CHARS) => (s.length > n ? s.slice(0, n) +
 const short = (addr: string) => (addr.length > 18 ? `${addr.slice(0, 10)}…${addr.slice(-6)}` : addr);
 
 /** The job's events up to `uptoSeq`, read by subject (direct message gets: jobs have a handful of commits). */
-async function jobHistory(jsm: JetStreamManager, subject: string, uptoSeq: number): Promise<EventEnvelope[]> {
-  const out: EventEnvelope[] = [];
+async function jobHistory(jsm: JetStreamManager, subject: string, uptoSeq: number): Promise<IndexLogEvent[]> {
+  const out: IndexLogEvent[] = [];
   let seq = 1;
   while (seq <= uptoSeq) {
     // `next_by_subj` (nats-server 2.9+): the first message of the subject at or after `seq`.
     // (nats.js answers "no message" with null)
     const m = await jsm.streams.getMessage(STREAMS.events, { seq, next_by_subj: subject } as never);
     if (!m || m.seq > uptoSeq) break;
-    out.push(...decodeCommit(m.data).events);
+    out.push(...(decodeCommit(m.data).events as IndexLogEvent[])); // a job's subject holds job events only
     seq = m.seq + 1;
   }
   return out;
 }
 
 /** The alert for a failed job, from the job's history (which ends with the failure). */
-export function uploadFailedAlert(failed: StoredEvent, history: readonly EventEnvelope[], network: string, now = new Date()): UploadFailedAlert {
+export function uploadFailedAlert(failed: StoredEvent<EventOfType<JobEventData, typeof JOB_EVENTS.failed>>, history: readonly IndexLogEvent[], network: string, now = new Date()): UploadFailedAlert {
   const jobId = failed.event.aggregate.slice(`${JOB}.`.length);
   let accepted: JobAccepted | undefined;
   let uploaded: JobUploaded | undefined;
   const attempts: UploadAttempt[] = [];
   for (const e of history) {
-    if (e.type === JOB_EVENTS.accepted) accepted = e.data as JobAccepted;
-    else if (e.type === JOB_EVENTS.uploaded) uploaded = e.data as JobUploaded;
+    if (e.type === JOB_EVENTS.accepted) accepted = e.data;
+    else if (e.type === JOB_EVENTS.uploaded) uploaded = e.data;
     else if (e.type === JOB_EVENTS.uploadAttemptFailed) {
-      const d = e.data as JobUploadAttemptFailed;
+      const d = e.data;
       attempts.push({ attempt: d.attempt, wallet: d.wallet, error: clip(d.error) });
     }
   }
-  const f = failed.event.data as JobFailed;
+  const f = failed.event.data;
   const data: UploadFailedV1 = {
     job_id: jobId,
     owner: accepted?.owner ?? "",
@@ -96,7 +97,7 @@ export function uploadFailedAlert(failed: StoredEvent, history: readonly EventEn
   };
 }
 
-export function alertsProjection(log: { readonly js: JetStreamClient; readonly jsm: JetStreamManager }, opts: AlertsProjectionOptions): Projection {
+export function alertsProjection(log: { readonly js: JetStreamClient; readonly jsm: JetStreamManager }, opts: AlertsProjectionOptions): Projection<IndexLogEvent> {
   const maxAgeMs = (opts.maxAgeSecs ?? 86_400) * 1000;
   return {
     name: ALERTS_PROJECTION,
@@ -121,9 +122,10 @@ export function alertsProjection(log: { readonly js: JetStreamClient; readonly j
     reset: async () => undefined,
     apply: async (tx: Tx, events) => {
       for (const stored of events) {
-        if (stored.event.type !== JOB_EVENTS.failed) continue;
+        const { event } = stored;
+        if (event.type !== JOB_EVENTS.failed) continue;
         // A command the actor host set aside raised its own alert (alerts.deadletter.actor).
-        if ((stored.event.data as JobFailed).set_aside) continue;
+        if (event.data.set_aside) continue;
         if (Date.now() - Date.parse(stored.event.occurred_at) > maxAgeMs) continue;
         const id = alertId(`${ALERT_SUBJECTS.uploadFailed}:${stored.event.id}`);
         const claimed = await tx.query(
@@ -133,7 +135,7 @@ export function alertsProjection(log: { readonly js: JetStreamClient; readonly j
         if (!claimed.rowCount) continue;
         const history = await jobHistory(log.jsm, stored.subject, stored.seq);
         // A publish failure throws: the transaction rolls back and the batch is retried from the checkpoint.
-        const { seq } = await publishAlert(log.js, uploadFailedAlert(stored, history, opts.network), opts.publishTimeoutMs);
+        const { seq } = await publishAlert(log.js, uploadFailedAlert({ ...stored, event }, history, opts.network), opts.publishTimeoutMs);
         await tx.query("UPDATE alerts_emitted SET stream_seq = $2 WHERE alert_id = $1", [id, seq]);
       }
     },

@@ -2,15 +2,15 @@
 // apply them, so a gateway can answer from the read model what its own write did (read-your-writes): forget's deleted
 // count, a manual memory that is recallable on the next request, a restore whose rows are there when it returns.
 import type { EventLog } from "../../eventlog/connection.ts";
-import { EventStore, type AppendContext, type NewEvent } from "../../eventlog/event-store.ts";
+import { EventStore, type AppendContext } from "../../eventlog/event-store.ts";
 import { lastEventSeq } from "../../eventlog/last-message.ts";
-import type { EventEnvelope } from "../../schemas/envelope.ts";
+import type { MemoryEvent, MemoryEventData, NewMemoryEvent } from "../../schemas/relayer/memory-maintenance.ts";
 import type { Db } from "../../db/pool.ts";
 import { MEMORY_INDEX, MEMORY_INDEX_FILTER } from "./memory-index.ts";
 import { waitForProjection } from "../checkpoint-wait.ts";
 
 export class IndexLog {
-  private readonly store: EventStore;
+  private readonly store: EventStore<MemoryEventData>;
 
   constructor(
     private readonly log: EventLog,
@@ -20,7 +20,7 @@ export class IndexLog {
   }
 
   /** Appends one commit to `evt.<aggregate>`; maintenance aggregates need no optimistic concurrency. */
-  append(aggregate: string, events: readonly NewEvent[], ctx: AppendContext): Promise<{ seq: number; events: EventEnvelope[] }> {
+  append(aggregate: string, events: readonly NewMemoryEvent[], ctx: AppendContext): Promise<{ seq: number; events: MemoryEvent[] }> {
     return this.store.append(aggregate, events, "any", ctx);
   }
 

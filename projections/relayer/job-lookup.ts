@@ -1,6 +1,6 @@
 // Finds a remember job for its owner: the status read model first, then the command still on the work queue, then
-// the actor's snapshot (a job put back to retry), then the job's events (a finished job has no snapshot) — so a poll
-// right after the 202 never answers 404 to the job's owner.
+// the job's events — so a poll right after the 202 never answers 404 to the job's owner. Whatever the source, the
+// job's state is the one fold of schemas/relayer/job-view.ts (only the actor host reads the actor's snapshots).
 import type { EventLog } from "../../eventlog/connection.ts";
 import { JOB_OUTCOMES, STREAMS, commandSubject } from "../../eventlog/subjects.ts";
 import { lastMessage } from "../../eventlog/last-message.ts";
@@ -9,36 +9,22 @@ import type { CheckpointFeed } from "../checkpoint-feed.ts";
 import { prepared, type Db } from "../../db/pool.ts";
 import { primaryReads, type Reads } from "../../db/read-pool.ts";
 import { ArrivalBatcher } from "../../adapters/arrival-batcher.ts";
-import { JOB, JOB_EVENTS, type JobAccepted, type JobFailed, type JobIndexed, type JobOutcome, type JobStatus, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
-import type { StoredEvent } from "../../schemas/envelope.ts";
+import { JOB, type JobEventData, type JobOutcome, type JobStatus } from "../../schemas/relayer/remember-job.ts";
+import { foldJob, jobView, visibleStatus, type JobView } from "../../schemas/relayer/job-view.ts";
 import { MEMORY_INDEX } from "./memory-index.ts";
 import { LEXICAL_INDEX } from "./lexical-index.ts";
 
 /** The read models recall reads: a job is done (recallable) once all of them have applied its indexing commit. */
 const RECALL_INDEXES = [MEMORY_INDEX, LEXICAL_INDEX];
 
-export interface JobView {
-  readonly job_id: string;
-  readonly status: JobStatus;
-  readonly owner: string;
-  readonly namespace: string;
-  readonly blob_id?: string;
-  readonly error?: string;
-}
-
-interface SnapshotShape { seq: number; value: JobStatus; context: { owner: string; namespace: string; blob_id?: string; error?: string } }
-
 /**
- * Jobs by id and owner as the read model has them. Done means recallable: until the memory and lexical indexes have
- * applied the indexing commit, the job still reads uploaded. A commit of the job that an index set aside
- * (dead_letters) means it will never be recallable: failed. Prepared: every long poll runs it, and planning it cost
- * Postgres several times what executing it does.
+ * Jobs by id and owner as the read model has them, with the recall indexes' lowest checkpoint and the index that set
+ * a commit of the job aside, if any (what the status reads as: job-view.ts visibleStatus). Prepared: every long poll
+ * runs it, and planning it cost Postgres several times what executing it does.
  */
 const FIND_JOBS = `WITH cp AS (SELECT coalesce(min(seq), 0) AS seq FROM projection_checkpoints WHERE name = ANY($3::text[]))
-  SELECT j.job_id::text, j.owner, j.namespace, j.blob_id, coalesce(j.error, 'set aside by ' || d.projection || ': ' || d.error) AS error,
-         CASE WHEN d.projection IS NOT NULL THEN 'failed'
-              WHEN j.status = 'done' AND j.done_seq > cp.seq THEN 'uploaded' ELSE j.status END AS status,
-         CASE WHEN d.projection IS NULL AND j.status = 'done' AND j.done_seq > cp.seq THEN j.done_seq END AS unindexed_seq
+  SELECT j.job_id::text, j.owner, j.namespace, j.blob_id, j.error, j.status, j.done_seq, cp.seq AS recall_seq,
+         d.projection AS set_aside_by, d.error AS set_aside_error
   FROM unnest($1::uuid[], $2::text[]) AS w(job_id, owner)
   JOIN remember_jobs j ON j.job_id = w.job_id AND j.owner = w.owner
   CROSS JOIN cp
@@ -99,7 +85,7 @@ class OutcomeWaiter {
 }
 
 export class JobLookup {
-  private readonly store: EventStore;
+  private readonly store: EventStore<JobEventData>;
   /** Long polls in progress by job id (several may wait on one job). */
   private readonly waiting = new Map<string, Set<OutcomeWaiter>>();
   /**
@@ -210,12 +196,8 @@ export class JobLookup {
   private async findMany(wanted: readonly JobRead[]): Promise<Map<string, Found | Error>> {
     const found = new Map<string, Found | Error>();
     if (!wanted.length) return found;
-    const r = await this.pools.read((db) => db.query<{ job_id: string; status: JobStatus; owner: string; namespace: string; blob_id: string | null; error: string | null; unindexed_seq: string | null }>(
-      prepared(FIND_JOBS, [wanted.map((w) => w.id), wanted.map((w) => w.owner), RECALL_INDEXES]),
-    ));
-    for (const row of r.rows) {
-      found.set(readKey(row.job_id, row.owner), { view: clean({ ...row, blob_id: row.blob_id ?? undefined, error: row.error ?? undefined }), unindexedSeq: row.unindexed_seq === null ? undefined : Number(row.unindexed_seq) });
-    }
+    const r = await this.pools.read((db) => db.query<FoundRow>(prepared(FIND_JOBS, [wanted.map((w) => w.id), wanted.map((w) => w.owner), RECALL_INDEXES])));
+    for (const row of r.rows) found.set(readKey(row.job_id, row.owner), fromRow(row));
     await Promise.all(wanted.filter(({ id, owner }) => !found.has(readKey(id, owner))).map(async ({ id, owner }) => {
       const v = await this.fromLog(id).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))));
       if (v instanceof Error) found.set(readKey(id, owner), v);
@@ -230,23 +212,23 @@ export class JobLookup {
 
   private async fromLog(id: string): Promise<JobView | undefined> {
     // The command first: it stays on the queue until the job is finished (a job the host put back to retry may be
-    // further along, and its row in the read model then usually says so already). After it, the snapshot of such a
-    // job, or the events of a finished one (the host stores no snapshot for those).
+    // further along, and its row in the read model then usually says so already). After it, the job's events.
     const cmd = await lastMessage(this.log.jsm, STREAMS.commands, commandSubject(JOB, id)).catch(() => null);
     if (cmd) {
       const data = (cmd.json() as { data: { owner: string; namespace: string } }).data;
       return { job_id: id, status: "running", owner: data.owner, namespace: data.namespace };
     }
-    return (await this.snapshot(id)) ?? this.fromEvents(id);
+    return this.fromEvents(id);
   }
 
-  /** A finished job as its events tell it (the read model lags): rare, so the whole history is read. */
+  /** The job as its events tell it (the read model lags): rare, so the whole history is read. */
   private async fromEvents(id: string): Promise<JobView | undefined> {
     const { events } = await this.store.load(`job.${id}`);
-    const v = foldJob(id, events);
-    if (!v) return undefined;
-    if (v.status === "done" && v.seq > (await this.indexCheckpoint())) return clean({ ...v, status: "uploaded" });
-    return clean(v);
+    const state = foldJob(events);
+    const { owner } = state;
+    if (owner === undefined) return undefined;
+    const recallSeq = state.status === "done" ? await this.indexCheckpoint() : 0;
+    return jobView(id, { ...state, owner }, visibleStatus(state, recallSeq));
   }
 
   private async indexCheckpoint(): Promise<number> {
@@ -255,36 +237,26 @@ export class JobLookup {
       .then((r) => Number(r.rows[0]?.seq ?? 0), () => 0);
   }
 
-  private async snapshot(id: string): Promise<JobView | undefined> {
-    const e = await this.log.snapshots.get(`job.${id}`).catch(() => null);
-    if (!e?.value?.length) return undefined;
-    const s = e.json() as SnapshotShape;
-    const status = s.value === "done" && s.seq > (await this.indexCheckpoint()) ? "uploaded" : s.value;
-    return clean({ job_id: id, status, owner: s.context.owner, namespace: s.context.namespace, blob_id: s.context.blob_id, error: s.context.error });
-  }
 }
 
-/** The job's view from its events, with the sequence of its last commit; undefined when they name no owner. */
-function foldJob(id: string, events: readonly StoredEvent[]): (JobView & { seq: number }) | undefined {
-  let owner: string | undefined, namespace = "default", status: JobStatus = "running", blob_id: string | undefined, error: string | undefined, seq = 0;
-  for (const { event, seq: s } of events) {
-    seq = s;
-    if (event.type === JOB_EVENTS.accepted) ({ owner, namespace } = event.data as JobAccepted);
-    else if (event.type === JOB_EVENTS.uploaded) ({ blob_id } = event.data as JobUploaded), (status = "uploaded");
-    else if (event.type === JOB_EVENTS.indexed) ({ owner, namespace, blob_id } = event.data as JobIndexed), (status = "done");
-    else if (event.type === JOB_EVENTS.failed) {
-      const d = event.data as JobFailed;
-      status = "failed";
-      error = d.error;
-      if (d.owner) ({ owner, namespace = "default" } = d);
-    }
-  }
-  return owner === undefined ? undefined : { job_id: id, status, owner, namespace, blob_id, error, seq };
+interface FoundRow {
+  readonly job_id: string;
+  readonly owner: string;
+  readonly namespace: string;
+  readonly status: JobStatus;
+  readonly blob_id: string | null;
+  readonly error: string | null;
+  readonly done_seq: string | null;
+  readonly recall_seq: string;
+  readonly set_aside_by: string | null;
+  readonly set_aside_error: string | null;
 }
 
-function clean(v: JobView): JobView {
-  const out: Record<string, unknown> = { job_id: v.job_id, status: v.status, owner: v.owner, namespace: v.namespace };
-  if (v.blob_id) out.blob_id = v.blob_id;
-  if (v.status === "failed" && v.error) out.error = v.error;
-  return out as unknown as JobView;
+/** A read-model row as its owner reads it, and the sequence the recall indexes must reach while it reads uploaded. */
+function fromRow(row: FoundRow): Found {
+  const state = { status: row.status, owner: row.owner, namespace: row.namespace, blob_id: row.blob_id ?? undefined, error: row.error ?? undefined, done_seq: row.done_seq === null ? undefined : Number(row.done_seq) };
+  const setAsideBy = row.set_aside_by ?? undefined;
+  const status = visibleStatus(state, Number(row.recall_seq), setAsideBy);
+  const error = state.error ?? (setAsideBy ? `set aside by ${setAsideBy}: ${row.set_aside_error}` : undefined);
+  return { view: jobView(row.job_id, state, status, error), unindexedSeq: status === "uploaded" && state.status === "done" ? state.done_seq : undefined };
 }

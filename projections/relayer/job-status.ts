@@ -1,7 +1,9 @@
 // The remember-job status read model: latest status per job, for polling. Owner-scoped reads only.
 import type { Projection } from "../runtime.ts";
 import { prepared, type Db, type Tx } from "../../db/pool.ts";
-import { JOB, JOB_EVENTS, type JobAccepted, type JobFailed, type JobOutcome, type JobStatus, type JobUploaded } from "../../schemas/relayer/remember-job.ts";
+import { JOB, JOB_EVENTS, type JobOutcome } from "../../schemas/relayer/remember-job.ts";
+import { INITIAL_JOB, evolveJob, type JobState } from "../../schemas/relayer/job-view.ts";
+import type { IndexLogEvent } from "../../schemas/relayer/memory-maintenance.ts";
 import { JOB_OUTCOMES, eventFilter } from "../../eventlog/subjects.ts";
 import { storableText } from "../../schemas/text.ts";
 import { isUuid } from "../../schemas/relayer/http.ts";
@@ -9,7 +11,7 @@ import { COPY_MIN_ROWS, copyBinary, encodeBinaryCopy, isCanonicalUuid } from "..
 
 export const JOB_STATUS = "job_status";
 
-interface Row { job_id: string; owner?: string; namespace?: string; status: JobStatus; blob_id?: string; error?: string; done_seq?: number }
+type Row = JobState & { readonly job_id: string };
 
 /**
  * Jobs without a row yet (every job of a replay) written by binary COPY, as the upsert below would write them;
@@ -36,7 +38,7 @@ async function copyNewJobs(tx: Tx, list: Row[]): Promise<Row[]> {
   return list.filter((_, i) => known.has(ids[i]));
 }
 
-export const jobStatusProjection: Projection = {
+export const jobStatusProjection: Projection<IndexLogEvent> = {
   name: JOB_STATUS,
   filter: eventFilter(JOB),
   migrate: async (db: Db) => {
@@ -50,32 +52,14 @@ export const jobStatusProjection: Projection = {
     await tx.query("TRUNCATE remember_jobs");
   },
   apply: async (tx: Tx, events) => {
-    // Fold the batch per job first: one upsert per job, whatever the number of its events in the batch.
+    // Fold the batch per job first (schemas/relayer/job-view.ts): one upsert per job, whatever the number of its
+    // events in the batch; the upsert merges what the batch did not say (owner, blob id) with the row.
     const rows = new Map<string, Row>();
     for (const { event, seq } of events) {
       const id = event.aggregate.slice("job.".length);
-      const row = rows.get(id) ?? { job_id: id, status: "running" as JobStatus };
-      switch (event.type) {
-        case JOB_EVENTS.accepted: {
-          const d = event.data as JobAccepted;
-          Object.assign(row, { owner: d.owner, namespace: d.namespace, status: "running" });
-          break;
-        }
-        case JOB_EVENTS.uploaded:
-          Object.assign(row, { status: "uploaded", blob_id: (event.data as JobUploaded).blob_id });
-          break;
-        case JOB_EVENTS.indexed:
-          Object.assign(row, { status: "done", done_seq: seq });
-          break;
-        case JOB_EVENTS.failed: {
-          const d = event.data as JobFailed;
-          Object.assign(row, { status: "failed", error: d.error }, d.owner ? { owner: d.owner, namespace: d.namespace } : {});
-          break;
-        }
-        default:
-          continue;
-      }
-      rows.set(id, row);
+      const before = rows.get(id) ?? { job_id: id, ...INITIAL_JOB };
+      const after = evolveJob(before, event, seq);
+      if (after !== before) rows.set(id, { ...after, job_id: id });
     }
     if (!rows.size) return;
     const list = await copyNewJobs(tx, [...rows.values()]);

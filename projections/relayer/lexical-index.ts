@@ -17,10 +17,9 @@
 // namespace and cost no write.
 import { carriesEventTypes, type Projection } from "../runtime.ts";
 import { prepared, type Db, type Tx } from "../../db/pool.ts";
-import type { EventEnvelope } from "../../schemas/envelope.ts";
-import { JOB, JOB_EVENTS, type JobIndexed } from "../../schemas/relayer/remember-job.ts";
+import { JOB, JOB_EVENTS } from "../../schemas/relayer/remember-job.ts";
 import { eventFilter } from "../../eventlog/subjects.ts";
-import { MEMORY_EVENTS, type MemoryForgotten, type MemoryRestored } from "../../schemas/relayer/memory-maintenance.ts";
+import { MEMORY_EVENTS, type IndexLogEvent, type MemoryForgotten } from "../../schemas/relayer/memory-maintenance.ts";
 import { isLexicalTerms, type LexicalTerms } from "../../schemas/relayer/lexical.ts";
 import { LEXICAL_SCHEME } from "../../adapters/lexical/keys.ts";
 import { copyBinary, encodeBinaryCopy, exactEpochMicros } from "../../db/copy-binary.ts";
@@ -259,14 +258,7 @@ async function forget(tx: Tx, d: MemoryForgotten): Promise<void> {
   await tx.query("UPDATE lexical_namespaces SET docs = 0, total_len = 0 WHERE ns_id = $1", [id]);
 }
 
-/** The lexical fields of an index event (optional: events of older versions and manual memories have none). */
-interface LexicalFields {
-  readonly lexical?: unknown;
-  readonly submitted_at?: string;
-  readonly position?: number;
-}
-
-export const lexicalIndexProjection: Projection = {
+export const lexicalIndexProjection: Projection<IndexLogEvent> = {
   name: LEXICAL_INDEX,
   filter: eventFilter(JOB),
   migrate: migrateLexical,
@@ -280,21 +272,22 @@ export const lexicalIndexProjection: Projection = {
     for (const { event } of events) {
       switch (event.type) {
         case JOB_EVENTS.indexed: {
-          const d = event.data as JobIndexed & LexicalFields;
+          const d = event.data;
+          // optional: events of older versions and those of a relayer without a lexical key have none
           if (!isLexicalTerms(d.lexical)) break;
           batch.add({
             memoryId: event.aggregate.slice("job.".length),
             owner: d.owner,
             namespace: d.namespace,
             submittedAt: d.submitted_at ?? d.created_at,
-            position: Number.isInteger(d.position) ? d.position! : 0,
+            position: d.position !== undefined && Number.isInteger(d.position) ? d.position : 0,
             terms: d.lexical,
           });
           break;
         }
         case MEMORY_EVENTS.restored: {
-          const d = event.data as MemoryRestored;
-          for (const row of d.rows as readonly (MemoryRestored["rows"][number] & LexicalFields)[]) {
+          const d = event.data;
+          for (const row of d.rows) {
             if (!isLexicalTerms(row.lexical)) continue;
             batch.add({ memoryId: row.id, owner: d.owner, namespace: d.namespace, submittedAt: row.created_at, position: 0, terms: row.lexical });
           }
@@ -302,7 +295,7 @@ export const lexicalIndexProjection: Projection = {
         }
         case MEMORY_EVENTS.forgotten:
           await batch.flush(tx);
-          await forget(tx, (event as EventEnvelope<string, MemoryForgotten>).data);
+          await forget(tx, event.data);
           break;
       }
     }

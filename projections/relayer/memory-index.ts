@@ -4,10 +4,10 @@
 // of the namespace or the index (a global ANN index with a post-filter returns short lists; see README).
 import { carriesEventTypes, type Projection } from "../runtime.ts";
 import { inTransaction, type Db, type Tx } from "../../db/pool.ts";
-import { JOB, JOB_EVENTS, type JobIndexed } from "../../schemas/relayer/remember-job.ts";
+import { JOB, JOB_EVENTS } from "../../schemas/relayer/remember-job.ts";
 import { eventFilter } from "../../eventlog/subjects.ts";
 import { decodeVectorF32 } from "../../schemas/vector-wire.ts";
-import { MEMORY_EVENTS } from "../../schemas/relayer/memory-maintenance.ts";
+import { MEMORY_EVENTS, type IndexLogEvent } from "../../schemas/relayer/memory-maintenance.ts";
 import { HalfvecOid, RowBatch, addRegistered, addRestored, applyForgotten, migrateMaintenance, resetMaintenance } from "./memory-maintenance.ts";
 
 export const MEMORY_INDEX = "memory_index";
@@ -62,7 +62,7 @@ async function rebuildIfEmbedderChanged(db: Db, dims: number, embedder: string |
 }
 
 /** `embedder`: the name of the embedder that makes the vectors (a change of name or dimensions rebuilds the index). */
-export function memoryIndexProjection(dims: number, embedder?: string): Projection {
+export function memoryIndexProjection(dims: number, embedder?: string): Projection<IndexLogEvent> {
   const halfvecOid = new HalfvecOid();
   return {
     name: MEMORY_INDEX,
@@ -106,7 +106,7 @@ export function memoryIndexProjection(dims: number, embedder?: string): Projecti
       for (const { event } of events) {
         switch (event.type) {
           case JOB_EVENTS.indexed: {
-            const d = event.data as JobIndexed;
+            const d = event.data;
             // a vector of another embedder with the same dimensions is as meaningless as one of other dimensions
             if (embedder && d.embedder && d.embedder !== embedder) break;
             batch.add(event.aggregate.slice("job.".length), d.owner, d.namespace, { ...d, vector: decodeVectorF32(d.vector_f32) });

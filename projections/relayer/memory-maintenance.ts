@@ -11,8 +11,8 @@
 import { prepared, type Db, type Tx } from "../../db/pool.ts";
 import { halfvecArrayBinary, halfvecBinary } from "../../db/halfvec.ts";
 import { COPY_MIN_ROWS, copyBinary, encodeBinaryCopy, exactEpochMicros, isCanonicalUuid } from "../../db/copy-binary.ts";
-import type { EventEnvelope } from "../../schemas/envelope.ts";
-import type { IndexRow, MemoryForgotten, MemoryRegistered, MemoryRestored } from "../../schemas/relayer/memory-maintenance.ts";
+import type { EventOfType } from "../../schemas/envelope.ts";
+import type { IndexRow, MEMORY_EVENTS, MemoryEventData } from "../../schemas/relayer/memory-maintenance.ts";
 
 export async function migrateMaintenance(db: Db): Promise<void> {
   await db.query(`CREATE TABLE IF NOT EXISTS memory_forgets (
@@ -149,18 +149,18 @@ export class RowBatch {
   }
 }
 
-export function addRegistered(batch: RowBatch, event: EventEnvelope): void {
-  const d = event.data as MemoryRegistered;
+export function addRegistered(batch: RowBatch, event: EventOfType<MemoryEventData, typeof MEMORY_EVENTS.registered>): void {
+  const d = event.data;
   batch.add(d.id, d.owner, d.namespace, d);
 }
 
-export function addRestored(batch: RowBatch, event: EventEnvelope): void {
-  const d = event.data as MemoryRestored;
+export function addRestored(batch: RowBatch, event: EventOfType<MemoryEventData, typeof MEMORY_EVENTS.restored>): void {
+  const d = event.data;
   for (const r of d.rows) batch.add(r.id, d.owner, d.namespace, r);
 }
 
-export async function applyForgotten(tx: Tx, event: EventEnvelope): Promise<void> {
-  const d = event.data as MemoryForgotten;
+export async function applyForgotten(tx: Tx, event: EventOfType<MemoryEventData, typeof MEMORY_EVENTS.forgotten>): Promise<void> {
+  const d = event.data;
   const r = await tx.query("DELETE FROM memories WHERE owner = $1 AND namespace = $2", [d.owner, d.namespace]);
   await tx.query(
     `INSERT INTO memory_forgets (event_id, owner, namespace, deleted, forgotten_at) VALUES ($1, $2, $3, $4, $5)

@@ -3,11 +3,11 @@
 import type { Projection } from "../runtime.ts";
 import type { Db, Tx } from "../../db/pool.ts";
 import { eventFilter } from "../../eventlog/subjects.ts";
-import { OAUTH, OAUTH_EVENTS, type GrantEvent, type OAuthClientState } from "../../schemas/relayer/oauth.ts";
+import { OAUTH, OAUTH_EVENTS, type OAuthEvent } from "../../schemas/relayer/oauth.ts";
 
 export const OAUTH_PROJECTION = "oauth";
 
-export const oauthProjection: Projection = {
+export const oauthProjection: Projection<OAuthEvent> = {
   name: OAUTH_PROJECTION,
   filter: eventFilter(OAUTH),
   migrate: async (db: Db) => {
@@ -23,10 +23,10 @@ export const oauthProjection: Projection = {
   apply: async (tx: Tx, events) => {
     for (const { event } of events) {
       if (event.type === OAUTH_EVENTS.clientRegistered) {
-        const c = event.data as OAuthClientState;
+        const c = event.data;
         await tx.query("INSERT INTO oauth_clients (client_id, client_name, redirect_uris, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (client_id) DO NOTHING", [c.client_id, c.client_name, c.redirect_uris, c.created_at]);
-      } else if ((Object.values(OAUTH_EVENTS) as string[]).includes(event.type)) {
-        const g = (event.data as GrantEvent).state;
+      } else {
+        const g = event.data.state;
         await tx.query(
           `INSERT INTO oauth_grants (grant_id, client_id, account_id, status, scope, revoked_reason, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
            ON CONFLICT (grant_id) DO UPDATE SET account_id = EXCLUDED.account_id, status = EXCLUDED.status, revoked_reason = EXCLUDED.revoked_reason, updated_at = EXCLUDED.updated_at`,

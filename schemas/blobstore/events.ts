@@ -5,8 +5,7 @@
 // aggregate's subject is its current state: writers decide against it without loading a history, and projections
 // upsert rows from it. Secrets never appear here: keys are stored as BLAKE2s-256 hashes, S3 secrets sealed.
 import { createHash } from "node:crypto";
-import type { EventEnvelope } from "../envelope.ts";
-import type { NewEvent } from "../../eventlog/event-store.ts";
+import { eventsOf, type EventOf } from "../envelope.ts";
 
 export const KIND = {
   app: "bs_app",
@@ -147,11 +146,9 @@ export interface EventDataByType {
  * every event through `schemas/upcasters.ts`, so events read from the log are at their current version (all are v1
  * so far; bump `EVENT_VERSION` and register an upcaster there when a shape changes).
  */
-export type BlobstoreEvent = { [T in EventType]: EventEnvelope<T, EventDataByType[T]> }[EventType];
+export type BlobstoreEvent = EventOf<EventDataByType>;
 
-export function newEvent<T extends EventType>(type: T, data: EventDataByType[T]): NewEvent<EventDataByType[T]> {
-  return { type, version: EVENT_VERSION, data };
-}
+export const newEvent = eventsOf<EventDataByType>(Object.fromEntries(Object.values(EVT).map((t) => [t, EVENT_VERSION])) as Record<EventType, number>);
 
 // ------------------------------------------------------------------ aggregate ids
 

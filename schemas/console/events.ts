@@ -14,6 +14,7 @@
 // hashes, service keys only as addresses.
 import type { StoredObject } from "../chain.ts";
 import type { AccessScope } from "../chain.ts";
+import { eventsOf, type EventOf, type MachineEventOf, type NewEventOf } from "../envelope.ts";
 
 export const AGG = {
   user: "console.user",
@@ -55,6 +56,7 @@ export const EV = {
   uploadCompleted: "console.upload.completed",
   uploadFailed: "console.upload.failed",
   uploadCleaned: "console.upload.cleaned",
+  uploadChecksSeen: "console.upload.checks_seen",
   fileDeleteRequested: "console.file.delete_requested",
   fileDeleted: "console.file.deleted",
   sponsorReserved: "console.sponsor.reserved",
@@ -250,6 +252,16 @@ export interface UploadFailed {
   readonly failed_at: string;
 }
 
+/** What the upload's `commit` effect found (a fact; the upload machine's guards decide what follows from it). */
+export interface UploadChecksSeen {
+  /** The file's bucket as the read model has it (`deleting` or `deleted`: gone). */
+  readonly bucket_state: BucketState;
+  /** The space's bytes stored and its cap, before this file. */
+  readonly storage_used: number;
+  readonly storage_cap: number;
+  readonly seen_at: string;
+}
+
 export type UploadStartCommandData = UploadQueued;
 
 /** DELETE of a file: what the worker needs to release its stored object (the file's own aggregate starts here). */
@@ -298,6 +310,8 @@ export interface SponsorExecuted {
 export interface SponsorFailed {
   readonly code: string;
   readonly error: string;
+  /** How the chain refused (adapters/ports.ts PortErrorKind): the execute route maps it to its status. */
+  readonly kind?: string;
 }
 
 export type SponsorReserveCommandData = SponsorReserved;
@@ -307,3 +321,53 @@ export interface SponsorExecuteCommandData {
 }
 
 export type { AccessScope };
+
+// ------------------------------------------------------------------ the catalogue
+
+/** The console's event catalogue: the data of each event type (one subject family, `evt.console.>`). */
+export interface ConsoleEventData {
+  [EV.userSignedUp]: UserState;
+  [EV.spaceCreated]: SpaceState;
+  [EV.spaceMemberAdded]: SpaceState;
+  [EV.spaceMemberRemoved]: SpaceState;
+  [EV.claimHeld]: ClaimHeld;
+  [EV.claimReleased]: ClaimReleased;
+  [EV.keyMinted]: KeyMinted;
+  [EV.keyActivated]: { readonly activated_at: string };
+  [EV.keyRejected]: { readonly reason: string };
+  [EV.keyRevokeRequested]: KeyRevokeCommandData;
+  [EV.keyRevoked]: { readonly revoked_at: string };
+  [EV.bucketCreated]: BucketCreated;
+  [EV.bucketReserved]: BucketReserved;
+  [EV.bucketFinalizeRequested]: { readonly requested_by: string };
+  [EV.bucketFinalizeFailed]: BucketFinalizeFailed;
+  [EV.bucketPolicyCreated]: BucketPolicyCreated;
+  [EV.bucketActivated]: { readonly activated_at: string };
+  [EV.bucketUpdated]: BucketUpdated;
+  [EV.bucketDeleteRequested]: BucketDeleteCommandData;
+  [EV.bucketDeleted]: { readonly deleted_at: string; readonly space_id: string };
+  [EV.uploadQueued]: UploadQueued;
+  [EV.uploadStarted]: { readonly started_at: string };
+  [EV.uploadCompleted]: UploadCompleted;
+  [EV.uploadFailed]: UploadFailed;
+  [EV.uploadCleaned]: { readonly cleaned_at: string };
+  [EV.uploadChecksSeen]: UploadChecksSeen;
+  [EV.fileDeleteRequested]: FileDeleteRequested;
+  [EV.fileDeleted]: FileDeleted;
+  [EV.sponsorReserved]: SponsorReserved;
+  [EV.sponsorExecuteRequested]: { readonly requested_at: string };
+  [EV.sponsorExecuted]: SponsorExecuted;
+  [EV.sponsorFailed]: SponsorFailed;
+  [EV.sponsorExpired]: { readonly expired_at: string };
+}
+export type ConsoleEventType = keyof ConsoleEventData;
+export type ConsoleEvent = EventOf<ConsoleEventData>;
+export type NewConsoleEvent = NewEventOf<ConsoleEventData>;
+/** The console's events as its actors' machines receive them. */
+export type ConsoleMachineEvent = MachineEventOf<ConsoleEventData>;
+
+/** Current version of every console event type (all 1 so far: bump one and add an upcaster when its shape changes). */
+const CONSOLE_EVENT_VERSIONS = Object.fromEntries(Object.values(EV).map((type) => [type, 1])) as Record<ConsoleEventType, number>;
+
+/** A console event at its type's current version. */
+export const consoleEvent = eventsOf<ConsoleEventData>(CONSOLE_EVENT_VERSIONS);

@@ -9,7 +9,9 @@
 //   - namespace maintenance:    `evt.job.ns-<32 hex>`          (hash of owner and namespace; forget and restore)
 // The remember-job actor host only consumes `cmd.job.>`, and the job-status projection ignores these event types.
 import { createHash } from "node:crypto";
+import { eventsOf, type EventOf, type NewEventOf } from "../envelope.ts";
 import type { LexicalTerms } from "./lexical.ts";
+import type { JobEvent } from "./remember-job.ts";
 
 export const MEMORY_EVENTS = {
   /** A client-encrypted memory registered by POST /api/remember/manual (blob uploaded and recorded on chain). */
@@ -69,6 +71,25 @@ export interface MemoryRestored {
 }
 
 export const MEMORY_EVENT_VERSION = 1;
+
+/** The memory index maintenance catalogue (manual memories, forget, restore). */
+export interface MemoryEventData {
+  [MEMORY_EVENTS.registered]: MemoryRegistered;
+  [MEMORY_EVENTS.forgotten]: MemoryForgotten;
+  [MEMORY_EVENTS.restored]: MemoryRestored;
+}
+export type MemoryEvent = EventOf<MemoryEventData>;
+export type NewMemoryEvent = NewEventOf<MemoryEventData>;
+
+/** What the subject family `evt.job.>` carries: remember jobs and index maintenance (see the header). */
+export type IndexLogEvent = JobEvent | MemoryEvent;
+
+/** A maintenance event at its type's current version. */
+export const memoryEvent = eventsOf<MemoryEventData>({
+  [MEMORY_EVENTS.registered]: MEMORY_EVENT_VERSION,
+  [MEMORY_EVENTS.forgotten]: MEMORY_EVENT_VERSION,
+  [MEMORY_EVENTS.restored]: MEMORY_EVENT_VERSION,
+});
 
 /** Aggregate (subject suffix after `evt.`) of a manual memory. */
 export const memoryAggregate = (memoryId: string) => `${INDEX_AGGREGATE}.${memoryId}`;

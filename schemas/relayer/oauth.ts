@@ -2,6 +2,8 @@
 // PKCE S256 (RFC 7636), tokens with refresh rotation and reuse detection, revocation (RFC 7009). Grants and clients
 // are aggregates whose every event carries the whole state (hashes of codes and tokens, never the values). The
 // delegate key's ciphertext is a secret: it lives in its own store, never in an event. Pure.
+import { eventsOf, type EventOf, type NewEventOf } from "../envelope.ts";
+
 /** One subject family (`evt.oauth.>`) for clients and grants, so one projection follows both. */
 export const OAUTH = "oauth";
 export const clientAggregate = (clientId: string) => `${OAUTH}.client-${clientId}`;
@@ -56,6 +58,27 @@ export interface GrantState {
 export interface GrantEvent {
   readonly state: GrantState;
 }
+
+/** The OAuth catalogue: a client's registration carries the client, every grant event the grant's whole state. */
+export interface OAuthEventData {
+  [OAUTH_EVENTS.clientRegistered]: OAuthClientState;
+  [OAUTH_EVENTS.authorizationRequested]: GrantEvent;
+  [OAUTH_EVENTS.consentApproved]: GrantEvent;
+  [OAUTH_EVENTS.tokensIssued]: GrantEvent;
+  [OAUTH_EVENTS.grantRevoked]: GrantEvent;
+}
+export type OAuthEvent = EventOf<OAuthEventData>;
+export type NewOAuthEvent = NewEventOf<OAuthEventData>;
+export type GrantEventType = Exclude<keyof OAuthEventData, typeof OAUTH_EVENTS.clientRegistered>;
+
+/** An OAuth event at its type's current version. */
+export const oauthEvent = eventsOf<OAuthEventData>({
+  [OAUTH_EVENTS.clientRegistered]: 1,
+  [OAUTH_EVENTS.authorizationRequested]: 1,
+  [OAUTH_EVENTS.consentApproved]: 1,
+  [OAUTH_EVENTS.tokensIssued]: 1,
+  [OAUTH_EVENTS.grantRevoked]: 1,
+});
 
 /** RFC 6749 / 7591 / 7009 error codes used here. */
 export type OAuthErrorCode =

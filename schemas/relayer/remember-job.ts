@@ -1,5 +1,6 @@
 // Commands and events of the remember-job aggregate (`job.<job_id>`). Events carry ids, vectors, keyed term hashes,
 // sizes and states — never the memory text. The start command carries the text and lives only on the CMD work queue.
+import { eventsOf, type EventOf, type NewEventOf } from "../envelope.ts";
 import type { LexicalTerms } from "./lexical.ts";
 
 export const JOB = "job";
@@ -87,6 +88,26 @@ export const JOB_EVENTS = {
   indexed: "job.indexed",
   failed: "job.failed",
 } as const;
+
+/** The remember job's event catalogue: the data of each event type. */
+export interface JobEventData {
+  [JOB_EVENTS.accepted]: JobAccepted;
+  [JOB_EVENTS.uploadAttemptFailed]: JobUploadAttemptFailed;
+  [JOB_EVENTS.uploaded]: JobUploaded;
+  [JOB_EVENTS.indexed]: JobIndexed;
+  [JOB_EVENTS.failed]: JobFailed;
+}
+export type JobEvent = EventOf<JobEventData>;
+export type NewJobEvent = NewEventOf<JobEventData>;
+
+/** A remember-job event at its type's current version. */
+export const jobEvent = eventsOf<JobEventData>({
+  [JOB_EVENTS.accepted]: 1,
+  [JOB_EVENTS.uploadAttemptFailed]: 1,
+  [JOB_EVENTS.uploaded]: JOB_VECTOR_EVENT_VERSION,
+  [JOB_EVENTS.indexed]: JOB_VECTOR_EVENT_VERSION,
+  [JOB_EVENTS.failed]: 1,
+});
 
 /** Wallet attempts before a job fails (spec: Events; REFERENCE: 5 wallets round-robin). */
 export const MAX_WALLET_ATTEMPTS = 5;

@@ -4,6 +4,7 @@
 // remember's text; events carry counts and states, never the credential. The rows themselves are appended as
 // `memory.restored` events on the namespace's index aggregate (memory-maintenance.ts), so a replay keeps them.
 import type { DecryptCredential } from "../encryption.ts";
+import { eventsOf, type EventOf, type NewEventOf } from "../envelope.ts";
 
 export const RESTORE = "restore";
 
@@ -72,3 +73,15 @@ export const RESTORE_EVENTS = {
   completed: "restore.completed",
   failed: "restore.failed",
 } as const;
+
+/** The restore job's event catalogue. */
+export interface RestoreEventData {
+  [RESTORE_EVENTS.accepted]: RestoreAccepted;
+  [RESTORE_EVENTS.completed]: RestoreCompleted;
+  [RESTORE_EVENTS.failed]: RestoreFailed;
+}
+export type RestoreEvent = EventOf<RestoreEventData>;
+export type NewRestoreEvent = NewEventOf<RestoreEventData>;
+
+/** A restore-job event at its type's current version. */
+export const restoreEvent = eventsOf<RestoreEventData>({ [RESTORE_EVENTS.accepted]: 1, [RESTORE_EVENTS.completed]: 1, [RESTORE_EVENTS.failed]: 1 });
