@@ -15,12 +15,6 @@ export class ConcurrencyConflict extends Error {
 
 export type { NewEvent };
 
-/**
- * A version-1 event of `type` carrying `data`, for writers not yet on a typed catalogue (the console's direct
- * writers); typed aggregates use their catalogue's constructor (`eventsOf`, schemas/envelope.ts).
- */
-export const newEvent = <D>(type: string, data: D): NewEvent<string, D> => ({ type, version: 1, data });
-
 /** No catalogue: any event type with any data (the store's default, for generic tooling). */
 export type AnyCatalogue = Record<string, unknown>;
 

@@ -3,8 +3,11 @@
 // nothing. No NATS, no Postgres.
 import { describe, expect, it } from "vitest";
 import { AggregateStore, accept, reject, type Fold } from "../eventlog/aggregate-store.ts";
-import { ConcurrencyConflict, newEvent } from "../eventlog/event-store.ts";
+import { ConcurrencyConflict } from "../eventlog/event-store.ts";
 import { InMemoryCommitLog } from "./support/in-memory-commit-log.ts";
+
+// The store is generic over events: these tests use a catalogue of their own.
+const newEvent = <D>(type: string, data: D) => ({ type, version: 1, data });
 
 const counter: Fold<number, { type: string; data: unknown }> = { initial: 0, evolve: (_, e) => (e.data as { n: number }).n };
 const ctx = { correlationId: "t", causationId: "t" };

@@ -3,9 +3,8 @@
 // and name claims carry their whole state in each event (schemas/console/events.ts), so each fold is "the last
 // event says it". eventlog/aggregate-store.ts reads the state, appends, and decides again after a concurrent append.
 import { accept, reject, type Decision, type Fold } from "../../eventlog/aggregate-store.ts";
-import { newEvent } from "../../eventlog/event-store.ts";
 import type { EventEnvelope } from "../../schemas/envelope.ts";
-import { EV, type ClaimHeld, type ClaimReleased, type SpaceMember, type SpaceRole, type SpaceState, type UserState } from "../../schemas/console/events.ts";
+import { EV, consoleEvent, type ClaimHeld, type SpaceMember, type SpaceRole, type SpaceState, type UserState } from "../../schemas/console/events.ts";
 import type { PlanTier } from "../../schemas/console/http.ts";
 import type { ClaimScope, ConsoleError } from "./errors.ts";
 
@@ -33,20 +32,20 @@ export const claim =
   (holder: string | null): Decided<null> => {
     if (holder === c.ownerId) return accept(null);
     if (holder) return reject({ code: "name_taken", scope: c.scope, name: c.name });
-    return accept(null, [newEvent<ClaimHeld>(EV.claimHeld, { owner_id: c.ownerId, name: c.name })]);
+    return accept(null, [consoleEvent(EV.claimHeld, { owner_id: c.ownerId, name: c.name })]);
   };
 
 /** Releasing is idempotent, and only the holder releases. */
 export const release =
   (ownerId: string) =>
   (holder: string | null): Decided<null> =>
-    accept(null, holder === ownerId ? [newEvent<ClaimReleased>(EV.claimReleased, { owner_id: ownerId })] : []);
+    accept(null, holder === ownerId ? [consoleEvent(EV.claimReleased, { owner_id: ownerId })] : []);
 
 // ------------------------------------------------------------------ users and spaces
 
 /** Creates the user or the space once; a retried create finds it there and changes nothing. */
-export const createUser = (user: UserState) => (existing: UserState | null): Decided<null> => accept(null, existing ? [] : [newEvent(EV.userSignedUp, user)]);
-export const createSpace = (space: SpaceState) => (existing: SpaceState | null): Decided<null> => accept(null, existing ? [] : [newEvent(EV.spaceCreated, space)]);
+export const createUser = (user: UserState) => (existing: UserState | null): Decided<null> => accept(null, existing ? [] : [consoleEvent(EV.userSignedUp, user)]);
+export const createSpace = (space: SpaceState) => (existing: SpaceState | null): Decided<null> => accept(null, existing ? [] : [consoleEvent(EV.spaceCreated, space)]);
 
 /** The plan tier of a name, or why there is none. */
 export function tierOf(tiers: Readonly<Record<string, PlanTier>>, tier: string): { ok: true; result: PlanTier } | { ok: false; error: ConsoleError } {
@@ -76,7 +75,7 @@ export const addMember =
     }
     const member: SpaceMember = { user_id: c.userId, role: c.role, added_at: existing?.added_at ?? c.at };
     const after: SpaceState = { ...s, members: [...s.members.filter((m) => m.user_id !== c.userId), member] };
-    return accept(after, [newEvent(EV.spaceMemberAdded, after)]);
+    return accept(after, [consoleEvent(EV.spaceMemberAdded, after)]);
   };
 
 export const removeMember =
@@ -87,5 +86,5 @@ export const removeMember =
     const rest = s.members.filter((m) => m.user_id !== c.userId);
     if (!rest.some((m) => m.role === "owner")) return reject({ code: "last_owner", spaceId: c.spaceId });
     const after: SpaceState = { ...s, members: rest };
-    return accept(after, [newEvent(EV.spaceMemberRemoved, after)]);
+    return accept(after, [consoleEvent(EV.spaceMemberRemoved, after)]);
   };
