@@ -93,9 +93,9 @@ export class UseLiteEmbedder implements EmbeddingPort {
     this.threads = new Array(this.workers).fill(undefined);
   }
 
-  /** Loads the model on every thread now rather than on the first embeds (e.g. at start-up, to fail fast). */
+  /** Loads the model on every thread, the background one included, now rather than on the first embeds (e.g. at start-up, to fail fast). */
   async warmUp(): Promise<void> {
-    await Promise.all(this.threads.map((_, i) => this.thread(i).embed([" "], 1)));
+    await Promise.all([...this.threads.map((_, i) => this.thread(i).embed([" "], 1)), this.embedInBackground([" "])]);
   }
 
   /** Stops the model threads (a later embed starts them again). */
