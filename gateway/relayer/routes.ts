@@ -28,7 +28,7 @@ import { LIMITS, ValidationError, isUuid, parseBulk, parseEmbed, type RecallBody
 import { JOB, type RememberCommand } from "../../schemas/relayer/remember-job.ts";
 import { RELAYER_VERSION, healthBody, versionBody } from "./versioning.ts";
 import { registerMaintenanceRoutes } from "./maintenance-routes.ts";
-import { readiness, rememberQueue, stalledJobWaitSecs, type ReadinessSources } from "./readiness.ts";
+import { readiness, rememberQueue, type ReadinessSources } from "./readiness.ts";
 import { CREDENTIAL_HEADERS, decryptCredential } from "./decrypt-credential.ts";
 import { registerLanguageModelRoutes } from "./language-model-routes.ts";
 import { MCP_CORS_HEADERS, registerMcpRoutes, type SidecarLink } from "./mcp-routes.ts";
@@ -84,8 +84,8 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
     consumerPrefix: `actor-${JOB}`,
   });
   const readinessSources: ReadinessSources = { log, embedding: deps.embedding, maxWaitSecs: config.readyMaxWaitSecs };
-  metrics.gauge("oldest_remember_job_wait_seconds", "Seconds the oldest remember job has waited without progress: untaken on the work queue, or on it while jobs are retried", [], async (g) => {
-    g.set(await rememberQueue(log).then(stalledJobWaitSecs, () => 0));
+  metrics.gauge("oldest_remember_job_wait_seconds", "Seconds the oldest remember job has waited on the work queue for an actor host to take it", [], async (g) => {
+    g.set(await rememberQueue(log).then((q) => q.waitingSecs, () => 0));
   });
   metrics.gauge("oldest_embedding_wait_seconds", "Seconds the longest-stalled embedding of this process has gone without progress", [], (g) => {
     g.set((deps.embedding?.oldestWaitMs() ?? 0) / 1000);
