@@ -2,7 +2,7 @@
 // scripted model: these are the scheduler's rules, not the model's behaviour (the black-box suites use real models).
 import { describe, expect, it } from "vitest";
 import { allWindows, meanPool, spread, windowsOf } from "../adapters/embeddings/windows.ts";
-import { EmbeddingScheduler, TextTooLong, deadlineMs, type SchedulerOptions } from "../adapters/embeddings/scheduler.ts";
+import { EmbeddingScheduler, TextTooLong, deadlineMs, type BackgroundModel, type SchedulerOptions } from "../adapters/embeddings/scheduler.ts";
 import type { EmbeddingPort } from "../adapters/ports.ts";
 import { embeddingFromEnv } from "../config/env.ts";
 
@@ -96,6 +96,25 @@ function scriptedModel() {
     return calls[n - 1];
   };
   return { model, calls, nextCall };
+}
+
+/** A background model answering each call when the test releases it, with the CPU time the test says it took. */
+function scriptedBackground() {
+  const calls: { texts: string[]; release: (cpuMs: number | undefined) => void }[] = [];
+  let waiters: (() => void)[] = [];
+  const background: BackgroundModel = {
+    embedInBackground: (texts) =>
+      new Promise((resolve) => {
+        calls.push({ texts: [...texts], release: (cpuMs) => resolve({ vectors: texts.map(() => Float32Array.from([1, 0])), cpuMs }) });
+        for (const w of waiters) w();
+        waiters = [];
+      }),
+  };
+  const nextCall = async (n: number) => {
+    while (calls.length < n) await new Promise<void>((r) => waiters.push(r));
+    return calls[n - 1];
+  };
+  return { background, calls, nextCall };
 }
 
 const OPTIONS: SchedulerOptions = { window: { maxChars: 10, overlapChars: 0, maxWindows: 1000 }, deadline: { baseMs: 60_000, perWindowMs: 0 }, concurrency: 1, maxBatch: 3, maxBatchChars: 30 };
@@ -244,10 +263,72 @@ describe("embedding scheduler", () => {
     expect(s.oldestWaitMs()).toBe(0);
   });
 
+  it("counts a document's wait from its last embedded window: a long one that progresses is not stalled", async () => {
+    const { model, nextCall } = scriptedModel();
+    const s = new EmbeddingScheduler(model, { ...OPTIONS, maxBatch: 1 });
+    const d = s.embedDocument("d", "aaaa aaaa. aaaa aaaa.");
+    const first = await nextCall(1);
+    await new Promise((r) => setTimeout(r, 60));
+    expect(s.oldestWaitMs()).toBeGreaterThanOrEqual(55);
+    first.release(); // one window embedded: progress
+    const second = await nextCall(2);
+    expect(s.oldestWaitMs()).toBeLessThan(30);
+    second.release();
+    await d;
+  });
+
   it("passes a model failure to every waiter of the batch", async () => {
     const s = new EmbeddingScheduler({ name: "broken", dims: 2, embed: async () => Promise.reject(new Error("model down")) }, OPTIONS);
     await expect(s.embed(["q"])).rejects.toThrow("model down");
     await expect(s.embedDocument("d", "aaaa")).rejects.toThrow("model down");
+  });
+});
+
+describe("embedding scheduler with a background model for long documents", () => {
+  const long = (n: number) => Array.from({ length: n }, () => "aaaa aaaa.").join(" ");
+
+  it("runs long documents' windows there alone, one batch at a time, while queries and short memories use the model", async () => {
+    const fg = scriptedModel();
+    const bg = scriptedBackground();
+    const s = new EmbeddingScheduler(fg.model, { ...OPTIONS, concurrency: 2 }, bg.background);
+    const l1 = s.embedDocument("long-1", long(6));
+    void s.embedDocument("long-2", long(6));
+    const firstLong = await bg.nextCall(1);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(bg.calls).toHaveLength(1); // one long batch at a time
+    expect(fg.calls).toHaveLength(0); // the model's threads take no long windows
+    // While that long batch is still out, a short memory and a query are embedded on the model.
+    const short = s.embedDocument("short", "bbbb");
+    const query = s.embed(["bbbb query"]);
+    const a = await fg.nextCall(1);
+    const b = await fg.nextCall(2);
+    expect([...a.texts, ...b.texts].sort()).toEqual(["bbbb", "bbbb query"]);
+    a.release();
+    b.release();
+    expect(Array.from(await short)).toEqual([0, 1]);
+    expect(Array.from((await query)[0])).toEqual([0, 1]);
+    expect(firstLong.texts.every((t) => t === "aaaa aaaa.")).toBe(true);
+    // The long documents alternate on the background model until both are done.
+    for (let n = 1; ; n++) {
+      const settled = await Promise.race([l1.then(() => true), new Promise((r) => setTimeout(r, 0, false))]);
+      if (settled) break;
+      (await bg.nextCall(n)).release(1);
+    }
+    expect(fg.calls).toHaveLength(2);
+  });
+
+  it("charges a document the background thread's CPU time, not the wall time it waited for a core", async () => {
+    const fg = scriptedModel();
+    const bg = scriptedBackground();
+    const s = new EmbeddingScheduler(fg.model, { ...OPTIONS, maxBatch: 10, maxBatchChars: 1000, deadline: { baseMs: 50, perWindowMs: 0 } }, bg.background);
+    const slowButCheap = s.embedDocument("cheap", long(3));
+    const call = await bg.nextCall(1);
+    await new Promise((r) => setTimeout(r, 120)); // 120 ms of wall time at a low priority ...
+    call.release(9); // ... of which the thread ran 9 ms
+    expect(Array.from(await slowButCheap)).toEqual([1, 0]);
+    const costly = s.embedDocument("costly", long(12)); // two batches: it fails after the first
+    (await bg.nextCall(2)).release(60); // past its 50 ms of model time
+    await expect(costly).rejects.toThrow(new TextTooLong(50).message);
   });
 });
 

@@ -62,5 +62,5 @@ export function createScheduler(embedder: EmbeddingPort, settings: EmbeddingSett
     maxBatch: 64,
     // Four full windows: a query waits at most that long behind document work.
     maxBatchChars: 4 * window.maxChars,
-  });
+  }, local ? embedder : undefined);
 }

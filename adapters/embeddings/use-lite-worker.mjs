@@ -2,11 +2,14 @@
 // packages are CommonJS in node_modules and a worker has no TypeScript loader. Texts are tokenised with the linear
 // tokenizer (use-lite-tokenizer.mjs) and fed to the graph model as one sparse batch, as the package's own `embed`
 // does, minus its quadratic tokenizer.
+import { readFileSync, readlinkSync } from "node:fs";
 import { createRequire } from "node:module";
-import { parentPort } from "node:worker_threads";
+import { setPriority } from "node:os";
+import { parentPort, workerData } from "node:worker_threads";
 import { createTokenizer } from "./use-lite-tokenizer.mjs";
 
 const DIMS = 512;
+const CLOCK_TICK_MS = 10; // USER_HZ is 100 on Linux
 const require = createRequire(import.meta.url);
 
 const model = (async () => {
@@ -47,6 +50,28 @@ async function embedBatch({ core, graph, tokenizer }, texts, out, offset) {
   }
 }
 
+// A background thread (long documents' windows) lowers its own scheduling priority: nice is per thread on Linux, so
+// the model threads serving queries and short memories, and every other thread of the stack, get the cores first
+// and the long windows take what they leave. Elsewhere (no /proc/thread-self) the thread runs at normal priority.
+const threadStat = (() => {
+  try {
+    const tid = Number(readlinkSync("/proc/thread-self").split("/").pop());
+    if (workerData?.nice) setPriority(tid, workerData.nice);
+    return `/proc/self/task/${tid}/stat`;
+  } catch {
+    return undefined;
+  }
+})();
+
+/** CPU milliseconds this thread has used (user + system), or undefined where the kernel does not say. */
+function threadCpuMs() {
+  if (!threadStat) return undefined;
+  // Fields after the command name (which is in parentheses and may hold spaces): utime and stime are the 12th and 13th.
+  const stat = readFileSync(threadStat, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * CLOCK_TICK_MS;
+}
+
 // One request at a time per thread: interleaving them only adds tensor memory (parallelism comes from more threads).
 let chain = Promise.resolve();
 parentPort.on("message", (msg) => void (chain = chain.then(() => handle(msg))));
@@ -55,8 +80,10 @@ async function handle({ id, texts, batchSize }) {
   try {
     const m = await model;
     const out = new Float32Array(texts.length * DIMS);
+    const cpu0 = threadCpuMs();
     for (let i = 0; i < texts.length; i += batchSize) await embedBatch(m, texts.slice(i, i + batchSize), out, i);
-    parentPort.postMessage({ id, out }, [out.buffer]);
+    const cpu1 = threadCpuMs();
+    parentPort.postMessage({ id, out, cpuMs: cpu0 === undefined ? undefined : cpu1 - cpu0 }, [out.buffer]);
   } catch (e) {
     const loaded = await model.then(() => true, () => false);
     parentPort.postMessage({ id, error: e instanceof Error ? e.message : String(e), load: !loaded });

@@ -77,7 +77,7 @@ export class Ctx {
   }
 
   /** Runs `fn` and reports each process's CPU use over it (1.0 = one core busy) and what the rest of the machine used. */
-  async cpuWindow<T>(fn: () => Promise<T>): Promise<{ result: T; cpu: string; shares: { label: string; share: number }[]; seconds: number; perOp: (ops: number) => string }> {
+  async cpuWindow<T>(fn: () => Promise<T>): Promise<{ result: T; cpu: string; shares: { label: string; share: number }[]; seconds: number; perOp: (ops: number) => string; totalMsPerOp: (ops: number) => number }> {
     const a = await this.sampler.cpu();
     const t = performance.now();
     // Readings during the window too: what ends before the window does (see latestSeen) still counts.
@@ -87,13 +87,15 @@ export class Ctx {
     const seconds = (performance.now() - t) / 1000;
     const shares = cpuShares(a, latestSeen([...during, await this.sampler.cpu()]), seconds);
     this.foreign.push(shares.find((x) => x.label === OTHERS)?.share ?? 0);
+    const ours = shares.filter((x) => x.label !== OTHERS && !x.label.startsWith("machine total"));
+    const total = ours.reduce((s, x) => s + x.share, 0);
+    /** CPU milliseconds per operation over all of our processes. */
+    const totalMsPerOp = (ops: number) => (total * seconds * 1000) / ops;
     /** CPU milliseconds per operation of each of our processes, and their sum: a capacity figure that other load on the machine does not change much. */
     const perOp = (ops: number) => {
-      const ours = shares.filter((x) => x.label !== OTHERS && !x.label.startsWith("machine total"));
-      const total = ours.reduce((s, x) => s + x.share, 0);
       return ours.map((x) => `${x.label} ${((x.share * seconds * 1000) / ops).toFixed(3)}`).join(", ") + ` · sum ${((total * seconds * 1000) / ops).toFixed(3)} ms (⇒ ≤ ${Math.round((2 * ops) / (total * seconds)).toLocaleString("en-US")}/s on 2 cores)`;
     };
-    return { result, cpu: formatShares(shares), shares, seconds, perOp };
+    return { result, cpu: formatShares(shares), shares, seconds, perOp, totalMsPerOp };
   }
 
   /**

@@ -32,32 +32,42 @@ interface MixedRun {
   readonly recall: number[];
   readonly errors: number;
   readonly firstError?: string;
+  /** Of `errors`, the recalls that failed, and the first one's message. */
+  readonly recallErrors: number;
+  readonly firstRecallError?: string;
   readonly rounds: number;
 }
 
 /** Each client, in a loop until `stop()`: remember a short memory, wait for `done`, recall in its namespace. */
 async function mixedClients(clients: readonly MemrelayClient[], stop: () => boolean, textOffset: number): Promise<MixedRun> {
   const toDone: number[] = [], recall: number[] = [];
-  let errors = 0, rounds = 0;
-  let firstError: string | undefined;
+  let errors = 0, rounds = 0, recallErrors = 0;
+  let firstError: string | undefined, firstRecallError: string | undefined;
   await Promise.all(clients.map(async (client, c) => {
     for (let k = 0; !stop(); k++) {
       const i = textOffset + c * 1_000 + k;
+      let recalling = false;
       try {
         let t = performance.now();
         await rememberDone(client, memoryTexts(1, i)[0]);
         toDone.push(performance.now() - t);
+        recalling = true;
         t = performance.now();
         await client.recall(queries(1, i)[0], { namespace: NS, limit: 10 });
         recall.push(performance.now() - t);
         rounds++;
       } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
         errors++;
-        firstError ??= err instanceof Error ? err.message : String(err);
+        firstError ??= message;
+        if (recalling) {
+          recallErrors++;
+          firstRecallError ??= message;
+        }
       }
     }
   }));
-  return { toDone, recall, errors, firstError, rounds };
+  return { toDone, recall, errors, firstError, recallErrors, firstRecallError, rounds };
 }
 
 /** Samples `GET /ready` every 2 s until `stop()`: the longest waits it reported and how often it answered 503. */
@@ -76,6 +86,15 @@ async function watchReadiness(relayerUrl: string, stop: () => boolean) {
   }
   return { samples, notReady, maxJobWait, maxEmbeddingWait };
 }
+
+interface Bound {
+  readonly ratio: number;
+  readonly embedMs: number;
+  readonly totalMs: number;
+}
+const bound = (embedMs: number, totalMs: number): Bound => ({ ratio: embedMs / totalMs, embedMs, totalMs });
+const boundLine = (b: Bound) =>
+  `${b.ratio.toFixed(2)} (${b.embedMs.toFixed(1)} ÷ ${b.totalMs.toFixed(1)} ms)${b.ratio >= 0.8 ? "" : ": ≥ 0.8 cannot be reached on these cores while the pipeline shares them with the model"}`;
 
 const ceilingLine = (c: Ceiling) => `${c.perSec.toFixed(1)}/s (bench process CPU ${c.cpuMsPerText.toFixed(1)} ms per text)`;
 
@@ -164,8 +183,14 @@ export async function longRelayerSection(ctx: Ctx): Promise<SectionResult> {
     log("long-relayer: the embedder's ceiling again ...");
     const after = await documentAndQueryCeilings(settings, ceilingDocs, ceilingQueries);
     log(`long-relayer: ceiling ${ceilingLine(after.documents)} short memories, ${ceilingLine(after.queries)} queries`);
-    const docCeiling = Math.max(before.documents.perSec, after.documents.perSec);
-    const queryCeiling = Math.max(before.queries.perSec, after.queries.perSec);
+    const docFaster = before.documents.perSec >= after.documents.perSec ? before.documents : after.documents;
+    const queryFaster = before.queries.perSec >= after.queries.perSec ? before.queries : after.queries;
+    const docCeiling = docFaster.perSec;
+    const queryCeiling = queryFaster.perSec;
+    // What the CPU allows: the ceiling spends the cores on the model alone, the relayer on the model and everything
+    // around it, so on the same cores remember/s ÷ ceiling ≤ the embedding's CPU per text ÷ a job's CPU in all processes.
+    const rememberBound = bound(docFaster.cpuMsPerText, remembered.totalMsPerOp(nRemember));
+    const recallBound = bound(queryFaster.cpuMsPerText, recalled.totalMsPerOp(nRecall));
     const rememberRatio = rememberPerSec / docCeiling;
     const recallRatioToCeiling = recallPerSec / queryCeiling;
     const errors = remembered.result.errors + recalled.result.errors + alone.result.errors + withLong.errors;
@@ -177,15 +202,17 @@ export async function longRelayerSection(ctx: Ctx): Promise<SectionResult> {
       { metric: `remember → done through the relayer, ${REMEMBER_CLIENTS} clients (${nRemember} signed remembers held until done)`, measured: `${rememberPerSec.toFixed(1)}/s · ${latencyLine(summarize(remembered.result.latencies), 0)}` },
       { metric: "remember → done/s ÷ the embedder's ceiling on short memories (the faster measurement)", target: "≥ 0.8", measured: `${rememberRatio.toFixed(2)} (${rememberPerSec.toFixed(1)} / ${docCeiling.toFixed(1)})`, pass: rememberRatio >= 0.8 && remembered.result.errors === 0 },
       { metric: "remember: CPU ms per job by process", measured: remembered.perOp(nRemember) },
+      { metric: "remember: the ratio the CPU allows here (the embedding's CPU per text in that ceiling ÷ a job's CPU in all processes)", target: "≥ 0.8 reachable", measured: boundLine(rememberBound), pass: rememberBound.ratio >= 0.8 },
       { metric: "remember: CPU per process (1 core = 100 %)", measured: remembered.cpu },
       { metric: `recall through the relayer, ${RECALL_CLIENTS} clients (${nRecall} signed recalls, limit 10)`, measured: `${recallPerSec.toFixed(1)}/s · ${latencyLine(summarize(recalled.result.latencies), 0)}` },
       { metric: "recall/s ÷ the embedder's ceiling on queries (the faster measurement)", target: "≥ 0.8", measured: `${recallRatioToCeiling.toFixed(2)} (${recallPerSec.toFixed(1)} / ${queryCeiling.toFixed(1)})`, pass: recallRatioToCeiling >= 0.8 && recalled.result.errors === 0 },
       { metric: "recall: CPU ms per recall by process", measured: recalled.perOp(nRecall) },
+      { metric: "recall: the ratio the CPU allows here (the query embedding's CPU in that ceiling ÷ a recall's CPU in all processes)", target: "≥ 0.8 reachable", measured: boundLine(recallBound), pass: recallBound.ratio >= 0.8 },
       { metric: "recall: CPU per process", measured: recalled.cpu },
       { metric: `${REMEMBER_CLIENTS} clients of other owners (remember → done, then recall): p99 to done alone · beside one 1 MiB and ${kib100.length} × 100 KiB remembers`, measured: `${ms(s.doneAlone.p99, 0)} · ${ms(s.doneBeside.p99, 0)} (${s.doneAlone.n} · ${s.doneBeside.n} remembers)` },
-      { metric: "p99 to done beside the long remembers ÷ alone", target: "≤ 2", measured: doneRatio.toFixed(2), pass: doneRatio <= 2 && withLong.errors === 0 },
+      { metric: "p99 to done beside the long remembers ÷ alone (and their remembers that failed)", target: "≤ 2, none failed", measured: `${doneRatio.toFixed(2)} · ${withLong.errors - withLong.recallErrors} failed`, pass: doneRatio <= 2 && withLong.errors === withLong.recallErrors },
       { metric: "their recall p99 alone · beside the long remembers", measured: `${ms(s.recallAlone.p99, 0)} · ${ms(s.recallBeside.p99, 0)} (${s.recallAlone.n} · ${s.recallBeside.n} recalls)` },
-      { metric: "recall p99 beside the long remembers ÷ alone", target: "≤ 2", measured: recallRatio.toFixed(2), pass: recallRatio <= 2 && withLong.errors === 0 },
+      { metric: "recall p99 beside the long remembers ÷ alone (and their recalls that failed)", target: "≤ 2, none failed", measured: `${recallRatio.toFixed(2)} · ${withLong.recallErrors} failed${withLong.firstRecallError ? ` (first: ${withLong.firstRecallError})` : ""}`, pass: recallRatio <= 2 && withLong.recallErrors === 0 },
       { metric: "the 1 MiB remember reaches done", target: "done", measured: `${mib.status} after ${mib.secs.toFixed(1)} s${mib.error ? ` (${mib.error})` : ""}`, pass: mib.status === "done" },
       { metric: `the ${kib100.length} × 100 KiB remembers`, measured: `${kib100.filter((x) => x.status === "done").length} done, the last after ${Math.max(...kib100.map((x) => x.secs)).toFixed(1)} s` },
       { metric: "CPU ms per round (remember → done + recall) by process: alone · beside the long remembers (their CPU included)", measured: `${alone.perOp(Math.max(1, alone.result.rounds))} · ${beside.perOp(Math.max(1, withLong.rounds))}` },

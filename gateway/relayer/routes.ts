@@ -30,7 +30,7 @@ import { LIMITS, ValidationError, isUuid, parseBulk, parseEmbed, type RecallBody
 import { JOB, type RememberCommand } from "../../schemas/relayer/remember-job.ts";
 import { RELAYER_VERSION, healthBody, versionBody } from "./versioning.ts";
 import { registerMaintenanceRoutes } from "./maintenance-routes.ts";
-import { oldestRememberJobWaitSecs, readiness, type ReadinessSources } from "./readiness.ts";
+import { readiness, rememberQueue, type ReadinessSources } from "./readiness.ts";
 import { CREDENTIAL_HEADERS, decryptCredential } from "./decrypt-credential.ts";
 import { registerLanguageModelRoutes } from "./language-model-routes.ts";
 import { MCP_CORS_HEADERS, registerMcpRoutes, type SidecarLink } from "./mcp-routes.ts";
@@ -88,10 +88,10 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
     consumerPrefix: `actor-${JOB}`,
   });
   const readinessSources: ReadinessSources = { log, embedding: deps.embedding, maxWaitSecs: config.readyMaxWaitSecs };
-  metrics.gauge("oldest_remember_job_wait_seconds", "Seconds the oldest remember-job command has been on the work queue (waiting or in progress)", [], async (g) => {
-    g.set(await oldestRememberJobWaitSecs(log).catch(() => 0));
+  metrics.gauge("oldest_remember_job_wait_seconds", "Seconds the oldest remember job has waited on the work queue for an actor host to take it", [], async (g) => {
+    g.set(await rememberQueue(log).then((q) => q.waitingSecs, () => 0));
   });
-  metrics.gauge("oldest_embedding_wait_seconds", "Seconds the oldest embedding of this process has been waiting or running", [], (g) => {
+  metrics.gauge("oldest_embedding_wait_seconds", "Seconds the longest-stalled embedding of this process has gone without progress", [], (g) => {
     g.set((deps.embedding?.oldestWaitMs() ?? 0) / 1000);
   });
   if (deps.reads) registerReadPoolMetrics(metrics, deps.reads);
@@ -251,10 +251,30 @@ export function toReply(err: unknown): Reply | undefined {
     if (err.kind === "unavailable") return errorReply(504, `the language model did not answer (${err.message.replace(/^language-model: /, "")}); nothing was stored`, {}, { "retry-after": "5" });
     return errorReply(502, `the language model provider refused the request (${err.kind}); nothing was stored`);
   }
-  if (isUnavailable(err)) return errorReply(503, "a backing service is unavailable; retry shortly", {}, { "retry-after": "1" });
+  if (isUnavailable(err)) return errorReply(503, `${unavailableService(err)} unavailable; retry shortly`, {}, { "retry-after": "1" });
   if (err instanceof PortError) {
     if (err.kind === "forbidden") return errorReply(403, "the decrypt credential was refused by the key servers");
     if (err.kind === "invalid") return errorReply(400, err.message);
   }
   return undefined;
+}
+
+const PORT_SERVICES: Record<string, string> = { encryption: "the key servers (encryption) are", blobs: "the blob store is", chain: "the chain is", embeddings: "the embedder is", sponsor: "the sponsor is" };
+// nats.js's failures by class (the same names in @nats-io/nats-core and @nats-io/jetstream).
+const NATS_ERRORS = new Set(["ClosedConnectionError", "DrainingConnectionError", "ConnectionError", "TimeoutError", "NoRespondersError", "RequestError", "JetStreamError", "JetStreamApiError"]);
+const POSTGRES_MESSAGES = /timeout exceeded when trying to connect|connection terminated|the database system is|client has encountered a connection error/i;
+
+/**
+ * Which backing service a failure came from, for the 503: "a backing service" alone left clients and operators
+ * guessing (bench 2d's recalls beside long remembers). Names only the service, never the failure's text.
+ */
+export function unavailableService(err: unknown, depth = 0): string {
+  const fallback = "a backing service is";
+  if (!err || typeof err !== "object" || depth > 3) return fallback;
+  const e = err as { code?: unknown; message?: unknown; cause?: unknown };
+  if (err instanceof PortError) return PORT_SERVICES[err.port] ?? `the ${err.port} service is`;
+  if ((typeof e.code === "string" && /^[0-9A-Z]{5}$/.test(e.code)) || (typeof e.message === "string" && POSTGRES_MESSAGES.test(e.message))) return "the database (Postgres) is";
+  if (NATS_ERRORS.has(err.constructor.name)) return "the event log (NATS) is";
+  const inner = unavailableService(e.cause, depth + 1);
+  return inner === fallback ? fallback : inner;
 }
