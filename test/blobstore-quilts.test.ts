@@ -5,6 +5,9 @@ import { createHash, randomBytes } from "node:crypto";
 import type { BlobstoreHandle } from "../gateway/blobstore/options.ts";
 import { startTestBlobstore, type TestBlobstore } from "./support/blobstore.ts";
 import { encodeQuiltPatchId, parseQuiltPatchId } from "../adapters/blobs/quilt-codec.ts";
+import { WalrusHttpBlobs } from "../adapters/blobs/walrus-http.ts";
+import { QuiltWriter } from "../adapters/blobs/quilt-writer.ts";
+import { sha256BlobIds } from "../adapters/blobs/blob-ids.ts";
 
 const SHARDS = 10; // a small committee: at most 6 patches per quilt, up to 1.8 MB
 const MAX_BODY = 64 * 1024;
@@ -126,5 +129,45 @@ describe("Walrus aggregator: quilt reads", () => {
     // a plain blob is not a quilt
     const plain = await jsonOf(await fetch(`${svc.url}/v1/blobs`, { method: "PUT", body: randomBytes(100) }));
     expect((await get(`/v1/quilts/${plain.newlyCreated.blobObject.blobId}/patches`)).status).toBe(400);
+  });
+});
+
+describe("quilt writer and readers against the blob store", () => {
+  const port = (o: { verify?: boolean } = {}) =>
+    new WalrusHttpBlobs({ publisherUrl: svc.url, aggregatorUrl: svc.url, cacheTtlSecs: 0, cacheMaxBytes: 0, quiltShards: SHARDS, verify: o.verify ? sha256BlobIds : undefined });
+
+  it("gathers concurrent blobs into one quilt; each reads back by its patch id through the blob port, trusted or checked", async () => {
+    const writerPort = port();
+    const writer = new QuiltWriter((patches) => writerPort.storeQuilt(patches), { maxPatches: 5, maxBytes: 32 * 1024, maxWaitMs: 20 });
+    const blobs = Array.from({ length: 5 }, (_, i) => randomBytes(100 + i * 500));
+    const stored = await Promise.all(blobs.map((b) => writer.write(b)));
+    expect(new Set(stored.map((s) => s.quiltId)).size).toBe(1);
+    const patches = await jsonOf(await get(`/v1/quilts/${stored[0].quiltId}/patches`));
+    expect(patches).toHaveLength(5);
+    for (const verify of [false, true]) {
+      const reader = port({ verify }); // no cache: every read goes to the aggregator
+      for (const [i, s] of stored.entries()) expect(Buffer.from(await reader.read(s.quiltPatchId)).equals(blobs[i])).toBe(true);
+      // a plain blob id (the quilt's own) still reads as a blob
+      expect(Buffer.from(await reader.read(stored[0].quiltId)).length).toBeGreaterThan(0);
+      await reader.close();
+    }
+    await writerPort.close();
+  });
+
+  it("fails every caller with the publisher's reason when the quilt is refused", async () => {
+    const writerPort = port();
+    // 7 patches do not fit a 10-shard committee's quilt: the publisher answers 400, and all seven callers hear it
+    const writer = new QuiltWriter((patches) => writerPort.storeQuilt(patches), { maxPatches: 7, maxBytes: 32 * 1024, maxWaitMs: 20 });
+    const results = await Promise.allSettled(Array.from({ length: 7 }, () => writer.write(randomBytes(10))));
+    expect(results.every((r) => r.status === "rejected")).toBe(true);
+    for (const r of results) expect(String((r as PromiseRejectedResult).reason.message)).toMatch(/400.*Too many blobs/);
+    await writerPort.close();
+  });
+
+  it("a missing patch reads as not_found through the blob port", async () => {
+    const reader = port();
+    const unknown = encodeQuiltPatchId({ quiltId: createHash("sha256").update("gone").digest("base64url"), startIndex: 1, endIndex: 2 });
+    await expect(reader.read(unknown)).rejects.toMatchObject({ kind: "not_found" });
+    await reader.close();
   });
 });
