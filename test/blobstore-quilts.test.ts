@@ -164,6 +164,15 @@ describe("quilt writer and readers against the blob store", () => {
     await writerPort.close();
   });
 
+  it("a checked read of a quilt laid out for another committee is refused as invalid, not misread", async () => {
+    const writerPort = port();
+    const { patchIds } = await writerPort.storeQuilt([{ identifier: "x", contents: randomBytes(50) }]);
+    const reader = new WalrusHttpBlobs({ publisherUrl: svc.url, aggregatorUrl: svc.url, cacheTtlSecs: 0, cacheMaxBytes: 0, quiltShards: 1000, verify: sha256BlobIds });
+    await expect(reader.read(patchIds.get("x")!)).rejects.toMatchObject({ kind: "invalid" });
+    await reader.close();
+    await writerPort.close();
+  });
+
   it("a missing patch reads as not_found through the blob port", async () => {
     const reader = port();
     const unknown = encodeQuiltPatchId({ quiltId: createHash("sha256").update("gone").digest("base64url"), startIndex: 1, endIndex: 2 });

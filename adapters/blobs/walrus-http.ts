@@ -11,7 +11,7 @@ import { PortError, type BlobPort, type StoredBlob } from "../ports.ts";
 import { CiphertextCache } from "./ciphertext-cache.ts";
 import type { BlobIdCheck } from "./blob-ids.ts";
 import { settlesWithin } from "../settles-within.ts";
-import { parseQuiltPatchId, readQuiltPatch } from "./quilt-codec.ts";
+import { QuiltFormatError, parseQuiltPatchId, readQuiltPatch, type QuiltPatchRef } from "./quilt-codec.ts";
 
 export interface WalrusHttpOptions {
   readonly publisherUrl: string;
@@ -96,10 +96,20 @@ export class WalrusHttpBlobs implements BlobPort {
     const bytes = !patch
       ? await this.fetchBlob(blobId)
       : this.opts.verify
-        ? readQuiltPatch(await this.fetchBlob(patch.quiltId), this.opts.quiltShards ?? 1000, patch).contents
+        ? await this.cutPatch(patch, await this.fetchBlob(patch.quiltId))
         : await this.fetchFromAggregators(`/v1/blobs/by-quilt-patch-id/${blobId}`);
     this.cache.put(blobId, bytes);
     return bytes;
+  }
+
+  /** The patch out of its checked quilt; a quilt laid out for another committee is refused, not misread. */
+  private cutPatch(patch: QuiltPatchRef, quilt: Uint8Array): Uint8Array {
+    try {
+      return readQuiltPatch(quilt, this.opts.quiltShards ?? 1000, patch).contents;
+    } catch (err) {
+      if (err instanceof QuiltFormatError) throw new PortError("blobs", "invalid", `quilt ${patch.quiltId}: ${err.message}`);
+      throw err;
+    }
   }
 
   private async fetchBlob(blobId: string): Promise<Uint8Array> {
