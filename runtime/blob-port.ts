@@ -18,6 +18,7 @@ export function blobPortFrom(config: RelayerConfig, opts: { publisherUrl?: strin
     raceAfterMs: config.blobstoreAggregatorRaceAfterMs,
     cacheTtlSecs: cache ? config.blobCacheTtlSecs : 0,
     cacheMaxBytes: cache ? config.blobCacheMaxBytes : 0,
+    quiltShards: config.walrusShards,
     ...(config.blobstoreSkipConsistencyCheck ? {} : { verify: WALRUS_NETWORKS.has(config.network) ? walrusBlobIds(config.walrusShards) : sha256BlobIds }),
   });
 }

@@ -34,7 +34,8 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
   const eventLog = opts.log ?? (await openEventLog({ servers: opts.natsUrl!, name: "memrelay-blobstore" }));
   const db = opts.db ?? createPool(opts.databaseUrl!, opts.dbPoolMax ?? 10);
   const root = join(opts.dataDir, "blobstore");
-  const kind = opts.backend ?? loadConfig(process.env).blobstoreBackend ?? DEFAULT_BACKEND;
+  const config = loadConfig(process.env);
+  const kind = opts.backend ?? config.blobstoreBackend ?? DEFAULT_BACKEND;
   let blobConn: NatsConnection | undefined;
   let backend: BlobBackend;
   if (kind === "jetstream") {
@@ -105,6 +106,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
   })().catch(() => undefined);
   const server = createBlobstoreServer({
     networkProfile: opts.networkProfile ?? NETWORK_PROFILES.local,
+    quiltShards: opts.quiltShards ?? config.walrusShards,
     core,
     q,
     master,

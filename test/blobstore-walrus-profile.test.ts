@@ -40,6 +40,22 @@ describe("the Walrus routes under a network profile", () => {
     expect(againMs).toBeLessThan(storeMs);
   });
 
+  it("stores a quilt of many patches with one register, slivers and certify, and reads a patch after a node's read", async () => {
+    const form = new FormData();
+    for (let i = 0; i < 20; i++) form.append(`m${i}`, new Blob([randomBytes(300)]));
+    const [res, storeMs] = await timed(fetch(`${bs!.svc.url}/v1/quilts`, { method: "PUT", body: form }));
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { storedQuiltBlobs: { quiltPatchId: string }[] };
+    expect(body.storedQuiltBlobs).toHaveLength(20);
+    // one blob's store, not twenty: well under two
+    expect(storeMs).toBeGreaterThanOrEqual(2 * 200 + 100 - 5);
+    expect(storeMs).toBeLessThan(2 * (2 * 200 + 100));
+    const [patch, readMs] = await timed(fetch(`${bs!.svc.url}/v1/blobs/by-quilt-patch-id/${body.storedQuiltBlobs[7].quiltPatchId}`));
+    expect(patch.status).toBe(200);
+    expect((await patch.arrayBuffer()).byteLength).toBe(300);
+    expect(readMs).toBeGreaterThanOrEqual(150 - 5);
+  });
+
   it("still refuses bad input with a 4xx (a missing blob is a 404)", async () => {
     const missing = await bs!.http("GET", `/v1/blobs/${"A".repeat(43)}`);
     expect(missing.status).toBe(404);

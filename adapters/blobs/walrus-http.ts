@@ -3,11 +3,15 @@
 // A cold read asks the aggregators in order (BLOBSTORE_AGGREGATOR_URL, then BLOBSTORE_AGGREGATOR_URLS), racing the
 // next one when the previous has not answered within BLOBSTORE_AGGREGATOR_RACE_AFTER_MS (0 races all at once) or has
 // failed; the first good answer wins and the others are cancelled. Unless skipped, an answer must hash to its blob id.
-import { Agent, request } from "undici";
+// A quilt patch id (quilt-codec.ts) reads through the same port: from `by-quilt-patch-id` when aggregators are
+// trusted; under the consistency check, the whole quilt is read and checked against its blob id, then the patch cut
+// out of it (a patch alone cannot be checked). `storeQuilt` stores several blobs as one quilt (PUT /v1/quilts).
+import { Agent, FormData, request } from "undici";
 import { PortError, type BlobPort, type StoredBlob } from "../ports.ts";
 import { CiphertextCache } from "./ciphertext-cache.ts";
 import type { BlobIdCheck } from "./blob-ids.ts";
 import { settlesWithin } from "../settles-within.ts";
+import { QuiltFormatError, parseQuiltPatchId, readQuiltPatch, type QuiltPatchRef } from "./quilt-codec.ts";
 
 export interface WalrusHttpOptions {
   readonly publisherUrl: string;
@@ -23,10 +27,19 @@ export interface WalrusHttpOptions {
   readonly cacheTotalBytes?: number;
   /** The consistency check of cold reads (blob-ids.ts); absent: the aggregators are trusted (BLOBSTORE_SKIP_CONSISTENCY_CHECK). */
   readonly verify?: BlobIdCheck;
+  /** Shards of the committee whose layout quilts take (WALRUS_N_SHARDS): needed to cut a patch out of a checked quilt. */
+  readonly quiltShards?: number;
 }
 
 interface NewlyCreated { newlyCreated: { blobObject: { id: string; blobId: string; size: number } } }
 interface AlreadyCertified { alreadyCertified: { blobId: string; object?: string; event?: unknown; endEpoch: number } }
+interface QuiltStored { blobStoreResult: NewlyCreated | AlreadyCertified; storedQuiltBlobs: { identifier: string; quiltPatchId: string }[] }
+
+export interface StoredQuilt {
+  readonly quiltId: string;
+  /** identifier → quilt patch id */
+  readonly patchIds: ReadonlyMap<string, string>;
+}
 
 /** How long a close lets requests in flight finish before it aborts them. */
 const CLOSE_GRACE_MS = 1_000;
@@ -57,22 +70,66 @@ export class WalrusHttpBlobs implements BlobPort {
     throw new PortError("blobs", "invalid", "publisher answered neither newlyCreated nor alreadyCertified");
   }
 
+  /** Stores the patches as one quilt (identifiers unique, not starting with _). */
+  async storeQuilt(patches: readonly { identifier: string; contents: Uint8Array }[], o: { epochs?: number; sendObjectTo?: string } = {}): Promise<StoredQuilt> {
+    const q = new URLSearchParams({ epochs: String(o.epochs ?? this.opts.epochs ?? 2) });
+    if (o.sendObjectTo) q.set("send_object_to", o.sendObjectTo);
+    const form = new FormData();
+    for (const p of patches) form.append(p.identifier, new Blob([p.contents]), p.identifier);
+    const res = await this.call(`${this.opts.publisherUrl}/v1/quilts?${q}`, { method: "PUT", body: form });
+    const body = (await res.body.json()) as QuiltStored;
+    const r = body.blobStoreResult;
+    const quiltId = r && "newlyCreated" in r ? r.newlyCreated.blobObject.blobId : r && "alreadyCertified" in r ? r.alreadyCertified.blobId : undefined;
+    if (!quiltId || !Array.isArray(body.storedQuiltBlobs)) throw new PortError("blobs", "invalid", "publisher answered no quilt (blobStoreResult and storedQuiltBlobs)");
+    const patchIds = new Map(body.storedQuiltBlobs.map((b) => [b.identifier, b.quiltPatchId]));
+    for (const p of patches) {
+      const id = patchIds.get(p.identifier);
+      if (id) this.cache.put(id, p.contents);
+    }
+    return { quiltId, patchIds };
+  }
+
   async read(blobId: string): Promise<Uint8Array> {
     const hit = this.cache.get(blobId);
     if (hit) return hit;
-    const urls = [this.opts.aggregatorUrl, ...(this.opts.extraAggregatorUrls ?? [])];
-    const bytes = await raceInOrder(urls, this.opts.raceAfterMs ?? 150, async (base, signal) => {
-      const res = await this.call(`${base}/v1/blobs/${encodeURIComponent(blobId)}`, { method: "GET", signal });
-      const got = new Uint8Array(await res.body.arrayBuffer());
-      // Bytes that are not this blob count as that aggregator failing: the race goes on to the next one.
-      if (this.opts.verify && !this.opts.verify(blobId, got)) throw new PortError("blobs", "unavailable", `an aggregator answered bytes that are not blob ${blobId} (consistency check)`);
-      return got;
-    });
+    const patch = parseQuiltPatchId(blobId);
+    const bytes = !patch
+      ? await this.fetchBlob(blobId)
+      : this.opts.verify
+        ? await this.cutPatch(patch, await this.fetchBlob(patch.quiltId))
+        : await this.fetchFromAggregators(`/v1/blobs/by-quilt-patch-id/${blobId}`);
     this.cache.put(blobId, bytes);
     return bytes;
   }
 
-  private async call(url: string, init: { method: string; body?: Uint8Array; signal?: AbortSignal }) {
+  /** The patch out of its checked quilt; a quilt laid out for another committee is refused, not misread. */
+  private cutPatch(patch: QuiltPatchRef, quilt: Uint8Array): Uint8Array {
+    try {
+      return readQuiltPatch(quilt, this.opts.quiltShards ?? 1000, patch).contents;
+    } catch (err) {
+      if (err instanceof QuiltFormatError) throw new PortError("blobs", "invalid", `quilt ${patch.quiltId}: ${err.message}`);
+      throw err;
+    }
+  }
+
+  private async fetchBlob(blobId: string): Promise<Uint8Array> {
+    return this.fetchFromAggregators(`/v1/blobs/${encodeURIComponent(blobId)}`, (got) => {
+      // Bytes that are not this blob count as that aggregator failing: the race goes on to the next one.
+      if (this.opts.verify && !this.opts.verify(blobId, got)) throw new PortError("blobs", "unavailable", `an aggregator answered bytes that are not blob ${blobId} (consistency check)`);
+    });
+  }
+
+  private fetchFromAggregators(path: string, check?: (bytes: Uint8Array) => void): Promise<Uint8Array> {
+    const urls = [this.opts.aggregatorUrl, ...(this.opts.extraAggregatorUrls ?? [])];
+    return raceInOrder(urls, this.opts.raceAfterMs ?? 150, async (base, signal) => {
+      const res = await this.call(`${base}${path}`, { method: "GET", signal });
+      const got = new Uint8Array(await res.body.arrayBuffer());
+      check?.(got);
+      return got;
+    });
+  }
+
+  private async call(url: string, init: { method: string; body?: Uint8Array | FormData; signal?: AbortSignal }) {
     let res;
     try {
       res = await request(url, {
@@ -82,7 +139,8 @@ export class WalrusHttpBlobs implements BlobPort {
         dispatcher: this.agent,
         headersTimeout: this.opts.timeoutMs ?? 30_000,
         bodyTimeout: this.opts.timeoutMs ?? 30_000,
-        headers: init.body ? { "content-type": "application/octet-stream" } : undefined,
+        // a FormData body brings its own multipart content type
+        headers: init.body instanceof Uint8Array ? { "content-type": "application/octet-stream" } : undefined,
       });
     } catch (err) {
       throw new PortError("blobs", "unavailable", `${init.method} ${new URL(url).pathname} failed: ${(err as Error).message}`);

@@ -50,6 +50,8 @@ export interface BlobstoreOptions {
   readonly walrusEpoch?: number;
   /** MEMRELAY_NETWORK_PROFILE: the Walrus publisher and aggregator routes answer with the network's latency. Default `local`. */
   readonly networkProfile?: NetworkProfile;
+  /** Shards of the committee whose layout quilts take (PUT /v1/quilts). Default WALRUS_N_SHARDS (1000, mainnet's). */
+  readonly quiltShards?: number;
   /** How long a write waits for its read model before answering anyway. Default 10 s. */
   readonly settleTimeoutMs?: number;
   /**

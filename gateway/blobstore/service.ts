@@ -27,6 +27,7 @@ import { registerInfrastructureRoutes } from "./infrastructure-routes.ts";
 import { registerDataRoutes } from "./data-routes.ts";
 import { registerAdminRoutes } from "./admin-routes.ts";
 import { registerWalrusRoutes } from "./walrus-routes.ts";
+import { registerQuiltRoutes } from "./quilt-routes.ts";
 import type { NetworkProfile } from "../../config/network-profile.ts";
 import { registerPublicRoutes } from "./public-routes.ts";
 
@@ -45,6 +46,8 @@ export interface BlobstoreGatewayDeps {
   readonly walrusEpoch: number;
   /** MEMRELAY_NETWORK_PROFILE: the Walrus publisher and aggregator routes wait as the network's would. */
   readonly networkProfile: NetworkProfile;
+  /** Shards of the committee whose layout quilts take (quilt-routes.ts). */
+  readonly quiltShards: number;
   /** Whether the event log's connection is up (requests that need it fail fast with 503 while it is not). */
   readonly natsUp: () => boolean;
   readonly runProjections: boolean;
@@ -122,6 +125,7 @@ export function createBlobstoreServer(deps: BlobstoreGatewayDeps): HttpServer {
 
   const kit: BlobstoreRouteKit = { route, data, admin, jsonBody, query, rawKey, core, q, master, maxBlobBytes, received, storeBody, serve, serveByBlobId, needLog, walrusEpoch };
   registerWalrusRoutes(kit, deps.networkProfile);
+  registerQuiltRoutes(kit, { profile: deps.networkProfile, shards: deps.quiltShards, backend });
   registerPublicRoutes(kit);
   registerDataRoutes(kit);
   registerAdminRoutes(kit);

@@ -4,9 +4,10 @@
 import { createHash } from "node:crypto";
 import { HttpError, json } from "../http.ts";
 import { registerWalrusBlob } from "../../actors/blobstore/commands.ts";
-import { LIMITS, isObjectId, parseWalrusStore } from "../../schemas/blobstore/validation.ts";
+import { LIMITS, isObjectId, parseWalrusStore, type WalrusStoreParams } from "../../schemas/blobstore/validation.ts";
 import { E400, E404, P, type BlobstoreRouteKit } from "./route-kit.ts";
 import type { NetworkProfile } from "../../config/network-profile.ts";
+import type { PutResult } from "../../adapters/blob-bytes/backend.ts";
 import { networkDelay } from "../../adapters/network-latency.ts";
 
 /** Owner of Walrus blob objects stored without send_object_to (a fixed local publisher address). */
@@ -23,10 +24,56 @@ async function storeLatency(profile: NetworkProfile): Promise<void> {
 }
 
 /** An aggregator's read: the slivers it needs, from the storage nodes, in parallel. */
-const readLatency = (profile: NetworkProfile) => networkDelay(profile.storageNodeRead);
+export const readLatency = (profile: NetworkProfile) => networkDelay(profile.storageNodeRead);
+
+/**
+ * A publisher's store of bytes already in the backend: `alreadyCertified` when a permanent object for them lasts
+ * long enough, else one register + certify (under the network profile, its latency) and `newlyCreated`. PUT
+ * /v1/blobs and PUT /v1/quilts (a quilt is one blob) answer with it.
+ */
+export async function publishWalrusBlob(kit: BlobstoreRouteKit, profile: NetworkProfile, put: PutResult, p: WalrusStoreParams) {
+  const { core, q, walrusEpoch } = kit;
+  const endEpoch = walrusEpoch + p.epochs;
+  if (!p.deletable && put.deduplicated) {
+    const c = await q.certified(put.blobId, endEpoch);
+    if (c) {
+      // the publisher asks the storage nodes for the blob's status before it skips the upload
+      await readLatency(profile);
+      return { alreadyCertified: { blobId: put.blobId, object: c.object_id, endEpoch: c.end_epoch } };
+    }
+  }
+  await storeLatency(profile);
+  const o = await registerWalrusBlob(core, {
+    blob_id: put.blobId,
+    size: put.size,
+    encoding_type: "RS2",
+    registered_epoch: walrusEpoch,
+    certified_epoch: walrusEpoch,
+    end_epoch: endEpoch,
+    deletable: p.deletable,
+    owner: p.sendObjectTo ?? PUBLISHER_ADDRESS,
+    storage_size: put.size,
+  });
+  return {
+    newlyCreated: {
+      blobObject: {
+        id: o.object_id,
+        registeredEpoch: o.registered_epoch,
+        blobId: o.blob_id,
+        size: o.size,
+        encodingType: o.encoding_type,
+        certifiedEpoch: o.certified_epoch,
+        storage: { id: o.storage_id, startEpoch: o.registered_epoch, endEpoch: o.end_epoch, storageSize: o.storage_size },
+        deletable: o.deletable,
+      },
+      resourceOperation: { registerFromScratch: { encodedLength: o.storage_size, epochsAhead: p.epochs } },
+      cost: 0,
+    },
+  };
+}
 
 export function registerWalrusRoutes(kit: BlobstoreRouteKit, profile: NetworkProfile): void {
-  const { route, core, q, maxBlobBytes, received, storeBody, serve, serveByBlobId, needLog, walrusEpoch } = kit;
+  const { route, q, maxBlobBytes, received, storeBody, serve, serveByBlobId, needLog } = kit;
 
   route(
     {
@@ -50,43 +97,7 @@ export function registerWalrusRoutes(kit: BlobstoreRouteKit, profile: NetworkPro
       needLog();
       const { put, orphan } = await storeBody(req);
       try {
-        const endEpoch = walrusEpoch + p.epochs;
-        if (!p.deletable && put.deduplicated) {
-          const c = await q.certified(put.blobId, endEpoch);
-          if (c) {
-            // the publisher asks the storage nodes for the blob's status before it skips the upload
-            await readLatency(profile);
-            return json(200, { alreadyCertified: { blobId: put.blobId, object: c.object_id, endEpoch: c.end_epoch } });
-          }
-        }
-        await storeLatency(profile);
-        const o = await registerWalrusBlob(core, {
-          blob_id: put.blobId,
-          size: put.size,
-          encoding_type: "RS2",
-          registered_epoch: walrusEpoch,
-          certified_epoch: walrusEpoch,
-          end_epoch: endEpoch,
-          deletable: p.deletable,
-          owner: p.sendObjectTo ?? PUBLISHER_ADDRESS,
-          storage_size: put.size,
-        });
-        return json(200, {
-          newlyCreated: {
-            blobObject: {
-              id: o.object_id,
-              registeredEpoch: o.registered_epoch,
-              blobId: o.blob_id,
-              size: o.size,
-              encodingType: o.encoding_type,
-              certifiedEpoch: o.certified_epoch,
-              storage: { id: o.storage_id, startEpoch: o.registered_epoch, endEpoch: o.end_epoch, storageSize: o.storage_size },
-              deletable: o.deletable,
-            },
-            resourceOperation: { registerFromScratch: { encodedLength: o.storage_size, epochsAhead: p.epochs } },
-            cost: 0,
-          },
-        });
+        return json(200, await publishWalrusBlob(kit, profile, put, p));
       } catch (err) {
         await orphan();
         throw err;
