@@ -37,8 +37,17 @@ export interface StoredBlob {
   readonly alreadyCertified: boolean;
 }
 
+/** Several blobs stored as one Walrus quilt: the quilt's blob id and each patch identifier's quilt patch id. */
+export interface StoredQuilt {
+  readonly quiltId: string;
+  /** identifier → quilt patch id */
+  readonly patchIds: ReadonlyMap<string, string>;
+}
+
 export interface BlobPort {
   store(bytes: Uint8Array, opts?: { epochs?: number; sendObjectTo?: string; deletable?: boolean }): Promise<StoredBlob>;
+  /** Stores the patches as one quilt (identifiers unique within it); `read` then takes a quilt patch id. */
+  storeQuilt(patches: readonly { identifier: string; contents: Uint8Array }[], opts?: { epochs?: number; sendObjectTo?: string }): Promise<StoredQuilt>;
   read(blobId: string): Promise<Uint8Array>;
 }
 

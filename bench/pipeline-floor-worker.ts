@@ -21,6 +21,7 @@ if (config.sponsor.durableRegister) throw new Error("the pipeline floor stands i
 function unstoredBlobs(real: BlobPort): BlobPort {
   return {
     store: async (bytes) => ({ blobId: createHash("sha256").update(bytes).digest("base64url"), size: bytes.byteLength, alreadyCertified: false }),
+    storeQuilt: async (patches) => ({ quiltId: createHash("sha256").update(patches.map((p) => p.identifier).join()).digest("base64url"), patchIds: new Map(patches.map((p) => [p.identifier, createHash("sha256").update(p.contents).digest("base64url")])) }),
     read: (blobId) => real.read(blobId),
   };
 }

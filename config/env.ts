@@ -4,6 +4,7 @@ import { availableParallelism } from "node:os";
 import { parseOperatorKey, type OAuthSettings } from "../schemas/relayer/oauth.ts";
 import type { RetryPolicy } from "../schemas/relayer/sponsor.ts";
 import { networkProfileFromEnv, type NetworkProfile } from "./network-profile.ts";
+import { quiltLimitsFromEnv, type QuiltLimits } from "../adapters/blobs/quilt-writer.ts";
 
 export interface RelayerConfig {
   readonly port: number;
@@ -52,6 +53,11 @@ export interface RelayerConfig {
   readonly serverChainPrivateKeys: readonly string[];
   /** MEMRELAY_NETWORK_PROFILE (local): the latencies and owned-object rule the local chain and Walrus take on (config/network-profile.ts). */
   readonly networkProfile: NetworkProfile;
+  /**
+   * MEMRELAY_STORE_MODE (blob): how the remember job stores a ciphertext, as its own Walrus blob or as a patch of a
+   * quilt gathered across jobs in flight (bounded by QUILT_MAX_PATCHES, QUILT_MAX_BYTES, QUILT_MAX_WAIT_MS).
+   */
+  readonly storeMode: StoreMode;
   readonly encryptionThreshold: number | undefined;
   readonly embedder: "hashing" | "use-lite" | "openai";
   readonly embeddingDims: number | undefined;
@@ -114,6 +120,20 @@ export interface RelayerConfig {
 }
 
 /** A malformed operator variable: the message names it and says what it accepts. */
+export type StoreMode = { readonly mode: "blob" } | { readonly mode: "quilt"; readonly limits: QuiltLimits };
+
+/** MEMRELAY_STORE_MODE: `blob` (default) or `quilt`; anything else stops the start rather than quietly storing per blob. */
+export function storeModeFromEnv(env: Env): StoreMode {
+  const raw = env.MEMRELAY_STORE_MODE?.trim().toLowerCase() || "blob";
+  if (raw === "blob") return { mode: "blob" };
+  if (raw !== "quilt") throw new ConfigError(`MEMRELAY_STORE_MODE must be blob or quilt; got ${JSON.stringify(env.MEMRELAY_STORE_MODE)}`);
+  try {
+    return { mode: "quilt", limits: quiltLimitsFromEnv(env) };
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
+}
+
 export class ConfigError extends Error {
   override readonly name = "ConfigError";
 }
@@ -285,6 +305,7 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     walrusLocalShards: Math.max(intVar(env, "WALRUS_LOCAL_SHARDS", 10, 1, 1000), intVar(env, "WALRUS_LOCAL_NODES", 4, 1, 100)),
     serverChainPrivateKeys: list(env.SERVER_CHAIN_PRIVATE_KEYS ?? env.SERVER_CHAIN_PRIVATE_KEY),
     networkProfile: networkProfileFromEnv(env),
+    storeMode: storeModeFromEnv(env),
     encryptionThreshold: env.ENCRYPTION_THRESHOLD ? intVar(env, "ENCRYPTION_THRESHOLD", 2, 1) : undefined,
     embedder: ["hashing", "use-lite", "openai"].includes(embedder) ? embedder : "hashing",
     embeddingDims: env.MEMRELAY_EMBEDDING_DIMS ? intVar(env, "MEMRELAY_EMBEDDING_DIMS", 1024, 8, 2000) : undefined,

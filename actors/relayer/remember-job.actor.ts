@@ -10,7 +10,8 @@ import type { ActorDefinition } from "../host.ts";
 import { Permanent, Transient } from "../host.ts";
 import { mayAttemptAgain, rememberJobMachine, type JobContext } from "./remember-job.machine.ts";
 import { JOB, JOB_EVENTS, jobEvent, type NewJobEvent, type RememberCommand } from "../../schemas/relayer/remember-job.ts";
-import type { BlobPort, EncryptionPort } from "../../adapters/ports.ts";
+import type { BlobPort, EncryptionPort, StoredBlob } from "../../adapters/ports.ts";
+import type { QuiltWriter } from "../../adapters/blobs/quilt-writer.ts";
 import { RecordFailed, type RecordBatcher } from "../../adapters/chain/record-batcher.ts";
 import { TextTooLong, type DocumentEmbedder } from "../../adapters/embeddings/scheduler.ts";
 import type { Wallet, WalletPool } from "../../adapters/chain/wallet-pool.ts";
@@ -24,6 +25,11 @@ export interface RememberJobPorts {
   readonly embedder: DocumentEmbedder;
   readonly encryption: EncryptionPort;
   readonly blobs: BlobPort;
+  /**
+   * MEMRELAY_STORE_MODE=quilt: ciphertexts go into quilts gathered across jobs in flight, and the job's blob id is its
+   * quilt patch id; absent, each ciphertext is its own blob, sent to its owner.
+   */
+  readonly quilts?: QuiltWriter;
   /** Blob registrations, batched across jobs (adapters/chain/record-batcher.ts). */
   readonly records: RecordBatcher;
   readonly wallets: WalletPool;
@@ -49,6 +55,16 @@ function throttled(beat: () => void, everyMs: number): () => void {
     last = now;
     beat();
   };
+}
+
+/**
+ * Stores one job's ciphertext: as a patch of the quilt being gathered (its size is the patch's bytes; the quilt object
+ * stays with the relayer's wallet, the owner's record is the chain record), else as its own blob sent to the owner.
+ */
+async function storeCiphertext(ports: RememberJobPorts, ciphertext: Uint8Array, owner: string): Promise<StoredBlob> {
+  if (!ports.quilts) return ports.blobs.store(ciphertext, { sendObjectTo: owner });
+  const { quiltPatchId } = await ports.quilts.write(ciphertext);
+  return { blobId: quiltPatchId, size: ciphertext.byteLength, alreadyCertified: false };
 }
 
 /** What an attempt produced, and the wallet that paid for it. */
@@ -117,7 +133,7 @@ export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<Remem
             try: () => ports.encryption.encrypt(ctx.owner, ctx.namespace, encoder.encode(command.data.text)),
             catch: (e) => new Transient(`encryption failed: ${(e as Error).message}`),
           });
-          return yield* withWallets(ctx, ports, async (nextWallet) => ({ value: await ports.blobs.store(ciphertext, { sendObjectTo: ctx.owner }), wallet: nextWallet() }), ({ value: stored }) =>
+          return yield* withWallets(ctx, ports, async (nextWallet) => ({ value: await storeCiphertext(ports, ciphertext, ctx.owner), wallet: nextWallet() }), ({ value: stored }) =>
             jobEvent(JOB_EVENTS.uploaded, { blob_id: stored.blobId, size: stored.size, vector_f32: encodeVectorF32(vector), embedder: ports.embedder.name }),
           );
         }),

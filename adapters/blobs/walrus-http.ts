@@ -7,7 +7,7 @@
 // trusted; under the consistency check, the whole quilt is read and checked against its blob id, then the patch cut
 // out of it (a patch alone cannot be checked). `storeQuilt` stores several blobs as one quilt (PUT /v1/quilts).
 import { Agent, FormData, request } from "undici";
-import { PortError, type BlobPort, type StoredBlob } from "../ports.ts";
+import { PortError, type BlobPort, type StoredBlob, type StoredQuilt } from "../ports.ts";
 import { CiphertextCache } from "./ciphertext-cache.ts";
 import type { BlobIdCheck } from "./blob-ids.ts";
 import { settlesWithin } from "../settles-within.ts";
@@ -34,12 +34,6 @@ export interface WalrusHttpOptions {
 interface NewlyCreated { newlyCreated: { blobObject: { id: string; blobId: string; size: number } } }
 interface AlreadyCertified { alreadyCertified: { blobId: string; object?: string; event?: unknown; endEpoch: number } }
 interface QuiltStored { blobStoreResult: NewlyCreated | AlreadyCertified; storedQuiltBlobs: { identifier: string; quiltPatchId: string }[] }
-
-export interface StoredQuilt {
-  readonly quiltId: string;
-  /** identifier → quilt patch id */
-  readonly patchIds: ReadonlyMap<string, string>;
-}
 
 /** How long a close lets requests in flight finish before it aborts them. */
 const CLOSE_GRACE_MS = 1_000;

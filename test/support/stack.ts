@@ -32,6 +32,12 @@ export async function startStackWithoutActorHost(): Promise<{ t: TestStack; clie
   return { t, client: await t.client(who), owner: who.owner };
 }
 
+/** MEMRELAY_STORE_MODE of the test run: any stack test can run with its memories stored in quilts (`MEMRELAY_STORE_MODE=quilt npx vitest run …`). */
+function storeModeOfRun(): Record<string, string> {
+  const mode = process.env.MEMRELAY_STORE_MODE;
+  return mode ? { MEMRELAY_STORE_MODE: mode } : {};
+}
+
 /** `database`: where the stack's database comes from (default: a fresh one on the native PostgreSQL). */
 export async function startTestStack(env: Record<string, string> = {}, opts: { roles?: RelayerRoles; viaProxy?: boolean; walletFunding?: bigint; database?: () => Promise<TestDatabase> } = {}): Promise<TestStack> {
   const nats = await startNatsServer();
@@ -70,7 +76,7 @@ async function startOn(
   onDataDir(dataDir);
   // The hashing embedder unless a test asks for another: fast, and what tests not about semantics rely on (the
   // default without a key is USE-lite, test/paraphrase-recall.test.ts).
-  const config = loadConfig({ PORT: "0", BLOBSTORE_PORT: "0", CONSOLE_PORT: "0", SIDECAR_URL: "http://127.0.0.1:0", NATS_URL: nats.url, DATABASE_URL: dbUrl.toString(), MEMRELAY_DATA_DIR: dataDir, MEMRELAY_EMBEDDER: "hashing", ...env });
+  const config = loadConfig({ PORT: "0", BLOBSTORE_PORT: "0", CONSOLE_PORT: "0", SIDECAR_URL: "http://127.0.0.1:0", NATS_URL: nats.url, DATABASE_URL: dbUrl.toString(), MEMRELAY_DATA_DIR: dataDir, MEMRELAY_EMBEDDER: "hashing", ...storeModeOfRun(), ...env });
   const logger = process.env.MEMRELAY_TEST_LOGS ? createLogger({}) : silentLogger;
   const stack = await startLocalStack({ config, logger, databaseUrl: dbUrl.toString(), attemptDelayMs: 10, roles: opts.roles, walletFunding: opts.walletFunding });
   return {
