@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { formatResult, runChaos, type ChaosOptions } from "./chaos.ts";
 
-const opts: ChaosOptions = { agents: 64, owners: 8, faults: ["nats-kill", "nats-sigstop", "gateway-kill"], pauseMs: 20_000, quietMs: 15_000, stepPauseMs: 250, log: (l) => console.error(l) };
+const opts: ChaosOptions = { agents: 64, owners: 8, faults: ["nats-kill", "nats-sigstop", "gateway-kill"], pauseMs: 20_000, quietMs: 15_000, stepPauseMs: 500, log: (l) => console.error(l) };
 const results = fileURLToPath(new URL("../../bench/RESULTS.md", import.meta.url));
 const HEADING = "## Chaos under load (npm run chaos)";
 
