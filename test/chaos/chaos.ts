@@ -126,7 +126,7 @@ async function owners(nc: NatsConnection, gateway: string, clusterDir: string, n
 
 const countBy = (xs: readonly string[]) => xs.reduce<Record<string, number>>((m, x) => ({ ...m, [x]: (m[x] ?? 0) + 1 }), {});
 
-function figures(fault: string, t0: number, t1: number, calls: readonly CallRecord[]): FaultFigures {
+export function figures(fault: string, t0: number, t1: number, calls: readonly CallRecord[]): FaultFigures {
   const during = calls.filter((c) => c.start >= t0 && c.start <= t1);
   const recovery = (kind: CallRecord["kind"]) => {
     const bad = during.filter((c) => c.kind === kind && (c.failed || c.end - c.start > SLOW_MS));
