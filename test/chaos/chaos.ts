@@ -35,7 +35,7 @@ export interface ChaosOptions {
 export interface FaultFigures {
   readonly fault: string;
   readonly durationMs: number;
-  /** From the injection until the last write (read) that failed or took over 2 s ended; 0 when none did. */
+  /** From the injection until the last write (read) that failed or was slow ended; 0 when none did. */
   readonly writeRecoveryMs: number;
   readonly readRecoveryMs: number;
   readonly calls: number;
@@ -67,6 +67,7 @@ export interface ChaosResult {
   readonly failedCalls: number;
 }
 
+/** A call is slow when it takes over this, or over twice the slowest 1 % of its kind before the first fault (a loaded machine is slow without a fault). */
 const SLOW_MS = 2_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -126,10 +127,16 @@ async function owners(nc: NatsConnection, gateway: string, clusterDir: string, n
 
 const countBy = (xs: readonly string[]) => xs.reduce<Record<string, number>>((m, x) => ({ ...m, [x]: (m[x] ?? 0) + 1 }), {});
 
-export function figures(fault: string, t0: number, t1: number, calls: readonly CallRecord[]): FaultFigures {
+/** `baselineEnd`: the first fault's injection; the calls that ended before it set what counts as slow. */
+export function figures(fault: string, t0: number, t1: number, calls: readonly CallRecord[], baselineEnd: number): FaultFigures {
   const during = calls.filter((c) => c.start >= t0 && c.start <= t1);
+  const slowOver = (kind: CallRecord["kind"]) => {
+    const base = calls.filter((c) => c.kind === kind && !c.failed && c.end < baselineEnd).map((c) => c.end - c.start).sort((a, b) => a - b);
+    return Math.max(SLOW_MS, 2 * (base[Math.floor(base.length * 0.99)] ?? 0));
+  };
   const recovery = (kind: CallRecord["kind"]) => {
-    const bad = during.filter((c) => c.kind === kind && (c.failed || c.end - c.start > SLOW_MS));
+    const over = slowOver(kind);
+    const bad = during.filter((c) => c.kind === kind && (c.failed || c.end - c.start > over));
     return bad.length ? Math.max(...bad.map((c) => c.end)) - t0 : 0;
   };
   return { fault, durationMs: t1 - t0, writeRecoveryMs: recovery("write"), readRecoveryMs: recovery("read"), calls: during.length, failedCalls: during.filter((c) => c.failed).length, reasons: countBy(during.filter((c) => c.failed).map((c) => c.reason ?? "")) };
@@ -164,6 +171,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     /** How many starts each killed process took to listen again (more than 1: it exited while the cluster settled). */
     const restarts: string[] = [];
     await sleep(opts.quietMs);
+    const baselineEnd = Date.now();
     for (const fault of opts.faults) {
       const t0 = Date.now();
       log(`fault: ${fault}`);
@@ -193,7 +201,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
         log(`  gateway 2 / actor host 2 / projections killed and started again (${again.starts} starts)`);
       }
       await sleep(opts.quietMs);
-      faults.push(figures(fault, t0, Date.now(), calls));
+      faults.push(figures(fault, t0, Date.now(), calls, baselineEnd));
     }
     stopped = true;
     await load;
