@@ -45,6 +45,8 @@ export interface ResultsFile {
 export const RESULTS_JSON = join(repoRoot, "bench", "results.json");
 export const RESULTS_MD = join(repoRoot, "bench", "RESULTS.md");
 export const NOTES_MD = join(repoRoot, "bench", "NOTES.md");
+/** `npm run chaos` rewrites this one (test/chaos/run.ts); the render copies it after the sections. */
+export const CHAOS_MD = join(repoRoot, "bench", "CHAOS.md");
 
 export const ORDER = ["remember", "pipeline", "use-lite", "long-texts", "long-relayer", "recall", "legacy-recall", "mcp", "peer", "replay", "rebuild", "memory", "network", "blobstore", "console"];
 
@@ -104,6 +106,7 @@ export function render(r: ResultsFile): string {
     if (s.notes.length) out.push("");
     for (const b of s.blocks ?? []) out.push(`${b.title}:`, "", "```", b.text.trimEnd(), "```", "");
   }
+  if (existsSync(CHAOS_MD)) out.push(readFileSync(CHAOS_MD, "utf8").trimEnd(), "");
   // The hand-run measurements are kept in NOTES.md (never rewritten) and copied here, one level down.
   if (existsSync(NOTES_MD)) out.push(readFileSync(NOTES_MD, "utf8").trimEnd().replace(/^#/gm, "##"), "");
   return out.join("\n");

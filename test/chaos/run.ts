@@ -1,0 +1,19 @@
+// `npm run chaos`: the long chaos run (issue 32 §3): 64 agents of 8 owners on `memrelay start --cluster`, a NATS
+// node killed -9 and started again, a NATS node paused (SIGSTOP) for 20 s, gateway 2 (with actor host 2 and a
+// projection instance) killed -9 and started again. Prints the figures and writes them to bench/CHAOS.md (replaced
+// on each run), which bench/RESULTS.md copies after the bench's sections. Exits 1 when the accounting does not hold.
+import { readFileSync, writeFileSync } from "node:fs";
+import { formatResult, runChaos, type ChaosOptions } from "./chaos.ts";
+import { CHAOS_MD, RESULTS_JSON, RESULTS_MD, render } from "../../bench/lib/report.ts";
+
+const opts: ChaosOptions = { agents: 64, owners: 8, faults: ["nats-kill", "nats-sigstop", "gateway-kill"], pauseMs: 20_000, quietMs: 15_000, stepPauseMs: 500, log: (l) => console.error(l) };
+const HEADING = "## Chaos under load (npm run chaos)";
+
+const r = await runChaos(opts);
+const section = `${HEADING}\n\n${new Date().toISOString().slice(0, 10)}. ${formatResult(opts, r)}\n`;
+console.log(section);
+writeFileSync(CHAOS_MD, section);
+writeFileSync(RESULTS_MD, render(JSON.parse(readFileSync(RESULTS_JSON, "utf8"))));
+const a = r.accounting;
+const holds = a.unsettled === 0 && a.failedWithoutReason === 0 && a.ownerMismatches.length === 0 && a.duplicateIds === 0 && a.notRecalledByOwnText === 0 && !a.deadLetters;
+process.exit(holds ? 0 : 1);
