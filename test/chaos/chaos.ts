@@ -257,7 +257,8 @@ async function account(gateways: readonly string[], databaseUrl: string, identit
       done.slice(i, i + 16).map(async (a) => {
         const r = await byOwner.get(a.owner)!.recall(a.text, { limit: 1 }).catch((err: Error) => err);
         if (r instanceof Error) misses.push(r.message.slice(0, 120));
-        else if (r.results[0]?.text !== a.text) misses.push("another memory first");
+        else if (!r.results.length) misses.push(r.dropped_count ? "dropped (its blob unreadable or undecryptable)" : "no result");
+        else if (r.results[0]!.text !== a.text) misses.push("another memory first");
       }),
     );
   }
