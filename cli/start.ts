@@ -208,9 +208,10 @@ export async function startDevDashboard(stack: LocalStack, dataDir: string, port
 }
 
 /**
- * What the local neural embedder sustains and how to go past it (issue 28): the figures are bench/RESULTS.md's section
- * 2d (default configuration through the relayer on this 2-core VM: remember → done 19/s at 16 clients, 87 ms of CPU per
- * memory over all processes; recall 36/s at 8 clients, 31 ms each); docs/long-memories.md.
+ * What the local neural embedder sustains and how to go past it (issue 28): the figures come from the CPU per operation
+ * over all processes in bench/RESULTS.md's section 2d (default configuration through the relayer on a 2-core VM:
+ * 78.5 ms per remember → done, 25.5 ms per recall, i.e. about 12 and 39 per core; earlier runs 87 and 31 ms), rounded
+ * down; throughput under load is lower (docs/long-memories.md).
  */
 function embedderCapacityNote(config: { embedder: string; embedding: { workers: number } }): string {
   if (config.embedder !== "use-lite") return "";
