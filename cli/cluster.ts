@@ -15,8 +15,8 @@ import { generateKeypair } from "../adapters/chain/local/accounts.ts";
 import { startLocalStack } from "../runtime/local-stack.ts";
 import { startNatsCluster } from "./nats-cluster.ts";
 import { startPostgres, type Service } from "./services.ts";
-import { removeStackFile, stackFilePath, writeStackFile } from "./stack-file.ts";
-import { ensureDevCredentials, secretFile, startDevDashboard } from "./start.ts";
+import { stackFilePath } from "./stack-file.ts";
+import { announceStack, ensureDevCredentials, secretFile, startDevDashboard } from "./start.ts";
 import { ROLES_STOP_MS, stopWithin, untilStopped } from "./until-stopped.ts";
 
 export const CLUSTER_HELP = `memrelay start --cluster   (npm run cluster)
@@ -71,20 +71,7 @@ export async function clusterCommand(args: string[], env: Record<string, string 
     roles.push(second.stop);
     const gateways = [stack.relayerUrl, `http://${config.host}:${second.port}`];
 
-    writeStackFile({
-      pid: process.pid,
-      started_at: new Date().toISOString(),
-      data_dir: base.dataDir,
-      nats_url: nats.url,
-      database_url: postgres.url,
-      relayer_url: gateways[0],
-      relayer_urls: gateways,
-      blobstore_url: stack.blobstoreUrl,
-      console_url: stack.consoleUrl,
-      chain_rpc_url: stack.encryptionStack.rpcUrl,
-      chain_grpc_url: stack.encryptionStack.grpcUrl,
-    });
-    roles.push(async () => removeStackFile(base.dataDir));
+    roles.push(announceStack(stack, base.dataDir, nats.url, postgres.url, gateways));
 
     const { creds, credPath } = await ensureDevCredentials(stack, env, dataDir);
     const dashboard = await startDevDashboard(stack, dataDir, dashboardPort, logger);

@@ -104,19 +104,7 @@ export async function startCommand(args: string[], env = process.env): Promise<n
     const operatorSecretKey = secretFile(join(base.dataDir, "operator.key"), () => generateKeypair().secretKey);
     const stack = await startLocalStack({ config, logger, databaseUrl: postgres.url, operatorSecretKey, onSidecarLost: run.onLost });
     roles.push(() => stack.stop());
-    writeStackFile({
-      pid: process.pid,
-      started_at: new Date().toISOString(),
-      data_dir: base.dataDir,
-      nats_url: nats.url,
-      database_url: postgres.url,
-      relayer_url: stack.relayerUrl,
-      blobstore_url: stack.blobstoreUrl,
-      console_url: stack.consoleUrl,
-      chain_rpc_url: stack.encryptionStack.rpcUrl,
-      chain_grpc_url: stack.encryptionStack.grpcUrl,
-    });
-    roles.push(async () => removeStackFile(base.dataDir));
+    roles.push(announceStack(stack, base.dataDir, nats.url, postgres.url, [stack.relayerUrl]));
 
     const { creds, credPath } = await ensureDevCredentials(stack, env, base.dataDir);
     // The dashboard manages the development account with its owner key (the local network's development wallet).
@@ -162,6 +150,27 @@ export async function startCommand(args: string[], env = process.env): Promise<n
  * The dev credential file (~/.memory/credentials.json) for this stack's chain: kept when it names an identity the
  * chain knows, else a new account with a delegate key (its owner key goes to the data directory, for the dashboard).
  */
+/**
+ * Writes the stack file operator commands find a running local stack by (every gateway listed; the first is the
+ * relayer's), and returns its removal, for the roles to run at stop.
+ */
+export function announceStack(stack: LocalStack, dataDir: string, natsUrl: string, databaseUrl: string, gateways: readonly string[]): () => Promise<void> {
+  writeStackFile({
+    pid: process.pid,
+    started_at: new Date().toISOString(),
+    data_dir: dataDir,
+    nats_url: natsUrl,
+    database_url: databaseUrl,
+    relayer_url: gateways[0] ?? stack.relayerUrl,
+    ...(gateways.length > 1 ? { relayer_urls: gateways } : {}),
+    blobstore_url: stack.blobstoreUrl,
+    console_url: stack.consoleUrl,
+    chain_rpc_url: stack.encryptionStack.rpcUrl,
+    chain_grpc_url: stack.encryptionStack.grpcUrl,
+  });
+  return async () => removeStackFile(dataDir);
+}
+
 export async function ensureDevCredentials(stack: LocalStack, env: Record<string, string | undefined>, dataDir: string) {
   const credPath = credentialsPath(env);
   let creds = readCredentials(credPath);
