@@ -2,15 +2,15 @@
 // field name (its identifier), and the reserved field `_metadata` is a JSON list of {identifier, tags}. The body is
 // already bounded by the route's limit, so it is parsed whole; the console's streaming parser takes one file only.
 import { HttpError } from "../http.ts";
+import { multipartBoundary } from "../multipart-boundary.ts";
 import type { QuiltInput } from "../../adapters/blobs/quilt-codec.ts";
 
 const METADATA_FIELD = "_metadata";
 
-export function quiltBoundary(contentType: string | undefined): string {
-  if (!/^multipart\/form-data\s*;/i.test(contentType ?? "")) throw new HttpError(400, "a quilt is sent as multipart/form-data, one part per patch");
-  const m = /;\s*boundary=(?:"([^"]{1,70})"|([^\s;]{1,70}))/i.exec(contentType!);
-  if (!m) throw new HttpError(400, "multipart/form-data without a boundary");
-  return m[1] ?? m[2];
+function quiltBoundary(contentType: string | undefined): string {
+  const b = multipartBoundary(contentType);
+  if (typeof b === "string") return b;
+  throw new HttpError(400, b.missing === "not multipart" ? "a quilt is sent as multipart/form-data, one part per patch" : "multipart/form-data without a boundary");
 }
 
 interface Part {

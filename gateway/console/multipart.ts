@@ -1,6 +1,7 @@
 // A streaming multipart/form-data parser (RFC 7578) for uploads: small fields are collected (bounded), the file part
 // is handed on as a stream with backpressure, so memory stays flat whatever the file size. Only what uploads need:
 // one file part, fields as UTF-8 text, Content-Disposition name/filename (and filename*), Content-Type.
+import { multipartBoundary } from "../multipart-boundary.ts";
 import { ByteChannel } from "./channel.ts";
 import type { ChunkHolds } from "../recycled-buffers.ts";
 import { CODE, ConsoleHttpError, badRequest } from "../../schemas/console/http.ts";
@@ -27,11 +28,9 @@ export interface MultipartHandlers {
 }
 
 export function boundaryOf(contentType: string | undefined): string {
-  const ct = contentType ?? "";
-  if (!/^multipart\/form-data\s*;/i.test(ct)) throw badRequest("the upload must be multipart/form-data with a boundary");
-  const m = /;\s*boundary=(?:"([^"]{1,70})"|([^\s;]{1,70}))/i.exec(ct);
-  if (!m) throw badRequest("multipart/form-data without a boundary");
-  return m[1] ?? m[2];
+  const b = multipartBoundary(contentType);
+  if (typeof b === "string") return b;
+  throw badRequest(b.missing === "not multipart" ? "the upload must be multipart/form-data with a boundary" : "multipart/form-data without a boundary");
 }
 
 const CRLF = Buffer.from("\r\n");
