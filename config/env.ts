@@ -4,7 +4,6 @@ import { availableParallelism } from "node:os";
 import { parseOperatorKey, type OAuthSettings } from "../schemas/relayer/oauth.ts";
 import type { RetryPolicy } from "../schemas/relayer/sponsor.ts";
 import { networkProfileFromEnv, type NetworkProfile } from "./network-profile.ts";
-import { quiltLimitsFromEnv, type QuiltLimits } from "../adapters/blobs/quilt-writer.ts";
 
 export interface RelayerConfig {
   readonly port: number;
@@ -127,11 +126,28 @@ export function storeModeFromEnv(env: Env): StoreMode {
   const raw = env.MEMRELAY_STORE_MODE?.trim().toLowerCase() || "blob";
   if (raw === "blob") return { mode: "blob" };
   if (raw !== "quilt") throw new ConfigError(`MEMRELAY_STORE_MODE must be blob or quilt; got ${JSON.stringify(env.MEMRELAY_STORE_MODE)}`);
-  try {
-    return { mode: "quilt", limits: quiltLimitsFromEnv(env) };
-  } catch (err) {
-    throw new ConfigError((err as Error).message);
-  }
+  return { mode: "quilt", limits: quiltLimitsFromEnv(env) };
+}
+
+/** How the quilt writer (adapters/blobs/quilt-writer.ts) bounds a quilt it gathers. */
+export interface QuiltLimits {
+  readonly maxPatches: number;
+  readonly maxBytes: number;
+  readonly maxWaitMs: number;
+}
+
+export const DEFAULT_QUILT_LIMITS: QuiltLimits = { maxPatches: 256, maxBytes: 8 * 1024 * 1024, maxWaitMs: 50 };
+
+/**
+ * QUILT_MAX_PATCHES (256; a quilt of a 1000-shard committee holds at most 666), QUILT_MAX_BYTES (8 MiB of blob
+ * bytes), QUILT_MAX_WAIT_MS (50). An invalid value stops the process rather than quietly taking the default.
+ */
+export function quiltLimitsFromEnv(env: Env): QuiltLimits {
+  return {
+    maxPatches: strictIntVar(env, "QUILT_MAX_PATCHES", 1, 666, "the most patches in one quilt") ?? DEFAULT_QUILT_LIMITS.maxPatches,
+    maxBytes: strictIntVar(env, "QUILT_MAX_BYTES", 1, 1024 * 1024 * 1024, "the most blob bytes in one quilt") ?? DEFAULT_QUILT_LIMITS.maxBytes,
+    maxWaitMs: strictIntVar(env, "QUILT_MAX_WAIT_MS", 1, 60_000, "the milliseconds a quilt waits for more blobs") ?? DEFAULT_QUILT_LIMITS.maxWaitMs,
+  };
 }
 
 export class ConfigError extends Error {

@@ -1,7 +1,8 @@
 // The quilt writer's gathering (adapters/blobs/quilt-writer.ts) with a fake clock and a recording store: when a quilt
 // goes out (count, bytes, wait), what each caller gets, and that a failed quilt fails every caller in it.
 import { describe, expect, it } from "vitest";
-import { QuiltWriter, quiltLimitsFromEnv, type Clock, type StoreQuilt } from "../adapters/blobs/quilt-writer.ts";
+import { QuiltWriter, type Clock, type StoreQuilt } from "../adapters/blobs/quilt-writer.ts";
+import { quiltLimitsFromEnv } from "../config/env.ts";
 
 class FakeClock implements Clock {
   private timers: { at: number; fn: () => void; live: boolean }[] = [];

@@ -3,12 +3,7 @@
 // store for the lot (Walrus charges every blob a fixed metadata overhead that dominates small blobs); each caller
 // gets its own quilt patch id. A failed quilt fails every caller in it with the reason: nothing is dropped silently.
 // A blob over QUILT_MAX_BYTES on its own goes alone, in a quilt of one.
-
-export interface QuiltLimits {
-  readonly maxPatches: number;
-  readonly maxBytes: number;
-  readonly maxWaitMs: number;
-}
+import type { QuiltLimits } from "../../config/env.ts";
 
 export interface QuiltPatchStored {
   readonly quiltId: string;
@@ -29,28 +24,6 @@ export const realClock: Clock = {
     return () => clearTimeout(t);
   },
 };
-
-export const DEFAULT_QUILT_LIMITS: QuiltLimits = { maxPatches: 256, maxBytes: 8 * 1024 * 1024, maxWaitMs: 50 };
-
-function positiveInt(env: Record<string, string | undefined>, name: string, fallback: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > max) throw new Error(`${name} must be an integer from 1 to ${max}, got ${JSON.stringify(raw)}`);
-  return n;
-}
-
-/**
- * QUILT_MAX_PATCHES (256; a quilt of a 1000-shard committee holds at most 666), QUILT_MAX_BYTES (8 MiB of blob
- * bytes), QUILT_MAX_WAIT_MS (50). An invalid value stops the process rather than quietly taking the default.
- */
-export function quiltLimitsFromEnv(env: Record<string, string | undefined>): QuiltLimits {
-  return {
-    maxPatches: positiveInt(env, "QUILT_MAX_PATCHES", DEFAULT_QUILT_LIMITS.maxPatches, 666),
-    maxBytes: positiveInt(env, "QUILT_MAX_BYTES", DEFAULT_QUILT_LIMITS.maxBytes, 1024 * 1024 * 1024),
-    maxWaitMs: positiveInt(env, "QUILT_MAX_WAIT_MS", DEFAULT_QUILT_LIMITS.maxWaitMs, 60_000),
-  };
-}
 
 interface Waiting {
   readonly contents: Uint8Array;
