@@ -18,6 +18,7 @@ import { deadLetterRecord, setAside } from "../eventlog/dead-letter.ts";
 import { isUnavailable } from "../adapters/unavailable.ts";
 import { settlesWithin } from "../adapters/settles-within.ts";
 import { isConsumerExisting } from "../eventlog/jetstream-errors.ts";
+import { LIVE_CONSUME } from "../eventlog/live-consume.ts";
 
 /** A failure the host retries later (the command stays on the queue). Anything else is a bug and is retried too, logged. */
 export class Transient {
@@ -163,7 +164,7 @@ export class ActorHost<Cmd extends CommandEnvelope, M extends AnyStateMachine = 
     while (!this.stopped) {
       try {
         const consumer = await this.log.js.consumers.get(STREAMS.commands, this.consumerName);
-        const messages = await consumer.consume({ max_messages: this.opts.concurrency });
+        const messages = await consumer.consume({ ...LIVE_CONSUME, max_messages: this.opts.concurrency });
         this.messages = messages;
         for await (const m of messages) {
           while (this.inFlight.size >= this.opts.concurrency) await Promise.race(this.inFlight.keys());

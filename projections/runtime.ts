@@ -8,6 +8,7 @@ import { DeliverPolicy } from "@nats-io/jetstream";
 import type { EventLog } from "../eventlog/connection.ts";
 import { decodeCommit } from "../eventlog/event-store.ts";
 import { STREAMS } from "../eventlog/subjects.ts";
+import { LIVE_CONSUME } from "../eventlog/live-consume.ts";
 import type { EventEnvelope, StoredEvent } from "../schemas/envelope.ts";
 import { inTransaction, type Db, type Tx } from "../db/pool.ts";
 import type { Logger } from "../config/logger.ts";
@@ -356,7 +357,7 @@ abstract class FeedRunner {
     // A modest pull: a commit can be tens of KiB (vectors), and several projections in one process share a
     // connection whose pending bytes nats-server caps (64 MiB); past it the server cuts the connection as a slow
     // consumer and every ordered consumer on it restarts (seen with 4,096: stalls of 10–30 s during catch-up).
-    const messages = await consumer.consume({ max_messages: this.limits.pullMessages });
+    const messages = await consumer.consume({ ...LIVE_CONSUME, max_messages: this.limits.pullMessages });
     let failure: unknown;
     const fail = (err: unknown) => {
       failure ??= err;
