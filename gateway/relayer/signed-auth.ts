@@ -6,6 +6,7 @@ import { HttpError, type Request } from "../http.ts";
 import type { ChainPort, ResolvedAccount } from "../../adapters/ports.ts";
 import { InlineVerifier, type SignatureVerifier } from "./signature-verifier.ts";
 import { MIN_SUPPORTED_SDK } from "./versioning.ts";
+import { LEADER_ELECTION_BUDGET_MS, retryWithin } from "../../eventlog/retry-within.ts";
 
 export interface NonceStore {
   /** Records the nonce; false when it was already recorded. Throws when the store is unavailable. */
@@ -93,7 +94,8 @@ export class SignedAuth {
       commandNonce ? true : this.nonces.claim(nonce.toLowerCase()).catch(() => {
         throw new HttpError(503, "replay protection is unavailable; retry shortly", {}, { "retry-after": "1" });
       }),
-      this.chain.resolveDelegate(publicKeyHex, accountId || undefined).catch(() => {
+      // A read: tried again while the ledger's stream elects a new leader, like the nonce claim.
+      retryWithin(LEADER_ELECTION_BUDGET_MS, () => this.chain.resolveDelegate(publicKeyHex, accountId || undefined)).catch(() => {
         throw new HttpError(503, "account lookup is unavailable; retry shortly", {}, { "retry-after": "1" });
       }),
     ]);
