@@ -1,11 +1,11 @@
 // The JetStream cluster of `memrelay start --cluster`: three nats-server processes on loopback, each with nats.conf
 // (encrypted store, the data directory's at-rest key), its own store directory and free client and route ports,
-// routed to the other two. Ready when JetStream has a meta leader, so the streams can be created at R3.
+// routed to the other two. Ready when JetStream can place a stream on every node, so the streams can be created at R3.
 import type { ChildProcess } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { jetstreamManager, StorageType } from "@nats-io/jetstream";
 import { freePort } from "../runtime/tcp-ports.ts";
 import { natsServerBinary, natsServerOn, stopNatsChild } from "./services.ts";
 
@@ -46,7 +46,7 @@ export async function startNatsCluster(dataDir: string, size = 3): Promise<NatsC
     const failed = started.find((s) => !("child" in s));
     if (failed && "stderr" in failed) throw new Error(`nats-server did not start:\n${failed.stderr}`);
     const url = nodes.map((n) => n.url).join(",");
-    await untilJetStreamAnswers(url);
+    await untilJetStreamAnswers(url, size);
     return { url, nodes, stop };
   } catch (err) {
     await stop();
@@ -54,17 +54,24 @@ export async function startNatsCluster(dataDir: string, size = 3): Promise<NatsC
   }
 }
 
-/** Waits until the cluster's JetStream answers an account request (it has elected a meta leader). */
-async function untilJetStreamAnswers(servers: string): Promise<void> {
+/**
+ * Waits until the cluster can place a stream on all its nodes: a meta leader alone is not enough (seen on a loaded
+ * machine: the streams' creation then failed with "no suitable peers for placement" while a node had not joined the
+ * meta group yet), so a throw-away in-memory stream at `replicas` is created and deleted.
+ */
+async function untilJetStreamAnswers(servers: string, replicas: number): Promise<void> {
   const nc = await connect({ servers: servers.split(","), name: "memrelay-cluster-probe" });
   const deadline = Date.now() + META_LEADER_MS;
+  const probe = `memrelay_placement_probe_${process.pid}`;
   try {
     for (;;) {
       try {
-        await (await jetstreamManager(nc)).getAccountInfo();
+        const jsm = await jetstreamManager(nc);
+        await jsm.streams.add({ name: probe, subjects: [`${probe}.>`], num_replicas: replicas, storage: StorageType.Memory });
+        await jsm.streams.delete(probe);
         return;
       } catch (err) {
-        if (Date.now() > deadline) throw new Error(`the NATS cluster elected no JetStream leader within ${META_LEADER_MS / 1000} s: ${(err as Error).message}`);
+        if (Date.now() > deadline) throw new Error(`the NATS cluster could not place a stream on ${replicas} nodes within ${META_LEADER_MS / 1000} s: ${(err as Error).message}`);
         await new Promise((r) => setTimeout(r, 250));
       }
     }
