@@ -6,6 +6,8 @@
 #   pg-standby.sh create DIR PRIMARY_PORT STANDBY_PORT   initdb the primary, start it, pg_basebackup -R the standby, start it
 #   pg-standby.sh stop-standby DIR | start-standby DIR   stop (fast) or start the standby again
 #   pg-standby.sh freeze-standby DIR | thaw-standby DIR  SIGSTOP / SIGCONT every process of the standby (a gray failure)
+#   pg-standby.sh stop-primary DIR | start-primary DIR   stop the primary as a crash does (immediate: no shutdown
+#                                                        checkpoint, clients cut off), or start it again (crash recovery)
 #   pg-standby.sh remove DIR                             stop both and delete DIR
 #
 # Run as root, the clusters belong to the `postgres` user (initdb refuses root). pgvector is installed system-wide,
@@ -45,7 +47,7 @@ max_connections = 60
 EOF
 }
 
-cmd=${1:?usage: pg-standby.sh create|stop-standby|start-standby|remove DIR ...}
+cmd=${1:?usage: pg-standby.sh create|stop-standby|start-standby|stop-primary|start-primary|freeze-standby|thaw-standby|remove DIR ...}
 dir=${2:?DIR missing}
 
 case "$cmd" in
@@ -70,6 +72,12 @@ case "$cmd" in
     ;;
   start-standby)
     as_pg "$BIN/pg_ctl" -D "$dir/standby" -l "$dir/standby.log" -w start >/dev/null
+    ;;
+  stop-primary)
+    as_pg "$BIN/pg_ctl" -D "$dir/primary" -m immediate -w stop >/dev/null
+    ;;
+  start-primary)
+    as_pg "$BIN/pg_ctl" -D "$dir/primary" -l "$dir/primary.log" -w start >/dev/null
     ;;
   freeze-standby | thaw-standby)
     pid=$(head -1 "$dir/standby/postmaster.pid")

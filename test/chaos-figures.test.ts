@@ -7,9 +7,9 @@ import type { CallRecord } from "./chaos/load.ts";
 const call = (kind: CallRecord["kind"], start: number, end: number, reason?: string): CallRecord => ({ kind, start, end, failed: reason !== undefined, ...(reason ? { reason } : {}) });
 
 describe("per-fault figures", () => {
-  it("counts only calls started in the window, and recovery ends with the last failed or slow call of each kind", () => {
+  it("counts only calls that overlap the window, and recovery ends with the last failed or slow call of each kind", () => {
     const f = figures("nats-kill", 1_000, 20_000, [
-      call("write", 500, 1_500, "503 before"), // started before the fault: not its call
+      call("write", 500, 900, "503 before"), // ended before the fault: not its call
       call("write", 1_100, 1_200),
       call("write", 2_000, 6_000), // slow (over 2 s): writes recover at 6 s
       call("read", 3_000, 3_500, "503 account lookup"),
@@ -17,6 +17,11 @@ describe("per-fault figures", () => {
       call("write", 21_000, 21_100, "after"), // after the window
     ], 1_000);
     expect(f).toEqual({ fault: "nats-kill", durationMs: 19_000, writeRecoveryMs: 5_000, readRecoveryMs: 2_500, calls: 4, failedCalls: 1, reasons: { "503 account lookup": 1 } });
+  });
+
+  it("counts a call in flight at the injection (a paused node holds calls, and then none starts)", () => {
+    const f = figures("nats-sigstop", 1_000, 10_000, [call("write", 500, 1_200), call("read", 800, 7_000, "503 account lookup")], 1_000);
+    expect([f.calls, f.failedCalls, f.readRecoveryMs, f.writeRecoveryMs]).toEqual([2, 1, 6_000, 0]);
   });
 
   it("says 0 s when no call of a kind failed or was slow", () => {

@@ -6,18 +6,22 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { STREAMS } from "../../eventlog/subjects.ts";
 import { LocalChain } from "../../adapters/chain/local/local-chain.ts";
 import { addDelegateKey, createAccount, generateKeypair, mint } from "../../adapters/chain/local/accounts.ts";
 import { cachedSessionProvider } from "../../client/session-cache.ts";
 import { MemrelayClient } from "../../client/memrelay-client.ts";
-import { databaseNameFor } from "../../cli/services.ts";
-import { adminUrl } from "../support/postgres.ts";
+import { startPrimaryWithStandby, standbyDatabaseUrl, type PrimaryWithStandby } from "../support/pg-standby.ts";
 import { freePort } from "../support/free-port.ts";
 import { cleanEnv, memrelay, startStack, type StartedStack } from "../support/start-process.ts";
 import { Agent, type Accepted, type AgentIdentity, type CallRecord } from "./load.ts";
-import { imageOf, isAlive, natsNodes, natsPortOf, restartUntilListening, type ProcessImage } from "./processes.ts";
+import { imageOf, isAlive, natsNodes, natsPortOf, restartUntilListening, startUntilReady, withRoles, type ProcessImage } from "./processes.ts";
 
-export type FaultName = "nats-kill" | "nats-sigstop" | "gateway-kill";
+export type FaultName = "nats-kill" | "nats-sigstop" | "gateway-kill" | "actor-host-kill" | "projection-kill" | "postgres-restart" | "replica-stop";
+
+/** Every fault, in the order a full run injects them. */
+export const ALL_FAULTS: readonly FaultName[] = ["nats-kill", "nats-sigstop", "gateway-kill", "actor-host-kill", "projection-kill", "postgres-restart", "replica-stop"];
 
 export interface ChaosOptions {
   readonly agents: number;
@@ -50,6 +54,8 @@ export interface Accounting {
   readonly failed: number;
   readonly failedWithoutReason: number;
   readonly unsettled: number;
+  /** The jobs not settled: each distinct status they were last seen in ("unknown": no lookup answered), with how many. */
+  readonly unsettledStatuses: Record<string, number>;
   /** Owners whose rows in `memories` differ from accepted − failed, with both figures. */
   readonly ownerMismatches: { owner: string; expected: number; rows: number }[];
   readonly duplicateIds: number;
@@ -78,14 +84,17 @@ class Run {
   readonly clusterDir = join(this.dataDir, "cluster");
   readonly respawned = new Set<number>();
   stack?: StartedStack;
-  /** The second relayer process (gateway 2) the stack started. */
-  workerPid?: number;
+  /** The run's own Postgres primary and hot standby (scripts/pg-standby.sh): the Postgres faults hit them only. */
+  postgres?: PrimaryWithStandby;
+  /** The relayer processes by role, as they run now (a killed one is replaced by the one started again). */
+  readonly pids: Record<"gateway" | "actors" | "projections", number> = { gateway: 0, actors: 0, projections: 0 };
 
   constructor() {
     // A run cut short (a test timeout ends the process) must not leave the stack or a process it started again.
     process.once("exit", () => {
       this.stack?.child.kill("SIGKILL");
-      for (const pid of [...this.respawned, ...natsNodes(this.clusterDir).values(), ...(this.workerPid ? [this.workerPid] : [])]) if (isAlive(pid)) process.kill(pid, "SIGKILL");
+      for (const pid of [...this.respawned, ...natsNodes(this.clusterDir).values(), ...Object.values(this.pids)]) if (pid && isAlive(pid)) process.kill(pid, "SIGKILL");
+      this.postgres?.remove();
     });
   }
 
@@ -95,11 +104,9 @@ class Run {
       await Promise.race([this.stack.exited, sleep(15_000)]);
       this.stack.child.kill("SIGKILL");
     }
-    for (const pid of this.respawned) if (isAlive(pid)) process.kill(pid, "SIGKILL");
-    const admin = new pg.Client({ connectionString: adminUrl() });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${databaseNameFor(join(this.dataDir, "cluster"))} WITH (FORCE)`).catch(() => undefined);
-    await admin.end();
+    for (const pid of [...this.respawned, ...natsNodes(this.clusterDir).values()]) if (isAlive(pid)) process.kill(pid, "SIGKILL");
+    this.postgres?.remove();
+    this.postgres = undefined;
     for (const d of [this.dataDir, this.home]) rmSync(d, { recursive: true, force: true });
   }
 }
@@ -125,11 +132,25 @@ async function owners(nc: NatsConnection, gateway: string, clusterDir: string, n
   }
 }
 
+/** The node that leads the event log's stream (EVT): the fault that hurts most, the same in every run. */
+async function eventLogLeader(natsUrl: string, nodes: Map<string, number>): Promise<[string, number]> {
+  const nc = await connect({ servers: natsUrl.split(",") });
+  try {
+    const leader = (await (await jetstreamManager(nc)).streams.info(STREAMS.events)).cluster?.leader;
+    const pid = leader ? nodes.get(leader) : undefined;
+    if (!leader || !pid) throw new Error(`the event log's stream has no leader among ${[...nodes.keys()].join(", ")}`);
+    return [leader, pid];
+  } finally {
+    await nc.close();
+  }
+}
+
 const countBy = (xs: readonly string[]) => xs.reduce<Record<string, number>>((m, x) => ({ ...m, [x]: (m[x] ?? 0) + 1 }), {});
 
 /** `baselineEnd`: the first fault's injection; the calls that ended before it set what counts as slow. */
 export function figures(fault: string, t0: number, t1: number, calls: readonly CallRecord[], baselineEnd: number): FaultFigures {
-  const during = calls.filter((c) => c.start >= t0 && c.start <= t1);
+  // A call in flight at the injection counts: a paused node holds every call that reached it, and then none starts.
+  const during = calls.filter((c) => c.end >= t0 && c.start <= t1);
   const slowOver = (kind: CallRecord["kind"]) => {
     const base = calls.filter((c) => c.kind === kind && !c.failed && c.end < baselineEnd).map((c) => c.end - c.start).sort((a, b) => a - b);
     return Math.max(SLOW_MS, 2 * (base[Math.floor(base.length * 0.99)] ?? 0));
@@ -143,19 +164,35 @@ export function figures(fault: string, t0: number, t1: number, calls: readonly C
 }
 
 export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
-  const log = opts.log ?? (() => undefined);
+  const began = Date.now();
+  const log = (line: string) => opts.log?.(`${seconds(Date.now() - began).padStart(6)} s  ${line}`);
   const run = new Run();
   try {
+    run.postgres = await startPrimaryWithStandby();
+    const database = await run.postgres.database();
     const secondPort = await freePort();
-    const env = cleanEnv(run.home, run.dataDir, { SECOND_GATEWAY_PORT: String(secondPort), LOG_FORMAT: "json", LOG_LEVEL: "warn" });
+    const env = cleanEnv(run.home, run.dataDir, {
+      SECOND_GATEWAY_PORT: String(secondPort),
+      DATABASE_URL: database.url,
+      DATABASE_READ_URLS: standbyDatabaseUrl(run.postgres, database),
+      LOG_FORMAT: "json",
+      LOG_LEVEL: "warn",
+    });
     run.stack = startStack(env, ["--cluster"]);
     await run.stack.running;
     const clusterDir = run.clusterDir;
-    const stackFile = JSON.parse(readFileSync(join(run.dataDir, "stack.json"), "utf8")) as { relayer_urls: string[]; nats_url: string; database_url: string };
+    const stackFile = JSON.parse(readFileSync(join(run.dataDir, "stack.json"), "utf8")) as { relayer_urls: string[]; nats_url: string; database_url: string; blobstore_url: string };
     const gateways = stackFile.relayer_urls;
-    let workerPid = Number(/memrelay worker pid (\d+)/.exec(run.stack.output())?.[1]);
-    run.workerPid = workerPid;
-    log(`cluster up: gateways ${gateways.join(", ")}`);
+    run.pids.gateway = Number(/memrelay worker pid (\d+)/.exec(run.stack.output())?.[1]);
+    // Beside the stack's two relayer processes: an actor host alone and a projection instance alone, started as
+    // gateway 2's process was (same environment), so that each can be killed apart from a gateway.
+    const workerImage = imageOf(run.pids.gateway);
+    const started = { timeoutMs: 90_000, started: run.respawned };
+    const roleLog = (role: string) => join(run.home, `${role}.log`);
+    [run.pids.actors, run.pids.projections] = await Promise.all(
+      (["actors", "projections"] as const).map(async (role) => (await startUntilReady(withRoles(workerImage, role), { ...started, logFile: roleLog(role) })).pid),
+    );
+    log(`cluster up: gateways ${gateways.join(", ")}; Postgres primary and standby of the run's own`);
 
     const nc = await connect({ servers: stackFile.nats_url.split(","), maxReconnectAttempts: -1 });
     const identities = await owners(nc, gateways[0]!, clusterDir, opts.owners);
@@ -168,37 +205,61 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     log(`${opts.agents} agents of ${opts.owners} owners running`);
 
     const faults: FaultFigures[] = [];
-    /** How many starts each killed process took to listen again (more than 1: it exited while the cluster settled). */
+    /** How many starts each killed process took to serve again (more than 1: it exited while the cluster settled). */
     const restarts: string[] = [];
+    /** Kills a relayer process with -9 and, after half the pause, starts it again as it was. */
+    const killRelayer = async (role: keyof Run["pids"], what: string) => {
+      const image = imageOf(run.pids[role]);
+      process.kill(run.pids[role], "SIGKILL");
+      await sleep(opts.pauseMs / 2);
+      const again =
+        role === "gateway"
+          ? await restartUntilListening(image, secondPort, { ...started, logFile: roleLog("gateway-2") })
+          : await startUntilReady(image, { ...started, logFile: roleLog(role) });
+      run.pids[role] = again.pid;
+      restarts.push(`${what}: ${again.starts} starts`);
+      log(`  ${what} killed and started again (${again.starts} starts)`);
+    };
+    // Warm-up: the first calls of an agent open its sessions and are slow; a fault injected before every agent has
+    // finished one would find no call of its own to count (seen on a loaded machine).
+    while (calls.length < opts.agents) await sleep(200);
     await sleep(opts.quietMs);
     const baselineEnd = Date.now();
     for (const fault of opts.faults) {
       const t0 = Date.now();
       log(`fault: ${fault}`);
       if (fault === "nats-kill" || fault === "nats-sigstop") {
-        const [name, pid] = [...natsNodes(clusterDir)].sort()[1]!;
+        const [name, pid] = await eventLogLeader(stackFile.nats_url, natsNodes(clusterDir));
         if (fault === "nats-kill") {
           const image: ProcessImage = imageOf(pid);
           process.kill(pid, "SIGKILL");
           await sleep(opts.pauseMs / 2);
           const again = await restartUntilListening(image, natsPortOf(image), { logFile: join(run.home, `${name}.log`), timeoutMs: 30_000, started: run.respawned });
           restarts.push(`${name}: ${again.starts} starts`);
-          log(`  ${name} (pid ${pid}) killed and started again (${again.starts} starts)`);
+          log(`  ${name} (pid ${pid}, the event log's leader) killed and started again (${again.starts} starts)`);
         } else {
           process.kill(pid, "SIGSTOP");
           await sleep(opts.pauseMs);
           process.kill(pid, "SIGCONT");
-          log(`  ${name} (pid ${pid}) paused ${opts.pauseMs / 1000} s`);
+          log(`  ${name} (pid ${pid}, the event log's leader) paused ${opts.pauseMs / 1000} s`);
         }
-      } else {
+      } else if (fault === "gateway-kill") {
         // gateway 2 is the `memrelay worker` process: gateway, actor host and a projection instance in one.
-        const image = imageOf(workerPid);
-        process.kill(workerPid, "SIGKILL");
+        await killRelayer("gateway", "gateway 2 (with actor host 2 and projections)");
+      } else if (fault === "actor-host-kill") {
+        await killRelayer("actors", "actor host 3");
+      } else if (fault === "projection-kill") {
+        await killRelayer("projections", "projection instance 3");
+      } else if (fault === "postgres-restart") {
+        run.postgres.stopPrimary();
         await sleep(opts.pauseMs / 2);
-        const again = await restartUntilListening(image, secondPort, { logFile: join(run.home, "gateway-2.log"), timeoutMs: 90_000, started: run.respawned });
-        workerPid = again.pid;
-        restarts.push(`gateway 2: ${again.starts} starts`);
-        log(`  gateway 2 / actor host 2 / projections killed and started again (${again.starts} starts)`);
+        run.postgres.startPrimary();
+        log(`  Postgres primary stopped (immediate) and started again after ${opts.pauseMs / 2000} s`);
+      } else {
+        run.postgres.stopStandby();
+        await sleep(opts.pauseMs);
+        run.postgres.startStandby();
+        log(`  Postgres standby stopped for ${opts.pauseMs / 1000} s`);
       }
       await sleep(opts.quietMs);
       faults.push(figures(fault, t0, Date.now(), calls, baselineEnd));
@@ -206,7 +267,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     stopped = true;
     await load;
     log(`load stopped: ${accepted.length} memories accepted, ${calls.length} calls`);
-    const accounting = await account(gateways, stackFile.database_url, identities, accepted, env, log);
+    const accounting = await account(gateways, stackFile.database_url, stackFile.blobstore_url, identities, accepted, env, log);
     return { faults, restarts, accounting, totalCalls: calls.length, failedCalls: calls.filter((c) => c.failed).length };
   } finally {
     await run.cleanup();
@@ -214,7 +275,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
 }
 
 /** After the faults: every 202 settled with a reason, rows per owner, no duplicate, each done memory recalled by its text. */
-async function account(gateways: readonly string[], databaseUrl: string, identities: readonly AgentIdentity[], accepted: readonly Accepted[], env: Record<string, string>, log: (l: string) => void): Promise<Accounting> {
+async function account(gateways: readonly string[], databaseUrl: string, blobstoreUrl: string, identities: readonly AgentIdentity[], accepted: readonly Accepted[], env: Record<string, string>, log: (l: string) => void): Promise<Accounting> {
   const byOwner = new Map(identities.map((w) => [w.owner, new MemrelayClient({ baseUrl: gateways[0]!, delegatePrivateKey: w.delegateSecretKey, accountId: w.accountId, encryptionSession: w.session })]));
   const status = new Map<string, { status: string; error?: string }>();
   const deadline = Date.now() + 60_000;
@@ -252,16 +313,20 @@ async function account(gateways: readonly string[], databaseUrl: string, identit
   }
 
   const misses: string[] = [];
+  const dropped: Accepted[] = [];
   for (let i = 0; i < done.length; i += 16) {
     await Promise.all(
       done.slice(i, i + 16).map(async (a) => {
         const r = await byOwner.get(a.owner)!.recall(a.text, { limit: 1 }).catch((err: Error) => err);
         if (r instanceof Error) misses.push(r.message.slice(0, 120));
-        else if (!r.results.length) misses.push(r.dropped_count ? "dropped (its blob unreadable or undecryptable)" : "no result");
+        else if (!r.results.length && r.dropped_count) dropped.push(a);
+        else if (!r.results.length) misses.push("no result");
         else if (r.results[0]!.text !== a.text) misses.push("another memory first");
       }),
     );
   }
+  misses.push(...(await whyDropped(databaseUrl, blobstoreUrl, dropped)));
+  log(`recalled by their own text: ${done.length - misses.length} of ${done.length}`);
   const lag = memrelay(env, "lag");
   const deadLetters = (lag.out.match(/^.*dead letters.*$/gm) ?? []).join("\n");
   return {
@@ -270,6 +335,7 @@ async function account(gateways: readonly string[], databaseUrl: string, identit
     failed: failed.length,
     failedWithoutReason: failed.filter((a) => !status.get(a.jobId)?.error).length,
     unsettled: accepted.length - done.length - failed.length,
+    unsettledStatuses: countBy(accepted.filter((a) => !["done", "failed"].includes(status.get(a.jobId)?.status ?? "")).map((a) => status.get(a.jobId)?.status ?? "unknown")),
     ownerMismatches,
     duplicateIds,
     notRecalledByOwnText: misses.length,
@@ -278,18 +344,36 @@ async function account(gateways: readonly string[], databaseUrl: string, identit
   };
 }
 
+/** Why a recall dropped its memory: what the blob store answers for the memory's blob (unreadable, or readable and then not decryptable). */
+async function whyDropped(databaseUrl: string, blobstoreUrl: string, dropped: readonly Accepted[]): Promise<string[]> {
+  if (!dropped.length) return [];
+  const db = new pg.Client({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    const rows = await db.query<{ id: string; blob_id: string; referenced: boolean }>("SELECT m.id, m.blob_id, EXISTS (SELECT 1 FROM bs_contents c WHERE c.blob_id = m.blob_id) AS referenced FROM memories m WHERE m.id = ANY($1::uuid[])", [dropped.map((a) => a.jobId)]);
+    return Promise.all(
+      rows.rows.map(async (r) => {
+        const status = await fetch(`${blobstoreUrl}/v1/blobs/${r.blob_id}`).then((res) => res.status, (err: Error) => err.message);
+        return `dropped: blob store answers ${status}${r.referenced ? "" : " (no bs_contents row)"}${status === 200 ? ", so not decryptable" : ""}`;
+      }),
+    );
+  } finally {
+    await db.end();
+  }
+}
+
 const seconds = (ms: number) => (ms / 1000).toFixed(1);
 
 /** The figures as a Markdown table (bench/RESULTS.md, the README). */
 export function formatResult(opts: ChaosOptions, r: ChaosResult): string {
   const a = r.accounting;
   return [
-    `${opts.agents} agents, ${opts.owners} owners, on \`memrelay start --cluster\` (3 NATS nodes at R3, 2 gateways, 2 actor hosts, 2 projection instances); one fault at a time, ${seconds(opts.quietMs)} s of load between faults; clients retry 4 times on network errors and 5xx (200 ms doubling backoff, next gateway).`,
+    `${opts.agents} agents, ${opts.owners} owners, on \`memrelay start --cluster\` (3 NATS nodes at R3, 2 gateways, 3 actor hosts, 3 projection instances, a Postgres primary with a hot standby for reads); one fault at a time, ${seconds(opts.pauseMs)} s pause (a killed process or Postgres is started again after half of it), ${seconds(opts.quietMs)} s of load between faults; clients retry 4 times on network errors and 5xx (200 ms doubling backoff, next gateway).`,
     "",
     "| fault | writes recover (s) | reads recover (s) | calls during | failed after retries |",
     "|---|---|---|---|---|",
     ...r.faults.map((f) => `| ${f.fault} | ${seconds(f.writeRecoveryMs)} | ${seconds(f.readRecoveryMs)} | ${f.calls} | ${f.failedCalls} (${((100 * f.failedCalls) / Math.max(1, f.calls)).toFixed(2)} %)${f.failedCalls ? `: ${Object.entries(f.reasons).map(([r, n]) => `${n}× ${r}`).join("; ")}` : ""} |`),
     "",
-    `Accounting: ${a.accepted} accepted (202), ${a.done} done, ${a.failed} failed (${a.failedWithoutReason} without a reason), ${a.unsettled} not settled; owners whose rows ≠ accepted − failed: ${a.ownerMismatches.length}${a.ownerMismatches.length ? ` (${a.ownerMismatches.map((m) => `${m.rows} rows for ${m.expected}`).join(", ")})` : ""}; duplicate rows: ${a.duplicateIds}; done memories not recalled first by their own text: ${a.notRecalledByOwnText}${a.notRecalledByOwnText ? ` (${Object.entries(a.notRecalledReasons).map(([r, n]) => `${n}× ${r}`).join("; ")})` : ""}; dead letters: ${a.deadLetters || "none"}. All calls: ${r.totalCalls}, failed after retries: ${r.failedCalls}. Killed processes started again (as a Restart=always unit would): ${r.restarts.join(", ")}.`,
+    `Accounting: ${a.accepted} accepted (202), ${a.done} done, ${a.failed} failed (${a.failedWithoutReason} without a reason), ${a.unsettled} not settled${a.unsettled ? ` (${Object.entries(a.unsettledStatuses).map(([st, n]) => `${n}× ${st}`).join(", ")})` : ""}; owners whose rows ≠ accepted − failed: ${a.ownerMismatches.length}${a.ownerMismatches.length ? ` (${a.ownerMismatches.map((m) => `${m.rows} rows for ${m.expected}`).join(", ")})` : ""}; duplicate rows: ${a.duplicateIds}; done memories not recalled first by their own text: ${a.notRecalledByOwnText}${a.notRecalledByOwnText ? ` (${Object.entries(a.notRecalledReasons).map(([r, n]) => `${n}× ${r}`).join("; ")})` : ""}; dead letters: ${a.deadLetters || "none"}. All calls: ${r.totalCalls}, failed after retries: ${r.failedCalls}. Killed processes started again (as a Restart=always unit would): ${r.restarts.join(", ")}.`,
   ].join("\n");
 }

@@ -3,7 +3,7 @@
 // pid, and brought back exactly as they were started (same command line, environment and working directory, so the
 // same ports and stores). A process brought back belongs to the run, which stops it at the end.
 import { spawn } from "node:child_process";
-import { openSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { existsSync, openSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
 import { waitForPort } from "../../runtime/tcp-ports.ts";
 
@@ -74,6 +74,31 @@ export async function restartUntilListening(image: ProcessImage, port: number, o
     while (Date.now() < deadline && isAlive(pid) && !(await listening(port))) await new Promise((r) => setTimeout(r, 200));
     if (isAlive(pid) && (await listening(port))) return { pid, starts };
     if (Date.now() >= deadline) throw new Error(`port ${port} did not open within ${opts.timeoutMs} ms (${starts} starts); the restarted process said:\n${readFileSync(opts.logFile, "utf8").slice(-3000)}`);
+    await new Promise((r) => setTimeout(r, 1_000));
+  }
+}
+
+/** The same program with other `--roles` (a `memrelay worker` image): an actors-only or projections-only process. */
+export function withRoles(image: ProcessImage, roles: string): ProcessImage {
+  const at = image.argv.indexOf("--roles");
+  if (at < 0) throw new Error(`not a memrelay worker: ${image.argv.join(" ")}`);
+  return { ...image, argv: [...image.argv.slice(0, at + 1), roles, ...image.argv.slice(at + 2)] };
+}
+
+/**
+ * Starts a `memrelay worker` and waits until it prints "ready" (roles without a port), starting it again each time it
+ * exits first, like restartUntilListening. Every pid it started goes to `started`.
+ */
+export async function startUntilReady(image: ProcessImage, opts: { logFile: string; timeoutMs: number; started: Set<number> }): Promise<{ pid: number; starts: number }> {
+  const deadline = Date.now() + opts.timeoutMs;
+  const readyLines = () => (existsSync(opts.logFile) ? (readFileSync(opts.logFile, "utf8").match(/^ready\b/gm) ?? []).length : 0);
+  for (let starts = 1; ; starts++) {
+    const before = readyLines();
+    const pid = respawn(image, opts.logFile);
+    opts.started.add(pid);
+    while (Date.now() < deadline && isAlive(pid) && readyLines() === before) await new Promise((r) => setTimeout(r, 200));
+    if (isAlive(pid) && readyLines() > before) return { pid, starts };
+    if (Date.now() >= deadline) throw new Error(`${image.argv.slice(-2).join(" ")} did not say ready within ${opts.timeoutMs} ms (${starts} starts):\n${readFileSync(opts.logFile, "utf8").slice(-3000)}`);
     await new Promise((r) => setTimeout(r, 1_000));
   }
 }

@@ -20,6 +20,9 @@ export interface PrimaryWithStandby {
   database(): Promise<TestDatabase>;
   stopStandby(): void;
   startStandby(): void;
+  /** Stops the primary as a crash does (immediate mode), and starts it again (crash recovery). */
+  stopPrimary(): void;
+  startPrimary(): void;
   /** SIGSTOPs every process of the standby: it accepts connections and answers nothing (a gray failure). */
   freezeStandby(): void;
   thawStandby(): void;
@@ -65,6 +68,8 @@ export async function startPrimaryWithStandby(): Promise<PrimaryWithStandby> {
     },
     stopStandby: () => void run("stop-standby", dir),
     startStandby: () => void run("start-standby", dir),
+    stopPrimary: () => void run("stop-primary", dir),
+    startPrimary: () => void run("start-primary", dir),
     freezeStandby: () => void run("freeze-standby", dir),
     thawStandby: () => void run("thaw-standby", dir),
     pauseReplay: () => onServer(standbyUrl, "SELECT pg_wal_replay_pause()"),
