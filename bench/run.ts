@@ -2,9 +2,9 @@
 // Postgres (a fresh database), each role of the relayer in its own process. Results: bench/RESULTS.md and
 // bench/results.json (merged: sections not run keep their previous results).
 //
-//   node --import tsx bench/run.ts                      every section (≈ 15–20 min on 2 cores)
+//   node --import tsx bench/run.ts                      every section (≈ 15–20 min on 2 cores, and ≈ 20 more for scaling)
 //   node --import tsx bench/run.ts --only recall        one section (remember, pipeline, use-lite, long-texts, long-relayer, recall, legacy-recall, mcp, peer, replay, rebuild, memory,
-//                                                       network, blobstore, console)
+//                                                       network, scaling, blobstore, console)
 //   node --import tsx bench/run.ts --only remember,pipeline --quick    smaller counts, for a smoke run
 // Flags: --plain-nats (JetStream store not encrypted), --cpu-prof (worker processes write V8 CPU profiles to
 // bench/profiles/; summarise with `node --import tsx bench/profile-summary.ts <file>`), --no-save.
@@ -30,6 +30,7 @@ import { replaySection } from "./sections/replay.ts";
 import { rebuildSection } from "./sections/rebuild.ts";
 import { memorySection } from "./sections/memory.ts";
 import { networkSection } from "./sections/network.ts";
+import { scalingSection } from "./sections/scaling.ts";
 import { blobstoreSection, consoleSection } from "./service-sections.ts";
 
 const args = process.argv.slice(2);
@@ -135,6 +136,8 @@ try {
   if (wants("long-relayer")) await runSection("long-relayer", () => longRelayerSection(ctx));
   // Remember → done under the local and a network profile: an environment per profile.
   if (wants("network")) await runSection("network", () => networkSection(ctx));
+  // CPU per memory per role on a three-node JetStream cluster with 1 and 2 gateways and actor hosts: its own environment.
+  if (wants("scaling")) await runSection("scaling", () => scalingSection(ctx));
   // The blob store's and the console's benchmarks: each starts its own nats-server, database and service processes.
   if (wants("blobstore")) await runSection("blobstore", () => blobstoreSection(ctx));
   if (wants("console")) await runSection("console", () => consoleSection(ctx));
@@ -144,8 +147,9 @@ try {
 } finally {
   await ctx.teardown().catch(() => undefined);
 }
-// Peak memory is sampled for the relayer's processes (the service sections report their own figures).
-const relayerRan = ran.filter((n) => n !== "blobstore" && n !== "console");
+// Peak memory is sampled for the relayer's processes (the service sections report their own figures; scaling's
+// cluster processes are not the layout the memory section describes).
+const relayerRan = ran.filter((n) => n !== "blobstore" && n !== "console" && n !== "scaling");
 if (relayerRan.length) results.push(memorySection(ctx, relayerRan));
 if (ctx.foreign.length) {
   const mean = ctx.foreign.reduce((a, b) => a + b, 0) / ctx.foreign.length;

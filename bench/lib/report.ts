@@ -48,7 +48,7 @@ export const NOTES_MD = join(repoRoot, "bench", "NOTES.md");
 /** `npm run chaos` rewrites this one (test/chaos/run.ts); the render copies it after the sections. */
 export const CHAOS_MD = join(repoRoot, "bench", "CHAOS.md");
 
-export const ORDER = ["remember", "pipeline", "use-lite", "long-texts", "long-relayer", "recall", "legacy-recall", "mcp", "peer", "replay", "rebuild", "memory", "network", "blobstore", "console"];
+export const ORDER = ["remember", "pipeline", "use-lite", "long-texts", "long-relayer", "recall", "legacy-recall", "mcp", "peer", "replay", "rebuild", "memory", "network", "scaling", "blobstore", "console"];
 
 export function loadResults(): ResultsFile | undefined {
   if (!existsSync(RESULTS_JSON)) return undefined;
