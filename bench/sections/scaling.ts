@@ -16,6 +16,7 @@ import { MemrelayClient, RelayerError } from "../../client/memrelay-client.ts";
 import type { Ctx } from "../lib/context.ts";
 import { log } from "../lib/context.ts";
 import { ClusterEnv, type ClusterRole } from "../lib/cluster-env.ts";
+import { cpuByRole, pool, type Pooled, type RoleCpu, type Window } from "../lib/role-cpu.ts";
 import type { IdentityWire } from "../lib/processes.ts";
 import { OTHERS } from "../lib/processes.ts";
 import { memoryTexts, queries } from "../lib/texts.ts";
@@ -44,19 +45,6 @@ const SHAPES: readonly Shape[] = [
 
 type Kind = "remember" | "recall";
 
-/** One timed window: operations done, and CPU milliseconds of each tracked process over it. */
-interface Window {
-  readonly ops: number;
-  readonly errors: number;
-  readonly firstError?: string;
-  readonly seconds: number;
-  readonly latencies: number[];
-  /** label → CPU ms used during the window. */
-  readonly cpuMs: Record<string, number>;
-  /** Share of a core used by processes outside this run during the window. */
-  readonly others: number;
-}
-
 /** One shape measured once: its idle CPU (ms per second, by label) and its two loads. */
 interface ShapeRun {
   readonly shape: Shape;
@@ -82,6 +70,10 @@ async function retrying<T>(fn: () => Promise<T>, attempts = 6): Promise<T> {
     }
   }
 }
+
+/** A shape's windows of one kind, each with the idle CPU measured before it, pooled. */
+const pooled = (runs: readonly ShapeRun[], kind: Kind): Pooled => pool(runs.map((r) => ({ window: r[kind], idleMsPerSecond: r.idleMsPerSecond })));
+const byRole = (env: ClusterEnv, p: Pooled): RoleCpu => cpuByRole(env.roleOf, ROLES, p);
 
 async function cpuOver(ctx: Ctx, fn: () => Promise<void>): Promise<{ seconds: number; cpuMs: Record<string, number>; others: number }> {
   const w = await ctx.cpuWindow(fn);
@@ -113,68 +105,6 @@ async function timedWindow(ctx: Ctx, agents: number, seconds: number, op: (agent
     );
   });
   return { ops: latencies.length, errors, firstError, latencies, ...w };
-}
-
-/** A shape's windows of one kind over every round, pooled: CPU ms by label, operations, seconds, idle CPU. */
-interface Pooled {
-  readonly ops: number;
-  readonly errors: number;
-  readonly seconds: number;
-  readonly latencies: number[];
-  readonly cpuMs: Record<string, number>;
-  /** CPU ms the same processes use over the same seconds without load. */
-  readonly idleMs: Record<string, number>;
-  readonly others: number[];
-}
-
-function pool(runs: readonly ShapeRun[], kind: Kind): Pooled {
-  const cpuMs: Record<string, number> = {};
-  const idleMs: Record<string, number> = {};
-  for (const r of runs) {
-    const w = r[kind];
-    for (const [label, ms] of Object.entries(w.cpuMs)) cpuMs[label] = (cpuMs[label] ?? 0) + ms;
-    for (const [label, perSecond] of Object.entries(r.idleMsPerSecond)) idleMs[label] = (idleMs[label] ?? 0) + perSecond * w.seconds;
-  }
-  return {
-    ops: runs.reduce((s, r) => s + r[kind].ops, 0),
-    errors: runs.reduce((s, r) => s + r[kind].errors, 0),
-    seconds: runs.reduce((s, r) => s + r[kind].seconds, 0),
-    latencies: runs.flatMap((r) => r[kind].latencies),
-    cpuMs,
-    idleMs,
-    others: runs.map((r) => r[kind].others),
-  };
-}
-
-interface RoleCpu {
-  /** CPU ms per operation by role (instances summed) and by instance. */
-  readonly roles: Map<ClusterRole, { total: number; instances: [string, number][] }>;
-  readonly total: number;
-  /** The same total less what the processes use without load. */
-  readonly aboveIdle: number;
-  /** Tracked processes outside the roles (the bench process, Postgres' shared processes). */
-  readonly outside: [string, number][];
-}
-
-function byRole(env: ClusterEnv, p: Pooled): RoleCpu {
-  const roles = new Map<ClusterRole, { total: number; instances: [string, number][] }>(ROLES.map((r) => [r, { total: 0, instances: [] }]));
-  const outside: [string, number][] = [];
-  const ops = Math.max(1, p.ops);
-  let idle = 0;
-  for (const [label, ms] of Object.entries(p.cpuMs)) {
-    const role = env.roleOf.get(label);
-    if (!role) {
-      // Processes of earlier sections' environments are gone and read 0; what is left is the bench and Postgres' shared processes.
-      if (ms > 0) outside.push([label.replace(/ \(.*\)$/, ""), ms / ops]);
-      continue;
-    }
-    const r = roles.get(role)!;
-    r.total += ms / ops;
-    r.instances.push([label.slice(label.indexOf(": ") + 2), ms / ops]);
-    idle += p.idleMs[label] ?? 0;
-  }
-  const total = [...roles.values()].reduce((s, r) => s + r.total, 0);
-  return { roles, total, aboveIdle: total - idle / ops, outside };
 }
 
 const f2 = (x: number) => x.toFixed(2);
@@ -259,15 +189,15 @@ export async function scalingSection(ctx: Ctx): Promise<SectionResult> {
         if (job.status !== "done") throw new Error(`job ${job.job_id} ${job.status}: ${job.error ?? ""}`);
       });
       nextText += t;
-      const run = (w: Window) => ({ shape, round, idleMsPerSecond, remember: w, recall: w });
-      log(`  ${(remember.ops / remember.seconds).toFixed(1)} memories/s, ${remember.errors} errors${remember.firstError ? ` (${remember.firstError})` : ""}; CPU ms per memory: ${cpuLine(byRole(env, pool([run(remember)], "remember")))}`);
+      const alone = (window: Window) => byRole(env, pool([{ window, idleMsPerSecond }]));
+      log(`  ${(remember.ops / remember.seconds).toFixed(1)} memories/s, ${remember.errors} errors${remember.firstError ? ` (${remember.firstError})` : ""}; CPU ms per memory: ${cpuLine(alone(remember))}`);
       await ctx.quiet();
       log(`scaling ${label}: recall, ${agents} agents for ${seconds} s ...`);
       const recall = await timedWindow(ctx, agents, seconds, async (a) => {
         const r = await cs[a]!.recall(qs[q++ % qs.length]!, { namespace: RECALL_NS, limit: 10 });
         if (r.results.length === 0) throw new Error("recall answered no memory");
       });
-      log(`  ${(recall.ops / recall.seconds).toFixed(1)} recalls/s, ${recall.errors} errors${recall.firstError ? ` (${recall.firstError})` : ""}; CPU ms per recall: ${cpuLine(byRole(env, pool([run(recall)], "recall")))}`);
+      log(`  ${(recall.ops / recall.seconds).toFixed(1)} recalls/s, ${recall.errors} errors${recall.firstError ? ` (${recall.firstError})` : ""}; CPU ms per recall: ${cpuLine(alone(recall))}`);
       runs.push({ shape, round, idleMsPerSecond, remember, recall });
     }
     return report(env, runs, { agents, seconds, idleSeconds, rounds }, started, t0);
@@ -279,7 +209,7 @@ export async function scalingSection(ctx: Ctx): Promise<SectionResult> {
 
 function report(env: ClusterEnv, runs: ShapeRun[], p: { agents: number; seconds: number; idleSeconds: number; rounds: number }, started: Date, t0: number): SectionResult {
   const unit: Record<Kind, string> = { remember: "memory", recall: "recall" };
-  const of = (key: Shape["key"], kind: Kind, only?: (r: ShapeRun) => boolean) => pool(runs.filter((r) => r.shape.key === key && (!only || only(r))), kind);
+  const of = (key: Shape["key"], kind: Kind, only?: (r: ShapeRun) => boolean) => pooled(runs.filter((r) => r.shape.key === key && (!only || only(r))), kind);
   // With one round, the last (a) only shows the drift: the shapes are compared on the first round.
   const compared = p.rounds === 1 ? (r: ShapeRun) => r.round === 1 : undefined;
   const rows: Row[] = [];
@@ -287,13 +217,13 @@ function report(env: ClusterEnv, runs: ShapeRun[], p: { agents: number; seconds:
   for (const shape of SHAPES) {
     perShape[shape.key] = {} as Record<Kind, { perSecond: number; cpu: RoleCpu }>;
     for (const kind of ["remember", "recall"] as const) {
-      const pooled = of(shape.key, kind, compared);
-      const cpu = byRole(env, pooled);
-      const perSecond = pooled.ops / pooled.seconds;
+      const all = of(shape.key, kind, compared);
+      const cpu = byRole(env, all);
+      const perSecond = all.ops / all.seconds;
       perShape[shape.key]![kind] = { perSecond, cpu };
       const load = kind === "remember" ? `remember → done (${p.agents} agents, closed loop)` : `recall (${p.agents} agents, ${RECALL_MEMORIES} memories each, limit 10)`;
       rows.push(
-        { metric: `${shape.title}: ${load}`, measured: `${perSecond.toFixed(1)} ${kind === "remember" ? "memories" : "recalls"}/s (${pooled.ops} in ${pooled.seconds.toFixed(0)} s, ${pooled.errors} errors), ${latencyLine(summarize(pooled.latencies), 0)}; other processes on the machine ${pooled.others.map((o) => `${Math.round(o * 100)} %`).join(", ")} of a core` },
+        { metric: `${shape.title}: ${load}`, measured: `${perSecond.toFixed(1)} ${kind === "remember" ? "memories" : "recalls"}/s (${all.ops} in ${all.seconds.toFixed(0)} s, ${all.errors} errors), ${latencyLine(summarize(all.latencies), 0)}; other processes on the machine ${all.others.map((o) => `${Math.round(o * 100)} %`).join(", ")} of a core` },
         { metric: `${shape.title}: CPU ms per ${unit[kind]} by role`, measured: cpuLine(cpu) },
       );
     }
@@ -315,7 +245,7 @@ function report(env: ClusterEnv, runs: ShapeRun[], p: { agents: number; seconds:
   const as = runs.filter((r) => r.shape.key === "a");
   const first = as[0]!, last = as[as.length - 1]!;
   for (const kind of ["remember", "recall"] as const) {
-    const ratio = byRole(env, pool([last], kind)).total / byRole(env, pool([first], kind)).total;
+    const ratio = byRole(env, pooled([last], kind)).total / byRole(env, pooled([first], kind)).total;
     rows.push({ metric: `drift of the run: (a) run ${last.round} ÷ (a) run ${first.round}, total CPU per ${unit[kind]}`, measured: ratio.toFixed(3) });
   }
   const roleTable = (kind: Kind) =>
