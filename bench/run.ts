@@ -2,7 +2,7 @@
 // Postgres (a fresh database), each role of the relayer in its own process. Results: bench/RESULTS.md and
 // bench/results.json (merged: sections not run keep their previous results).
 //
-//   node --import tsx bench/run.ts                      every section (≈ 15–20 min on 2 cores)
+//   node --import tsx bench/run.ts                      every section (≈ 15–20 min on 2 cores, and ≈ 20 more for scaling)
 //   node --import tsx bench/run.ts --only recall        one section (remember, pipeline, use-lite, long-texts, long-relayer, recall, legacy-recall, mcp, peer, replay, rebuild, memory,
 //                                                       network, scaling, blobstore, console)
 //   node --import tsx bench/run.ts --only remember,pipeline --quick    smaller counts, for a smoke run

@@ -44,6 +44,8 @@ export class Ctx {
   readonly layout = new Set<string>();
   /** CPU share of processes outside this run during each timed window (1.0 = one core). */
   readonly foreign: number[] = [];
+  /** Environments a section started itself (not the main one): torn down with the run when it is interrupted. */
+  private readonly owned = new Set<{ teardown(): Promise<void> }>();
   /** How long a timed window may wait for other processes on the machine to calm down (MEMRELAY_BENCH_QUIET_WAIT_MS). */
   private quietBudgetMs = Number(process.env.MEMRELAY_BENCH_QUIET_WAIT_MS ?? 60_000);
 
@@ -121,7 +123,20 @@ export class Ctx {
     }
   }
 
+  /** Runs `fn` with an environment of its own that a run's teardown (Ctrl-C included) also stops; stops it after `fn`. */
+  async withOwnEnv<E extends { teardown(): Promise<void> }, T>(env: E, fn: (env: E) => Promise<T>): Promise<T> {
+    this.owned.add(env);
+    try {
+      return await fn(env);
+    } finally {
+      this.owned.delete(env);
+      await env.teardown();
+    }
+  }
+
   async teardown(): Promise<void> {
+    for (const env of this.owned) await env.teardown().catch(() => undefined);
+    this.owned.clear();
     await this.main?.teardown();
     this.main = undefined;
     this.sampler.stop();

@@ -122,89 +122,90 @@ export async function scalingSection(ctx: Ctx): Promise<SectionResult> {
   const idleSeconds = ctx.n(15, 8);
   const rounds = Number(process.env.MEMRELAY_BENCH_SCALING_ROUNDS ?? ctx.n(2, 1));
   log("scaling: starting a three-node JetStream cluster (R3), a fresh database and the services ...");
-  const env = await ClusterEnv.start("scaling", ctx.sampler, { MEMRELAY_EMBEDDER: "hashing" });
-  const dispatcher = new Agent({ connections: agents * 2, keepAliveTimeout: 30_000 });
-  try {
-    await env.startWorker("gateway", "gateway 1");
-    await env.startWorker("actor host", "actor host 1");
-    await env.startWorker("projections", "projections 1");
-    await env.startWorker("projections", "projections 2");
-    const ids: IdentityWire[] = [];
-    for (let i = 0; i < agents; i++) ids.push(await env.identity(`bench-scaling-${i}`));
-    /**
-     * Each agent's client on gateway (agent mod the number of gateways running), with a fresh encryption session
-     * (a Seal session lives at most 30 minutes, less than a full run).
-     */
-    const clients = async () => {
-      const urls = env.gatewayUrls();
-      return Promise.all(
-        ids.map(async (who, i) => {
-          const secret = Buffer.from(who.delegateSecretKeyHex, "hex");
-          const session = await createDelegateSession({ delegateSecretKey: secret, packageId: env.services.workerEnv.MEMORY_PACKAGE_ID, rpcUrl: env.services.workerEnv.CHAIN_RPC_URL, ttlMin: 30 });
-          return new MemrelayClient({ baseUrl: urls[i % urls.length], delegatePrivateKey: secret, accountId: who.accountId, encryptionSession: session.header, agent: dispatcher });
-        }),
-      );
-    };
-    log(`scaling: ${agents} agents, ${RECALL_MEMORIES} memories each in their recall namespace ...`);
-    const seedTexts = memoryTexts(agents * RECALL_MEMORIES, 60_000);
-    const seedClients = await clients();
-    await Promise.all(seedClients.map(async (c, a) => {
-      for (let k = 0; k < RECALL_MEMORIES; k++) {
-        const job = await retrying(() => c.rememberAndWait(seedTexts[a * RECALL_MEMORIES + k]!, RECALL_NS, 120_000));
-        if (job.status !== "done") throw new Error(`seeding the recall namespace: job ${job.job_id} ${job.status} (${job.error ?? ""})`);
-      }
-    }));
-
-    let nextText = 100_000;
-    const qs = queries(997);
-    let q = 0;
-    const runs: ShapeRun[] = [];
-    const order = Array.from({ length: rounds }, (_, round) => SHAPES.map((shape) => ({ shape, round: round + 1 }))).flat();
-    if (rounds === 1) order.push({ shape: SHAPES[0]!, round: 2 });
-    for (const { shape, round } of order) {
-      for (let g = env.gatewayUrls().length; g < shape.gateways; g++) await env.startWorker("gateway", `gateway ${g + 1}`);
-      for (let g = env.gatewayUrls().length; g > shape.gateways; g--) await env.stopWorker(`gateway ${g}`);
-      const hosts = () => [...env.workers.values()].filter((w) => w.role === "actor host").length;
-      for (let h = hosts(); h < shape.actorHosts; h++) await env.startWorker("actor host", `actor host ${h + 1}`);
-      for (let h = hosts(); h > shape.actorHosts; h--) await env.stopWorker(`actor host ${h}`);
-      const cs = await clients();
-      const label = `${shape.title}, run ${round}`;
-      await ctx.quiet();
-      // Warm-up of this shape: every agent's connection to its gateway, every actor host's consumer, every
-      // agent's session and data key on its gateway.
-      const warm = memoryTexts(agents, nextText);
-      nextText += agents;
-      await Promise.all(cs.map(async (c, a) => {
-        await retrying(() => c.rememberAndWait(warm[a]!, `scaling-warmup-${shape.key}`, 120_000));
-        await retrying(() => c.recall(qs[q++ % qs.length]!, { namespace: RECALL_NS, limit: 10 }));
+  const cluster = await ClusterEnv.start("scaling", ctx.sampler, { MEMRELAY_EMBEDDER: "hashing" });
+  return ctx.withOwnEnv(cluster, async (env) => {
+    const dispatcher = new Agent({ connections: agents * 2, keepAliveTimeout: 30_000 });
+    try {
+      await env.startWorker("gateway", "gateway 1");
+      await env.startWorker("actor host", "actor host 1");
+      await env.startWorker("projections", "projections 1");
+      await env.startWorker("projections", "projections 2");
+      const ids: IdentityWire[] = [];
+      for (let i = 0; i < agents; i++) ids.push(await env.identity(`bench-scaling-${i}`));
+      /**
+       * Each agent's client on gateway (agent mod the number of gateways running), with a fresh encryption session
+       * (a Seal session lives at most 30 minutes, less than a full run).
+       */
+      const clients = async () => {
+        const urls = env.gatewayUrls();
+        return Promise.all(
+          ids.map(async (who, i) => {
+            const secret = Buffer.from(who.delegateSecretKeyHex, "hex");
+            const session = await createDelegateSession({ delegateSecretKey: secret, packageId: env.services.workerEnv.MEMORY_PACKAGE_ID, rpcUrl: env.services.workerEnv.CHAIN_RPC_URL, ttlMin: 30 });
+            return new MemrelayClient({ baseUrl: urls[i % urls.length], delegatePrivateKey: secret, accountId: who.accountId, encryptionSession: session.header, agent: dispatcher });
+          }),
+        );
+      };
+      log(`scaling: ${agents} agents, ${RECALL_MEMORIES} memories each in their recall namespace ...`);
+      const seedTexts = memoryTexts(agents * RECALL_MEMORIES, 60_000);
+      const seedClients = await clients();
+      await Promise.all(seedClients.map(async (c, a) => {
+        for (let k = 0; k < RECALL_MEMORIES; k++) {
+          const job = await retrying(() => c.rememberAndWait(seedTexts[a * RECALL_MEMORIES + k]!, RECALL_NS, 120_000));
+          if (job.status !== "done") throw new Error(`seeding the recall namespace: job ${job.job_id} ${job.status} (${job.error ?? ""})`);
+        }
       }));
-      log(`scaling ${label}: idle for ${idleSeconds} s ...`);
-      const idle = await cpuOver(ctx, () => sleep(idleSeconds * 1000));
-      const idleMsPerSecond = Object.fromEntries(Object.entries(idle.cpuMs).map(([l, ms]) => [l, ms / idle.seconds]));
-      const texts = memoryTexts(agents * 400, nextText);
-      let t = 0;
-      log(`scaling ${label}: remember → done, ${agents} agents for ${seconds} s ...`);
-      const remember = await timedWindow(ctx, agents, seconds, async (a) => {
-        const job = await cs[a]!.rememberAndWait(texts[t++ % texts.length]!, `scaling-${shape.key}`, 120_000);
-        if (job.status !== "done") throw new Error(`job ${job.job_id} ${job.status}: ${job.error ?? ""}`);
-      });
-      nextText += t;
-      const alone = (window: Window) => byRole(env, pool([{ window, idleMsPerSecond }]));
-      log(`  ${(remember.ops / remember.seconds).toFixed(1)} memories/s, ${remember.errors} errors${remember.firstError ? ` (${remember.firstError})` : ""}; CPU ms per memory: ${cpuLine(alone(remember))}`);
-      await ctx.quiet();
-      log(`scaling ${label}: recall, ${agents} agents for ${seconds} s ...`);
-      const recall = await timedWindow(ctx, agents, seconds, async (a) => {
-        const r = await cs[a]!.recall(qs[q++ % qs.length]!, { namespace: RECALL_NS, limit: 10 });
-        if (r.results.length === 0) throw new Error("recall answered no memory");
-      });
-      log(`  ${(recall.ops / recall.seconds).toFixed(1)} recalls/s, ${recall.errors} errors${recall.firstError ? ` (${recall.firstError})` : ""}; CPU ms per recall: ${cpuLine(alone(recall))}`);
-      runs.push({ shape, round, idleMsPerSecond, remember, recall });
+
+      let nextText = 100_000;
+      const qs = queries(997);
+      let q = 0;
+      const runs: ShapeRun[] = [];
+      const order = Array.from({ length: rounds }, (_, round) => SHAPES.map((shape) => ({ shape, round: round + 1 }))).flat();
+      if (rounds === 1) order.push({ shape: SHAPES[0]!, round: 2 });
+      for (const { shape, round } of order) {
+        for (let g = env.gatewayUrls().length; g < shape.gateways; g++) await env.startWorker("gateway", `gateway ${g + 1}`);
+        for (let g = env.gatewayUrls().length; g > shape.gateways; g--) await env.stopWorker(`gateway ${g}`);
+        const hosts = () => [...env.workers.values()].filter((w) => w.role === "actor host").length;
+        for (let h = hosts(); h < shape.actorHosts; h++) await env.startWorker("actor host", `actor host ${h + 1}`);
+        for (let h = hosts(); h > shape.actorHosts; h--) await env.stopWorker(`actor host ${h}`);
+        const cs = await clients();
+        const label = `${shape.title}, run ${round}`;
+        await ctx.quiet();
+        // Warm-up of this shape: every agent's connection to its gateway, every actor host's consumer, every
+        // agent's session and data key on its gateway.
+        const warm = memoryTexts(agents, nextText);
+        nextText += agents;
+        await Promise.all(cs.map(async (c, a) => {
+          await retrying(() => c.rememberAndWait(warm[a]!, `scaling-warmup-${shape.key}`, 120_000));
+          await retrying(() => c.recall(qs[q++ % qs.length]!, { namespace: RECALL_NS, limit: 10 }));
+        }));
+        log(`scaling ${label}: idle for ${idleSeconds} s ...`);
+        const idle = await cpuOver(ctx, () => sleep(idleSeconds * 1000));
+        const idleMsPerSecond = Object.fromEntries(Object.entries(idle.cpuMs).map(([l, ms]) => [l, ms / idle.seconds]));
+        const texts = memoryTexts(agents * 400, nextText);
+        let t = 0;
+        log(`scaling ${label}: remember → done, ${agents} agents for ${seconds} s ...`);
+        const remember = await timedWindow(ctx, agents, seconds, async (a) => {
+          const job = await cs[a]!.rememberAndWait(texts[t++ % texts.length]!, `scaling-${shape.key}`, 120_000);
+          if (job.status !== "done") throw new Error(`job ${job.job_id} ${job.status}: ${job.error ?? ""}`);
+        });
+        nextText += t;
+        const alone = (window: Window) => byRole(env, pool([{ window, idleMsPerSecond }]));
+        log(`  ${(remember.ops / remember.seconds).toFixed(1)} memories/s, ${remember.errors} errors${remember.firstError ? ` (${remember.firstError})` : ""}; CPU ms per memory: ${cpuLine(alone(remember))}`);
+        await ctx.quiet();
+        log(`scaling ${label}: recall, ${agents} agents for ${seconds} s ...`);
+        const recall = await timedWindow(ctx, agents, seconds, async (a) => {
+          const r = await cs[a]!.recall(qs[q++ % qs.length]!, { namespace: RECALL_NS, limit: 10 });
+          if (r.results.length === 0) throw new Error("recall answered no memory");
+        });
+        log(`  ${(recall.ops / recall.seconds).toFixed(1)} recalls/s, ${recall.errors} errors${recall.firstError ? ` (${recall.firstError})` : ""}; CPU ms per recall: ${cpuLine(alone(recall))}`);
+        runs.push({ shape, round, idleMsPerSecond, remember, recall });
+      }
+      return report(env, runs, { agents, seconds, idleSeconds, rounds }, started, t0);
+    } finally {
+      await dispatcher.close();
     }
-    return report(env, runs, { agents, seconds, idleSeconds, rounds }, started, t0);
-  } finally {
-    await dispatcher.close();
-    await env.teardown();
-  }
+  });
 }
 
 function report(env: ClusterEnv, runs: ShapeRun[], p: { agents: number; seconds: number; idleSeconds: number; rounds: number }, started: Date, t0: number): SectionResult {
