@@ -6,7 +6,8 @@ import { randomBytes } from "node:crypto";
 import type { AnyStateMachine } from "xstate";
 import { evolve, effectOf, type ActorDefinition } from "../actors/host.ts";
 import { initialSnapshot, type SnapshotOf } from "../actors/machine-steps.ts";
-import type { CommandEnvelope, EventEnvelope } from "../schemas/envelope.ts";
+import type { EventEnvelope } from "../schemas/envelope.ts";
+import type { ConsoleCommand } from "../schemas/console/commands.ts";
 import type { NewEvent } from "../eventlog/event-store.ts";
 import { AGG, CMD, EV, type NewConsoleEvent } from "../schemas/console/events.ts";
 import { bucketActor } from "../actors/console/bucket.actor.ts";
@@ -24,10 +25,11 @@ import { consoleProjection } from "../projections/console/read-models.ts";
 
 const ports = {} as ConsoleActorPorts;
 
-function given<M extends AnyStateMachine>(def: ActorDefinition<CommandEnvelope, M, NewConsoleEvent>, events: NewEvent[]): SnapshotOf<M> {
+function given<M extends AnyStateMachine>(def: ActorDefinition<ConsoleCommand, M, NewConsoleEvent>, events: NewEvent[]): SnapshotOf<M> {
   return evolve(def.machine, initialSnapshot(def.machine), events.map((e, i) => ({ ...e, id: String(i), aggregate: "x", occurred_at: new Date().toISOString(), causation_id: "c", correlation_id: "c" }) as EventEnvelope));
 }
-const cmd = (type: string, data: unknown = {}): CommandEnvelope => ({ type, version: 1, id: "c1", aggregate: "a", issued_at: new Date().toISOString(), correlation_id: "c", data });
+// Partial data on purpose: each test gives only the fields the decision reads.
+const cmd = (type: string, data: unknown = {}) => ({ type, version: 1, id: "c1", aggregate: "a", issued_at: new Date().toISOString(), correlation_id: "c", data }) as ConsoleCommand;
 const ev = (type: string, data: unknown = {}): NewEvent => ({ type, version: 1, data });
 const types = (es: NewEvent[]) => es.map((e) => e.type);
 
@@ -134,7 +136,7 @@ describe("key and sponsorship machines", () => {
   it("sponsorship: reserved → execute (expiry decided on the clock) → executing → executed, or back to reserved on refusal", () => {
     let now = Date.parse("2026-01-01T00:00:00Z");
     const def = sponsorActor(ports);
-    const at = (c: CommandEnvelope): CommandEnvelope => ({ ...c, issued_at: new Date(now).toISOString() });
+    const at = (c: ConsoleCommand): ConsoleCommand => ({ ...c, issued_at: new Date(now).toISOString() });
     const reserved = ev(EV.sponsorReserved, { digest: "d", expires_at: "2026-01-01T00:05:00Z" });
     const s = given(def, [reserved]);
     expect(types(def.decide(s, at(cmd(CMD.sponsorExecute, { signature: "x", requested_at: "t" }))))).toEqual([EV.sponsorExecuteRequested]);

@@ -4,12 +4,13 @@
 import { Effect } from "effect";
 import type { ActorDefinition } from "../host.ts";
 import { Transient } from "../host.ts";
-import type { CommandEnvelope } from "../../schemas/envelope.ts";
-import { AGG, CMD, EV, type KeyMinted, type KeyRevokeCommandData, type SpaceState, consoleEvent, type NewConsoleEvent } from "../../schemas/console/events.ts";
+import { AGG, CMD, EV, consoleEvent, type NewConsoleEvent } from "../../schemas/console/events.ts";
+import type { ConsoleCommand } from "../../schemas/console/commands.ts";
 import { keyMachine } from "./key.machine.ts";
+import { SPACE, USER } from "./deciders.ts";
 import type { ConsoleActorPorts } from "./ports.ts";
 
-export function keyActor(ports: Pick<ConsoleActorPorts, "clog">): ActorDefinition<CommandEnvelope, typeof keyMachine, NewConsoleEvent> {
+export function keyActor(ports: Pick<ConsoleActorPorts, "clog">): ActorDefinition<ConsoleCommand, typeof keyMachine, NewConsoleEvent> {
   return {
     aggregateType: AGG.key,
     machine: keyMachine,
@@ -17,26 +18,26 @@ export function keyActor(ports: Pick<ConsoleActorPorts, "clog">): ActorDefinitio
     freshOnFirstDelivery: false,
     decide: (snapshot, command) => {
       const state = snapshot.value as string;
-      if (command.type === CMD.keyMint && state === "none") return [consoleEvent(EV.keyMinted, command.data as KeyMinted)];
-      if (command.type === CMD.keyRevoke && (state === "registering" || state === "active")) return [consoleEvent(EV.keyRevokeRequested, command.data as KeyRevokeCommandData)];
+      if (command.type === CMD.keyMint && state === "none") return [consoleEvent(EV.keyMinted, command.data)];
+      if (command.type === CMD.keyRevoke && (state === "registering" || state === "active")) return [consoleEvent(EV.keyRevokeRequested, command.data)];
       return [];
     },
     effects: {
-      register: ({ context }) =>
+      register: ({ context, command }) =>
         Effect.gen(function* () {
           const key = context.key!;
           const [user, space] = yield* Effect.tryPromise({
-            try: () => Promise.all([ports.clog.lastEvent(AGG.user, key.user_id), key.space_id ? ports.clog.lastEvent(AGG.space, key.space_id) : Promise.resolve(null)]),
+            try: () => Promise.all([ports.clog.aggregates.read(`${AGG.user}.${key.user_id}`, USER), key.space_id ? ports.clog.aggregates.read(`${AGG.space}.${key.space_id}`, SPACE) : null]),
             catch: (e) => new Transient(`directory unavailable: ${(e as Error).message}`),
           });
-          if (!user) return [consoleEvent(EV.keyRejected, { reason: "unknown user" })];
+          if (!user.state) return [consoleEvent(EV.keyRejected, { reason: "unknown user" })];
           if (key.space_id) {
-            const s = space?.data as SpaceState | undefined;
+            const s = space?.state;
             if (!s || !s.members.some((m) => m.user_id === key.user_id)) return [consoleEvent(EV.keyRejected, { reason: "the user is not a member of the key's space" })];
           }
-          return [consoleEvent(EV.keyActivated, { activated_at: new Date().toISOString() })];
+          return [consoleEvent(EV.keyActivated, { activated_at: command.issued_at })];
         }),
-      revoke: () => Effect.succeed([consoleEvent(EV.keyRevoked, { revoked_at: new Date().toISOString() })]),
+      revoke: ({ command }) => Effect.succeed([consoleEvent(EV.keyRevoked, { revoked_at: command.issued_at })]),
     },
   };
 }
