@@ -1,6 +1,7 @@
 // The console's pure parts: machines as given events / when command / then events and effect (deciders), the
 // streaming multipart parser, and the HTTP contract's validation.
 import { describe, expect, it } from "vitest";
+import { Effect } from "effect";
 import { Readable } from "node:stream";
 import { randomBytes } from "node:crypto";
 import type { AnyStateMachine } from "xstate";
@@ -146,6 +147,21 @@ describe("key and sponsorship machines", () => {
     now += 10 * 60_000;
     expect(types(def.decide(s, at(cmd(CMD.sponsorExecute, { signature: "x" }))))).toEqual([EV.sponsorExpired]);
     expect(AGG.sponsor).toBe("console.sponsor");
+  });
+});
+
+describe("the clock is an input", () => {
+  it("effects stamp their outcome with the issued_at of the command they carry out, so a redelivery appends the same events", async () => {
+    const issued_at = "2026-03-04T05:06:07.000Z";
+    const key = keyActor({ clog: {} as never });
+    const revoking = given(key, [ev(EV.keyMinted, { key_id: "k" }), ev(EV.keyActivated), ev(EV.keyRevokeRequested)]);
+    const revoke = () => Effect.runPromise(key.effects.revoke({ aggregateId: "k", context: revoking.context, command: { ...cmd(CMD.keyRevoke), issued_at }, heartbeat: () => undefined }));
+    expect(await revoke()).toEqual([{ type: EV.keyRevoked, version: 1, data: { revoked_at: issued_at } }]);
+    expect(await revoke()).toEqual(await revoke());
+    const bucket = bucketActor({ storage: { ensureBucket: async () => undefined } } as unknown as ConsoleActorPorts);
+    const provisioning = given(bucket, [ev(EV.bucketCreated, { bucket_id: "b", name: "n", name_claim: "c", storage_bucket_name: "wc-b" })]);
+    const activated = await Effect.runPromise(bucket.effects.provision({ aggregateId: "b", context: provisioning.context, command: { ...cmd(CMD.bucketCreate), issued_at }, heartbeat: () => undefined }));
+    expect(activated).toEqual([{ type: EV.bucketActivated, version: 1, data: { activated_at: issued_at } }]);
   });
 });
 
