@@ -244,3 +244,33 @@ export async function registerWalrusBlob(core: Core, input: Omit<WalrusObjectSta
   const state: WalrusObjectState = { ...input, object_id: newSuiObjectId(), storage_id: newSuiObjectId(), created_at: now(core) };
   return created(await runSettled(core, KIND.blob, walrusAggregateId(state.object_id), EXISTS, decide.registerWalrusBlob(state), NEW));
 }
+
+// ------------------------------------------------------------------ the service's command set
+
+/**
+ * The blob store's commands bound to one service: what the gateway's routes dispatch to once they have parsed and
+ * authorized a request. Every decision is a decider's (deciders.ts), made through the aggregate store; refusals come
+ * back as BlobstoreError for the gateway to map (gateway/blobstore/domain-errors.ts). Composed in runtime/blobstore.ts.
+ */
+export function blobstoreCommands(core: Core, master: MasterKey, countObjects: (bucketId: string) => Promise<number>) {
+  return {
+    createAccount: (appId: string, name: string | null) => createAccount(core, appId, name),
+    issueApiKey: (input: { appId: string; accountId: string; label: string | null }) => issueKey(core, { kind: "api", ...input }),
+    issueAccessKey: (input: { appId: string; accountId: string }) => issueAccessKey(core, master, input),
+    revokeKey: (keyId: string, expect: RevokeKey["expect"]) => revokeKey(core, keyId, expect),
+    createBucket: (c: Omit<decide.CreateBucket, "bucketId" | "at">) => createBucket(core, c),
+    updateBucket: (c: Omit<decide.UpdateBucket, "at">) => updateBucket(core, c),
+    deleteBucket: (accountId: string, name: string, force: boolean) => deleteBucket(core, accountId, name, force, countObjects),
+    liveBucket: (name: string) => liveBucket(core, name),
+    currentObject: (bucketId: string, key: string) => currentObject(core, bucketId, key),
+    /** A conditional write's preconditions against the object as it is now: checked before the body is read (the append checks again). */
+    precheckWrite: async (bucket: BucketState, key: string, pre: Preconditions): Answer<null> => {
+      const failed = isConditional(pre) ? decide.preconditionFailure(await currentObject(core, bucket.bucket_id, key), pre) : null;
+      return failed ? { ok: false, error: { code: "precondition_failed", reason: failed } } : { ok: true, result: null };
+    },
+    recordObject: (bucket: BucketState, key: string, blob: decide.WriteObject["blob"], pre: Preconditions) => recordObject(core, bucket, key, blob, pre),
+    deleteObject: (bucket: BucketState, key: string, pre: Preconditions) => deleteObject(core, bucket, key, pre),
+    registerWalrusBlob: (input: Omit<WalrusObjectState, "object_id" | "storage_id" | "created_at">) => registerWalrusBlob(core, input),
+  };
+}
+export type BlobstoreCommands = ReturnType<typeof blobstoreCommands>;
