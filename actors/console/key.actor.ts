@@ -1,13 +1,14 @@
-// Wires the key machine to its effects: `register` checks that the owner exists and, for a key limited to one
-// space, is a member of it; `revoke` records the revocation (authentication reads the key's state from the event
+// Wires the key machine to its decisions (key.decider.ts) and effects: `register` reads the owner and the key's space
+// from the directory and records what key.decider.ts `registration` makes of them; `revoke` records the revocation (authentication reads the key's state from the event
 // log on every request, so it takes effect at once).
 import { Effect } from "effect";
 import type { ActorDefinition } from "../host.ts";
 import { Transient } from "../host.ts";
-import { AGG, CMD, EV, consoleEvent, type NewConsoleEvent } from "../../schemas/console/events.ts";
+import { AGG, EV, consoleEvent, type NewConsoleEvent } from "../../schemas/console/events.ts";
 import type { ConsoleCommand } from "../../schemas/console/commands.ts";
 import { keyMachine } from "./key.machine.ts";
 import { SPACE, USER } from "./deciders.ts";
+import { keyEvents, registration } from "./key.decider.ts";
 import type { ConsoleActorPorts } from "./ports.ts";
 
 export function keyActor(ports: Pick<ConsoleActorPorts, "clog">): ActorDefinition<ConsoleCommand, typeof keyMachine, NewConsoleEvent> {
@@ -16,12 +17,7 @@ export function keyActor(ports: Pick<ConsoleActorPorts, "clog">): ActorDefinitio
     machine: keyMachine,
     snapshotVersion: 1,
     freshOnFirstDelivery: false,
-    decide: (snapshot, command) => {
-      const state = snapshot.value as string;
-      if (command.type === CMD.keyMint && state === "none") return [consoleEvent(EV.keyMinted, command.data)];
-      if (command.type === CMD.keyRevoke && (state === "registering" || state === "active")) return [consoleEvent(EV.keyRevokeRequested, command.data)];
-      return [];
-    },
+    decide: keyEvents,
     effects: {
       register: ({ context, command }) =>
         Effect.gen(function* () {
@@ -30,12 +26,7 @@ export function keyActor(ports: Pick<ConsoleActorPorts, "clog">): ActorDefinitio
             try: () => Promise.all([ports.clog.aggregates.read(`${AGG.user}.${key.user_id}`, USER), key.space_id ? ports.clog.aggregates.read(`${AGG.space}.${key.space_id}`, SPACE) : null]),
             catch: (e) => new Transient(`directory unavailable: ${(e as Error).message}`),
           });
-          if (!user.state) return [consoleEvent(EV.keyRejected, { reason: "unknown user" })];
-          if (key.space_id) {
-            const s = space?.state;
-            if (!s || !s.members.some((m) => m.user_id === key.user_id)) return [consoleEvent(EV.keyRejected, { reason: "the user is not a member of the key's space" })];
-          }
-          return [consoleEvent(EV.keyActivated, { activated_at: command.issued_at })];
+          return [registration(key, { user: user.state, space: space?.state ?? null, at: command.issued_at })];
         }),
       revoke: ({ command }) => Effect.succeed([consoleEvent(EV.keyRevoked, { revoked_at: command.issued_at })]),
     },
