@@ -11,7 +11,7 @@ import { STREAMS, commandSubject, eventSubject } from "../../eventlog/subjects.t
 import { commandEnvelope, dispatchAndAwait, lastCommit, publishCommand, type LastCommit } from "../../eventlog/command-bus.ts";
 import { lastEventSeq, lastMessage } from "../../eventlog/last-message.ts";
 import type { CommandEnvelope, EventEnvelope } from "../../schemas/envelope.ts";
-import { AGG, type AggregateType, type ConsoleEvent } from "../../schemas/console/events.ts";
+import { AGG, type AggregateType, type ConsoleEvent, type ConsoleEventData } from "../../schemas/console/events.ts";
 import { COMMAND_AGGREGATE, type NewConsoleCommand } from "../../schemas/console/commands.ts";
 import { systemClock, type Clock } from "../clock.ts";
 import { ConsoleHttpError } from "../../schemas/console/http.ts";
@@ -19,7 +19,7 @@ import { CLAIM, claim, release } from "./deciders.ts";
 import type { ClaimScope, ConsoleError } from "./errors.ts";
 
 export class ConsoleLog {
-  readonly store: EventStore;
+  readonly store: EventStore<ConsoleEventData>;
   /** Decisions on the directory's state-carrying aggregates (users, spaces, name claims): actors/console/deciders.ts. */
   readonly aggregates: AggregateStore;
 
@@ -28,7 +28,7 @@ export class ConsoleLog {
     /** Stamps the commands it publishes (`issued_at`) and the directory's decisions. */
     readonly clock: Clock = systemClock,
   ) {
-    this.store = new EventStore(log.js, log.jsm);
+    this.store = new EventStore<ConsoleEventData>(log.js, log.jsm);
     this.aggregates = new AggregateStore(new JetStreamCommitLog(log));
   }
 
