@@ -57,11 +57,11 @@ export function bucketActor(ports: ConsoleActorPorts): ActorDefinition<ConsoleCo
           if (!object) return [consoleEvent(EV.bucketFinalizeFailed, { code: CODE.chainRejected, error: "the transaction created no bucket policy" })];
           return [consoleEvent(EV.bucketPolicyCreated, { policy_id: object.object_id, chain_digest: outcome.success.digest, policy: object })];
         }),
-      provision: ({ context, command }) =>
+      provision: ({ context }) =>
         Effect.tryPromise({ try: () => ports.storage.ensureBucket(context.bucket!.storage_bucket_name), catch: transientOf("storage") }).pipe(
-          Effect.map(() => [consoleEvent(EV.bucketActivated, { activated_at: command.issued_at })]),
+          Effect.map(() => [consoleEvent(EV.bucketActivated, { activated_at: ports.clog.clock.now() })]),
         ),
-      deprovision: ({ context, aggregateId, command }) =>
+      deprovision: ({ context, aggregateId }) =>
         Effect.gen(function* () {
           const ctx = context;
           yield* Effect.tryPromise({
@@ -74,7 +74,7 @@ export function bucketActor(ports: ConsoleActorPorts): ActorDefinition<ConsoleCo
             },
             catch: transientOf("deprovision"),
           });
-          return [consoleEvent(EV.bucketDeleted, { deleted_at: command.issued_at, space_id: ctx.bucket!.space_id })];
+          return [consoleEvent(EV.bucketDeleted, { deleted_at: ports.clog.clock.now(), space_id: ctx.bucket!.space_id })];
         }),
     },
   };

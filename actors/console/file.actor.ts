@@ -22,7 +22,7 @@ export function fileActor(ports: ConsoleActorPorts): ActorDefinition<ConsoleComm
       return [requested];
     },
     effects: {
-      release: ({ context, aggregateId, command }) =>
+      release: ({ context, aggregateId }) =>
         Effect.tryPromise({
           try: async () => {
             const f = context.file!;
@@ -35,7 +35,7 @@ export function fileActor(ports: ConsoleActorPorts): ActorDefinition<ConsoleComm
             });
             if (still) throw new Error("the stored object is still there");
             await ports.clog.release(f.name_claim, aggregateId);
-            return [consoleEvent(EV.fileDeleted, { deleted_at: command.issued_at, bucket_id: f.bucket_id, space_id: f.space_id, size: f.size })];
+            return [consoleEvent(EV.fileDeleted, { deleted_at: ports.clog.clock.now(), bucket_id: f.bucket_id, space_id: f.space_id, size: f.size })];
           },
           catch: (e) => new Transient(`release: ${(e as Error).message}`),
         }),

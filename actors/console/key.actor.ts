@@ -19,16 +19,16 @@ export function keyActor(ports: Pick<ConsoleActorPorts, "clog">): ActorDefinitio
     freshOnFirstDelivery: false,
     decide: keyEvents,
     effects: {
-      register: ({ context, command }) =>
+      register: ({ context }) =>
         Effect.gen(function* () {
           const key = context.key!;
           const [user, space] = yield* Effect.tryPromise({
             try: () => Promise.all([ports.clog.aggregates.read(`${AGG.user}.${key.user_id}`, USER), key.space_id ? ports.clog.aggregates.read(`${AGG.space}.${key.space_id}`, SPACE) : null]),
             catch: (e) => new Transient(`directory unavailable: ${(e as Error).message}`),
           });
-          return [registration(key, { user: user.state, space: space?.state ?? null, at: command.issued_at })];
+          return [registration(key, { user: user.state, space: space?.state ?? null, at: ports.clog.clock.now() })];
         }),
-      revoke: ({ command }) => Effect.succeed([consoleEvent(EV.keyRevoked, { revoked_at: command.issued_at })]),
+      revoke: () => Effect.sync(() => [consoleEvent(EV.keyRevoked, { revoked_at: ports.clog.clock.now() })]),
     },
   };
 }

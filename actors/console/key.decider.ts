@@ -30,7 +30,7 @@ export interface OwnerFacts {
   readonly user: UserState | null;
   /** The key's space, when the key is limited to one (null: no such space or no limit). */
   readonly space: SpaceState | null;
-  /** The time of the mint command being carried out. */
+  /** When the facts were read (the actor's clock). */
   readonly at: string;
 }
 

@@ -45,7 +45,7 @@ export function sponsorActor(ports: ConsoleActorPorts): ActorDefinition<ConsoleC
           }
           const { digest, objects } = outcome.success;
           return [
-            consoleEvent(EV.sponsorExecuted, { chain_digest: digest, kind: r.kind, bucket_ids: r.bucket_ids, objects, executed_at: command.issued_at }),
+            consoleEvent(EV.sponsorExecuted, { chain_digest: digest, kind: r.kind, bucket_ids: r.bucket_ids, objects, executed_at: ports.clog.clock.now() }),
           ];
         }),
     },

@@ -32,7 +32,7 @@ export function uploadActor(ports: ConsoleActorPorts): ActorDefinition<ConsoleCo
         ? [consoleEvent(EV.uploadQueued, command.data), consoleEvent(EV.uploadStarted, { started_at: command.issued_at })]
         : [],
     effects: {
-      commit: ({ context, command }) =>
+      commit: ({ context }) =>
         Effect.gen(function* () {
           const u = context.upload!;
           // One read-model query: the bucket's state and the space's quota. The stored object itself is not asked
@@ -48,14 +48,14 @@ export function uploadActor(ports: ConsoleActorPorts): ActorDefinition<ConsoleCo
           // a read model being rebuilt (memrelay replay): checked again once it has the space and the bucket
           if (!row || row.bucket_state === null) return yield* Effect.fail(new Transient("the console read model does not have the bucket yet"));
           // What was seen, not what follows from it: the machine's guards decide (upload.machine.ts rejectionOf).
-          return [consoleEvent(EV.uploadChecksSeen, { bucket_state: row.bucket_state, storage_used: Number(row.storage_used), storage_cap: Number(row.storage_cap), seen_at: command.issued_at })];
+          return [consoleEvent(EV.uploadChecksSeen, { bucket_state: row.bucket_state, storage_used: Number(row.storage_used), storage_cap: Number(row.storage_cap), seen_at: ports.clog.clock.now() })];
         }),
       complete: ({ context }) => {
         const u = context.upload!;
         return Effect.succeed([consoleEvent(EV.uploadCompleted, { storage_object_id: storageObjectId(u), completed_at: context.checked_at!, bucket_id: u.bucket_id, space_id: u.space_id, size: u.size })]);
       },
       reject: ({ context }) => Effect.succeed([consoleEvent(EV.uploadFailed, { ...context.rejection!, failed_at: context.checked_at! })]),
-      cleanup: ({ context, aggregateId, command }) =>
+      cleanup: ({ context, aggregateId }) =>
         Effect.tryPromise({
           try: async () => {
             const u = context.upload!;
@@ -65,7 +65,7 @@ export function uploadActor(ports: ConsoleActorPorts): ActorDefinition<ConsoleCo
             await ports.clog.release(u.name_claim, aggregateId);
           },
           catch: (e) => new Transient(`cleanup: ${(e as Error).message}`),
-        }).pipe(Effect.map(() => [consoleEvent(EV.uploadCleaned, { cleaned_at: command.issued_at })])),
+        }).pipe(Effect.map(() => [consoleEvent(EV.uploadCleaned, { cleaned_at: ports.clog.clock.now() })])),
     },
   };
 }

@@ -148,8 +148,8 @@ export function registerBucketRoutes(kit: ConsoleRouteKit): void {
   /** The reservation of a pending private bucket (its first event). */
   const reservationOf = async (bucketId: string): Promise<BucketReserveCommandData> => {
     const { events } = await clog.store.load(`${AGG.bucket}.${bucketId}`);
-    const e = events.find((x) => x.event.type === EV.bucketReserved);
-    if (!e) throw new ConsoleHttpError(409, "the bucket has no reservation", CODE.conflict);
-    return e.event.data as BucketReserveCommandData;
+    const reserved = events.flatMap(({ event: e }) => (e.type === EV.bucketReserved ? [e.data] : []))[0];
+    if (!reserved) throw new ConsoleHttpError(409, "the bucket has no reservation", CODE.conflict);
+    return reserved;
   };
 }

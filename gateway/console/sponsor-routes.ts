@@ -78,10 +78,10 @@ export function registerSponsorRoutes(kit: ConsoleRouteKit): void {
     if (!/^[1-9A-HJ-NP-Za-km-z]{32,64}$/.test(digest)) throw unknown();
     const signature = parseSignatureBody(parseJsonObject(req.body));
     const { events } = await clog.store.load(`${AGG.sponsor}.${digest}`);
-    const reservation = events.find((e) => e.event.type === EV.sponsorReserved)?.event.data as SponsorReserved | undefined;
+    const reservation = events.flatMap(({ event: e }) => (e.type === EV.sponsorReserved ? [e.data] : []))[0];
     if (!reservation || reservation.user_id !== p.userId) throw unknown();
     const last = events[events.length - 1].event;
-    if (last.type === EV.sponsorExecuted) return json(200, executedJson(last.data as SponsorExecuted));
+    if (last.type === EV.sponsorExecuted) return json(200, executedJson(last.data));
     if (last.type === EV.sponsorExpired) throw unknown();
     if (!verifySenderSignature(reservation.tx_bytes, signature, reservation.sender)) {
       throw badRequest(`signature is not a signature of the sponsored bytes by the service key ${reservation.sender}`);
