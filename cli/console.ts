@@ -8,7 +8,7 @@ import { loadConfig } from "../config/env.ts";
 import { createLogger } from "../config/logger.ts";
 import { ProjectionRunner, migrateCheckpoints } from "../projections/runtime.ts";
 import { ConsoleLog } from "../actors/console/log.ts";
-import { command } from "../eventlog/command-bus.ts";
+import { consoleCommand as newCommand } from "../schemas/console/commands.ts";
 import { consoleProjection, CONSOLE_PROJECTION } from "../projections/console/read-models.ts";
 import { ConsoleActorHost } from "../actors/console/host.ts";
 import { keyActor } from "../actors/console/key.actor.ts";
@@ -166,7 +166,7 @@ export async function consoleCommand(args: string[], env: Record<string, string 
         created_by: "00000000-0000-0000-0000-000000000000",
         created_at: new Date().toISOString(),
       };
-      const r = await d.clog.dispatch(AGG.bucket, bucketId, command(CMD.bucketCreate, AGG.bucket, bucketId, data), (e) => (e.type === EV.bucketActivated ? true : undefined), 30_000);
+      const r = await d.clog.dispatch(bucketId, newCommand(CMD.bucketCreate, data), (e) => (e.type === EV.bucketActivated ? true : undefined), 30_000);
       await d.ctx.settle(r.seq);
       print({ bucket_id: bucketId, name, visibility: "public", state: "active" }, [`public bucket ${bucketId} (${name})`]);
     }

@@ -5,7 +5,7 @@ import type { EventLog } from "./connection.ts";
 import { decodeCommit } from "./event-store.ts";
 import { lastEventSeq, lastMessage } from "./last-message.ts";
 import { STREAMS } from "./subjects.ts";
-import type { CommandEnvelope, EventEnvelope } from "../schemas/envelope.ts";
+import type { CommandEnvelope, EventEnvelope, NewCommand } from "../schemas/envelope.ts";
 
 export interface LastCommit {
   readonly seq: number;
@@ -20,7 +20,12 @@ export async function lastCommit(log: EventLog, subject: string): Promise<LastCo
 
 /** A version-1 command for an aggregate, with a fresh command id (its dedup id on the work queue). */
 export function command<D>(type: string, aggregateType: string, aggregateId: string, data: D, correlationId: string = randomUUID()): CommandEnvelope<string, D> {
-  return { type, version: 1, id: randomUUID(), aggregate: `${aggregateType}.${aggregateId}`, issued_at: new Date().toISOString(), correlation_id: correlationId, data };
+  return commandEnvelope({ type, version: 1, data }, `${aggregateType}.${aggregateId}`, new Date().toISOString(), correlationId);
+}
+
+/** The envelope of a command of a typed catalogue (`aggregate`: `<type>.<id>`), issued at `issuedAt`, with a fresh command id. */
+export function commandEnvelope<T extends string, D>(c: NewCommand<T, D>, aggregate: string, issuedAt: string, correlationId: string = randomUUID()): CommandEnvelope<T, D> {
+  return { type: c.type, version: c.version, id: randomUUID(), aggregate, issued_at: issuedAt, correlation_id: correlationId, data: c.data };
 }
 
 /** Publishes a command on the work queue; its id is the dedup id, so a re-published command is taken once. */

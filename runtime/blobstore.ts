@@ -19,7 +19,7 @@ import { JetStreamBlobBackend } from "../adapters/blob-bytes/object-store-backen
 import { BlobstoreLog } from "../actors/blobstore/log.ts";
 import { BLOBSTORE_KINDS, PROJECTION_NAMES, blobstoreProjection } from "../projections/blobstore/read-models.ts";
 import { filterOf, type Kind } from "../schemas/blobstore/events.ts";
-import { purgeOrphanObjects, type Core } from "../actors/blobstore/commands.ts";
+import { blobstoreCommands, purgeOrphanObjects, type Core } from "../actors/blobstore/commands.ts";
 import { Queries } from "../projections/blobstore/queries.ts";
 import { MasterKey } from "../actors/blobstore/keys.ts";
 import { sweep, type SweepResult } from "../actors/blobstore/gc.ts";
@@ -107,7 +107,8 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
   const server = createBlobstoreServer({
     networkProfile: opts.networkProfile ?? NETWORK_PROFILES.local,
     quiltShards: opts.quiltShards ?? config.walrusShards,
-    core,
+    commands: blobstoreCommands(core, master, (bucketId) => q.countObjects(bucketId)),
+    log,
     q,
     master,
     backend,

@@ -41,6 +41,18 @@ export function eventsOf<C>(currentVersion: { readonly [T in TypeOf<C>]: number 
   return <T extends TypeOf<C>>(type: T, data: C[T]): NewEvent<T, C[T]> => ({ type, version: currentVersion[type], data });
 }
 
+/**
+ * A command about to be published: what its issuer decides (type, version, data). The command bus adds the envelope
+ * (id, aggregate, `issued_at`, correlation), like the event store does for events.
+ */
+export type NewCommand<T extends string = string, D = unknown> = NewEvent<T, D>;
+/** A command of catalogue C (an interface mapping each command type to its data, e.g. `ConsoleCommandData`) about to be published. */
+export type NewCommandOf<C> = NewEventOf<C>;
+/** A command of catalogue C as its actor receives it: `decide` switches on `type`, and `data` follows. */
+export type CommandOf<C> = { [T in TypeOf<C>]: CommandEnvelope<T, C[T]> }[TypeOf<C>];
+/** A command catalogue's constructor: `newCommand(type, data)` with the current version of that type filled in. */
+export const commandsOf: <C>(currentVersion: { readonly [T in TypeOf<C>]: number }) => <T extends TypeOf<C>>(type: T, data: C[T]) => NewCommand<T, C[T]> = eventsOf;
+
 /** One append: the events produced by one transition, stored as one JetStream message so they commit atomically. */
 export interface EventCommit {
   readonly events: readonly EventEnvelope[];

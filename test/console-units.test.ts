@@ -1,12 +1,14 @@
 // The console's pure parts: machines as given events / when command / then events and effect (deciders), the
 // streaming multipart parser, and the HTTP contract's validation.
 import { describe, expect, it } from "vitest";
+import { Effect } from "effect";
 import { Readable } from "node:stream";
 import { randomBytes } from "node:crypto";
 import type { AnyStateMachine } from "xstate";
 import { evolve, effectOf, type ActorDefinition } from "../actors/host.ts";
 import { initialSnapshot, type SnapshotOf } from "../actors/machine-steps.ts";
-import type { CommandEnvelope, EventEnvelope } from "../schemas/envelope.ts";
+import type { EventEnvelope } from "../schemas/envelope.ts";
+import type { ConsoleCommand } from "../schemas/console/commands.ts";
 import type { NewEvent } from "../eventlog/event-store.ts";
 import { AGG, CMD, EV, type NewConsoleEvent } from "../schemas/console/events.ts";
 import { bucketActor } from "../actors/console/bucket.actor.ts";
@@ -24,10 +26,11 @@ import { consoleProjection } from "../projections/console/read-models.ts";
 
 const ports = {} as ConsoleActorPorts;
 
-function given<M extends AnyStateMachine>(def: ActorDefinition<CommandEnvelope, M, NewConsoleEvent>, events: NewEvent[]): SnapshotOf<M> {
+function given<M extends AnyStateMachine>(def: ActorDefinition<ConsoleCommand, M, NewConsoleEvent>, events: NewEvent[]): SnapshotOf<M> {
   return evolve(def.machine, initialSnapshot(def.machine), events.map((e, i) => ({ ...e, id: String(i), aggregate: "x", occurred_at: new Date().toISOString(), causation_id: "c", correlation_id: "c" }) as EventEnvelope));
 }
-const cmd = (type: string, data: unknown = {}): CommandEnvelope => ({ type, version: 1, id: "c1", aggregate: "a", issued_at: new Date().toISOString(), correlation_id: "c", data });
+// Partial data on purpose: each test gives only the fields the decision reads.
+const cmd = (type: string, data: unknown = {}) => ({ type, version: 1, id: "c1", aggregate: "a", issued_at: new Date().toISOString(), correlation_id: "c", data }) as ConsoleCommand;
 const ev = (type: string, data: unknown = {}): NewEvent => ({ type, version: 1, data });
 const types = (es: NewEvent[]) => es.map((e) => e.type);
 
@@ -134,7 +137,7 @@ describe("key and sponsorship machines", () => {
   it("sponsorship: reserved → execute (expiry decided on the clock) → executing → executed, or back to reserved on refusal", () => {
     let now = Date.parse("2026-01-01T00:00:00Z");
     const def = sponsorActor(ports);
-    const at = (c: CommandEnvelope): CommandEnvelope => ({ ...c, issued_at: new Date(now).toISOString() });
+    const at = (c: ConsoleCommand): ConsoleCommand => ({ ...c, issued_at: new Date(now).toISOString() });
     const reserved = ev(EV.sponsorReserved, { digest: "d", expires_at: "2026-01-01T00:05:00Z" });
     const s = given(def, [reserved]);
     expect(types(def.decide(s, at(cmd(CMD.sponsorExecute, { signature: "x", requested_at: "t" }))))).toEqual([EV.sponsorExecuteRequested]);
@@ -144,6 +147,21 @@ describe("key and sponsorship machines", () => {
     now += 10 * 60_000;
     expect(types(def.decide(s, at(cmd(CMD.sponsorExecute, { signature: "x" }))))).toEqual([EV.sponsorExpired]);
     expect(AGG.sponsor).toBe("console.sponsor");
+  });
+});
+
+describe("the clock is an input", () => {
+  it("effects record what they saw and did at the time of the console log's injected clock", async () => {
+    const at = "2026-03-04T05:06:07.000Z";
+    const clog = { clock: { now: () => at } } as unknown as ConsoleActorPorts["clog"];
+    const key = keyActor({ clog });
+    const revoking = given(key, [ev(EV.keyMinted, { key_id: "k" }), ev(EV.keyActivated), ev(EV.keyRevokeRequested)]);
+    const revoked = await Effect.runPromise(key.effects.revoke({ aggregateId: "k", context: revoking.context, command: cmd(CMD.keyRevoke), heartbeat: () => undefined }));
+    expect(revoked).toEqual([{ type: EV.keyRevoked, version: 1, data: { revoked_at: at } }]);
+    const bucket = bucketActor({ clog, storage: { ensureBucket: async () => undefined } } as unknown as ConsoleActorPorts);
+    const provisioning = given(bucket, [ev(EV.bucketCreated, { bucket_id: "b", name: "n", name_claim: "c", storage_bucket_name: "wc-b" })]);
+    const activated = await Effect.runPromise(bucket.effects.provision({ aggregateId: "b", context: provisioning.context, command: cmd(CMD.bucketCreate), heartbeat: () => undefined }));
+    expect(activated).toEqual([{ type: EV.bucketActivated, version: 1, data: { activated_at: at } }]);
   });
 });
 

@@ -9,7 +9,8 @@ import { rejectionOf, uploadMachine } from "../actors/console/upload.machine.ts"
 import { uploadActor } from "../actors/console/upload.actor.ts";
 import type { ConsoleActorPorts } from "../actors/console/ports.ts";
 import { EV, consoleEvent, type ConsoleEvent, type UploadChecksSeen, type UploadQueued } from "../schemas/console/events.ts";
-import type { CommandEnvelope, NewEvent } from "../schemas/envelope.ts";
+import type { NewEvent } from "../schemas/envelope.ts";
+import type { ConsoleCommand } from "../schemas/console/commands.ts";
 
 let n = 0;
 const stored = (e: NewEvent) => ({ ...e, id: `e${++n}`, aggregate: "console.upload.f1", occurred_at: "2026-11-27T00:00:00.000Z", causation_id: "c", correlation_id: "c" }) as ConsoleEvent;
@@ -19,7 +20,7 @@ const started = stored(consoleEvent(EV.uploadStarted, { started_at: "t0" }));
 const seen = (over: Partial<UploadChecksSeen> = {}) => stored(consoleEvent(EV.uploadChecksSeen, { bucket_state: "active", storage_used: 0, storage_cap: 1_000, seen_at: "t1", ...over }));
 const given = (...events: ConsoleEvent[]) => evolve(uploadMachine, initialSnapshot(uploadMachine), events);
 const actor = uploadActor({} as ConsoleActorPorts);
-const command: CommandEnvelope = { type: "console.upload.start", version: 1, id: "c1", aggregate: "console.upload.f1", issued_at: "t", correlation_id: "c", data: upload };
+const command: ConsoleCommand = { type: "console.upload.start", version: 1, id: "c1", aggregate: "console.upload.f1", issued_at: "t", correlation_id: "c", data: upload };
 const run = (effect: string, s: ReturnType<typeof given>) => Effect.runPromise(actor.effects[effect]({ aggregateId: "f1", context: s.context, command, heartbeat: () => undefined }));
 
 describe("upload machine guards", () => {

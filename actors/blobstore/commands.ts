@@ -22,7 +22,8 @@ export interface Core {
 
 type Answer<R> = Promise<Result<R, BlobstoreError>>;
 
-const now = () => new Date().toISOString();
+/** The time a command decides at: the service's clock (actors/clock.ts), never read inside a decider. */
+const now = (core: Pick<Core, "log">) => core.log.clock.now();
 
 /** Runs a decider on one aggregate through the aggregate store. */
 function run<S, R>(core: Core, kind: Kind, id: string, fold: Fold<S, BlobstoreEvent>, decider: (state: S) => Decision<R, BlobstoreError>, opts?: HandleOptions): Promise<Outcome<R, BlobstoreError>> {
@@ -49,7 +50,7 @@ function created<R>(o: Outcome<R, BlobstoreError>): R {
 
 /** Creates the app on first use (operator command: issuing its first admin key); false when it existed. */
 export async function ensureApp(core: Core, appId: string): Promise<boolean> {
-  const o = await runSettled(core, KIND.app, appId, EXISTS, decide.createApp({ app_id: appId, created_at: now() }), NEW);
+  const o = await runSettled(core, KIND.app, appId, EXISTS, decide.createApp({ app_id: appId, created_at: now(core) }), NEW);
   return o.ok;
 }
 
@@ -69,7 +70,7 @@ export async function issueKey(core: Core, input: { kind: "admin" | "api"; appId
     hash: s.hash,
     prefix: s.prefix,
     label: input.label ?? null,
-    created_at: now(),
+    created_at: now(core),
     revoked_at: null,
     sealed_secret: null,
   };
@@ -95,7 +96,7 @@ export async function issueAccessKey(core: Core, master: MasterKey, input: { app
       hash: hashSecret(secret),
       prefix: accessKeyId.slice(0, 8),
       label: null,
-      created_at: now(),
+      created_at: now(core),
       revoked_at: null,
       sealed_secret: master.seal(secret, accessKeyId),
     };
@@ -107,13 +108,13 @@ export async function issueAccessKey(core: Core, master: MasterKey, input: { app
 
 /** Revokes a key if it matches `expect` (kind and owner); anything else is key_not_found. */
 export async function revokeKey(core: Core, keyId: string, expect: RevokeKey["expect"]): Answer<Revoked> {
-  return runSettled(core, KIND.key, keyId, KEY, decide.revokeKey({ keyId, expect, at: now() }));
+  return runSettled(core, KIND.key, keyId, KEY, decide.revokeKey({ keyId, expect, at: now(core) }));
 }
 
 // ------------------------------------------------------------------ accounts
 
 export async function createAccount(core: Core, appId: string, name: string | null): Promise<{ account: AccountState; key: IssuedKey }> {
-  const account: AccountState = { account_id: randomUUID(), app_id: appId, name, created_at: now() };
+  const account: AccountState = { account_id: randomUUID(), app_id: appId, name, created_at: now(core) };
   created(await runSettled(core, KIND.account, account.account_id, EXISTS, decide.createAccount(account), NEW));
   const key = await issueKey(core, { kind: "api", appId, accountId: account.account_id });
   return { account, key };
@@ -125,11 +126,11 @@ export async function createAccount(core: Core, appId: string, name: string | nu
 export const liveBucket = (core: Pick<Core, "log">, name: string): Promise<BucketState | null> => core.log.state(KIND.bucket, name, BUCKET);
 
 export async function createBucket(core: Core, c: Omit<decide.CreateBucket, "bucketId" | "at">): Answer<BucketState> {
-  return runSettled(core, KIND.bucket, c.name, BUCKET, decide.createBucket({ ...c, bucketId: randomUUID(), at: now() }));
+  return runSettled(core, KIND.bucket, c.name, BUCKET, decide.createBucket({ ...c, bucketId: randomUUID(), at: now(core) }));
 }
 
 export async function updateBucket(core: Core, c: Omit<decide.UpdateBucket, "at">): Answer<BucketState> {
-  return runSettled(core, KIND.bucket, c.name, BUCKET, decide.updateBucket({ ...c, at: now() }));
+  return runSettled(core, KIND.bucket, c.name, BUCKET, decide.updateBucket({ ...c, at: now(core) }));
 }
 
 /**
@@ -143,7 +144,7 @@ export async function deleteBucket(core: Core, accountId: string, name: string, 
   await settleAll(core, KIND.blob);
   const n = await countObjects(pre.bucket_id);
   if (n > 0 && !force) return { ok: false, error: { code: "bucket_not_empty", name, blobs: n } };
-  const o = await runSettled(core, KIND.bucket, name, BUCKET, decide.deleteBucket({ accountId, name, bucketId: pre.bucket_id, at: now() }));
+  const o = await runSettled(core, KIND.bucket, name, BUCKET, decide.deleteBucket({ accountId, name, bucketId: pre.bucket_id, at: now(core) }));
   if (!o.ok) return o;
   return { ok: true, result: { deletedBlobs: await sweepBucketObjects(core, pre.bucket_id) } };
 }
@@ -210,7 +211,7 @@ export async function recordObject(
   pre: Preconditions,
 ): Answer<{ state: ObjectState; seq: number }> {
   const objectId = objectAggregateId(bucket.bucket_id, key);
-  const o = await run(core, KIND.blob, objectId, OBJECT, decide.writeObject({ bucket, key, objectId, blob, pre, at: now() }), { blind: !isConditional(pre) });
+  const o = await run(core, KIND.blob, objectId, OBJECT, decide.writeObject({ bucket, key, objectId, blob, pre, at: now(core) }), { blind: !isConditional(pre) });
   if (!o.ok) return o;
   const seq = o.seq!;
   // The bucket may have been deleted while the body streamed in: check after the append, undo if it is gone.
@@ -224,7 +225,7 @@ export async function recordObject(
 
 function removeObject(core: Core, bucketId: string, key: string, reason: "deleted" | "bucket_deleted", pre: Preconditions): Promise<Outcome<ObjectState | null, BlobstoreError>> {
   const objectId = objectAggregateId(bucketId, key);
-  return run(core, KIND.blob, objectId, OBJECT, decide.removeObject({ objectId, key, reason, pre, at: now() }));
+  return run(core, KIND.blob, objectId, OBJECT, decide.removeObject({ objectId, key, reason, pre, at: now(core) }));
 }
 
 export async function deleteObject(core: Core, bucket: BucketState, key: string, pre: Preconditions): Answer<ObjectState> {
@@ -240,6 +241,36 @@ export async function deleteObject(core: Core, bucket: BucketState, key: string,
 export const newSuiObjectId = () => "0x" + randomBytes(32).toString("hex");
 
 export async function registerWalrusBlob(core: Core, input: Omit<WalrusObjectState, "object_id" | "storage_id" | "created_at">): Promise<WalrusObjectState> {
-  const state: WalrusObjectState = { ...input, object_id: newSuiObjectId(), storage_id: newSuiObjectId(), created_at: now() };
+  const state: WalrusObjectState = { ...input, object_id: newSuiObjectId(), storage_id: newSuiObjectId(), created_at: now(core) };
   return created(await runSettled(core, KIND.blob, walrusAggregateId(state.object_id), EXISTS, decide.registerWalrusBlob(state), NEW));
 }
+
+// ------------------------------------------------------------------ the service's command set
+
+/**
+ * The blob store's commands bound to one service: what the gateway's routes dispatch to once they have parsed and
+ * authorized a request. Every decision is a decider's (deciders.ts), made through the aggregate store; refusals come
+ * back as BlobstoreError for the gateway to map (gateway/blobstore/domain-errors.ts). Composed in runtime/blobstore.ts.
+ */
+export function blobstoreCommands(core: Core, master: MasterKey, countObjects: (bucketId: string) => Promise<number>) {
+  return {
+    createAccount: (appId: string, name: string | null) => createAccount(core, appId, name),
+    issueApiKey: (input: { appId: string; accountId: string; label: string | null }) => issueKey(core, { kind: "api", ...input }),
+    issueAccessKey: (input: { appId: string; accountId: string }) => issueAccessKey(core, master, input),
+    revokeKey: (keyId: string, expect: RevokeKey["expect"]) => revokeKey(core, keyId, expect),
+    createBucket: (c: Omit<decide.CreateBucket, "bucketId" | "at">) => createBucket(core, c),
+    updateBucket: (c: Omit<decide.UpdateBucket, "at">) => updateBucket(core, c),
+    deleteBucket: (accountId: string, name: string, force: boolean) => deleteBucket(core, accountId, name, force, countObjects),
+    liveBucket: (name: string) => liveBucket(core, name),
+    currentObject: (bucketId: string, key: string) => currentObject(core, bucketId, key),
+    /** A conditional write's preconditions against the object as it is now: checked before the body is read (the append checks again). */
+    precheckWrite: async (bucket: BucketState, key: string, pre: Preconditions): Answer<null> => {
+      const failed = isConditional(pre) ? decide.preconditionFailure(await currentObject(core, bucket.bucket_id, key), pre) : null;
+      return failed ? { ok: false, error: { code: "precondition_failed", reason: failed } } : { ok: true, result: null };
+    },
+    recordObject: (bucket: BucketState, key: string, blob: decide.WriteObject["blob"], pre: Preconditions) => recordObject(core, bucket, key, blob, pre),
+    deleteObject: (bucket: BucketState, key: string, pre: Preconditions) => deleteObject(core, bucket, key, pre),
+    registerWalrusBlob: (input: Omit<WalrusObjectState, "object_id" | "storage_id" | "created_at">) => registerWalrusBlob(core, input),
+  };
+}
+export type BlobstoreCommands = ReturnType<typeof blobstoreCommands>;

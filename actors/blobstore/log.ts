@@ -5,11 +5,16 @@ import type { EventLog } from "../../eventlog/connection.ts";
 import { AggregateStore, JetStreamCommitLog, type Fold } from "../../eventlog/aggregate-store.ts";
 import { lastEventSeq } from "../../eventlog/last-message.ts";
 import { aggregateOf, type BlobstoreEvent, type Kind } from "../../schemas/blobstore/events.ts";
+import { systemClock, type Clock } from "../clock.ts";
 
 export class BlobstoreLog {
   readonly store: AggregateStore;
 
-  constructor(readonly log: EventLog) {
+  constructor(
+    readonly log: EventLog,
+    /** The time commands decide at (actors/clock.ts). */
+    readonly clock: Clock = systemClock,
+  ) {
     this.store = new AggregateStore(new JetStreamCommitLog(log));
   }
 

@@ -5,20 +5,9 @@
 import { Effect } from "effect";
 import type { ActorDefinition } from "../host.ts";
 import { Transient } from "../host.ts";
-import type { CommandEnvelope } from "../../schemas/envelope.ts";
 import { PortError } from "../../adapters/ports.ts";
-import {
-  AGG,
-  CMD,
-  EV,
-  type BucketCreateCommandData,
-  type BucketFinalizeCommandData,
-  type BucketReserveCommandData,
-  type BucketDeleteCommandData,
-  type BucketUpdateCommandData,
-  consoleEvent,
-  type NewConsoleEvent,
-} from "../../schemas/console/events.ts";
+import { AGG, CMD, EV, consoleEvent, type NewConsoleEvent } from "../../schemas/console/events.ts";
+import type { ConsoleCommand } from "../../schemas/console/commands.ts";
 import { CODE } from "../../schemas/console/http.ts";
 import { cosign } from "../../adapters/chain/sui/signatures.ts";
 import { bucketPolicyType } from "../../schemas/chain.ts";
@@ -28,7 +17,7 @@ import type { ConsoleActorPorts } from "./ports.ts";
 
 export const transientOf = (what: string) => (e: unknown) => new Transient(`${what}: ${e instanceof Error ? e.message : String(e)}`);
 
-export function bucketActor(ports: ConsoleActorPorts): ActorDefinition<CommandEnvelope, typeof bucketMachine, NewConsoleEvent> {
+export function bucketActor(ports: ConsoleActorPorts): ActorDefinition<ConsoleCommand, typeof bucketMachine, NewConsoleEvent> {
   return {
     aggregateType: AGG.bucket,
     machine: bucketMachine,
@@ -37,15 +26,15 @@ export function bucketActor(ports: ConsoleActorPorts): ActorDefinition<CommandEn
       const state = snapshot.value as string;
       switch (command.type) {
         case CMD.bucketCreate:
-          return state === "none" ? [consoleEvent(EV.bucketCreated, command.data as BucketCreateCommandData)] : [];
+          return state === "none" ? [consoleEvent(EV.bucketCreated, command.data)] : [];
         case CMD.bucketReserve:
-          return state === "none" ? [consoleEvent(EV.bucketReserved, command.data as BucketReserveCommandData)] : [];
+          return state === "none" ? [consoleEvent(EV.bucketReserved, command.data)] : [];
         case CMD.bucketFinalize:
-          return state === "pending_policy" ? [consoleEvent(EV.bucketFinalizeRequested, { requested_by: (command.data as BucketFinalizeCommandData).requested_by })] : [];
+          return state === "pending_policy" ? [consoleEvent(EV.bucketFinalizeRequested, { requested_by: command.data.requested_by })] : [];
         case CMD.bucketUpdate:
-          return state === "active" ? [consoleEvent(EV.bucketUpdated, command.data as BucketUpdateCommandData)] : [];
+          return state === "active" ? [consoleEvent(EV.bucketUpdated, command.data)] : [];
         case CMD.bucketDelete:
-          return state === "active" || state === "pending_policy" ? [consoleEvent(EV.bucketDeleteRequested, command.data as BucketDeleteCommandData)] : [];
+          return state === "active" || state === "pending_policy" ? [consoleEvent(EV.bucketDeleteRequested, command.data)] : [];
         default:
           return [];
       }
@@ -55,7 +44,7 @@ export function bucketActor(ports: ConsoleActorPorts): ActorDefinition<CommandEn
         Effect.gen(function* () {
           const ctx = context;
           if (command.type !== CMD.bucketFinalize) return yield* Effect.fail(new Transient("finalize effect without its command"));
-          const signed = cosign(ctx.tx_bytes!, (command.data as BucketFinalizeCommandData).signature, ports.sponsorKey);
+          const signed = cosign(ctx.tx_bytes!, command.data.signature, ports.sponsorKey);
           const outcome = yield* Effect.tryPromise({ try: () => ports.chain.execute(signed), catch: (e) => e }).pipe(Effect.result);
           if (outcome._tag === "Failure") {
             const e = outcome.failure;
@@ -70,7 +59,7 @@ export function bucketActor(ports: ConsoleActorPorts): ActorDefinition<CommandEn
         }),
       provision: ({ context }) =>
         Effect.tryPromise({ try: () => ports.storage.ensureBucket(context.bucket!.storage_bucket_name), catch: transientOf("storage") }).pipe(
-          Effect.map(() => [consoleEvent(EV.bucketActivated, { activated_at: new Date().toISOString() })]),
+          Effect.map(() => [consoleEvent(EV.bucketActivated, { activated_at: ports.clog.clock.now() })]),
         ),
       deprovision: ({ context, aggregateId }) =>
         Effect.gen(function* () {
@@ -85,7 +74,7 @@ export function bucketActor(ports: ConsoleActorPorts): ActorDefinition<CommandEn
             },
             catch: transientOf("deprovision"),
           });
-          return [consoleEvent(EV.bucketDeleted, { deleted_at: new Date().toISOString(), space_id: ctx.bucket!.space_id })];
+          return [consoleEvent(EV.bucketDeleted, { deleted_at: ports.clog.clock.now(), space_id: ctx.bucket!.space_id })];
         }),
     },
   };

@@ -3,20 +3,23 @@
 // and name claims carry their whole state in each event (schemas/console/events.ts), so each fold is "the last
 // event says it". eventlog/aggregate-store.ts reads the state, appends, and decides again after a concurrent append.
 import { accept, reject, type Decision, type Fold } from "../../eventlog/aggregate-store.ts";
-import type { EventEnvelope } from "../../schemas/envelope.ts";
-import { EV, consoleEvent, type ClaimHeld, type SpaceMember, type SpaceRole, type SpaceState, type UserState } from "../../schemas/console/events.ts";
+import { EV, consoleEvent, type ConsoleMachineEvent, type SpaceMember, type SpaceRole, type SpaceState, type UserState } from "../../schemas/console/events.ts";
 import type { PlanTier } from "../../schemas/console/http.ts";
 import type { ClaimScope, ConsoleError } from "./errors.ts";
 
 type Decided<R> = Decision<R, ConsoleError>;
-type Event = Pick<EventEnvelope, "type" | "data">;
+/** A directory event as folded: `{type, data}` of the console catalogue. */
+export type DirectoryEvent = ConsoleMachineEvent;
 
 // ------------------------------------------------------------------ folds
 
 /** Who holds a name claim, null when nobody does. */
-export const CLAIM: Fold<string | null, Event> = { initial: null, evolve: (_, e) => (e.type === EV.claimHeld ? (e.data as ClaimHeld).owner_id : null) };
-export const SPACE: Fold<SpaceState | null, Event> = { initial: null, evolve: (_, e) => e.data as SpaceState };
-export const USER: Fold<UserState | null, Event> = { initial: null, evolve: (_, e) => e.data as UserState };
+export const CLAIM: Fold<string | null, DirectoryEvent> = { initial: null, evolve: (_, e) => (e.type === EV.claimHeld ? e.data.owner_id : null) };
+export const SPACE: Fold<SpaceState | null, DirectoryEvent> = {
+  initial: null,
+  evolve: (s, e) => (e.type === EV.spaceCreated || e.type === EV.spaceMemberAdded || e.type === EV.spaceMemberRemoved ? e.data : s),
+};
+export const USER: Fold<UserState | null, DirectoryEvent> = { initial: null, evolve: (s, e) => (e.type === EV.userSignedUp ? e.data : s) };
 
 // ------------------------------------------------------------------ name claims
 

@@ -7,11 +7,11 @@ import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
 import { AGG, CMD, EV, type KeyMinted, type KeyRole, type SpaceRole, type SpaceState, type UserState } from "../../schemas/console/events.ts";
 import { CODE, ConsoleHttpError, PLAN_TIERS, badRequest, isUuid, type PlanTier } from "../../schemas/console/http.ts";
 import { ConsoleLog } from "./log.ts";
-import { command } from "../../eventlog/command-bus.ts";
+import { consoleCommand } from "../../schemas/console/commands.ts";
 import type { Decision, Fold } from "../../eventlog/aggregate-store.ts";
 import { newApiKey } from "./api-keys.ts";
 import * as decide from "./deciders.ts";
-import { SPACE, USER } from "./deciders.ts";
+import { SPACE, USER, type DirectoryEvent } from "./deciders.ts";
 import { orThrow, type ConsoleError } from "./errors.ts";
 
 export interface DirectoryContext {
@@ -27,13 +27,14 @@ export interface SignedUp {
 }
 
 const EMAIL_RE = /^[^\s@]{1,64}@[^\s@]{1,190}$/;
-const now = () => new Date().toISOString();
+// Times come from the console log's clock (actors/clock.ts), the one the commands it publishes are stamped with.
+const now = (ctx: DirectoryContext) => ctx.clog.clock.now();
 
 const tiersOf = (ctx: DirectoryContext) => ctx.tiers ?? PLAN_TIERS;
 const tierOf = (ctx: DirectoryContext, tier: string): PlanTier => orThrow(decide.tierOf(tiersOf(ctx), tier));
 
 /** Decides on a directory aggregate and waits until the read model reflects what was appended. */
-async function handle<S, R>(ctx: DirectoryContext, aggregate: string, fold: Fold<S, { type: string; data: unknown }>, decider: (state: S) => Decision<R, ConsoleError>): Promise<R> {
+async function handle<S, R>(ctx: DirectoryContext, aggregate: string, fold: Fold<S, DirectoryEvent>, decider: (state: S) => Decision<R, ConsoleError>): Promise<R> {
   const o = await ctx.clog.aggregates.handle(aggregate, fold, decider);
   if (o.ok && o.seq) await ctx.settle(o.seq);
   return orThrow(o);
@@ -47,7 +48,7 @@ export async function signUp(ctx: DirectoryContext, input: { email: string; name
   const userId = randomUUID();
   const spaceId = randomUUID();
   orThrow(await ctx.clog.claim("email", "users", email, userId));
-  const at = now();
+  const at = now(ctx);
   const space: SpaceState = {
     space_id: spaceId,
     type: "personal",
@@ -66,9 +67,9 @@ export async function signUp(ctx: DirectoryContext, input: { email: string; name
 
 async function requireUser(ctx: DirectoryContext, userId: string): Promise<UserState> {
   if (!isUuid(userId)) throw badRequest("user id must be a UUID");
-  const e = await ctx.clog.lastEvent(AGG.user, userId);
-  if (!e) throw new ConsoleHttpError(404, `user ${userId} not found`, CODE.notFound);
-  return e.data as UserState;
+  const { state: user } = await ctx.clog.aggregates.read(`${AGG.user}.${userId}`, USER);
+  if (!user) throw new ConsoleHttpError(404, `user ${userId} not found`, CODE.notFound);
+  return user;
 }
 
 export async function createTeamSpace(ctx: DirectoryContext, input: { ownerUserId: string; name: string; tier?: string; storageCap?: number }): Promise<SpaceState> {
@@ -77,7 +78,7 @@ export async function createTeamSpace(ctx: DirectoryContext, input: { ownerUserI
   if (!name || name.length > 100) throw badRequest("space name must be 1 to 100 characters");
   const tierName = input.tier ?? "free";
   const tier = tierOf(ctx, tierName);
-  const at = now();
+  const at = now(ctx);
   const space: SpaceState = {
     space_id: randomUUID(),
     type: "team",
@@ -95,7 +96,7 @@ export async function addMember(ctx: DirectoryContext, input: { spaceId: string;
   await requireUser(ctx, input.userId);
   const role = input.role ?? "member";
   if (!["owner", "admin", "member"].includes(role)) throw badRequest("role must be owner, admin or member");
-  return handle(ctx, `${AGG.space}.${input.spaceId}`, SPACE, decide.addMember({ spaceId: input.spaceId, userId: input.userId, role, tiers: tiersOf(ctx), at: now() }));
+  return handle(ctx, `${AGG.space}.${input.spaceId}`, SPACE, decide.addMember({ spaceId: input.spaceId, userId: input.userId, role, tiers: tiersOf(ctx), at: now(ctx) }));
 }
 
 export async function removeMember(ctx: DirectoryContext, input: { spaceId: string; userId: string }): Promise<SpaceState> {
@@ -129,10 +130,10 @@ export async function mintKey(ctx: DirectoryContext, input: { userId: string; ro
     label: input.label ?? null,
     space_id: input.spaceId ?? null,
     service_address: service ? service.getPublicKey().toSuiAddress() : null,
-    created_at: now(),
+    created_at: now(ctx),
   };
-  const r = await ctx.clog.dispatch(AGG.key, keyId, command(CMD.keyMint, AGG.key, keyId, data), (e) =>
-    e.type === EV.keyActivated ? { ok: true as const } : e.type === EV.keyRejected ? { ok: false as const, reason: (e.data as { reason: string }).reason } : undefined,
+  const r = await ctx.clog.dispatch(keyId, consoleCommand(CMD.keyMint, data), (e) =>
+    e.type === EV.keyActivated ? { ok: true as const } : e.type === EV.keyRejected ? { ok: false as const, reason: e.data.reason } : undefined,
   30_000);
   if (!r.value.ok) throw badRequest(`the key was not activated: ${r.value.reason}`);
   await ctx.settle(r.seq);
@@ -151,7 +152,7 @@ export async function revokeKey(ctx: DirectoryContext, keyId: string): Promise<"
   const last = await ctx.clog.lastEvent(AGG.key, keyId);
   if (!last) throw new ConsoleHttpError(404, `API key ${keyId} not found`, CODE.notFound);
   if (last.type === EV.keyRevoked || last.type === EV.keyRejected) return "already_revoked";
-  const r = await ctx.clog.dispatch(AGG.key, keyId, command(CMD.keyRevoke, AGG.key, keyId, { requested_at: now() }), (e) => (e.type === EV.keyRevoked ? true : undefined), 30_000);
+  const r = await ctx.clog.dispatch(keyId, consoleCommand(CMD.keyRevoke, { requested_at: now(ctx) }), (e) => (e.type === EV.keyRevoked ? true : undefined), 30_000);
   await ctx.settle(r.seq);
   return "revoked";
 }

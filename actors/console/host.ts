@@ -4,8 +4,9 @@
 // contain '.', so the consumer is named with '_' instead — the only thing this subclass changes.
 import { ActorHost } from "../host.ts";
 import type { CommandEnvelope } from "../../schemas/envelope.ts";
+import type { ConsoleCommand } from "../../schemas/console/commands.ts";
 
-export class ConsoleActorHost<Cmd extends CommandEnvelope = CommandEnvelope> extends ActorHost<Cmd> {
+export class ConsoleActorHost<Cmd extends CommandEnvelope = ConsoleCommand> extends ActorHost<Cmd> {
   override get consumerName(): string {
     return `actor-${super.consumerName.slice("actor-".length).replace(/\./g, "_")}`;
   }

@@ -8,21 +8,27 @@ import type { EventLog } from "../../eventlog/connection.ts";
 import { EventStore } from "../../eventlog/event-store.ts";
 import { AggregateStore, JetStreamCommitLog, type Result } from "../../eventlog/aggregate-store.ts";
 import { STREAMS, commandSubject, eventSubject } from "../../eventlog/subjects.ts";
-import { dispatchAndAwait, lastCommit, publishCommand, type LastCommit } from "../../eventlog/command-bus.ts";
+import { commandEnvelope, dispatchAndAwait, lastCommit, publishCommand, type LastCommit } from "../../eventlog/command-bus.ts";
 import { lastEventSeq, lastMessage } from "../../eventlog/last-message.ts";
 import type { CommandEnvelope, EventEnvelope } from "../../schemas/envelope.ts";
-import { AGG, type AggregateType } from "../../schemas/console/events.ts";
+import { AGG, type AggregateType, type ConsoleEvent, type ConsoleEventData } from "../../schemas/console/events.ts";
+import { COMMAND_AGGREGATE, type NewConsoleCommand } from "../../schemas/console/commands.ts";
+import { systemClock, type Clock } from "../clock.ts";
 import { ConsoleHttpError } from "../../schemas/console/http.ts";
 import { CLAIM, claim, release } from "./deciders.ts";
 import type { ClaimScope, ConsoleError } from "./errors.ts";
 
 export class ConsoleLog {
-  readonly store: EventStore;
+  readonly store: EventStore<ConsoleEventData>;
   /** Decisions on the directory's state-carrying aggregates (users, spaces, name claims): actors/console/deciders.ts. */
   readonly aggregates: AggregateStore;
 
-  constructor(readonly log: EventLog) {
-    this.store = new EventStore(log.js, log.jsm);
+  constructor(
+    readonly log: EventLog,
+    /** Stamps the commands it publishes (`issued_at`) and the directory's decisions. */
+    readonly clock: Clock = systemClock,
+  ) {
+    this.store = new EventStore<ConsoleEventData>(log.js, log.jsm);
     this.aggregates = new AggregateStore(new JetStreamCommitLog(log));
   }
 
@@ -62,23 +68,24 @@ export class ConsoleLog {
 
   // ---------------------------------------------------------------- commands
 
-  publish(type: AggregateType, id: string, command: CommandEnvelope): Promise<void> {
-    return publishCommand(this.log, commandSubject(type, id), command);
+  /** A command for the aggregate `id` of the type it addresses, enveloped and stamped with this log's clock. */
+  envelope<C extends NewConsoleCommand>(id: string, c: C): CommandEnvelope<C["type"], C["data"]> {
+    return commandEnvelope<C["type"], C["data"]>(c, `${COMMAND_AGGREGATE[c.type]}.${id}`, this.clock.now());
+  }
+
+  publish(id: string, c: NewConsoleCommand): Promise<void> {
+    return publishCommand(this.log, commandSubject(COMMAND_AGGREGATE[c.type], id), this.envelope(id, c));
   }
 
   /**
    * Publishes a command and waits for the first event on the aggregate's subject that `until` maps to a value
    * (eventlog/command-bus.ts); a timeout answers 503. Returns the value and a stream sequence at or after the outcome.
    */
-  async dispatch<T>(
-    type: AggregateType,
-    id: string,
-    command: CommandEnvelope,
-    until: (e: EventEnvelope) => T | undefined,
-    timeoutMs = 15_000,
-    acceptExisting = false,
-  ): Promise<{ value: T; seq: number }> {
-    const r = await dispatchAndAwait(this.log, { commandSubject: commandSubject(type, id), eventSubject: eventSubject(type, id), command, until, timeoutMs, acceptExisting });
+  async dispatch<T>(id: string, c: NewConsoleCommand, until: (e: ConsoleEvent) => T | undefined, timeoutMs = 15_000, acceptExisting = false): Promise<{ value: T; seq: number }> {
+    const type = COMMAND_AGGREGATE[c.type];
+    // The subject names a console aggregate, whose commits hold console events only.
+    const outcome = (e: EventEnvelope) => until(e as ConsoleEvent);
+    const r = await dispatchAndAwait(this.log, { commandSubject: commandSubject(type, id), eventSubject: eventSubject(type, id), command: this.envelope(id, c), until: outcome, timeoutMs, acceptExisting });
     if (!r) throw new ConsoleHttpError(503, "the service is busy; retry shortly", undefined, {}, { "retry-after": "1" });
     return r;
   }

@@ -6,6 +6,7 @@ import type { ConsoleLog } from "./log.ts";
 import type { StoragePort } from "../../adapters/file-storage/blobstore-http.ts";
 
 export interface ConsoleActorPorts {
+  /** The console's log; its `clock` (actors/clock.ts) is the time effects record what they saw and did at. */
   readonly clog: ConsoleLog;
   readonly storage: StoragePort;
   readonly chain: SponsoredChainPort;

@@ -4,28 +4,28 @@
 import { Effect } from "effect";
 import type { ActorDefinition } from "../host.ts";
 import { Transient } from "../host.ts";
-import type { CommandEnvelope } from "../../schemas/envelope.ts";
 import { PortError } from "../../adapters/ports.ts";
-import { AGG, CMD, EV, type SponsorExecuteCommandData, type SponsorReserved, consoleEvent, type NewConsoleEvent } from "../../schemas/console/events.ts";
+import { AGG, CMD, EV, consoleEvent, type NewConsoleEvent } from "../../schemas/console/events.ts";
+import type { ConsoleCommand } from "../../schemas/console/commands.ts";
 import { CODE } from "../../schemas/console/http.ts";
 import { cosign } from "../../adapters/chain/sui/signatures.ts";
 import { transientOf } from "./bucket.actor.ts";
 import { sponsorMachine } from "./sponsor.machine.ts";
 import type { ConsoleActorPorts } from "./ports.ts";
 
-export function sponsorActor(ports: ConsoleActorPorts): ActorDefinition<CommandEnvelope, typeof sponsorMachine, NewConsoleEvent> {
+export function sponsorActor(ports: ConsoleActorPorts): ActorDefinition<ConsoleCommand, typeof sponsorMachine, NewConsoleEvent> {
   return {
     aggregateType: AGG.sponsor,
     machine: sponsorMachine,
     snapshotVersion: 1,
     decide: (snapshot, command) => {
       const state = snapshot.value as string;
-      if (command.type === CMD.sponsorReserve && state === "none") return [consoleEvent(EV.sponsorReserved, command.data as SponsorReserved)];
+      if (command.type === CMD.sponsorReserve && state === "none") return [consoleEvent(EV.sponsorReserved, command.data)];
       if (command.type === CMD.sponsorExecute && state === "reserved") {
         const ctx = snapshot.context;
         // Pure: expiry is judged at the time the gateway issued the command, which comes with it.
         if (Date.parse(ctx.reservation!.expires_at) < Date.parse(command.issued_at)) return [consoleEvent(EV.sponsorExpired, { expired_at: command.issued_at })];
-        return [consoleEvent(EV.sponsorExecuteRequested, { requested_at: (command.data as SponsorExecuteCommandData).requested_at })];
+        return [consoleEvent(EV.sponsorExecuteRequested, { requested_at: command.data.requested_at })];
       }
       return [];
     },
@@ -34,7 +34,7 @@ export function sponsorActor(ports: ConsoleActorPorts): ActorDefinition<CommandE
         Effect.gen(function* () {
           const r = context.reservation!;
           if (command.type !== CMD.sponsorExecute) return yield* Effect.fail(new Transient("execute effect without its command"));
-          const signed = cosign(r.tx_bytes, (command.data as SponsorExecuteCommandData).signature, ports.sponsorKey);
+          const signed = cosign(r.tx_bytes, command.data.signature, ports.sponsorKey);
           const outcome = yield* Effect.tryPromise({ try: () => ports.chain.execute(signed), catch: (e) => e }).pipe(Effect.result);
           if (outcome._tag === "Failure") {
             const e = outcome.failure;
@@ -45,7 +45,7 @@ export function sponsorActor(ports: ConsoleActorPorts): ActorDefinition<CommandE
           }
           const { digest, objects } = outcome.success;
           return [
-            consoleEvent(EV.sponsorExecuted, { chain_digest: digest, kind: r.kind, bucket_ids: r.bucket_ids, objects, executed_at: new Date().toISOString() }),
+            consoleEvent(EV.sponsorExecuted, { chain_digest: digest, kind: r.kind, bucket_ids: r.bucket_ids, objects, executed_at: ports.clog.clock.now() }),
           ];
         }),
     },

@@ -5,8 +5,8 @@ import { Effect } from "effect";
 import { prepared } from "../../db/pool.ts";
 import type { ActorDefinition } from "../host.ts";
 import { Transient } from "../host.ts";
-import type { CommandEnvelope } from "../../schemas/envelope.ts";
 import { AGG, CMD, EV, type BucketState, type UploadQueued, consoleEvent, type NewConsoleEvent } from "../../schemas/console/events.ts";
+import type { ConsoleCommand } from "../../schemas/console/commands.ts";
 import { transientOf } from "./bucket.actor.ts";
 import { uploadMachine } from "./upload.machine.ts";
 import type { ConsoleActorPorts } from "./ports.ts";
@@ -18,7 +18,7 @@ export const storageObjectId = (u: Pick<UploadQueued, "storage_bucket_name" | "s
 const COMMIT_CHECKS = `SELECT s.storage_used, s.storage_cap, b.state AS bucket_state FROM console_spaces s
   LEFT JOIN console_buckets b ON b.bucket_id = $2 AND b.space_id = s.space_id WHERE s.space_id = $1`;
 
-export function uploadActor(ports: ConsoleActorPorts): ActorDefinition<CommandEnvelope, typeof uploadMachine, NewConsoleEvent> {
+export function uploadActor(ports: ConsoleActorPorts): ActorDefinition<ConsoleCommand, typeof uploadMachine, NewConsoleEvent> {
   return {
     aggregateType: AGG.upload,
     machine: uploadMachine,
@@ -29,7 +29,7 @@ export function uploadActor(ports: ConsoleActorPorts): ActorDefinition<CommandEn
     // Pure: the time comes with the command (stamped by the gateway that issued it), so a redelivery decides the same.
     decide: (snapshot, command) =>
       command.type === CMD.uploadStart && snapshot.value === "none"
-        ? [consoleEvent(EV.uploadQueued, command.data as UploadQueued), consoleEvent(EV.uploadStarted, { started_at: command.issued_at })]
+        ? [consoleEvent(EV.uploadQueued, command.data), consoleEvent(EV.uploadStarted, { started_at: command.issued_at })]
         : [],
     effects: {
       commit: ({ context }) =>
@@ -48,7 +48,7 @@ export function uploadActor(ports: ConsoleActorPorts): ActorDefinition<CommandEn
           // a read model being rebuilt (memrelay replay): checked again once it has the space and the bucket
           if (!row || row.bucket_state === null) return yield* Effect.fail(new Transient("the console read model does not have the bucket yet"));
           // What was seen, not what follows from it: the machine's guards decide (upload.machine.ts rejectionOf).
-          return [consoleEvent(EV.uploadChecksSeen, { bucket_state: row.bucket_state, storage_used: Number(row.storage_used), storage_cap: Number(row.storage_cap), seen_at: new Date().toISOString() })];
+          return [consoleEvent(EV.uploadChecksSeen, { bucket_state: row.bucket_state, storage_used: Number(row.storage_used), storage_cap: Number(row.storage_cap), seen_at: ports.clog.clock.now() })];
         }),
       complete: ({ context }) => {
         const u = context.upload!;
@@ -65,7 +65,7 @@ export function uploadActor(ports: ConsoleActorPorts): ActorDefinition<CommandEn
             await ports.clog.release(u.name_claim, aggregateId);
           },
           catch: (e) => new Transient(`cleanup: ${(e as Error).message}`),
-        }).pipe(Effect.map(() => [consoleEvent(EV.uploadCleaned, { cleaned_at: new Date().toISOString() })])),
+        }).pipe(Effect.map(() => [consoleEvent(EV.uploadCleaned, { cleaned_at: ports.clog.clock.now() })])),
     },
   };
 }

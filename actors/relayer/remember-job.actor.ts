@@ -160,7 +160,7 @@ export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<Remem
               embedder: ports.embedder.name,
               importance: command.data.importance,
               size: ctx.size ?? 0,
-              created_at: new Date().toISOString(),
+              created_at: command.issued_at,
               ...(lexical ? { lexical, submitted_at: command.data.accepted_at, position: command.data.position ?? 0 } : {}),
             }),
         );

@@ -2,14 +2,13 @@
 import { HttpError, json } from "../http.ts";
 import type { Result } from "../../eventlog/aggregate-store.ts";
 import type { BlobstoreError } from "../../actors/blobstore/errors.ts";
-import { createAccount, issueAccessKey, issueKey, revokeKey } from "../../actors/blobstore/commands.ts";
 import type { AppPrincipal } from "./auth.ts";
 import { decodeCursor, encodeCursor } from "../../projections/blobstore/queries.ts";
 import { LIMITS, isAccessKeyId, isUuid, optionalString, parseLimit } from "../../schemas/blobstore/validation.ts";
 import { E400, E401, E404, MAX_ACCESS_KEYS, P, apiKeyJson, type BlobstoreRouteKit } from "./route-kit.ts";
 
 export function registerAdminRoutes(kit: BlobstoreRouteKit): void {
-  const { route, admin, jsonBody, query, core, q, master } = kit;
+  const { route, admin, jsonBody, query, commands, q } = kit;
 
   const ownedAccount = async (who: AppPrincipal, id: string) => {
     const a = isUuid(id) ? await q.account(id) : null;
@@ -26,7 +25,7 @@ export function registerAdminRoutes(kit: BlobstoreRouteKit): void {
     "/accounts",
     admin(async (req, who) => {
       const name = optionalString(jsonBody(req, true), "name", LIMITS.accountName);
-      const { account, key } = await createAccount(core, who.appId, name);
+      const { account, key } = await commands.createAccount(who.appId, name);
       return json(201, { ...account, api_key: { id: key.state.key_id, account_id: account.account_id, prefix: key.state.prefix, secret: key.secret, created_at: key.state.created_at } }, { "cache-control": "no-store" });
     }),
   );
@@ -55,7 +54,7 @@ export function registerAdminRoutes(kit: BlobstoreRouteKit): void {
     admin(async (req, who) => {
       const a = await ownedAccount(who, req.params[0]);
       const label = req.body.length ? optionalString(jsonBody(req), "label", LIMITS.label) : null;
-      const k = await issueKey(core, { kind: "api", appId: who.appId, accountId: a.account_id, label });
+      const k = await commands.issueApiKey({ appId: who.appId, accountId: a.account_id, label });
       return json(201, { id: k.state.key_id, account_id: a.account_id, prefix: k.state.prefix, secret: k.secret, label: k.state.label, created_at: k.state.created_at }, { "cache-control": "no-store" });
     }),
   );
@@ -75,7 +74,7 @@ export function registerAdminRoutes(kit: BlobstoreRouteKit): void {
     admin(async (req, who) => {
       const a = await ownedAccount(who, req.params[0]);
       const keyId = req.params[1];
-      const r = isUuid(keyId) ? await revokeKey(core, keyId, { kind: "api", accountId: a.account_id }) : null;
+      const r = isUuid(keyId) ? await commands.revokeKey(keyId, { kind: "api", accountId: a.account_id }) : null;
       if (!revoked(r)) throw new HttpError(404, `API key ${keyId} not found`);
       return { status: 204 };
     }),
@@ -87,7 +86,7 @@ export function registerAdminRoutes(kit: BlobstoreRouteKit): void {
     admin(async (req, who) => {
       const a = await ownedAccount(who, req.params[0]);
       if ((await q.countActiveKeys(a.account_id, "access")) >= MAX_ACCESS_KEYS) throw new HttpError(409, `access key limit reached (${MAX_ACCESS_KEYS} active)`);
-      const k = await issueAccessKey(core, master, { appId: who.appId, accountId: a.account_id });
+      const k = await commands.issueAccessKey({ appId: who.appId, accountId: a.account_id });
       return json(201, { access_key_id: k.accessKeyId, secret_access_key: k.secretAccessKey, created_at: k.state.created_at }, { "cache-control": "no-store" });
     }),
   );
@@ -108,7 +107,7 @@ export function registerAdminRoutes(kit: BlobstoreRouteKit): void {
     admin(async (req, who) => {
       const a = await ownedAccount(who, req.params[0]);
       const id = req.params[1];
-      const r = isAccessKeyId(id) ? await revokeKey(core, id, { kind: "access", accountId: a.account_id }) : null;
+      const r = isAccessKeyId(id) ? await commands.revokeKey(id, { kind: "access", accountId: a.account_id }) : null;
       if (!revoked(r)) throw new HttpError(404, `access key ${id} not found`);
       return { status: 204 };
     }),

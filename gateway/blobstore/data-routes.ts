@@ -1,9 +1,7 @@
 // The blob store's data routes (API key): buckets, objects and the account's wallet (spec/blobstore.md).
 import { HttpError, json } from "../http.ts";
 import type { BucketState } from "../../schemas/blobstore/events.ts";
-import { createBucket, currentObject, deleteBucket, deleteObject, liveBucket, recordObject, updateBucket } from "../../actors/blobstore/commands.ts";
-import { isConditional, preconditionFailure } from "../../actors/blobstore/deciders.ts";
-import { answer, httpError } from "./domain-errors.ts";
+import { answer } from "./domain-errors.ts";
 import type { AccountPrincipal } from "./auth.ts";
 import { decodeCursor, encodeCursor, type BucketRow } from "../../projections/blobstore/queries.ts";
 import { LIMITS, optionalString, parseLimit, validateBucketName, validateContentType, validateMetadata, validateObjectKey } from "../../schemas/blobstore/validation.ts";
@@ -11,7 +9,7 @@ import { deriveWalletAddress } from "../../actors/blobstore/wallet.ts";
 import { E400, E401, E404, P, blobJson, bucketJson, etagList, preconditions, type BlobstoreRouteKit } from "./route-kit.ts";
 
 export function registerDataRoutes(kit: BlobstoreRouteKit): void {
-  const { route, data, jsonBody, query, rawKey, core, q, master, maxBlobBytes, received, storeBody } = kit;
+  const { route, data, jsonBody, query, rawKey, commands, q, master, maxBlobBytes, received, storeBody } = kit;
 
   /**
    * The bucket a write goes to. A bucket generation's id and owner never change, so they are cached; whether the
@@ -22,7 +20,7 @@ export function registerDataRoutes(kit: BlobstoreRouteKit): void {
   const writableBucket = async (name: string, who: AccountPrincipal): Promise<BucketState> => {
     let b = bucketFacts.get(name);
     if (!b || b.account_id !== who.accountId) {
-      b = (await liveBucket(core, name)) ?? undefined;
+      b = (await commands.liveBucket(name)) ?? undefined;
       if (b) {
         if (bucketFacts.size > 10_000) bucketFacts.clear();
         bucketFacts.set(name, b);
@@ -48,7 +46,7 @@ export function registerDataRoutes(kit: BlobstoreRouteKit): void {
       const name = validateBucketName(body.name);
       const description = optionalString(body, "description", LIMITS.description) ?? "";
       const metadata = validateMetadata(body.metadata);
-      const b = answer(await createBucket(core, { accountId: who.accountId, name, description, metadata }));
+      const b = answer(await commands.createBucket({ accountId: who.accountId, name, description, metadata }));
       return json(201, bucketJson(b));
     }),
   );
@@ -79,7 +77,7 @@ export function registerDataRoutes(kit: BlobstoreRouteKit): void {
     if ("metadata" in body) patch.metadata = validateMetadata(body.metadata);
     const unknown = Object.keys(body).filter((k) => k !== "description" && k !== "metadata");
     if (unknown.length) throw new HttpError(400, `only description and metadata can be updated (got ${unknown.join(", ")})`);
-    return json(200, bucketJson(answer(await updateBucket(core, { accountId: who.accountId, name, patch }))));
+    return json(200, bucketJson(answer(await commands.updateBucket({ accountId: who.accountId, name, patch }))));
   });
   for (const method of ["patch", "put"] as const) {
     route(
@@ -104,7 +102,7 @@ export function registerDataRoutes(kit: BlobstoreRouteKit): void {
       const name = validateBucketName(req.params[0]);
       const force = query(req).get("force") === "true";
       bucketFacts.delete(name);
-      answer(await deleteBucket(core, who.accountId, name, force, (id) => q.countObjects(id)));
+      answer(await commands.deleteBucket(who.accountId, name, force));
       bucketFacts.delete(name);
       return { status: 204 };
     }),
@@ -165,15 +163,11 @@ export function registerDataRoutes(kit: BlobstoreRouteKit): void {
         expectMd5 = raw.toString("hex");
       }
       const bucket = await writableBucket(name, who);
-      if (isConditional(pre)) {
-        // Fail before the body is read; the append checks again against the state it is made on.
-        const failed = preconditionFailure(await currentObject(core, bucket.bucket_id, key), pre);
-        if (failed) throw httpError({ code: "precondition_failed", reason: failed });
-      }
+      answer(await commands.precheckWrite(bucket, key, pre));
       const { put, orphan } = await storeBody(req);
       try {
         if (expectMd5 && expectMd5 !== put.md5) throw new HttpError(400, "Content-MD5 does not match the body");
-        const r = await recordObject(core, bucket, key, { blobId: put.blobId, size: put.size, md5: put.md5, contentType }, pre);
+        const r = await commands.recordObject(bucket, key, { blobId: put.blobId, size: put.size, md5: put.md5, contentType }, pre);
         if (!r.ok && r.error.code === "bucket_not_found") bucketFacts.delete(name);
         return json(201, { ...blobJson(answer(r).state), deduplicated: put.deduplicated });
       } catch (err) {
@@ -198,9 +192,9 @@ export function registerDataRoutes(kit: BlobstoreRouteKit): void {
     data(async (req, who) => {
       const name = validateBucketName(req.params[0]);
       const key = validateObjectKey(rawKey(req));
-      const bucket = await liveBucket(core, name);
+      const bucket = await commands.liveBucket(name);
       if (!bucket || bucket.account_id !== who.accountId) throw new HttpError(404, `bucket ${name} not found`);
-      answer(await deleteObject(core, bucket, key, { ifNoneMatchAny: false, ifMatch: etagList(req.headers["if-match"]) }));
+      answer(await commands.deleteObject(bucket, key, { ifNoneMatchAny: false, ifMatch: etagList(req.headers["if-match"]) }));
       return { status: 204 };
     }),
   );

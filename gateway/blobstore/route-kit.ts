@@ -3,7 +3,7 @@
 import { HttpError, type Handler, type Reply, type Request, type RouteOptions } from "../http.ts";
 import type { RouteDoc } from "./openapi.ts";
 import type { AccountPrincipal, AppPrincipal } from "./auth.ts";
-import type { Core } from "../../actors/blobstore/commands.ts";
+import type { BlobstoreCommands } from "../../actors/blobstore/commands.ts";
 import type { Preconditions } from "../../actors/blobstore/deciders.ts";
 import type { MasterKey } from "../../actors/blobstore/keys.ts";
 import type { BucketState, ObjectState } from "../../schemas/blobstore/events.ts";
@@ -23,7 +23,8 @@ export interface BlobstoreRouteKit {
   readonly query: (req: Request) => URLSearchParams;
   /** The raw (percent-encoded) object key: everything after `/blobs/` in the path. */
   readonly rawKey: (req: Request) => string;
-  readonly core: Core;
+  /** The write side: routes parse and authorize, then dispatch here (actors/blobstore/commands.ts). */
+  readonly commands: BlobstoreCommands;
   readonly q: Queries;
   readonly master: MasterKey;
   readonly maxBlobBytes: number;

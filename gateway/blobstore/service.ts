@@ -15,7 +15,8 @@ import type { BlobBackend } from "../../adapters/blob-bytes/backend.ts";
 import { bodyBuffers, readBuffers } from "../recycled-buffers.ts";
 import { JetStreamBlobBackend } from "../../adapters/blob-bytes/object-store-backend.ts";
 import type { Kind } from "../../schemas/blobstore/events.ts";
-import type { Core } from "../../actors/blobstore/commands.ts";
+import type { BlobstoreCommands } from "../../actors/blobstore/commands.ts";
+import type { BlobstoreLog } from "../../actors/blobstore/log.ts";
 import type { MasterKey } from "../../actors/blobstore/keys.ts";
 import { Authenticator, type AccountPrincipal, type AppPrincipal } from "./auth.ts";
 import type { Queries } from "../../projections/blobstore/queries.ts";
@@ -32,7 +33,10 @@ import type { NetworkProfile } from "../../config/network-profile.ts";
 import { registerPublicRoutes } from "./public-routes.ts";
 
 export interface BlobstoreGatewayDeps {
-  readonly core: Core;
+  /** The write side, composed in runtime/blobstore.ts: what the routes dispatch to. */
+  readonly commands: BlobstoreCommands;
+  /** The event log as the blob store reads it (credentials: a key's state from its last event). */
+  readonly log: BlobstoreLog;
   readonly q: Queries;
   readonly master: MasterKey;
   readonly backend: BlobBackend;
@@ -62,7 +66,7 @@ function toReply(err: unknown): Reply | undefined {
 
 /** The blob store's HTTP server with every route registered; the caller listens and closes it. */
 export function createBlobstoreServer(deps: BlobstoreGatewayDeps): HttpServer {
-  const { core, q, master, backend, eventLog, db, metrics, logger, maxBlobBytes, walrusEpoch, natsUp, runProjections, runners } = deps;
+  const { commands, log, q, master, backend, eventLog, db, metrics, logger, maxBlobBytes, walrusEpoch, natsUp, runProjections, runners } = deps;
   /** Bytes live on the event log's NATS: while it is away, reads that miss the cache fail fast (503) too. */
   const bytesInNats = backend instanceof JetStreamBlobBackend;
   const bytesRead = metrics.counter("bytes_read_total", "Blob bytes served");
@@ -76,7 +80,7 @@ export function createBlobstoreServer(deps: BlobstoreGatewayDeps): HttpServer {
     if (!natsUp()) throw new HttpError(503, "the event log is unavailable; retry shortly", {}, { "retry-after": "1" });
   };
 
-  const auth = new Authenticator(q, core.log, metrics, logger);
+  const auth = new Authenticator(q, log, metrics, logger);
   const server = new HttpServer({
     corsOrigins: deps.corsOrigins,
     corsHeaders: "content-type, authorization, range, if-match, if-none-match, content-md5",
@@ -123,7 +127,7 @@ export function createBlobstoreServer(deps: BlobstoreGatewayDeps): HttpServer {
   const { serve, serveByBlobId, storeBody } = blobServing({ backend, bytesInNats, needLog, cache, reads, received, bytesRead, bytesWritten, blobPuts, q, db, maxBlobBytes, logger });
   registerInfrastructureRoutes({ route, docs, backend, eventLog, db, natsUp, metrics, runProjections, runners });
 
-  const kit: BlobstoreRouteKit = { route, data, admin, jsonBody, query, rawKey, core, q, master, maxBlobBytes, received, storeBody, serve, serveByBlobId, needLog, walrusEpoch };
+  const kit: BlobstoreRouteKit = { route, data, admin, jsonBody, query, rawKey, commands, q, master, maxBlobBytes, received, storeBody, serve, serveByBlobId, needLog, walrusEpoch };
   registerWalrusRoutes(kit, deps.networkProfile);
   registerQuiltRoutes(kit, { profile: deps.networkProfile, shards: deps.quiltShards, backend });
   registerPublicRoutes(kit);

@@ -3,7 +3,6 @@
 // aggregator take (storeLatency, readLatency); the local bytes are stored and read as ever.
 import { createHash } from "node:crypto";
 import { HttpError, json } from "../http.ts";
-import { registerWalrusBlob } from "../../actors/blobstore/commands.ts";
 import { LIMITS, isObjectId, parseWalrusStore, type WalrusStoreParams } from "../../schemas/blobstore/validation.ts";
 import { E400, E404, P, type BlobstoreRouteKit } from "./route-kit.ts";
 import type { NetworkProfile } from "../../config/network-profile.ts";
@@ -32,7 +31,7 @@ export const readLatency = (profile: NetworkProfile) => networkDelay(profile.sto
  * /v1/blobs and PUT /v1/quilts (a quilt is one blob) answer with it.
  */
 export async function publishWalrusBlob(kit: BlobstoreRouteKit, profile: NetworkProfile, put: PutResult, p: WalrusStoreParams) {
-  const { core, q, walrusEpoch } = kit;
+  const { commands, q, walrusEpoch } = kit;
   const endEpoch = walrusEpoch + p.epochs;
   if (!p.deletable && put.deduplicated) {
     const c = await q.certified(put.blobId, endEpoch);
@@ -43,7 +42,7 @@ export async function publishWalrusBlob(kit: BlobstoreRouteKit, profile: Network
     }
   }
   await storeLatency(profile);
-  const o = await registerWalrusBlob(core, {
+  const o = await commands.registerWalrusBlob({
     blob_id: put.blobId,
     size: put.size,
     encoding_type: "RS2",

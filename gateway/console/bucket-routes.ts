@@ -7,7 +7,7 @@ import { parseJsonObject } from "../http.ts";
 import { CODE, CONSOLE_LIMITS, ConsoleHttpError, badRequest, parseBucketListQuery, parseCreateBucket, parseSignatureBody, parseSpaceType, parseUpdateBucket, pathUuid } from "../../schemas/console/http.ts";
 import { claimId } from "../../actors/console/log.ts";
 import { orThrow } from "../../actors/console/errors.ts";
-import { command } from "../../eventlog/command-bus.ts";
+import { consoleCommand } from "../../schemas/console/commands.ts";
 import { storageBucketName } from "../../adapters/file-storage/blobstore-http.ts";
 import { requireWrite } from "./auth.ts";
 import { buildSponsoredTx, txValidUntil } from "../../actors/console/chain.ts";
@@ -60,7 +60,7 @@ export function registerBucketRoutes(kit: ConsoleRouteKit): void {
       digest: tx.digest,
       sender: p.serviceAddress,
     };
-    const r = await clog.dispatch(AGG.bucket, bucketId, command(CMD.bucketReserve, AGG.bucket, bucketId, data), (e) => (e.type === EV.bucketReserved ? true : undefined));
+    const r = await clog.dispatch(bucketId, consoleCommand(CMD.bucketReserve, data), (e) => (e.type === EV.bucketReserved ? true : undefined));
     await settle(r.seq);
     return json(201, { bucket_id: bucketId, bytes: tx.bytes, digest: tx.digest, state: "pending_policy" });
   }), { bodyLimit: CONSOLE_LIMITS.jsonBody });
@@ -90,7 +90,7 @@ export function registerBucketRoutes(kit: ConsoleRouteKit): void {
       ...(policyChange ? { encryption_policy_id: body.encryptionPolicyId } : {}),
       updated_at: now,
     };
-    const r = await clog.dispatch(AGG.bucket, b.bucket_id, command(CMD.bucketUpdate, AGG.bucket, b.bucket_id, data), (e) => (e.type === EV.bucketUpdated && (e.data as { updated_at: string }).updated_at === now ? true : undefined));
+    const r = await clog.dispatch(b.bucket_id, consoleCommand(CMD.bucketUpdate, data), (e) => (e.type === EV.bucketUpdated && e.data.updated_at === now ? true : undefined));
     if (renamed && newClaim) {
       // The old name is free again (a name claim differing only by case is the same claim).
       const oldClaim = claimId("bucket", b.space_id, b.name);
@@ -110,7 +110,7 @@ export function registerBucketRoutes(kit: ConsoleRouteKit): void {
     const contents = await q.bucketContents(b.bucket_id);
     if (contents > 0) throw badRequest(`the bucket is not empty (${contents} files); delete its files first`);
     const data = { requested_by: p.userId, requested_at: new Date().toISOString() };
-    const r = await clog.dispatch(AGG.bucket, b.bucket_id, command(CMD.bucketDelete, AGG.bucket, b.bucket_id, data), (e) => (e.type === EV.bucketDeleted ? true : undefined), 15_000, true);
+    const r = await clog.dispatch(b.bucket_id, consoleCommand(CMD.bucketDelete, data), (e) => (e.type === EV.bucketDeleted ? true : undefined), 15_000, true);
     await settle(r.seq);
     return { status: 204, headers };
   }));
@@ -130,11 +130,10 @@ export function registerBucketRoutes(kit: ConsoleRouteKit): void {
       throw badRequest("the reservation expired: delete the bucket and reserve it again");
     }
     const r = await clog.dispatch(
-      AGG.bucket,
       b.bucket_id,
-      command(CMD.bucketFinalize, AGG.bucket, b.bucket_id, { signature, requested_by: p.userId }),
+      consoleCommand(CMD.bucketFinalize, { signature, requested_by: p.userId }),
       (e): { ok: true } | { ok: false; failure: BucketFinalizeFailed } | undefined =>
-        e.type === EV.bucketActivated ? { ok: true } : e.type === EV.bucketFinalizeFailed ? { ok: false, failure: e.data as BucketFinalizeFailed } : undefined,
+        e.type === EV.bucketActivated ? { ok: true } : e.type === EV.bucketFinalizeFailed ? { ok: false, failure: e.data } : undefined,
       30_000,
     );
     if (!r.value.ok) {
@@ -149,8 +148,8 @@ export function registerBucketRoutes(kit: ConsoleRouteKit): void {
   /** The reservation of a pending private bucket (its first event). */
   const reservationOf = async (bucketId: string): Promise<BucketReserveCommandData> => {
     const { events } = await clog.store.load(`${AGG.bucket}.${bucketId}`);
-    const e = events.find((x) => x.event.type === EV.bucketReserved);
-    if (!e) throw new ConsoleHttpError(409, "the bucket has no reservation", CODE.conflict);
-    return e.event.data as BucketReserveCommandData;
+    const reserved = events.flatMap(({ event: e }) => (e.type === EV.bucketReserved ? [e.data] : []))[0];
+    if (!reserved) throw new ConsoleHttpError(409, "the bucket has no reservation", CODE.conflict);
+    return reserved;
   };
 }

@@ -2,9 +2,9 @@
 // status, metadata, download, delete.
 import { randomUUID } from "node:crypto";
 import { json, type Request } from "../http.ts";
-import { AGG, CMD, EV, type FileDeleteCommandData, type UploadQueued, type UploadState } from "../../schemas/console/events.ts";
+import { CMD, EV, type FileDeleteCommandData, type UploadQueued, type UploadState } from "../../schemas/console/events.ts";
 import { CODE, CONSOLE_LIMITS, ConsoleHttpError, badRequest, notFound, parseFileListQuery, parseFileMetadata, pathUuid, validateFileName, validateMimeType } from "../../schemas/console/http.ts";
-import { command } from "../../eventlog/command-bus.ts";
+import { consoleCommand } from "../../schemas/console/commands.ts";
 import { orThrow } from "../../actors/console/errors.ts";
 import { storageBucketName, type StoredObject } from "../../adapters/file-storage/blobstore-http.ts";
 import { Admission } from "./admission.ts";
@@ -163,7 +163,7 @@ export function registerFileRoutes(kit: ConsoleRouteKit): void {
         name_claim: claim,
         created_at: new Date().toISOString(),
       };
-      await clog.publish(AGG.upload, fileId, command(CMD.uploadStart, AGG.upload, fileId, data));
+      await clog.publish(fileId, consoleCommand(CMD.uploadStart, data));
       return json(202, {
         data: {
           id: fileId,
@@ -209,7 +209,7 @@ export function registerFileRoutes(kit: ConsoleRouteKit): void {
       size: Number(file.size),
       ...(file.status === "failed" ? { upload_failed: true } : {}),
     };
-    const r = await clog.dispatch(AGG.file, file.file_id, command(CMD.fileDelete, AGG.file, file.file_id, data), (e) => (e.type === EV.fileDeleteRequested || e.type === EV.fileDeleted ? true : undefined), 15_000, true);
+    const r = await clog.dispatch(file.file_id, consoleCommand(CMD.fileDelete, data), (e) => (e.type === EV.fileDeleteRequested || e.type === EV.fileDeleted ? true : undefined), 15_000, true);
     await settle(r.seq);
     return { status: 204 };
   }));

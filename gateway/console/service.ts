@@ -164,7 +164,10 @@ export function createConsoleServer(deps: ConsoleGatewayDeps): HttpServer {
     // Cheap reads first (this answers polls right after a 202): the job's last commit, the command still queued,
     // the actor's snapshot; the full history only when none of them carries the upload's description.
     const last = await clog.last(AGG.upload, fileId);
-    let queued = last?.events.find((e) => e.type === EV.uploadQueued)?.data as UploadQueued | undefined;
+    // The subject holds console events only.
+    const events = (last?.events ?? []) as readonly ConsoleEvent[];
+    const queuedIn = (es: readonly ConsoleEvent[]): UploadQueued | undefined => es.flatMap((e) => (e.type === EV.uploadQueued ? [e.data] : []))[0];
+    let queued = queuedIn(events);
     if (!queued && !last) queued = (await clog.pendingCommand<UploadQueued>(AGG.upload, fileId))?.data;
     if (!queued && last) {
       const snap = await log.snapshots.get(`${AGG.upload}.${fileId}`).catch(() => null);
@@ -172,12 +175,11 @@ export function createConsoleServer(deps: ConsoleGatewayDeps): HttpServer {
     }
     if (!queued && last) {
       const { events: all } = await clog.store.load(`${AGG.upload}.${fileId}`);
-      queued = all.find((e) => e.event.type === EV.uploadQueued)?.event.data as UploadQueued | undefined;
+      queued = queuedIn(all.map((e) => e.event));
     }
     if (!queued) return null;
     // The upload's one fold (schemas/console/upload-view.ts) over its last commit (the subject holds console events
     // only), except that an outcome shows once the read model has it, with the file's status: until then, active.
-    const events = (last?.events ?? []) as readonly ConsoleEvent[];
     const state: UploadState = foldUpload(events).upload_state === "queued" ? "queued" : "active";
     const progress: number | null = 0;
     const error: { code: string; message: string } | null = null;

@@ -1,13 +1,12 @@
 // The console's sponsorship routes (spec/console.md): reserve a sponsored transaction for the caller to sign, then
 // execute it with the sponsor's co-signature.
 import { decodePathParam, json } from "../http.ts";
-import type { EventEnvelope } from "../../schemas/envelope.ts";
 import { TX_CLOCK_SKEW_MS } from "../../adapters/chain/sui/transaction-envelope.ts";
 import type { StoredObject as ChainObject } from "../../schemas/chain.ts";
-import { AGG, CMD, EV, type SponsorExecuted, type SponsorFailed, type SponsorReserved } from "../../schemas/console/events.ts";
+import { AGG, CMD, EV, type SponsorExecuted, type SponsorReserved } from "../../schemas/console/events.ts";
 import { parseJsonObject } from "../http.ts";
 import { CODE, CONSOLE_LIMITS, ConsoleHttpError, badRequest, notFound, parseSignatureBody, parseSponsor } from "../../schemas/console/http.ts";
-import { command } from "../../eventlog/command-bus.ts";
+import { consoleCommand } from "../../schemas/console/commands.ts";
 import { requireWrite, type Principal } from "./auth.ts";
 import { buildSponsoredTx } from "../../actors/console/chain.ts";
 import { verifySenderSignature } from "../../adapters/chain/sui/signatures.ts";
@@ -68,7 +67,7 @@ export function registerSponsorRoutes(kit: ConsoleRouteKit): void {
       reserved_at: new Date(now).toISOString(),
       expires_at: new Date(now + Math.min(limits.sponsorTtlMs, TX_CLOCK_SKEW_MS)).toISOString(),
     };
-    await clog.dispatch(AGG.sponsor, built.tx.digest, command(CMD.sponsorReserve, AGG.sponsor, built.tx.digest, data), (e) => (e.type === EV.sponsorReserved ? true : undefined));
+    await clog.dispatch(built.tx.digest, consoleCommand(CMD.sponsorReserve, data), (e) => (e.type === EV.sponsorReserved ? true : undefined));
     return json(200, { bytes: built.tx.bytes, digest: built.tx.digest });
   }), { bodyLimit: CONSOLE_LIMITS.jsonBody });
 
@@ -79,30 +78,28 @@ export function registerSponsorRoutes(kit: ConsoleRouteKit): void {
     if (!/^[1-9A-HJ-NP-Za-km-z]{32,64}$/.test(digest)) throw unknown();
     const signature = parseSignatureBody(parseJsonObject(req.body));
     const { events } = await clog.store.load(`${AGG.sponsor}.${digest}`);
-    const reservation = events.find((e) => e.event.type === EV.sponsorReserved)?.event.data as SponsorReserved | undefined;
+    const reservation = events.flatMap(({ event: e }) => (e.type === EV.sponsorReserved ? [e.data] : []))[0];
     if (!reservation || reservation.user_id !== p.userId) throw unknown();
     const last = events[events.length - 1].event;
-    if (last.type === EV.sponsorExecuted) return json(200, executedJson(last.data as SponsorExecuted));
+    if (last.type === EV.sponsorExecuted) return json(200, executedJson(last.data));
     if (last.type === EV.sponsorExpired) throw unknown();
     if (!verifySenderSignature(reservation.tx_bytes, signature, reservation.sender)) {
       throw badRequest(`signature is not a signature of the sponsored bytes by the service key ${reservation.sender}`);
     }
     const r = await clog.dispatch(
-      AGG.sponsor,
       digest,
-      command(CMD.sponsorExecute, AGG.sponsor, digest, { signature, requested_at: new Date().toISOString() }),
-      (e: EventEnvelope) =>
-        e.type === EV.sponsorExecuted || e.type === EV.sponsorFailed || e.type === EV.sponsorExpired ? e : undefined,
+      consoleCommand(CMD.sponsorExecute, { signature, requested_at: new Date().toISOString() }),
+      (e) => (e.type === EV.sponsorExecuted || e.type === EV.sponsorFailed || e.type === EV.sponsorExpired ? e : undefined),
       30_000,
     );
     const e = r.value;
     if (e.type === EV.sponsorExpired) throw unknown();
     if (e.type === EV.sponsorFailed) {
-      const f = e.data as SponsorFailed & { kind?: string };
+      const f = e.data;
       throw new ConsoleHttpError(f.kind === "forbidden" ? 403 : 400, `the transaction was refused: ${f.error}`, f.code === CODE.invalidSignature ? CODE.badRequest : f.code);
     }
     await settle(r.seq);
-    return json(200, executedJson(e.data as SponsorExecuted));
+    return json(200, executedJson(e.data));
   }), { bodyLimit: CONSOLE_LIMITS.jsonBody });
 
   const executedJson = (x: SponsorExecuted) => ({

@@ -137,8 +137,8 @@ export const PROJECTION_NAMES: Record<Kind, string> = {
   [KIND.blob]: "blobstore_blobs",
 };
 
-async function applyOne(tx: Tx, se: StoredEvent): Promise<void> {
-  const e = se.event as BlobstoreEvent;
+async function applyOne(tx: Tx, se: StoredEvent<BlobstoreEvent>): Promise<void> {
+  const e = se.event;
   switch (e.type) {
     case EVT.appCreated:
       await run(tx, SQL.upsertApp, [e.data.app_id, e.data.created_at, se.seq]);
@@ -167,7 +167,7 @@ async function applyOne(tx: Tx, se: StoredEvent): Promise<void> {
   }
 }
 
-export function blobstoreProjection(kind: Kind): Projection {
+export function blobstoreProjection(kind: Kind): Projection<BlobstoreEvent> {
   return {
     name: PROJECTION_NAMES[kind],
     filter: filterOf(kind),
@@ -181,7 +181,7 @@ export function blobstoreProjection(kind: Kind): Projection {
     async reset(tx: Tx) {
       await tx.query(`TRUNCATE ${READ_MODEL_TABLES[kind].join(", ")}`);
     },
-    async apply(tx: Tx, events: readonly StoredEvent[]) {
+    async apply(tx: Tx, events: readonly StoredEvent<BlobstoreEvent>[]) {
       // (the runner commits without waiting for the WAL flush, as for every projection)
       if (kind === KIND.blob) {
         const batch = events.map((se) => ({ type: se.event.type, seq: se.seq, data: se.event.data }));
@@ -196,6 +196,6 @@ export function blobstoreProjection(kind: Kind): Projection {
 export const BLOBSTORE_KINDS: readonly Kind[] = [KIND.app, KIND.key, KIND.account, KIND.bucket, KIND.blob];
 
 /** All projections of the blob store (for `memrelay replay` and `memrelay lag`). */
-export function blobstoreProjections(): Projection[] {
+export function blobstoreProjections(): Projection<BlobstoreEvent>[] {
   return BLOBSTORE_KINDS.map(blobstoreProjection);
 }

@@ -12,13 +12,19 @@ const ctx = { correlationId: "spec", causationId: "spec" };
 /** Type and data of events: what a decision is judged on (ids and timestamps of the envelope are the log's). */
 const facts = (events: readonly { type: string; data: unknown }[]) => events.map(({ type, data }) => ({ type, data }));
 
-export function deciderSpec<S, E>(fold: Fold<S, E>) {
+/**
+ * `history: "one commit"` for an aggregate whose state is folded over all its events (an actor's machine, e.g. the
+ * console key's): the aggregate store folds an aggregate's last commit only, so the given events go in as one.
+ */
+export function deciderSpec<S, E>(fold: Fold<S, E>, opts: { history?: "commit per event" | "one commit" } = {}) {
   return {
     given: (...history: NewEvent[]) => ({
       when: <R, Err>(decide: (state: S) => Decision<R, Err>) => {
         const handled = async () => {
           const log = new InMemoryCommitLog();
-          for (const e of history) await log.append(AGGREGATE, [e], "any", ctx);
+          if (opts.history === "one commit") {
+            if (history.length) await log.append(AGGREGATE, history, "any", ctx);
+          } else for (const e of history) await log.append(AGGREGATE, [e], "any", ctx);
           const outcome = await new AggregateStore(log).handle(AGGREGATE, fold, decide);
           return { outcome, appended: log.events(AGGREGATE).slice(history.length) };
         };

@@ -9,7 +9,8 @@ import type { StoredObject } from "../../../schemas/chain.ts";
 import { KEYS } from "./state-keys.ts";
 import type { StateView, TxOutcome, Decision } from "./state-view.ts";
 import { deriveObjectId, type VerifiedTx } from "./tx.ts";
-import { MAX_GROUP_MEMBERS, type ConsoleTxKind } from "./console-model.ts";
+import { MAX_GROUP_MEMBERS } from "./console-model.ts";
+import type { ConsoleTxKind } from "../sui/call-kinds.ts";
 import { MAX_GRANT_GROUPS } from "../sui/move-calls.ts";
 import { accessGroupType, bucketPolicyType, type AccessGroupFields, type AccessScope, type BucketPolicyFields } from "../../../schemas/chain.ts";
 

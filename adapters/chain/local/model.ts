@@ -1,8 +1,11 @@
 // The local ledger's data model: transactions, state objects and the events a transaction produces. Pure types and
 // constants; amounts are u64 carried as decimal strings in JSON.
-import type { ConsoleTxArgs, ConsoleTxKind } from "./console-model.ts";
-import type { DynamicFieldName, ObjectOwner, SignedTx, StoredObject } from "../../../schemas/chain.ts";
+import type { SignedTx, StoredObject } from "../../../schemas/chain.ts";
+import type { BlobRecordArgs, CallArgs, CallKind, DynamicFieldInput, ObjectInput } from "../sui/call-kinds.ts";
 import type { WalrusPtb } from "./walrus-ptb.ts";
+
+// The call catalogue is shared with the real adapters (adapters/chain/sui/call-kinds.ts); the ledger names it here too.
+export type { BlobRecordArgs, CallKind, DynamicFieldInput, ObjectInput };
 
 export const MAX_DELEGATE_KEYS = 20;
 export const MAX_LABEL_BYTES = 64;
@@ -16,20 +19,6 @@ export const BLOB_PAGE_SIZE = 8;
 export const GAS_TOKEN = "SUI";
 export const DEFAULT_TOKENS = ["SUI", "WAL"] as const;
 
-/** Kinds whose transaction is one table-driven Move call (move-calls.ts), built by this project's builders. */
-export type CallKind =
-  | "genesis"
-  | "create_account"
-  | "add_delegate_key"
-  | "remove_delegate_key"
-  | "deactivate_account"
-  | "reactivate_account"
-  | "record_blob"
-  | "transfer"
-  | "mint"
-  | "put_object"
-  /** the console's bucket policies and access groups (console-model.ts) */
-  | ConsoleTxKind;
 
 /** `walrus`: a programmable transaction calling the local Walrus system package (walrus-ptb.ts), as @mysten/walrus builds it. */
 export type TxKind = CallKind | "walrus";
@@ -37,18 +26,7 @@ export type TxKind = CallKind | "walrus";
 /** Kinds only the operator may sign; they pay no gas. */
 export const SYSTEM_KINDS: ReadonlySet<TxKind> = new Set(["genesis", "mint", "put_object"]);
 
-export interface TxArgs extends ConsoleTxArgs {
-  genesis: { operator_public_key: string; package_id: string };
-  create_account: Record<string, never>;
-  add_delegate_key: { account_id: string; public_key: string; label: string };
-  remove_delegate_key: { account_id: string; public_key: string };
-  deactivate_account: { account_id: string };
-  reactivate_account: { account_id: string };
-  /** One `record_blob` call per record (a relayer records a batch of memories in one transaction). */
-  record_blob: { package_id: string; records: readonly BlobRecordArgs[] };
-  transfer: { to: string; token: string; amount: string };
-  mint: { to: string; token: string; amount: string };
-  put_object: { object: ObjectInput };
+export interface TxArgs extends CallArgs {
   walrus: WalrusPtb;
 }
 
@@ -85,14 +63,6 @@ export interface Account {
   readonly version: number;
 }
 
-/** One blob registration of a `record_blob` transaction. */
-export interface BlobRecordArgs {
-  readonly owner: string;
-  readonly blob_id: string;
-  readonly namespace: string;
-  readonly size: number;
-}
-
 export interface BlobRecord {
   readonly object_id: string;
   readonly owner: string;
@@ -101,28 +71,6 @@ export interface BlobRecord {
   readonly package_id: string;
   readonly size: number;
   readonly created_at: number;
-}
-
-/** A Move-style object published by the operator (package objects, Seal key servers, ...). */
-export interface ObjectInput {
-  readonly object_id: string;
-  /** Move type, e.g. `0x…::key_server::KeyServer` or `package`. */
-  readonly type: string;
-  readonly version: string;
-  readonly owner?: ObjectOwner;
-  readonly fields: unknown;
-  /** base64 BCS of the object's Move contents, when the reader needs it (e.g. Sui core getObject content). */
-  readonly bcs?: string;
-  readonly dynamic_fields?: readonly DynamicFieldInput[];
-}
-
-export interface DynamicFieldInput {
-  readonly name: DynamicFieldName;
-  /** Move type of the value. */
-  readonly value_type: string;
-  readonly value: unknown;
-  /** base64 BCS of the value. */
-  readonly value_bcs?: string;
 }
 
 export interface StoredDynamicField extends DynamicFieldInput {

@@ -4,7 +4,7 @@
 // (the `account` module keeps MemWal's entry signatures).
 import { normalizeSuiAddress } from "@mysten/sui/utils";
 import { suiAddressOf } from "./keys.ts";
-import type { CallKind } from "../local/model.ts";
+import type { CallKind } from "./call-kinds.ts";
 
 /** Sui's shared Clock object. */
 export const CLOCK_ID = normalizeSuiAddress("0x6");

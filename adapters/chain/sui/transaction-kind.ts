@@ -5,17 +5,17 @@ import { normalizeSuiAddress } from "@mysten/sui/utils";
 import { isAddress } from "./keys.ts";
 import { CLOCK_ID, encodePure, LEDGER_INITIAL_SHARED_VERSION, MOVE_CALLS, type MoveParam } from "./move-calls.ts";
 import type { TransactionKindInput } from "./transaction-envelope.ts";
-import type { CallKind, TxArgs } from "../local/model.ts";
+import type { CallArgs, CallKind } from "./call-kinds.ts";
 import type { ChainTarget } from "../../../schemas/chain.ts";
 
 type CallArg = { Pure: { bytes: Uint8Array } } | { Object: { SharedObject: { objectId: string; initialSharedVersion: string; mutable: boolean } } };
 
 /** BCS `TransactionKind` of a kind's call (what a wallet asks /sponsor to pay for). Throws when the args cannot be encoded. */
-export function encodeTransactionKind<K extends CallKind>(kind: K, args: TxArgs[K], target: ChainTarget): Uint8Array {
+export function encodeTransactionKind<K extends CallKind>(kind: K, args: CallArgs[K], target: ChainTarget): Uint8Array {
   return bcs.TransactionKind.serialize(transactionKind(kind, args, target)).toBytes();
 }
 
-export function transactionKind<K extends CallKind>(kind: K, rawArgs: TxArgs[K], target: ChainTarget): TransactionKindInput {
+export function transactionKind<K extends CallKind>(kind: K, rawArgs: CallArgs[K], target: ChainTarget): TransactionKindInput {
   const spec = MOVE_CALLS[kind];
   const args = rawArgs as unknown as Record<string, unknown>;
   const inputs: CallArg[] = [];
