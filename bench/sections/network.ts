@@ -13,10 +13,11 @@ import { Agent, FormData, request } from "undici";
 import { SuiJsonRpcClient } from "@mysten/sui/jsonRpc";
 import { WalrusClient } from "@mysten/walrus";
 import type { Ctx } from "../lib/context.ts";
+import type { IdentityWire } from "../lib/processes.ts";
 import { log } from "../lib/context.ts";
 import { BenchEnv } from "../lib/env.ts";
 import { memoryTexts } from "../lib/texts.ts";
-import { int, latencyLine, summarize, type LatencySummary } from "../lib/stats.ts";
+import { int, latencyLine, pooled, summarize, type LatencySummary } from "../lib/stats.ts";
 import type { Row, SectionResult } from "../lib/report.ts";
 import type { MemrelayClient } from "../../client/memrelay-client.ts";
 import { EventStore } from "../../eventlog/event-store.ts";
@@ -41,6 +42,8 @@ const TRACE_SAMPLE = 64;
 /** Quilts stored by the store-time probe, and how many at once (well under the publisher's 8 sub-wallets). */
 const PROBE_QUILTS = 8;
 const PROBE_CONCURRENCY = 2;
+/** Accounts created at once per environment. */
+const IDENTITY_CONCURRENCY = 16;
 /** One rememberAndWait's limit: per-blob under a network profile queues at the publisher for minutes. */
 const CALL_TIMEOUT_MS = 600_000;
 
@@ -211,7 +214,9 @@ async function runProfile(ctx: Ctx, plan: RunPlan): Promise<ProfileRun> {
   const dispatcher = new Agent({ connections: agents * 2, keepAliveTimeout: 30_000 });
   try {
     for (const role of ["gateway", "projections", "actors"] as const) await env.startRole(role);
-    const ids = await Promise.all(Array.from({ length: agents }, (_, i) => env.identity(`bench-network-${profile}-${mode}-${i}`)));
+    // Accounts a few at a time: 256 at once overrun the ledger's commit timeout on a busy machine.
+    const ids: IdentityWire[] = new Array(agents);
+    await pooled(agents, IDENTITY_CONCURRENCY, async (i) => void (ids[i] = await env.identity(`bench-network-${profile}-${mode}-${i}`)));
     const clients = await Promise.all(ids.map((who) => env.client(who, dispatcher)));
     // Texts for the warm-up, the run, and the floor's or the stalled run's.
     const texts = memoryTexts(agents * (1 + 2 * perAgent), 40_000);
