@@ -18,12 +18,21 @@ export interface ArrivalBatcherOptions {
    * alone.
    */
   readonly wholeTurn?: boolean;
+  /**
+   * Let a batch's first item wait up to this long for company before the batch goes (ms; 0: none): where each batch
+   * costs much (a chain transaction's gas) and its items come spread over a few milliseconds, as the records of one
+   * quilt's members do. An item that waited that long already (behind batches in flight) goes at once.
+   */
+  readonly gatherMs?: number;
 }
 
 export class ArrivalBatcher<K, V> {
   private readonly queue: Waiting<K, V>[] = [];
   private inFlight = 0;
   private turnScheduled = false;
+  /** When the oldest queued item was queued (performance.now()), for gatherMs. */
+  private oldestQueuedAt = 0;
+  private gatherTimer: ReturnType<typeof setTimeout> | undefined;
 
   /** `run` answers the keys in order (one value per key, duplicates included); a rejection fails the whole batch. */
   constructor(
@@ -35,6 +44,7 @@ export class ArrivalBatcher<K, V> {
 
   submit(key: K): Promise<V> {
     return new Promise<V>((resolve, reject) => {
+      if (!this.queue.length) this.oldestQueuedAt = performance.now();
       this.queue.push({ key, resolve, reject });
       this.kick();
     });
@@ -42,6 +52,7 @@ export class ArrivalBatcher<K, V> {
 
   /** Sends what is queued: now, or with wholeTurn once the current turn is over (never splitting one). */
   private kick(): void {
+    if (this.opts.gatherMs) return this.gather(this.opts.gatherMs);
     if (!this.opts.wholeTurn) return this.flush();
     if (this.turnScheduled) return;
     this.turnScheduled = true;
@@ -49,6 +60,21 @@ export class ArrivalBatcher<K, V> {
       this.turnScheduled = false;
       this.flush();
     });
+  }
+
+  /** Sends once the oldest queued item has waited `gatherMs`, or at once when a whole batch is queued. */
+  private gather(gatherMs: number): void {
+    if (!this.queue.length) return;
+    const left = gatherMs - (performance.now() - this.oldestQueuedAt);
+    if (left <= 0 || this.queue.length >= this.maxBatch) {
+      clearTimeout(this.gatherTimer);
+      this.gatherTimer = undefined;
+      return this.flush();
+    }
+    this.gatherTimer ??= setTimeout(() => {
+      this.gatherTimer = undefined;
+      this.gather(gatherMs);
+    }, left);
   }
 
   private flush(): void {

@@ -25,15 +25,30 @@ export interface NetworkProfile {
    * flight is refused, as validators refuse an equivocating transaction.
    */
   readonly ownedObjectLocks: boolean;
+  /**
+   * Sub-wallets of the Walrus publisher (its `--n-clients`, 8 by default): each of its register and certify
+   * transactions holds one for its finality (a sub-wallet's coins are owned objects), so a publisher has at most this
+   * many transactions in flight and further stores wait for a free one. 0: no limit (the `local` profile).
+   */
+  readonly publisherSubWallets: number;
+  /**
+   * Wallets whose transactions hang (MEMRELAY_NETWORK_STALLED_WALLETS, addresses): submitted, their coin locked, and
+   * never final, as when a wallet's RPC or its validators stop answering (a SIGSTOP of its signer looks the same).
+   * For measuring that one stalled wallet does not hold the others; empty unless set.
+   */
+  readonly stalledWallets: ReadonlySet<string>;
 }
 
 export const NETWORK_PROFILE_NAMES = ["local", "testnet", "mainnet"] as const;
 export type NetworkProfileName = (typeof NETWORK_PROFILE_NAMES)[number];
 
 const none: LatencyRange = { minMs: 0, maxMs: 0 };
+const noStalls: ReadonlySet<string> = new Set();
+/** Walrus's publisher creates 8 sub-wallets unless told otherwise (`walrus publisher --n-clients`). */
+const WALRUS_PUBLISHER_SUB_WALLETS = 8;
 
 export const NETWORK_PROFILES: Readonly<Record<NetworkProfileName, NetworkProfile>> = {
-  local: { name: "local", ownedTxFinality: none, sharedTxFinality: none, storageNodeWrite: none, storageNodeRead: none, ownedObjectLocks: false },
+  local: { name: "local", ownedTxFinality: none, sharedTxFinality: none, storageNodeWrite: none, storageNodeRead: none, ownedObjectLocks: false, publisherSubWallets: 0, stalledWallets: noStalls },
   // Testnet: slower and more variable validators than mainnet; a public storage-node committee spread over regions.
   testnet: {
     name: "testnet",
@@ -42,6 +57,8 @@ export const NETWORK_PROFILES: Readonly<Record<NetworkProfileName, NetworkProfil
     storageNodeWrite: { minMs: 150, maxMs: 900 },
     storageNodeRead: { minMs: 80, maxMs: 500 },
     ownedObjectLocks: true,
+    publisherSubWallets: WALRUS_PUBLISHER_SUB_WALLETS,
+    stalledWallets: noStalls,
   },
   mainnet: {
     name: "mainnet",
@@ -50,13 +67,21 @@ export const NETWORK_PROFILES: Readonly<Record<NetworkProfileName, NetworkProfil
     storageNodeWrite: { minMs: 100, maxMs: 600 },
     storageNodeRead: { minMs: 50, maxMs: 300 },
     ownedObjectLocks: true,
+    publisherSubWallets: WALRUS_PUBLISHER_SUB_WALLETS,
+    stalledWallets: noStalls,
   },
 };
 
-/** MEMRELAY_NETWORK_PROFILE (default `local`); an unknown name is refused, not silently treated as local. */
+/**
+ * MEMRELAY_NETWORK_PROFILE (default `local`); an unknown name is refused, not silently treated as local.
+ * MEMRELAY_NETWORK_STALLED_WALLETS: Sui addresses (0x + 64 hex, comma-separated) whose transactions hang.
+ */
 export function networkProfileFromEnv(env: Readonly<Record<string, string | undefined>>): NetworkProfile {
   const raw = env.MEMRELAY_NETWORK_PROFILE?.trim().toLowerCase() || "local";
   const name = NETWORK_PROFILE_NAMES.find((n) => n === raw);
   if (!name) throw new Error(`MEMRELAY_NETWORK_PROFILE must be one of ${NETWORK_PROFILE_NAMES.join(", ")}, not "${raw}"`);
-  return NETWORK_PROFILES[name];
+  const stalled = (env.MEMRELAY_NETWORK_STALLED_WALLETS ?? "").split(",").map((a) => a.trim().toLowerCase()).filter(Boolean);
+  const bad = stalled.find((a) => !/^0x[0-9a-f]{64}$/.test(a));
+  if (bad !== undefined) throw new Error(`MEMRELAY_NETWORK_STALLED_WALLETS must list Sui addresses (0x + 64 hex), not "${bad}"`);
+  return stalled.length ? { ...NETWORK_PROFILES[name], stalledWallets: new Set(stalled) } : NETWORK_PROFILES[name];
 }

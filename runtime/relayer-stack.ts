@@ -62,6 +62,28 @@ export interface RelayerStack {
   stop(): Promise<void>;
 }
 
+/**
+ * How blob records are batched. On the local profile one transaction in flight makes bigger batches (measured
+ * faster). Where finality takes time (a network profile), one transaction per wallet in flight (a wallet's coin serves
+ * one at a time), and a batch's first record waits RECORD_GATHER_MS for the others of its quilt, whose jobs resume
+ * together and reach the batcher spread over tens of milliseconds: one transaction (its gas) per quilt instead of one
+ * per wallet free at that moment (bench/NOTES.md, issue 31).
+ */
+function recordBatching(config: RelayerConfig, wallets: WalletPool) {
+  return config.networkProfile.name === "local" ? { maxInFlight: 1 } : { maxInFlight: wallets.size, gatherMs: RECORD_GATHER_MS };
+}
+const RECORD_GATHER_MS = 50;
+
+/**
+ * Remember jobs one actor host runs at once. Locally, enough that the embedder always has a batch for every model
+ * thread while earlier jobs upload, record and commit (128). Where each job also waits seconds on the network (a quilt's
+ * store, a record's finality) and not on this CPU, jobs in flight = throughput × latency (Little's law): ~30/s × ~8 s
+ * under the testnet profile, so 512 keep the CPU, not the wait, the limit (bench/NOTES.md, issue 31).
+ */
+function jobsInFlight(config: RelayerConfig): number {
+  return config.networkProfile.name === "local" ? 128 : 512;
+}
+
 export async function startRelayer(opts: {
   config: RelayerConfig;
   log: EventLog;
@@ -133,9 +155,7 @@ export async function startRelayer(opts: {
           encryption: ports.encryption,
           blobs: ports.blobs,
           quilts,
-          // One transaction per wallet in flight where finality takes time (a network profile): a wallet's coin
-          // serves one transaction at a time. On the local profile one in flight makes bigger batches (measured faster).
-          records: new RecordBatcher(registrationChain(config, ports.chain, sponsor, logger), wallets!, { maxInFlight: config.networkProfile.name === "local" ? 1 : wallets!.size }),
+          records: new RecordBatcher(registrationChain(config, ports.chain, sponsor, logger), wallets!, recordBatching(config, wallets!)),
           wallets: wallets!,
           lexical,
           attemptDelayMs: opts.attemptDelayMs ?? 200,
@@ -143,7 +163,7 @@ export async function startRelayer(opts: {
         logger.child({ actor: "remember-job" }),
         // Enough jobs in flight that the scheduler always has a batch for every model thread while the jobs of the
         // previous batches upload, record and commit: a neural embedder never waits for the rest of the pipeline.
-        { concurrency: opts.actorConcurrency ?? 128, network: ports.chain.network },
+        { concurrency: opts.actorConcurrency ?? jobsInFlight(config), network: ports.chain.network },
       );
       await host.start();
       actorHost = host as unknown as ActorHost<never>;

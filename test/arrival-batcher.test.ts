@@ -1,6 +1,6 @@
 // Lookups batched by arrival (adapters/arrival-batcher.ts): one query per batch, answers in order, and never an answer from a
 // query sent before the lookup was asked.
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { ArrivalBatcher } from "../adapters/arrival-batcher.ts";
 
 function deferred<T>() {
@@ -75,5 +75,55 @@ describe("ArrivalBatcher", () => {
     }
     expect(await Promise.all(all)).toEqual([1, 2, 3, 4, 5, 6]);
     expect(seen).toEqual([[1], [2], [3, 4], [5, 6]]);
+  });
+
+  describe("with gatherMs (records of one quilt, each batch a transaction)", () => {
+    afterEach(() => void vi.useRealTimers());
+    const recorder = () => {
+      const runs: (readonly number[])[] = [];
+      const batcher = new ArrivalBatcher<number, number>(async (keys) => (runs.push(keys), keys.map((k) => k * 10)), 4, 3, { gatherMs: 50 });
+      return { runs, batcher };
+    };
+
+    it("lets the first item wait for the others arriving within gatherMs, though the batcher has room, and answers each", async () => {
+      vi.useFakeTimers();
+      const { runs, batcher } = recorder();
+      const first = batcher.submit(1);
+      await vi.advanceTimersByTimeAsync(30);
+      const second = batcher.submit(2);
+      expect(runs).toEqual([]);
+      await vi.advanceTimersByTimeAsync(20);
+      expect(runs).toEqual([[1, 2]]);
+      expect(await Promise.all([first, second])).toEqual([10, 20]);
+    });
+
+    it("sends a whole batch at once, without waiting out gatherMs", async () => {
+      vi.useFakeTimers();
+      const { runs, batcher } = recorder();
+      const all = [1, 2, 3, 4].map((k) => batcher.submit(k));
+      expect(runs).toEqual([[1, 2, 3]]);
+      await vi.advanceTimersByTimeAsync(49);
+      expect(runs).toEqual([[1, 2, 3]]);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(runs).toEqual([[1, 2, 3], [4]]);
+      expect(await Promise.all(all)).toEqual([10, 20, 30, 40]);
+    });
+
+    it("does not make items that waited behind batches in flight wait gatherMs again", async () => {
+      vi.useFakeTimers();
+      const runs: (readonly number[])[] = [];
+      const gate = deferred<readonly number[]>();
+      const batcher = new ArrivalBatcher<number, number>((keys) => (runs.push(keys), runs.length === 1 ? gate.promise : Promise.resolve(keys)), 1, 8, { gatherMs: 50 });
+      const first = batcher.submit(1);
+      await vi.advanceTimersByTimeAsync(50);
+      const behind = batcher.submit(2);
+      await vi.advanceTimersByTimeAsync(100);
+      expect(runs).toEqual([[1]]);
+      gate.resolve([1]);
+      await first;
+      // 2 has waited 100 ms already: out the moment the first batch is answered
+      expect(runs).toEqual([[1], [2]]);
+      expect(await behind).toBe(2);
+    });
   });
 });

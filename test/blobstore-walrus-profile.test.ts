@@ -7,7 +7,8 @@ import { startTestBlobstore, type TestBlobstore } from "./support/blobstore.ts";
 import { NETWORK_PROFILES, type NetworkProfile } from "../config/network-profile.ts";
 
 const fixed = (msv: number) => ({ minMs: msv, maxMs: msv });
-const profile: NetworkProfile = { ...NETWORK_PROFILES.testnet, sharedTxFinality: fixed(200), storageNodeWrite: fixed(100), storageNodeRead: fixed(150) };
+// 2 sub-wallets (Walrus's publisher has 8): enough for one store at a time, few enough to see concurrent ones queue
+const profile: NetworkProfile = { ...NETWORK_PROFILES.testnet, sharedTxFinality: fixed(200), storageNodeWrite: fixed(100), storageNodeRead: fixed(150), publisherSubWallets: 2 };
 
 let bs: TestBlobstore | undefined;
 beforeAll(async () => {
@@ -54,6 +55,16 @@ describe("the Walrus routes under a network profile", () => {
     expect(patch.status).toBe(200);
     expect((await patch.arrayBuffer()).byteLength).toBe(300);
     expect(readMs).toBeGreaterThanOrEqual(150 - 5);
+  });
+
+  it("pays each register and certify from a sub-wallet carrying one transaction at a time: concurrent stores past them wait", async () => {
+    // 4 stores, 2 sub-wallets: registers 1-2 at 0-200 ms, 3-4 at 200-400; certifies 1-2 wait for a free sub-wallet
+    // (400-600), 3-4 follow (600-800). Alone, a store takes 500 ms.
+    const stores = await Promise.all([0, 1, 2, 3].map(() => timed(bs!.http("PUT", "/v1/blobs", { body: randomBytes(500) }))));
+    for (const [res] of stores) expect(res.status).toBe(200);
+    const ms = stores.map(([, t]) => t).sort((a, b) => a - b);
+    expect(ms[0]).toBeGreaterThanOrEqual(600 - 5);
+    expect(ms[3]).toBeGreaterThanOrEqual(800 - 5);
   });
 
   it("still refuses bad input with a 4xx (a missing blob is a 404)", async () => {

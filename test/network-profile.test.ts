@@ -8,7 +8,7 @@ import { bls12_381 } from "@noble/curves/bls12-381.js";
 import { startStorageNode } from "../adapters/walrus-nodes/storage-node.ts";
 import { loadConfig } from "../config/env.ts";
 import { NETWORK_PROFILES, networkProfileFromEnv } from "../config/network-profile.ts";
-import { networkDelay, sampleLatency } from "../adapters/network-latency.ts";
+import { TransactionWallets, networkDelay, sampleLatency } from "../adapters/network-latency.ts";
 import { gasCoinId, isObjectLockConflict, objectLockConflictMessage, OwnedObjectLocks } from "../adapters/chain/local/owned-object-locks.ts";
 
 describe("MEMRELAY_NETWORK_PROFILE", () => {
@@ -27,6 +27,22 @@ describe("MEMRELAY_NETWORK_PROFILE", () => {
 
   it("refuses an unknown profile instead of running as local", () => {
     expect(() => networkProfileFromEnv({ MEMRELAY_NETWORK_PROFILE: "devnet" })).toThrow(/one of local, testnet, mainnet, not "devnet"/);
+  });
+
+  it("reads the wallets whose transactions hang from MEMRELAY_NETWORK_STALLED_WALLETS, and refuses what is no address", () => {
+    const a = "0x" + "ab".repeat(32);
+    const b = "0x" + "CD".repeat(32);
+    const p = networkProfileFromEnv({ MEMRELAY_NETWORK_PROFILE: "testnet", MEMRELAY_NETWORK_STALLED_WALLETS: ` ${a}, ${b} ` });
+    expect([...p.stalledWallets]).toEqual([a, b.toLowerCase()]);
+    expect(p.sharedTxFinality).toBe(NETWORK_PROFILES.testnet.sharedTxFinality);
+    expect(networkProfileFromEnv({ MEMRELAY_NETWORK_PROFILE: "testnet" }).stalledWallets.size).toBe(0);
+    expect(() => networkProfileFromEnv({ MEMRELAY_NETWORK_STALLED_WALLETS: "0x12" })).toThrow(/MEMRELAY_NETWORK_STALLED_WALLETS must list Sui addresses \(0x \+ 64 hex\), not "0x12"/);
+  });
+
+  it("gives the network profiles Walrus's publisher of 8 sub-wallets, and local an unlimited one", () => {
+    expect(NETWORK_PROFILES.local.publisherSubWallets).toBe(0);
+    expect(NETWORK_PROFILES.testnet.publisherSubWallets).toBe(8);
+    expect(NETWORK_PROFILES.mainnet.publisherSubWallets).toBe(8);
   });
 
   it("keeps each range ordered, and the fast path faster than consensus", () => {
@@ -77,6 +93,50 @@ describe("the latency helper", () => {
     const sleep = vi.fn(() => Promise.resolve());
     await networkDelay({ minMs: 0, maxMs: 0 }, { random: Math.random, sleep });
     expect(sleep).not.toHaveBeenCalled();
+  });
+});
+
+describe("a publisher's sub-wallets (one transaction each at a time)", () => {
+  afterEach(() => void vi.useRealTimers());
+  const clock = { random: () => 0, sleep: (ms: number) => new Promise<void>((r) => setTimeout(r, ms)) };
+  const oneSecond = { minMs: 1_000, maxMs: 1_000 };
+
+  it("carries as many transactions at once as it has wallets; the next waits for the first one freed, in order", async () => {
+    vi.useFakeTimers();
+    const wallets = new TransactionWallets(2, clock);
+    const ended: number[] = [];
+    const txs = [0, 1, 2, 3, 4].map((i) => wallets.hold(oneSecond).then(() => ended.push(i)));
+    expect(wallets.queued).toBe(3);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(ended).toEqual([0, 1]);
+    expect(wallets.queued).toBe(1);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(ended).toEqual([0, 1, 2, 3]);
+    await vi.advanceTimersByTimeAsync(1_000);
+    await Promise.all(txs);
+    expect(ended).toEqual([0, 1, 2, 3, 4]);
+    // all freed: two go at once again
+    const again = [wallets.hold(oneSecond), wallets.hold(oneSecond)];
+    expect(wallets.queued).toBe(0);
+    await vi.advanceTimersByTimeAsync(1_000);
+    await Promise.all(again);
+  });
+
+  it("hands a wallet on even when the transaction's wait fails", async () => {
+    const failing = { random: () => 0, sleep: () => Promise.reject(new Error("timer gone")) };
+    const wallets = new TransactionWallets(1, failing);
+    await expect(wallets.hold(oneSecond)).rejects.toThrow("timer gone");
+    await expect(wallets.hold(oneSecond)).rejects.toThrow("timer gone");
+    expect(wallets.queued).toBe(0);
+  });
+
+  it("with no wallets (the local profile) only waits the latency, never queues", async () => {
+    vi.useFakeTimers();
+    const wallets = new TransactionWallets(0, clock);
+    const txs = Array.from({ length: 50 }, () => wallets.hold(oneSecond));
+    expect(wallets.queued).toBe(0);
+    await vi.advanceTimersByTimeAsync(1_000);
+    await Promise.all(txs);
   });
 });
 

@@ -76,4 +76,32 @@ describe("two upload wallets on the ledger with the owned-object rule", () => {
     expect(new Set((await chain.listBlobs(owner, { namespace: "stall", limit: 50 })).map((b) => b.blobId))).toEqual(new Set(ids));
     expect(pool.inRotation().map((w) => w.address)).toEqual([keys[1]!.keypair.address]);
   }, 20_000);
+
+  it("a wallet the profile stalls (MEMRELAY_NETWORK_STALLED_WALLETS) hangs for good, and its records still complete on the other", async () => {
+    const { keys, pool } = await twoWallets();
+    const owner = generateKeypair().keypair.address;
+    const stalledAddress = keys[0]!.keypair.address;
+    // the actor host's own ledger, with wallet 0's transactions never getting final
+    const stalledChain = await LocalChain.open(log, { packageId: PACKAGE_ID, network: "localnet", healIntervalMs: 0, profile: { ...profile, stalledWallets: new Set([stalledAddress]) } });
+    try {
+      const batcher = new RecordBatcher(stalledChain, pool, { maxInFlight: 2, gatherMs: 20 });
+      const ids = Array.from({ length: 12 }, (_, i) => blobId(`sigstop-${i}`));
+      const t0 = performance.now();
+      // the first record takes wallet 0 (its transaction hangs), the ones behind it go on wallet 1
+      const first = batcher.record({ owner, namespace: "sigstop", blobId: ids[0]!, size: 1 });
+      await new Promise((r) => setTimeout(r, 100));
+      const recorded = await Promise.all([first, ...ids.slice(1).map((id) => batcher.record({ owner, namespace: "sigstop", blobId: id, size: 1 }))]);
+      const ms = performance.now() - t0;
+      // the stalled batch moved on after the pool's stall time (1 s), not after the stalled call (never)
+      expect(ms).toBeGreaterThanOrEqual(1_000);
+      expect(ms).toBeLessThan(6_000);
+      expect(recorded.every((r) => r.wallet.address === keys[1]!.keypair.address)).toBe(true);
+      expect(new Set((await chain.listBlobs(owner, { namespace: "sigstop", limit: 50 })).map((b) => b.blobId))).toEqual(new Set(ids));
+      expect(pool.inRotation().map((w) => w.address)).toEqual([keys[1]!.keypair.address]);
+      // its coin stays locked by the hung transaction: another transaction on it is refused as equivocation
+      await expect(stalledChain.recordBlob({ owner, namespace: "sigstop", blobId: blobId("after"), size: 1, walletSecretKey: keys[0]!.secretKey })).rejects.toThrow(/already locked by a different transaction/);
+    } finally {
+      await stalledChain.close();
+    }
+  }, 20_000);
 });

@@ -30,13 +30,15 @@ export interface RecordBatcherOptions {
   readonly maxBatch?: number;
   /** Transactions in flight at once (1: records arriving meanwhile make the next batch; measured faster than 2). */
   readonly maxInFlight?: number;
+  /** How long a batch's first record waits for others before its transaction goes (ms; default 0). */
+  readonly gatherMs?: number;
 }
 
 export class RecordBatcher {
   private readonly batches: ArrivalBatcher<BlobRecordInput, RecordedBlob | RecordFailed>;
 
   constructor(private readonly chain: ChainPort, private readonly wallets: WalletPool, opts: RecordBatcherOptions = {}) {
-    this.batches = new ArrivalBatcher((inputs) => this.submit(inputs), opts.maxInFlight ?? 1, opts.maxBatch ?? 64);
+    this.batches = new ArrivalBatcher((inputs) => this.submit(inputs), opts.maxInFlight ?? 1, opts.maxBatch ?? 64, { gatherMs: opts.gatherMs ?? 0 });
   }
 
   async record(input: BlobRecordInput): Promise<RecordedBlob> {

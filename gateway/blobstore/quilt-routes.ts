@@ -6,15 +6,15 @@ import { Readable } from "node:stream";
 import { HttpError, json, type Reply, type Request } from "../http.ts";
 import { isBlobId, parseWalrusStore } from "../../schemas/blobstore/validation.ts";
 import { E400, E404, type BlobstoreRouteKit } from "./route-kit.ts";
-import { publishWalrusBlob, readLatency } from "./walrus-routes.ts";
+import { publishWalrusBlob, readLatency, type PublisherNetwork } from "./walrus-routes.ts";
 import { parseQuiltForm } from "./quilt-form.ts";
 import { QuiltFormatError, encodeQuiltBytes, encodeQuiltPatchId, listQuiltPatches, parseQuiltPatchId, readQuiltPatch, type QuiltInput } from "../../adapters/blobs/quilt-codec.ts";
 import { CiphertextCache } from "../../adapters/blobs/ciphertext-cache.ts";
 import type { BlobBackend } from "../../adapters/blob-bytes/backend.ts";
-import type { NetworkProfile } from "../../config/network-profile.ts";
 
 export interface QuiltRouteDeps {
-  readonly profile: NetworkProfile;
+  /** The publisher's network (a quilt is one blob: one register + certify on its sub-wallets). */
+  readonly network: PublisherNetwork;
   /** Shards of the committee whose layout quilts take (WALRUS_N_SHARDS): fixes a quilt's rows and columns. */
   readonly shards: number;
   readonly backend: BlobBackend;
@@ -43,7 +43,8 @@ async function collect(stream: Readable): Promise<Uint8Array> {
 
 export function registerQuiltRoutes(kit: BlobstoreRouteKit, deps: QuiltRouteDeps): void {
   const { route, q, maxBlobBytes, storeBody, needLog } = kit;
-  const { profile, shards, backend } = deps;
+  const { network, shards, backend } = deps;
+  const { profile } = network;
   const quilts = new CiphertextCache(QUILT_CACHE_TTL_SECS, QUILT_CACHE_BYTES, QUILT_CACHE_BYTES);
 
   /** A stored quilt's bytes; 404 when no blob by that id is stored, 400 when the blob is not a quilt. */
@@ -93,7 +94,7 @@ export function registerQuiltRoutes(kit: BlobstoreRouteKit, deps: QuiltRouteDeps
       needLog();
       const { put, orphan } = await storeBody({ ...req, bodyStream: Readable.from([Buffer.from(laid.quilt.buffer, laid.quilt.byteOffset, laid.quilt.byteLength)]) });
       try {
-        const blobStoreResult = await publishWalrusBlob(kit, profile, put, p);
+        const blobStoreResult = await publishWalrusBlob(kit, network, put, p);
         quilts.put(put.blobId, laid.quilt);
         return json(200, {
           blobStoreResult,

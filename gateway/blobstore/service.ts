@@ -27,7 +27,7 @@ import { CACHE_BYTES, ContentCache, blobServing } from "./blob-serving.ts";
 import { registerInfrastructureRoutes } from "./infrastructure-routes.ts";
 import { registerDataRoutes } from "./data-routes.ts";
 import { registerAdminRoutes } from "./admin-routes.ts";
-import { registerWalrusRoutes } from "./walrus-routes.ts";
+import { publisherNetwork, registerWalrusRoutes } from "./walrus-routes.ts";
 import { registerQuiltRoutes } from "./quilt-routes.ts";
 import type { NetworkProfile } from "../../config/network-profile.ts";
 import { registerPublicRoutes } from "./public-routes.ts";
@@ -128,8 +128,10 @@ export function createBlobstoreServer(deps: BlobstoreGatewayDeps): HttpServer {
   registerInfrastructureRoutes({ route, docs, backend, eventLog, db, natsUp, metrics, runProjections, runners });
 
   const kit: BlobstoreRouteKit = { route, data, admin, jsonBody, query, rawKey, commands, q, master, maxBlobBytes, received, storeBody, serve, serveByBlobId, needLog, walrusEpoch };
-  registerWalrusRoutes(kit, deps.networkProfile);
-  registerQuiltRoutes(kit, { profile: deps.networkProfile, shards: deps.quiltShards, backend });
+  // One publisher: blobs and quilts share its sub-wallets.
+  const publisher = publisherNetwork(deps.networkProfile);
+  registerWalrusRoutes(kit, publisher);
+  registerQuiltRoutes(kit, { network: publisher, shards: deps.quiltShards, backend });
   registerPublicRoutes(kit);
   registerDataRoutes(kit);
   registerAdminRoutes(kit);

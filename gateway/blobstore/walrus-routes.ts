@@ -7,19 +7,30 @@ import { LIMITS, isObjectId, parseWalrusStore, type WalrusStoreParams } from "..
 import { E400, E404, P, type BlobstoreRouteKit } from "./route-kit.ts";
 import type { NetworkProfile } from "../../config/network-profile.ts";
 import type { PutResult } from "../../adapters/blob-bytes/backend.ts";
-import { networkDelay } from "../../adapters/network-latency.ts";
+import { TransactionWallets, networkDelay } from "../../adapters/network-latency.ts";
 
 /** Owner of Walrus blob objects stored without send_object_to (a fixed local publisher address). */
 const PUBLISHER_ADDRESS = "0x" + createHash("sha256").update("memrelay-blobstore-publisher").digest("hex");
 
+/** The network a publisher works against: the profile's latencies and the publisher's own sub-wallets. */
+export interface PublisherNetwork {
+  readonly profile: NetworkProfile;
+  readonly subWallets: TransactionWallets;
+}
+
+export function publisherNetwork(profile: NetworkProfile): PublisherNetwork {
+  return { profile, subWallets: new TransactionWallets(profile.publisherSubWallets) };
+}
+
 /**
  * A new blob on Walrus: register_blob (a transaction through consensus, the system object is shared), the slivers to
- * the storage nodes until a quorum confirms, certify_blob (consensus again).
+ * the storage nodes until a quorum confirms, certify_blob (consensus again). Each transaction is paid by one of the
+ * publisher's sub-wallets, which carries one transaction at a time: a publisher busy with other stores makes it wait.
  */
-async function storeLatency(profile: NetworkProfile): Promise<void> {
-  await networkDelay(profile.sharedTxFinality);
+async function storeLatency({ profile, subWallets }: PublisherNetwork): Promise<void> {
+  await subWallets.hold(profile.sharedTxFinality);
   await networkDelay(profile.storageNodeWrite);
-  await networkDelay(profile.sharedTxFinality);
+  await subWallets.hold(profile.sharedTxFinality);
 }
 
 /** An aggregator's read: the slivers it needs, from the storage nodes, in parallel. */
@@ -30,8 +41,9 @@ export const readLatency = (profile: NetworkProfile) => networkDelay(profile.sto
  * long enough, else one register + certify (under the network profile, its latency) and `newlyCreated`. PUT
  * /v1/blobs and PUT /v1/quilts (a quilt is one blob) answer with it.
  */
-export async function publishWalrusBlob(kit: BlobstoreRouteKit, profile: NetworkProfile, put: PutResult, p: WalrusStoreParams) {
+export async function publishWalrusBlob(kit: BlobstoreRouteKit, network: PublisherNetwork, put: PutResult, p: WalrusStoreParams) {
   const { commands, q, walrusEpoch } = kit;
+  const { profile } = network;
   const endEpoch = walrusEpoch + p.epochs;
   if (!p.deletable && put.deduplicated) {
     const c = await q.certified(put.blobId, endEpoch);
@@ -41,7 +53,7 @@ export async function publishWalrusBlob(kit: BlobstoreRouteKit, profile: Network
       return { alreadyCertified: { blobId: put.blobId, object: c.object_id, endEpoch: c.end_epoch } };
     }
   }
-  await storeLatency(profile);
+  await storeLatency(network);
   const o = await commands.registerWalrusBlob({
     blob_id: put.blobId,
     size: put.size,
@@ -71,7 +83,8 @@ export async function publishWalrusBlob(kit: BlobstoreRouteKit, profile: Network
   };
 }
 
-export function registerWalrusRoutes(kit: BlobstoreRouteKit, profile: NetworkProfile): void {
+export function registerWalrusRoutes(kit: BlobstoreRouteKit, network: PublisherNetwork): void {
+  const { profile } = network;
   const { route, q, maxBlobBytes, received, storeBody, serve, serveByBlobId, needLog } = kit;
 
   route(
@@ -96,7 +109,7 @@ export function registerWalrusRoutes(kit: BlobstoreRouteKit, profile: NetworkPro
       needLog();
       const { put, orphan } = await storeBody(req);
       try {
-        return json(200, await publishWalrusBlob(kit, profile, put, p));
+        return json(200, await publishWalrusBlob(kit, network, put, p));
       } catch (err) {
         await orphan();
         throw err;

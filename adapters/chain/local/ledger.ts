@@ -161,14 +161,16 @@ export class Ledger {
 
   /**
    * `commit` as the network profile has it: the transaction's gas coin locked (refused as Sui refuses equivocation
-   * when another transaction holds it), the finality waited, then committed and unlocked. The ledger operator's
+   * when another transaction holds it), the finality waited, then committed and unlocked; a stalled wallet's
+   * (MEMRELAY_NETWORK_STALLED_WALLETS) waits for good, its coin locked. The ledger operator's
    * set-up transactions (genesis, mint, put_object) stand for no user's and neither wait nor lock.
    */
   private inFlight(vtx: VerifiedTx, commit: Effect.Effect<SubmitResult, LedgerError>): Effect.Effect<SubmitResult, LedgerError> {
     const profile = this.profile;
     if (SYSTEM_KINDS.has(vtx.body.kind)) return commit;
-    // The local profile adds nothing, not even an asynchronous hop.
-    const waited = profile.ownedTxFinality.maxMs > 0 ? Effect.promise(() => networkDelay(profile.ownedTxFinality)).pipe(Effect.andThen(commit)) : commit;
+    // The local profile adds nothing, not even an asynchronous hop. A stalled wallet's transaction never gets final.
+    const final = profile.stalledWallets.has(vtx.gasOwner) ? Effect.never : commit;
+    const waited = profile.ownedTxFinality.maxMs > 0 ? Effect.promise(() => networkDelay(profile.ownedTxFinality)).pipe(Effect.andThen(final)) : final;
     if (!profile.ownedObjectLocks) return waited;
     const owned = [gasCoinId(vtx.gasOwner)];
     return Effect.suspend(() => {
