@@ -8,6 +8,7 @@ import type { DevIdentity } from "../runtime/local-stack.ts";
 import { parseQuiltPatchId } from "../adapters/blobs/quilt-codec.ts";
 import { IndexLog } from "../projections/relayer/index-log.ts";
 import { loadConfig, ConfigError } from "../config/env.ts";
+import { STREAMS } from "../eventlog/subjects.ts";
 
 let t: TestStack;
 beforeAll(async () => {
@@ -74,10 +75,15 @@ describe("remember in quilt mode", () => {
       expect(r.results.every((x) => patchIds.includes(x.blob_id))).toBe(true);
     }
 
-    // Restore from the chain records alone: the index rows are lost, restore rebuilds recall from the patches.
+    // Restore from the chain records alone: the index rows are lost and so is the event log of every job and quilt
+    // (their ciphertexts and patch ids with it); restore rebuilds recall from the chain records and the patches.
     const [first, second] = people;
     await settled();
     await t.stack.db.query("DELETE FROM memories WHERE owner = $1 AND namespace = 'quilted'", [first.id.owner]);
+    for (const filter of ["evt.job.>", "evt.quilt.>"]) {
+      await t.stack.log.jsm.streams.purge(STREAMS.events, { filter });
+      expect((await t.stack.log.jsm.streams.info(STREAMS.events, { subjects_filter: filter })).state.subjects ?? {}, filter).toEqual({});
+    }
     expect((await first.client.recall("red kayak Wren0", { namespace: "quilted" })).total).toBe(0);
     expect(await first.client.restore("quilted")).toMatchObject({ restored: 2, failed: 0, total: 2 });
     expect((await first.client.recall("red kayak Wren0", { namespace: "quilted" })).results.map((x) => x.text).sort()).toEqual([...textsOf(0)].sort());
