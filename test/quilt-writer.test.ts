@@ -4,7 +4,7 @@
 // comes after its quilt went out leaves, a key the writer does not hold is left to the event log.
 import { describe, expect, it } from "vitest";
 import { QuiltAbandoned, QuiltWriter, type Clock, type QuiltSealer, type StoreQuilt } from "../adapters/blobs/quilt-writer.ts";
-import type { QuiltMemberRef, QuiltStored } from "../schemas/relayer/quilt.ts";
+import { QUILT_EVENTS, quiltFate, type QuiltEvent, type QuiltMemberRef, type QuiltStored } from "../schemas/relayer/quilt.ts";
 import { quiltLimitsFromEnv } from "../config/env.ts";
 
 class FakeClock implements Clock {
@@ -206,5 +206,19 @@ describe("quilt writer", () => {
     for (const [k, v] of [["QUILT_MAX_PATCHES", "0"], ["QUILT_MAX_PATCHES", "667"], ["QUILT_MAX_BYTES", "1.5"], ["QUILT_MAX_WAIT_MS", "soon"]]) {
       expect(() => quiltLimitsFromEnv({ [k]: v }), `${k}=${v}`).toThrow(k);
     }
+  });
+});
+
+describe("a quilt's fate (schemas/relayer/quilt.ts quiltFate)", () => {
+  const e = (seq: number, type: string, data: unknown) => ({ seq, event: { type, version: 1, id: `e${seq}`, aggregate: "quilt.k", occurred_at: "t", causation_id: "c", correlation_id: "c", data } as QuiltEvent });
+  const members = [{ job_id: "a", identifier: "p0" }];
+  const stored = { quilt_id: "q", patches: [{ job_id: "a", patch_id: "q:p0" }] };
+
+  it("is decided by the first seal or abandon; the first stored answer of a sealed quilt is kept", () => {
+    expect(quiltFate([])).toEqual({ state: "unsealed" });
+    expect(quiltFate([e(1, QUILT_EVENTS.abandoned, { by_job: "a" }), e(2, QUILT_EVENTS.sealed, { members })])).toEqual({ state: "abandoned" });
+    expect(quiltFate([e(1, QUILT_EVENTS.sealed, { members })])).toEqual({ state: "sealed", seq: 1, members });
+    const twice = quiltFate([e(1, QUILT_EVENTS.sealed, { members }), e(2, QUILT_EVENTS.stored, stored), e(3, QUILT_EVENTS.stored, { ...stored, quilt_id: "other" }), e(4, QUILT_EVENTS.abandoned, { by_job: "b" })]);
+    expect(twice).toEqual({ state: "sealed", seq: 1, members, stored });
   });
 });
