@@ -3,7 +3,7 @@
 // it, and the crash-safety protocol's rules: sealed before stored, an abandoned quilt stores nothing, a member that
 // comes after its quilt went out leaves, a key the writer does not hold is left to the event log.
 import { describe, expect, it } from "vitest";
-import { QuiltAbandoned, QuiltWriter, type Clock, type QuiltSealer, type StoreQuilt } from "../adapters/blobs/quilt-writer.ts";
+import { JOIN_GRACE_MS, QuiltAbandoned, QuiltWriter, type Clock, type QuiltSealer, type StoreQuilt } from "../adapters/blobs/quilt-writer.ts";
 import { QUILT_EVENTS, quiltFate, type QuiltEvent, type QuiltMemberRef, type QuiltStored } from "../schemas/relayer/quilt.ts";
 import { quiltLimitsFromEnv } from "../config/env.ts";
 
@@ -188,6 +188,10 @@ describe("quilt writer", () => {
     const first = w.join(key, "on-time", blob(1))!;
     clock.advance(50);
     await flushMicrotasks();
+    // At its wait the quilt closes, and still waits a grace for the member that reserved a place, then goes without it.
+    expect(quilts).toEqual([]);
+    clock.advance(JOIN_GRACE_MS);
+    await flushMicrotasks();
     await expect(w.join(key, "late", blob(2))).resolves.toEqual({ kind: "left", reason: expect.stringContaining("without this job") });
     const again = w.join(key, "on-time", blob(1))!; // redelivered while its quilt is being stored
     release();
@@ -198,6 +202,20 @@ describe("quilt writer", () => {
     await w.drain();
     expect(w.join(key, "on-time", blob(1))).toBeUndefined();
     expect(w.join("a key of another process", "x", blob(1))).toBeUndefined();
+  });
+
+  it("members whose join comes after the wait (their job still recording the key) still go in: no quilt goes out before them", async () => {
+    const clock = new FakeClock();
+    const { store, quilts } = recordingStore();
+    const w = writer(store, { maxPatches: 10, maxBytes: 1000, maxWaitMs: 50 }, clock);
+    const keys = [w.reserve(1), w.reserve(1)];
+    clock.advance(50);
+    await flushMicrotasks();
+    expect(quilts).toEqual([]);
+    const got = await Promise.all([w.join(keys[0], "a", blob(1))!, w.join(keys[1], "b", blob(2))!]);
+    expect(got.map((o) => o.kind)).toEqual(["stored", "stored"]);
+    expect(quilts).toEqual([[1, 2]]);
+    expect(w.reserve(1)).not.toBe(keys[0]); // a closed quilt takes no more reservations
   });
 
   it("reads its limits from QUILT_MAX_PATCHES, QUILT_MAX_BYTES, QUILT_MAX_WAIT_MS and refuses bad values", () => {

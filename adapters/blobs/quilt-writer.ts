@@ -62,6 +62,14 @@ interface Gathering {
 
 const left = (reason: string): QuiltOutcome => ({ kind: "left", reason });
 
+/**
+ * How long a closed quilt waits for members that reserved a place but have not joined yet (their job is still
+ * recording the key). Flushing without them at once would, under load (an append slower than the quilt's wait), send
+ * every quilt before its members arrive and have them leave and reserve again without end; a member whose job died
+ * only delays its quilt this long.
+ */
+export const JOIN_GRACE_MS = 5_000;
+
 export class QuiltWriter {
   /** The quilt taking reservations now. */
   private current: Gathering | undefined;
@@ -143,16 +151,18 @@ export class QuiltWriter {
 
   private startGathering(): Gathering {
     const g: Gathering = { key: this.newKey(), reserved: 0, reservedBytes: 0, members: [], full: false };
-    g.cancelTimer = this.clock.after(this.limits.maxWaitMs, () => this.flush(g));
+    g.cancelTimer = this.clock.after(this.limits.maxWaitMs, () => this.close(g));
     this.open.set(g.key, g);
     return g;
   }
 
-  /** Takes no more reservations; goes out at once if every reserved member has joined. */
+  /** Takes no more reservations; goes out once every reserved member has joined, or JOIN_GRACE_MS from now. */
   private close(g: Gathering): void {
     g.full = true;
     if (this.current === g) this.current = undefined;
-    if (g.members.length >= g.reserved) this.flush(g);
+    if (g.members.length >= g.reserved) return this.flush(g);
+    g.cancelTimer?.();
+    g.cancelTimer = this.clock.after(JOIN_GRACE_MS, () => this.flush(g));
   }
 
   private flush(g: Gathering): void {
