@@ -53,8 +53,8 @@ export interface RelayerConfig {
   /** MEMRELAY_NETWORK_PROFILE (local): the latencies and owned-object rule the local chain and Walrus take on (config/network-profile.ts). */
   readonly networkProfile: NetworkProfile;
   /**
-   * MEMRELAY_STORE_MODE (blob): how the remember job stores a ciphertext, as its own Walrus blob or as a patch of a
-   * quilt gathered across jobs in flight (bounded by QUILT_MAX_PATCHES, QUILT_MAX_BYTES, QUILT_MAX_WAIT_MS).
+   * MEMRELAY_STORE_MODE (quilt): how the remember job stores a ciphertext, as a patch of a quilt gathered across jobs
+   * in flight (bounded by QUILT_MAX_PATCHES, QUILT_MAX_BYTES, QUILT_MAX_WAIT_MS) or as its own Walrus blob.
    */
   readonly storeMode: StoreMode;
   readonly encryptionThreshold: number | undefined;
@@ -121,9 +121,9 @@ export interface RelayerConfig {
 /** A malformed operator variable: the message names it and says what it accepts. */
 export type StoreMode = { readonly mode: "blob" } | { readonly mode: "quilt"; readonly limits: QuiltLimits };
 
-/** MEMRELAY_STORE_MODE: `blob` (default) or `quilt`; anything else stops the start rather than quietly storing per blob. */
+/** MEMRELAY_STORE_MODE: `quilt` (default) or `blob`; anything else stops the start rather than quietly taking one. */
 export function storeModeFromEnv(env: Env): StoreMode {
-  const raw = env.MEMRELAY_STORE_MODE?.trim().toLowerCase() || "blob";
+  const raw = env.MEMRELAY_STORE_MODE?.trim().toLowerCase() || "quilt";
   if (raw === "blob") return { mode: "blob" };
   if (raw !== "quilt") throw new ConfigError(`MEMRELAY_STORE_MODE must be blob or quilt; got ${JSON.stringify(env.MEMRELAY_STORE_MODE)}`);
   return { mode: "quilt", limits: quiltLimitsFromEnv(env) };

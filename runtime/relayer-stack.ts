@@ -13,6 +13,7 @@ import { WalletPool } from "../adapters/chain/wallet-pool.ts";
 import { createScheduler } from "../adapters/embeddings/select.ts";
 import { RecordBatcher } from "../adapters/chain/record-batcher.ts";
 import { QuiltWriter } from "../adapters/blobs/quilt-writer.ts";
+import { QuiltLog } from "../actors/relayer/remember-job.quilts.ts";
 import { ActorHost } from "../actors/host.ts";
 import { rememberJobActor } from "../actors/relayer/remember-job.actor.ts";
 import { restoreJobActor } from "../actors/relayer/restore-job.actor.ts";
@@ -145,7 +146,9 @@ export async function startRelayer(opts: {
     }
     if (roles.actors) {
       const storeMode = config.storeMode;
-      const quilts = storeMode.mode === "quilt" ? new QuiltWriter((patches) => ports.blobs.storeQuilt(patches), storeMode.limits) : undefined;
+      // The quilts' log is there in either mode: a job that joined a quilt under quilt mode finds its fate after a restart.
+      const quiltLog = new QuiltLog(log, (patches) => ports.blobs.storeQuilt(patches));
+      const quilts = storeMode.mode === "quilt" ? new QuiltWriter((patches) => ports.blobs.storeQuilt(patches), quiltLog, storeMode.limits) : undefined;
       // Stops run in reverse: the host stops first, then what its jobs gathered is sent rather than dropped.
       if (quilts) stops.push(() => quilts.drain());
       const host = new ActorHost(
@@ -155,6 +158,7 @@ export async function startRelayer(opts: {
           encryption: ports.encryption,
           blobs: ports.blobs,
           quilts,
+          quiltLog,
           records: new RecordBatcher(registrationChain(config, ports.chain, sponsor, logger), wallets!, recordBatching(config, wallets!)),
           wallets: wallets!,
           lexical,

@@ -18,6 +18,7 @@ import { BalanceMonitor, monitoredWallets } from "../actors/relayer/balance-moni
 import { silentLogger } from "../config/logger.ts";
 import { alertsCommand } from "../cli/alerts.ts";
 import { ALERT_SUBJECTS, type Alert, type UploadFailedAlert, type WalletLowBalanceAlert } from "../schemas/alerts.ts";
+import { storedBlobId } from "./support/blob-ids.ts";
 
 const bin = fileURLToPath(new URL("../bin/memrelay.mjs", import.meta.url));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -169,7 +170,7 @@ describe("alerts from a stack whose upload wallets have no gas", () => {
       expect(d.namespace).toBe("diary");
       // The blob uploaded; recording the blob object on chain needs gas, which no wallet has.
       expect(d.stage).toBe("record");
-      expect(d.blob_id).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect(storedBlobId(d.blob_id!), d.blob_id).toBe(true);
       expect(d.attempts).toBe(5);
       expect(d.max_attempts).toBe(5);
       expect(d.wallet_attempts).toHaveLength(5);

@@ -6,7 +6,7 @@ import type { BlobstoreHandle } from "../gateway/blobstore/options.ts";
 import { startTestBlobstore, type TestBlobstore } from "./support/blobstore.ts";
 import { encodeQuiltPatchId, parseQuiltPatchId } from "../adapters/blobs/quilt-codec.ts";
 import { WalrusHttpBlobs } from "../adapters/blobs/walrus-http.ts";
-import { QuiltWriter } from "../adapters/blobs/quilt-writer.ts";
+import { QuiltWriter, type QuiltSealer } from "../adapters/blobs/quilt-writer.ts";
 import { sha256BlobIds } from "../adapters/blobs/blob-ids.ts";
 
 const SHARDS = 10; // a small committee: at most 6 patches per quilt, up to 1.8 MB
@@ -133,14 +133,23 @@ describe("Walrus aggregator: quilt reads", () => {
 });
 
 describe("quilt writer and readers against the blob store", () => {
+  /** Seals in memory (the relayer seals in the event log, actors/relayer/remember-job.quilts.ts). */
+  const sealer: QuiltSealer = { seal: async () => undefined, stored: async () => undefined };
+  let jobs = 0;
+  /** Reserve and join, as a remember job does; answers the stored patch or throws the reason it was not. */
+  const write = async (w: QuiltWriter, contents: Uint8Array) => {
+    const o = await w.join(w.reserve(contents.byteLength), `job${jobs++}`, contents)!;
+    if (o.kind !== "stored") throw new Error(o.reason);
+    return o;
+  };
   const port = (o: { verify?: boolean } = {}) =>
     new WalrusHttpBlobs({ publisherUrl: svc.url, aggregatorUrl: svc.url, cacheTtlSecs: 0, cacheMaxBytes: 0, quiltShards: SHARDS, verify: o.verify ? sha256BlobIds : undefined });
 
   it("gathers concurrent blobs into one quilt; each reads back by its patch id through the blob port, trusted or checked", async () => {
     const writerPort = port();
-    const writer = new QuiltWriter((patches) => writerPort.storeQuilt(patches), { maxPatches: 5, maxBytes: 32 * 1024, maxWaitMs: 20 });
+    const writer = new QuiltWriter((patches) => writerPort.storeQuilt(patches), sealer, { maxPatches: 5, maxBytes: 32 * 1024, maxWaitMs: 20 });
     const blobs = Array.from({ length: 5 }, (_, i) => randomBytes(100 + i * 500));
-    const stored = await Promise.all(blobs.map((b) => writer.write(b)));
+    const stored = await Promise.all(blobs.map((b) => write(writer, b)));
     expect(new Set(stored.map((s) => s.quiltId)).size).toBe(1);
     const patches = await jsonOf(await get(`/v1/quilts/${stored[0].quiltId}/patches`));
     expect(patches).toHaveLength(5);
@@ -157,8 +166,8 @@ describe("quilt writer and readers against the blob store", () => {
   it("fails every caller with the publisher's reason when the quilt is refused", async () => {
     const writerPort = port();
     // 7 patches do not fit a 10-shard committee's quilt: the publisher answers 400, and all seven callers hear it
-    const writer = new QuiltWriter((patches) => writerPort.storeQuilt(patches), { maxPatches: 7, maxBytes: 32 * 1024, maxWaitMs: 20 });
-    const results = await Promise.allSettled(Array.from({ length: 7 }, () => writer.write(randomBytes(10))));
+    const writer = new QuiltWriter((patches) => writerPort.storeQuilt(patches), sealer, { maxPatches: 7, maxBytes: 32 * 1024, maxWaitMs: 20 });
+    const results = await Promise.allSettled(Array.from({ length: 7 }, () => write(writer, randomBytes(10))));
     expect(results.every((r) => r.status === "rejected")).toBe(true);
     for (const r of results) expect(String((r as PromiseRejectedResult).reason.message)).toMatch(/400.*Too many blobs/);
     await writerPort.close();

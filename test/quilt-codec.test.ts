@@ -27,6 +27,23 @@ describe("quilt codec", () => {
     }
   });
 
+  it("lays out the same patches as the same bytes, in whatever order they come (a quilt rebuilt after a crash keeps its blob id)", () => {
+    // The relayer's crash recovery stores a sealed quilt again from its members' recorded ciphertexts
+    // (actors/relayer/remember-job.quilts.ts): only a deterministic layout gives the same quilt blob id.
+    const inputs = Array.from({ length: 6 }, (_, i) => ({ identifier: `p${i}`, contents: Uint8Array.from(createHash("sha256").update(String(i)).digest()).subarray(0, 5 + i * 97) }));
+    const hash = (q: Uint8Array) => createHash("sha256").update(q).digest("hex");
+    for (const shards of [10, 1000]) {
+      const first = encodeQuiltBytes(inputs, shards);
+      const again = encodeQuiltBytes(inputs.map((x) => ({ identifier: x.identifier, contents: Uint8Array.from(x.contents) })), shards);
+      const reversed = encodeQuiltBytes([...inputs].reverse(), shards);
+      expect(hash(again.quilt)).toBe(hash(first.quilt));
+      expect(hash(reversed.quilt)).toBe(hash(first.quilt));
+      expect(again.patches).toEqual(first.patches);
+      // and a different member set is a different quilt
+      expect(hash(encodeQuiltBytes(inputs.slice(1), shards).quilt)).not.toBe(hash(first.quilt));
+    }
+  });
+
   it("encodes patch ids as the Walrus docs show them (quilt id, then version 1, start and end column little-endian)", () => {
     // From the Walrus quilt HTTP API docs' store example.
     const id = "6XUOE-Q5-nAXHRifN6n9nomVDtHZQbGuAkW3PjlBuKoBAQDQAA";

@@ -1,7 +1,10 @@
-// The quilt writer's gathering (adapters/blobs/quilt-writer.ts) with a fake clock and a recording store: when a quilt
-// goes out (count, bytes, wait), what each caller gets, and that a failed quilt fails every caller in it.
+// The quilt writer's gathering (adapters/blobs/quilt-writer.ts) with a fake clock, a recording store and a recording
+// sealer: when a quilt goes out (count, bytes, wait), what each caller gets, that a failed quilt fails every caller in
+// it, and the crash-safety protocol's rules: sealed before stored, an abandoned quilt stores nothing, a member that
+// comes after its quilt went out leaves, a key the writer does not hold is left to the event log.
 import { describe, expect, it } from "vitest";
-import { QuiltWriter, type Clock, type StoreQuilt } from "../adapters/blobs/quilt-writer.ts";
+import { JOIN_GRACE_MS, QuiltAbandoned, QuiltWriter, type Clock, type QuiltSealer, type StoreQuilt } from "../adapters/blobs/quilt-writer.ts";
+import { QUILT_EVENTS, quiltFate, type QuiltEvent, type QuiltMemberRef, type QuiltStored } from "../schemas/relayer/quilt.ts";
 import { quiltLimitsFromEnv } from "../config/env.ts";
 
 class FakeClock implements Clock {
@@ -36,14 +39,44 @@ function recordingStore(fail?: (n: number) => Error | undefined) {
   return { store, quilts };
 }
 const blob = (tag: number, size = 1) => new Uint8Array(size).fill(tag);
+
+/** A sealer that records what it sealed and stored, in call order (`steps`), or refuses a seal when told to. */
+function recordingSealer(refuse?: (key: string) => Error | undefined) {
+  const sealed = new Map<string, readonly QuiltMemberRef[]>();
+  const stored = new Map<string, QuiltStored>();
+  const steps: string[] = [];
+  const sealer: QuiltSealer = {
+    async seal(key, members) {
+      steps.push(`seal ${members.length}`);
+      const err = refuse?.(key);
+      if (err) throw err;
+      sealed.set(key, members);
+    },
+    async stored(key, s) {
+      steps.push(`stored ${s.patches.length}`);
+      stored.set(key, s);
+    },
+  };
+  return { sealer, sealed, stored, steps };
+}
+
+let jobs = 0;
+/** What a job does: reserve a key, (record it,) join; a `left` answer fails the write here. */
+function write(w: QuiltWriter, contents: Uint8Array, jobId = `job${jobs++}`) {
+  return w.join(w.reserve(contents.byteLength), jobId, contents)!.then((o) => {
+    if (o.kind !== "stored") throw new Error(o.reason);
+    return o;
+  });
+}
+const writer = (store: StoreQuilt, limits: { maxPatches: number; maxBytes: number; maxWaitMs: number }, clock: Clock = new FakeClock(), sealer = recordingSealer().sealer) => new QuiltWriter(store, sealer, limits, clock);
 const flushMicrotasks = () => new Promise((r) => setImmediate(r));
 
 describe("quilt writer", () => {
   it("sends a quilt when it holds maxPatches blobs, and answers each caller with its own patch id", async () => {
     const clock = new FakeClock();
     const { store, quilts } = recordingStore();
-    const w = new QuiltWriter(store, { maxPatches: 3, maxBytes: 1000, maxWaitMs: 50 }, clock);
-    const results = Promise.all([1, 2, 3].map((t) => w.write(blob(t))));
+    const w = writer(store, { maxPatches: 3, maxBytes: 1000, maxWaitMs: 50 }, clock);
+    const results = Promise.all([1, 2, 3].map((t) => write(w, blob(t))));
     const got = await results;
     expect(quilts).toEqual([[1, 2, 3]]);
     expect(got.map((g) => g.quiltId)).toEqual(["quilt0", "quilt0", "quilt0"]);
@@ -54,10 +87,10 @@ describe("quilt writer", () => {
   it("sends what it has after maxWaitMs, not before", async () => {
     const clock = new FakeClock();
     const { store, quilts } = recordingStore();
-    const w = new QuiltWriter(store, { maxPatches: 10, maxBytes: 1000, maxWaitMs: 50 }, clock);
-    const a = w.write(blob(1));
+    const w = writer(store, { maxPatches: 10, maxBytes: 1000, maxWaitMs: 50 }, clock);
+    const a = write(w, blob(1));
     clock.advance(30);
-    const b = w.write(blob(2));
+    const b = write(w, blob(2));
     clock.advance(19);
     await flushMicrotasks();
     expect(quilts).toEqual([]);
@@ -66,7 +99,7 @@ describe("quilt writer", () => {
     await Promise.all([a, b]);
     expect(quilts).toEqual([[1, 2]]);
     // the next blob starts a new wait
-    const c = w.write(blob(3));
+    const c = write(w, blob(3));
     clock.advance(50);
     await c;
     expect(quilts).toEqual([[1, 2], [3]]);
@@ -75,11 +108,11 @@ describe("quilt writer", () => {
   it("sends the gathered quilt before a blob that would pass maxBytes, and a blob over maxBytes alone", async () => {
     const clock = new FakeClock();
     const { store, quilts } = recordingStore();
-    const w = new QuiltWriter(store, { maxPatches: 10, maxBytes: 100, maxWaitMs: 50 }, clock);
-    const first = [w.write(blob(1, 60)), w.write(blob(2, 50))]; // 110 > 100: blob 1 goes out alone first
+    const w = writer(store, { maxPatches: 10, maxBytes: 100, maxWaitMs: 50 }, clock);
+    const first = [write(w, blob(1, 60)), write(w, blob(2, 50))]; // 110 > 100: blob 1 goes out alone first
     await first[0];
     expect(quilts).toEqual([[1]]);
-    const big = w.write(blob(3, 101));
+    const big = write(w, blob(3, 101));
     await big;
     expect(quilts).toEqual([[1], [3]]); // the big one did not wait, and did not take blob 2 along
     expect(w.gathered).toBe(1);
@@ -91,30 +124,98 @@ describe("quilt writer", () => {
   it("fails every caller of a failed quilt with the reason, and the next quilt still goes out", async () => {
     const clock = new FakeClock();
     const { store, quilts } = recordingStore((n) => (n === 0 ? new Error("publisher answered 503") : undefined));
-    const w = new QuiltWriter(store, { maxPatches: 2, maxBytes: 1000, maxWaitMs: 50 }, clock);
-    const failed = await Promise.allSettled([w.write(blob(1)), w.write(blob(2))]);
+    const w = writer(store, { maxPatches: 2, maxBytes: 1000, maxWaitMs: 50 }, clock);
+    const failed = await Promise.allSettled([write(w, blob(1)), write(w, blob(2))]);
     expect(failed.map((r) => r.status)).toEqual(["rejected", "rejected"]);
     for (const r of failed) expect((r as PromiseRejectedResult).reason.message).toBe("publisher answered 503");
-    const ok = await Promise.all([w.write(blob(3)), w.write(blob(4))]);
+    const ok = await Promise.all([write(w, blob(3)), write(w, blob(4))]);
     expect(ok.map((o) => o.quiltId)).toEqual(["quilt1", "quilt1"]);
     expect(quilts).toHaveLength(2);
   });
 
-  it("fails a caller whose patch the publisher's answer leaves out", async () => {
-    const w = new QuiltWriter(async () => ({ quiltId: "q", patchIds: new Map([["p0", "q:p0"]]) }), { maxPatches: 2, maxBytes: 1000, maxWaitMs: 50 }, new FakeClock());
-    const [a, b] = await Promise.allSettled([w.write(blob(1)), w.write(blob(2))]);
-    expect(a).toEqual({ status: "fulfilled", value: { quiltId: "q", quiltPatchId: "q:p0" } });
-    expect(b.status).toBe("rejected");
+  it("fails every caller when the publisher's answer leaves a patch out (the quilt's record must name every member)", async () => {
+    const w = writer(async () => ({ quiltId: "q", patchIds: new Map([["p0", "q:p0"]]) }), { maxPatches: 2, maxBytes: 1000, maxWaitMs: 50 }, new FakeClock());
+    const [a, b] = await Promise.allSettled([write(w, blob(1)), write(w, blob(2))]);
+    expect([a.status, b.status]).toEqual(["rejected", "rejected"]);
+    expect((b as PromiseRejectedResult).reason.message).toMatch(/without patch p1/);
   });
 
   it("drain sends what is gathered at once and waits for it", async () => {
     const clock = new FakeClock();
     const { store, quilts } = recordingStore();
-    const w = new QuiltWriter(store, { maxPatches: 10, maxBytes: 1000, maxWaitMs: 50 }, clock);
-    const a = w.write(blob(7));
+    const w = writer(store, { maxPatches: 10, maxBytes: 1000, maxWaitMs: 50 }, clock);
+    const a = write(w, blob(7));
     await w.drain();
     expect(quilts).toEqual([[7]]);
     await expect(a).resolves.toMatchObject({ quiltId: "quilt0" });
+  });
+
+  it("seals the members, in patch order, before it stores the quilt, then records what the store answered", async () => {
+    const { store, quilts } = recordingStore();
+    const { sealer, sealed, stored, steps } = recordingSealer();
+    const w = writer(store, { maxPatches: 3, maxBytes: 1000, maxWaitMs: 50 }, new FakeClock(), sealer);
+    const got = await Promise.all([write(w, blob(1), "a"), write(w, blob(2), "b"), write(w, blob(3), "c")]);
+    await w.drain();
+    expect(steps).toEqual(["seal 3", "stored 3"]);
+    const [key] = [...sealed.keys()];
+    expect(sealed.get(key)).toEqual([{ job_id: "a", identifier: "p0" }, { job_id: "b", identifier: "p1" }, { job_id: "c", identifier: "p2" }]);
+    expect(stored.get(key)).toEqual({ quilt_id: "quilt0", patches: got.map((g, i) => ({ job_id: "abc"[i], patch_id: g.quiltPatchId })) });
+    expect(quilts).toEqual([[1, 2, 3]]);
+  });
+
+  it("stores nothing when the seal fails: an abandoned quilt tells its members to leave, any other failure fails them", async () => {
+    const { store, quilts } = recordingStore();
+    let refusal: Error = new QuiltAbandoned("quilt k was abandoned before it was sealed");
+    const w = writer(store, { maxPatches: 2, maxBytes: 1000, maxWaitMs: 50 }, new FakeClock(), recordingSealer(() => refusal).sealer);
+    const reserved = [w.reserve(1), w.reserve(1)];
+    const outcomes = await Promise.all([w.join(reserved[0], "a", blob(1))!, w.join(reserved[1], "b", blob(2))!]);
+    expect(outcomes.map((o) => o.kind)).toEqual(["left", "left"]);
+    refusal = new Error("nats: timeout");
+    const failed = await Promise.allSettled([write(w, blob(3)), write(w, blob(4))]);
+    expect(failed.map((r) => r.status)).toEqual(["rejected", "rejected"]);
+    expect(quilts).toEqual([]);
+  });
+
+  it("a member that joins after its quilt went out without it leaves; a redelivered member waits on the same patch", async () => {
+    const clock = new FakeClock();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const { store: record, quilts } = recordingStore();
+    const store: StoreQuilt = async (patches) => (await gate, record(patches));
+    const w = writer(store, { maxPatches: 10, maxBytes: 1000, maxWaitMs: 50 }, clock);
+    const key = w.reserve(1);
+    expect(w.reserve(1)).toBe(key); // the late one reserved, but has not joined when the wait is over
+    const first = w.join(key, "on-time", blob(1))!;
+    clock.advance(50);
+    await flushMicrotasks();
+    // At its wait the quilt closes, and still waits a grace for the member that reserved a place, then goes without it.
+    expect(quilts).toEqual([]);
+    clock.advance(JOIN_GRACE_MS);
+    await flushMicrotasks();
+    await expect(w.join(key, "late", blob(2))).resolves.toEqual({ kind: "left", reason: expect.stringContaining("without this job") });
+    const again = w.join(key, "on-time", blob(1))!; // redelivered while its quilt is being stored
+    release();
+    const [a, b] = await Promise.all([first, again]);
+    expect(a).toEqual(b);
+    expect(quilts).toEqual([[1]]);
+    // Once the quilt is over, the writer no longer knows the key: the job reads its quilt's fate from the event log.
+    await w.drain();
+    expect(w.join(key, "on-time", blob(1))).toBeUndefined();
+    expect(w.join("a key of another process", "x", blob(1))).toBeUndefined();
+  });
+
+  it("members whose join comes after the wait (their job still recording the key) still go in: no quilt goes out before them", async () => {
+    const clock = new FakeClock();
+    const { store, quilts } = recordingStore();
+    const w = writer(store, { maxPatches: 10, maxBytes: 1000, maxWaitMs: 50 }, clock);
+    const keys = [w.reserve(1), w.reserve(1)];
+    clock.advance(50);
+    await flushMicrotasks();
+    expect(quilts).toEqual([]);
+    const got = await Promise.all([w.join(keys[0], "a", blob(1))!, w.join(keys[1], "b", blob(2))!]);
+    expect(got.map((o) => o.kind)).toEqual(["stored", "stored"]);
+    expect(quilts).toEqual([[1, 2]]);
+    expect(w.reserve(1)).not.toBe(keys[0]); // a closed quilt takes no more reservations
   });
 
   it("reads its limits from QUILT_MAX_PATCHES, QUILT_MAX_BYTES, QUILT_MAX_WAIT_MS and refuses bad values", () => {
@@ -123,5 +224,19 @@ describe("quilt writer", () => {
     for (const [k, v] of [["QUILT_MAX_PATCHES", "0"], ["QUILT_MAX_PATCHES", "667"], ["QUILT_MAX_BYTES", "1.5"], ["QUILT_MAX_WAIT_MS", "soon"]]) {
       expect(() => quiltLimitsFromEnv({ [k]: v }), `${k}=${v}`).toThrow(k);
     }
+  });
+});
+
+describe("a quilt's fate (schemas/relayer/quilt.ts quiltFate)", () => {
+  const e = (seq: number, type: string, data: unknown) => ({ seq, event: { type, version: 1, id: `e${seq}`, aggregate: "quilt.k", occurred_at: "t", causation_id: "c", correlation_id: "c", data } as QuiltEvent });
+  const members = [{ job_id: "a", identifier: "p0" }];
+  const stored = { quilt_id: "q", patches: [{ job_id: "a", patch_id: "q:p0" }] };
+
+  it("is decided by the first seal or abandon; the first stored answer of a sealed quilt is kept", () => {
+    expect(quiltFate([])).toEqual({ state: "unsealed" });
+    expect(quiltFate([e(1, QUILT_EVENTS.abandoned, { by_job: "a" }), e(2, QUILT_EVENTS.sealed, { members })])).toEqual({ state: "abandoned" });
+    expect(quiltFate([e(1, QUILT_EVENTS.sealed, { members })])).toEqual({ state: "sealed", seq: 1, members });
+    const twice = quiltFate([e(1, QUILT_EVENTS.sealed, { members }), e(2, QUILT_EVENTS.stored, stored), e(3, QUILT_EVENTS.stored, { ...stored, quilt_id: "other" }), e(4, QUILT_EVENTS.abandoned, { by_job: "b" })]);
+    expect(twice).toEqual({ state: "sealed", seq: 1, members, stored });
   });
 });

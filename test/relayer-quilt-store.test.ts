@@ -8,6 +8,7 @@ import type { DevIdentity } from "../runtime/local-stack.ts";
 import { parseQuiltPatchId } from "../adapters/blobs/quilt-codec.ts";
 import { IndexLog } from "../projections/relayer/index-log.ts";
 import { loadConfig, ConfigError } from "../config/env.ts";
+import { STREAMS } from "../eventlog/subjects.ts";
 
 let t: TestStack;
 beforeAll(async () => {
@@ -29,13 +30,15 @@ const settled = async () => {
 };
 
 describe("MEMRELAY_STORE_MODE", () => {
-  it("is blob by default, quilt when asked, and a start refuses anything else", () => {
-    expect(loadConfig({}).storeMode).toEqual({ mode: "blob" });
+  it("is quilt by default, blob when asked, and a start refuses anything else", () => {
+    expect(loadConfig({}).storeMode).toEqual({ mode: "quilt", limits: { maxPatches: 256, maxBytes: 8 * 1024 * 1024, maxWaitMs: 50 } });
+    expect(loadConfig({ MEMRELAY_STORE_MODE: "blob" }).storeMode).toEqual({ mode: "blob" });
     expect(loadConfig({ MEMRELAY_STORE_MODE: " Quilt ", QUILT_MAX_PATCHES: "12" }).storeMode).toEqual({ mode: "quilt", limits: { maxPatches: 12, maxBytes: 8 * 1024 * 1024, maxWaitMs: 50 } });
     expect(() => loadConfig({ MEMRELAY_STORE_MODE: "quilts" })).toThrow(ConfigError);
     expect(() => loadConfig({ MEMRELAY_STORE_MODE: "quilt", QUILT_MAX_WAIT_MS: "soon" })).toThrow(/QUILT_MAX_WAIT_MS/);
     // The quilt limits of a blob-mode start are not read: a blob-mode relayer does not fail on them.
-    expect(loadConfig({ QUILT_MAX_WAIT_MS: "soon" }).storeMode).toEqual({ mode: "blob" });
+    expect(loadConfig({ MEMRELAY_STORE_MODE: "blob", QUILT_MAX_WAIT_MS: "soon" }).storeMode).toEqual({ mode: "blob" });
+    expect(() => loadConfig({ QUILT_MAX_WAIT_MS: "soon" })).toThrow(/QUILT_MAX_WAIT_MS/);
   });
 });
 
@@ -72,10 +75,15 @@ describe("remember in quilt mode", () => {
       expect(r.results.every((x) => patchIds.includes(x.blob_id))).toBe(true);
     }
 
-    // Restore from the chain records alone: the index rows are lost, restore rebuilds recall from the patches.
+    // Restore from the chain records alone: the index rows are lost and so is the event log of every job and quilt
+    // (their ciphertexts and patch ids with it); restore rebuilds recall from the chain records and the patches.
     const [first, second] = people;
     await settled();
     await t.stack.db.query("DELETE FROM memories WHERE owner = $1 AND namespace = 'quilted'", [first.id.owner]);
+    for (const filter of ["evt.job.>", "evt.quilt.>"]) {
+      await t.stack.log.jsm.streams.purge(STREAMS.events, { filter });
+      expect((await t.stack.log.jsm.streams.info(STREAMS.events, { subjects_filter: filter })).state.subjects ?? {}, filter).toEqual({});
+    }
     expect((await first.client.recall("red kayak Wren0", { namespace: "quilted" })).total).toBe(0);
     expect(await first.client.restore("quilted")).toMatchObject({ restored: 2, failed: 0, total: 2 });
     expect((await first.client.recall("red kayak Wren0", { namespace: "quilted" })).results.map((x) => x.text).sort()).toEqual([...textsOf(0)].sort());

@@ -8,6 +8,7 @@ import { RelayerError, type MemrelayClient } from "../client/memrelay-client.ts"
 import { RequestSigner } from "../client/signer.ts";
 import { removeDelegateKey } from "../adapters/chain/local/accounts.ts";
 import { createConnection } from "node:net";
+import { storedBlobId } from "./support/blob-ids.ts";
 
 let t: TestStack;
 let alice: MemrelayClient;
@@ -36,7 +37,7 @@ describe("remember → poll → recall", () => {
     const done = await Promise.all(accepted.map((a) => alice.waitForJob(a.job_id)));
     for (const j of done) {
       expect(j.status).toBe("done");
-      expect(j.blob_id).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect(storedBlobId(j.blob_id!), j.blob_id).toBe(true);
     }
     const r = await alice.recall("which food does my cat love?", { namespace: "personal", limit: 2 });
     expect(r.total).toBe(2);
@@ -48,7 +49,7 @@ describe("remember → poll → recall", () => {
   it("remembers and waits in one request (POST /api/remember?wait=): 200 once recallable", async () => {
     const j = await alice.call<{ job_id: string; status: string; blob_id?: string; namespace: string }>("POST", "/api/remember?wait=20", { text: "My bike is a green Bianchi", namespace: "waited" });
     expect(j).toMatchObject({ status: "done", namespace: "waited" });
-    expect(j.blob_id).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(storedBlobId(j.blob_id!), j.blob_id).toBe(true);
     const r = await alice.recall("what bike do I ride?", { namespace: "waited", limit: 1 });
     expect(r.results[0].text).toBe("My bike is a green Bianchi");
     expect((await alice.rememberAndWait("My bike's name is Verde", "waited")).status).toBe("done");

@@ -54,6 +54,30 @@ describe("remember-job machine", () => {
     expect(done.context).toMatchObject({ blob_id: "b1", object_id: "o1", vector_f32: undefined });
   });
 
+  it("quilt mode: running → encrypted → joined (quilt, durable before) → uploaded; the ciphertext is dropped once stored", () => {
+    const encrypted = ev(JOB_EVENTS.encrypted, { ciphertext: "Y2lwaGVy", size: 6, vector_f32, embedder: "h" });
+    const joined = (quilt: string) => ev(JOB_EVENTS.quiltJoined, { quilt });
+    const j = replay([accepted, encrypted, joined("k1")]);
+    expect(j.value).toBe("joined");
+    expect(effectOf(j)).toEqual({ effect: "quilt", durableBefore: true });
+    expect(j.context).toMatchObject({ ciphertext: "Y2lwaGVy", size: 6, vector_f32, embedder: "h", quilt: "k1" });
+    // The quilt went out without the job: back to encrypted (gather, durable before), then another quilt, same ciphertext.
+    const leftIt = replay([accepted, encrypted, joined("k1"), ev(JOB_EVENTS.quiltLeft, { quilt: "k1", reason: "abandoned" })]);
+    expect(leftIt.value).toBe("encrypted");
+    expect(effectOf(leftIt)).toEqual({ effect: "gather", durableBefore: true });
+    expect(leftIt.context).toMatchObject({ ciphertext: "Y2lwaGVy", quilt: undefined });
+    const again = replay([accepted, encrypted, joined("k1"), ev(JOB_EVENTS.quiltLeft, { quilt: "k1", reason: "abandoned" }), joined("k2")]);
+    expect(again.context.quilt).toBe("k2");
+    // A failed store stays in the same quilt (the next attempt stores that quilt again), counted like any attempt.
+    const retried = replay([accepted, encrypted, joined("k1"), attemptFailed(1)]);
+    expect(retried.value).toBe("joined");
+    expect(retried.context).toMatchObject({ quilt: "k1", attempts: 1 });
+    const stored = replay([accepted, encrypted, joined("k1"), uploaded]);
+    expect(stored.value).toBe("uploaded");
+    expect(stored.context).toMatchObject({ blob_id: "b1", ciphertext: undefined, quilt: undefined });
+    expect(replay([accepted, encrypted, joined("k1"), uploaded, indexed]).value).toBe("done");
+  });
+
   it("counts wallet attempts across steps and fails with the error", () => {
     const s = replay([accepted, attemptFailed(1), attemptFailed(2), uploaded, attemptFailed(3), attemptFailed(4), attemptFailed(5), failed]);
     expect(s.value).toBe("failed");

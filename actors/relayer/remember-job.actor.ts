@@ -1,4 +1,6 @@
-// Wires the remember-job machine to its effects. `store`: embed, encrypt, upload the ciphertext. `record`: record
+// Wires the remember-job machine to its effects. `store`: embed, encrypt, upload the ciphertext (blob mode), or record
+// the ciphertext and the quilt it joins (quilt mode; `quilt` then waits for that quilt, or finds its fate after a
+// crash, and `gather` joins another when it went out without the job). `record`: record
 // the blob object on chain for the owner with namespace and package attributes (in one transaction with the records
 // of other jobs in flight, adapters/chain/record-batcher.ts), then index. Both try up to MAX_WALLET_ATTEMPTS wallets
 // of the pool (round-robin), reporting each failed attempt, until the machine says the attempts are used up; its
@@ -10,8 +12,9 @@ import type { ActorDefinition } from "../host.ts";
 import { Permanent, Transient } from "../host.ts";
 import { mayAttemptAgain, rememberJobMachine, type JobContext } from "./remember-job.machine.ts";
 import { JOB, JOB_EVENTS, jobEvent, type NewJobEvent, type RememberCommand } from "../../schemas/relayer/remember-job.ts";
-import type { BlobPort, EncryptionPort, StoredBlob } from "../../adapters/ports.ts";
-import type { QuiltWriter } from "../../adapters/blobs/quilt-writer.ts";
+import type { BlobPort, EncryptionPort } from "../../adapters/ports.ts";
+import type { QuiltOutcome, QuiltWriter } from "../../adapters/blobs/quilt-writer.ts";
+import type { QuiltLog } from "./remember-job.quilts.ts";
 import { RecordFailed, type RecordBatcher } from "../../adapters/chain/record-batcher.ts";
 import { TextTooLong, type DocumentEmbedder } from "../../adapters/embeddings/scheduler.ts";
 import type { Wallet, WalletPool } from "../../adapters/chain/wallet-pool.ts";
@@ -30,6 +33,11 @@ export interface RememberJobPorts {
    * quilt patch id; absent, each ciphertext is its own blob, sent to its owner.
    */
   readonly quilts?: QuiltWriter;
+  /**
+   * The quilts' event log: a job whose quilt no live writer of this process holds (its host died, or it was
+   * redelivered elsewhere) learns there whether the quilt holds it. Needed by any host that may meet such a job.
+   */
+  readonly quiltLog?: QuiltLog;
   /** Blob registrations, batched across jobs (adapters/chain/record-batcher.ts). */
   readonly records: RecordBatcher;
   readonly wallets: WalletPool;
@@ -57,14 +65,25 @@ function throttled(beat: () => void, everyMs: number): () => void {
   };
 }
 
+/** Base64 of a ciphertext recorded in `job.encrypted`. */
+const recorded = (ciphertext: Uint8Array) => Buffer.from(ciphertext.buffer, ciphertext.byteOffset, ciphertext.byteLength).toString("base64");
+
 /**
- * Stores one job's ciphertext: as a patch of the quilt being gathered (its size is the patch's bytes; the quilt object
- * stays with the relayer's wallet, the owner's record is the chain record), else as its own blob sent to the owner.
+ * The quilt `ctx.quilt`'s answer for this job: the live writer's when it holds the quilt, else the quilt's fate in the
+ * event log (read, rebuilt, or abandoned). A job joined to a quilt whose fate cannot be read fails its attempt.
  */
-async function storeCiphertext(ports: RememberJobPorts, ciphertext: Uint8Array, owner: string): Promise<StoredBlob> {
-  if (!ports.quilts) return ports.blobs.store(ciphertext, { sendObjectTo: owner });
-  const { quiltPatchId } = await ports.quilts.write(ciphertext);
-  return { blobId: quiltPatchId, size: ciphertext.byteLength, alreadyCertified: false };
+async function quiltOutcome(ports: RememberJobPorts, jobId: string, ctx: JobContext): Promise<QuiltOutcome> {
+  const live = ports.quilts?.join(ctx.quilt!, jobId, Buffer.from(ctx.ciphertext!, "base64"));
+  if (live) return live;
+  if (!ports.quiltLog) throw new Error(`job joined quilt ${ctx.quilt} but this host has no quilt log to find it in`);
+  return ports.quiltLog.recover(ctx.quilt!, jobId);
+}
+
+/** Stores the ciphertext as its own blob, sent to its owner (blob mode), trying wallets as the machine allows. */
+function storeBlob(ctx: JobContext, ports: RememberJobPorts, ciphertext: Uint8Array, embedded: { vector_f32: string; embedder: string }) {
+  return withWallets(ctx, ports, async (nextWallet) => ({ value: await ports.blobs.store(ciphertext, { sendObjectTo: ctx.owner }), wallet: nextWallet() }), ({ value: stored }) =>
+    jobEvent(JOB_EVENTS.uploaded, { blob_id: stored.blobId, size: stored.size, ...embedded }),
+  );
 }
 
 /** What an attempt produced, and the wallet that paid for it. */
@@ -133,10 +152,30 @@ export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<Remem
             try: () => ports.encryption.encrypt(ctx.owner, ctx.namespace, encoder.encode(command.data.text)),
             catch: (e) => new Transient(`encryption failed: ${(e as Error).message}`),
           });
-          return yield* withWallets(ctx, ports, async (nextWallet) => ({ value: await storeCiphertext(ports, ciphertext, ctx.owner), wallet: nextWallet() }), ({ value: stored }) =>
-            jobEvent(JOB_EVENTS.uploaded, { blob_id: stored.blobId, size: stored.size, vector_f32: encodeVectorF32(vector), embedder: ports.embedder.name }),
-          );
+          const embedded = { vector_f32: encodeVectorF32(vector), embedder: ports.embedder.name };
+          if (ports.quilts) {
+            // The ciphertext and the quilt it joins are recorded (with the decision, in one commit) before the
+            // writer takes it: from here on it is never encrypted again, and never put in a second quilt.
+            return [
+              jobEvent(JOB_EVENTS.encrypted, { ciphertext: recorded(ciphertext), size: ciphertext.byteLength, ...embedded }),
+              jobEvent(JOB_EVENTS.quiltJoined, { quilt: ports.quilts.reserve(ciphertext.byteLength) }),
+            ];
+          }
+          return yield* storeBlob(ctx, ports, ciphertext, embedded);
         }),
+      // The recorded ciphertext joins a quilt (again, after its first quilt went out without it); a host that runs
+      // in blob mode now stores it as its own blob.
+      gather: ({ context: ctx }) => {
+        const ciphertext = Buffer.from(ctx.ciphertext!, "base64");
+        if (ports.quilts) return Effect.succeed([jobEvent(JOB_EVENTS.quiltJoined, { quilt: ports.quilts.reserve(ciphertext.byteLength) })]);
+        return storeBlob(ctx, ports, ciphertext, { vector_f32: ctx.vector_f32!, embedder: ctx.embedder ?? ports.embedder.name });
+      },
+      quilt: ({ aggregateId, context: ctx }) =>
+        withWallets(ctx, ports, async (nextWallet) => ({ value: await quiltOutcome(ports, aggregateId, ctx), wallet: nextWallet() }), ({ value: outcome }) =>
+          outcome.kind === "left"
+            ? jobEvent(JOB_EVENTS.quiltLeft, { quilt: ctx.quilt!, reason: outcome.reason })
+            : jobEvent(JOB_EVENTS.uploaded, { blob_id: outcome.quiltPatchId, size: ctx.size ?? 0, vector_f32: ctx.vector_f32!, embedder: ctx.embedder ?? ports.embedder.name }),
+        ),
       // The machine gave up (its guard found the wallet attempts used up): record it with the last attempt's error.
       fail: ({ context: ctx }) =>
         Effect.succeed([jobEvent(JOB_EVENTS.failed, { error: `upload failed after ${ctx.attempts} wallet attempts: ${ctx.error ?? "unknown error"}`, attempts: ctx.attempts })]),

@@ -1,17 +1,34 @@
-// Gathers blobs handed to it (any owner's) into Walrus quilts: a quilt goes out when it holds QUILT_MAX_PATCHES
-// blobs, when QUILT_MAX_BYTES would be passed, or QUILT_MAX_WAIT_MS after its first blob, whichever comes first. One
-// store for the lot (Walrus charges every blob a fixed metadata overhead that dominates small blobs); each caller
-// gets its own quilt patch id. A failed quilt fails every caller in it with the reason: nothing is dropped silently.
-// A blob over QUILT_MAX_BYTES on its own goes alone, in a quilt of one.
+// Gathers the ciphertexts of remember jobs in flight (any owner's) into Walrus quilts: a quilt goes out when it holds
+// QUILT_MAX_PATCHES members, when QUILT_MAX_BYTES would be passed, or QUILT_MAX_WAIT_MS after its first reservation,
+// whichever comes first. One store for the lot (Walrus charges every blob a fixed metadata overhead that dominates
+// small blobs); each member gets its own quilt patch id. A blob over QUILT_MAX_BYTES goes alone, in a quilt of one.
+//
+// Crash safety is a protocol in two steps, so that a ciphertext is never in two quilts:
+//   1. `reserve` names the quilt (a fresh key) a job will join; the job records that key in its own events before
+//      it calls `join`. A job that died after recording it finds its quilt again by that key (QuiltSealer's log).
+//   2. Before the store, the quilt's members are sealed in the event log (`seal`: the first fact about a key wins).
+//      Only then is the quilt stored. A member that arrives after its quilt was sealed without it is told to leave
+//      and join another; a quilt that fails to store fails every member with the reason, and stays theirs to retry.
+import { randomUUID } from "node:crypto";
 import type { QuiltLimits } from "../../config/env.ts";
-
-export interface QuiltPatchStored {
-  readonly quiltId: string;
-  readonly quiltPatchId: string;
-}
+import type { QuiltMemberRef, QuiltStored } from "../../schemas/relayer/quilt.ts";
 
 /** Stores patches as one quilt; answers the quilt's blob id and each identifier's quilt patch id. */
 export type StoreQuilt = (patches: readonly { identifier: string; contents: Uint8Array }[]) => Promise<{ quiltId: string; patchIds: ReadonlyMap<string, string> }>;
+
+/** Where a quilt's membership is made durable before it is stored (actors/relayer/remember-job.quilts.ts). */
+export interface QuiltSealer {
+  /** Records the members, in patch order, unless the key's fate was already decided: then throws QuiltAbandoned. */
+  seal(key: string, members: readonly QuiltMemberRef[]): Promise<void>;
+  /** Records the store's answer, which saves a rebuild after a crash (a member without it rebuilds the same quilt). */
+  stored(key: string, stored: QuiltStored): Promise<void>;
+}
+
+/** The quilt's key was abandoned (a restarted job found it unsealed) before this writer could seal it. */
+export class QuiltAbandoned extends Error {}
+
+/** What joining a quilt ended in: a patch of the stored quilt, or the job is in no quilt and must join another. */
+export type QuiltOutcome = { readonly kind: "stored"; readonly quiltId: string; readonly quiltPatchId: string } | { readonly kind: "left"; readonly reason: string };
 
 export interface Clock {
   /** Runs `fn` after `ms`; the returned function cancels it. */
@@ -25,69 +42,167 @@ export const realClock: Clock = {
   },
 };
 
-interface Waiting {
+interface Member {
+  readonly jobId: string;
   readonly contents: Uint8Array;
-  readonly resolve: (stored: QuiltPatchStored) => void;
+  readonly outcome: Promise<QuiltOutcome>;
+  readonly resolve: (o: QuiltOutcome) => void;
   readonly reject: (err: unknown) => void;
 }
 
+interface Gathering {
+  readonly key: string;
+  reserved: number;
+  reservedBytes: number;
+  readonly members: Member[];
+  /** No further reservations: it goes out once every reserved member has joined, or at its wait. */
+  full: boolean;
+  cancelTimer?: () => void;
+}
+
+const left = (reason: string): QuiltOutcome => ({ kind: "left", reason });
+
+/**
+ * How long a closed quilt waits for members that reserved a place but have not joined yet (their job is still
+ * recording the key). Flushing without them at once would, under load (an append slower than the quilt's wait), send
+ * every quilt before its members arrive and have them leave and reserve again without end; a member whose job died
+ * only delays its quilt this long.
+ */
+export const JOIN_GRACE_MS = 5_000;
+
 export class QuiltWriter {
-  private pending: Waiting[] = [];
-  private pendingBytes = 0;
-  private cancelTimer: (() => void) | undefined;
+  /** The quilt taking reservations now. */
+  private current: Gathering | undefined;
+  /** Quilts not yet sealed, by key: reservations made, members joining. */
+  private readonly open = new Map<string, Gathering>();
+  /** Quilts sealed and being stored, by key: their members. */
+  private readonly sending = new Map<string, ReadonlyMap<string, Member>>();
   private readonly inFlight = new Set<Promise<void>>();
 
-  constructor(private readonly store: StoreQuilt, private readonly limits: QuiltLimits, private readonly clock: Clock = realClock) {}
+  constructor(
+    private readonly store: StoreQuilt,
+    private readonly sealer: QuiltSealer,
+    private readonly limits: QuiltLimits,
+    private readonly clock: Clock = realClock,
+    private readonly newKey: () => string = randomUUID,
+  ) {}
 
-  /** Resolves with the blob's quilt patch id once the quilt holding it is stored; rejects with the quilt's failure. */
-  write(contents: Uint8Array): Promise<QuiltPatchStored> {
-    return new Promise((resolve, reject) => {
-      const item = { contents, resolve, reject };
-      if (contents.byteLength > this.limits.maxBytes) return this.send([item]);
-      if (this.pendingBytes + contents.byteLength > this.limits.maxBytes) this.flush();
-      this.pending.push(item);
-      this.pendingBytes += contents.byteLength;
-      if (this.pending.length >= this.limits.maxPatches) this.flush();
-      else if (this.pending.length === 1) this.cancelTimer = this.clock.after(this.limits.maxWaitMs, () => this.flush());
-    });
+  /** The key of the quilt a ciphertext of `bytes` is to join (counted toward that quilt's limits). No I/O. */
+  reserve(bytes: number): string {
+    if (bytes > this.limits.maxBytes) {
+      const solo = this.startGathering();
+      solo.reserved = 1;
+      solo.reservedBytes = bytes;
+      solo.full = true;
+      return solo.key;
+    }
+    let g = this.current;
+    if (g && (g.reserved >= this.limits.maxPatches || g.reservedBytes + bytes > this.limits.maxBytes)) {
+      this.close(g);
+      g = undefined;
+    }
+    g ??= this.current = this.startGathering();
+    g.reserved++;
+    g.reservedBytes += bytes;
+    if (g.reserved >= this.limits.maxPatches) this.close(g);
+    return g.key;
   }
 
-  /** Blobs gathered and not yet sent. */
+  /**
+   * Joins the quilt `key` (reserved by this writer, and recorded by the job): resolves once that quilt is stored, or
+   * with `left` when it went out without this job. Undefined when this writer does not know the key (another process
+   * reserved it, or its quilt is over): the quilt's fate is then in the event log.
+   */
+  join(key: string, jobId: string, contents: Uint8Array): Promise<QuiltOutcome> | undefined {
+    const g = this.open.get(key);
+    if (g) {
+      // A redelivery of the same job while its quilt gathers waits on the same patch.
+      const already = g.members.find((m) => m.jobId === jobId);
+      if (already) return already.outcome;
+      const m = this.member(jobId, contents);
+      g.members.push(m);
+      if (g.full && g.members.length >= g.reserved) this.flush(g);
+      return m.outcome;
+    }
+    const sending = this.sending.get(key);
+    if (sending) return sending.get(jobId)?.outcome ?? Promise.resolve(left(`quilt ${key} went out without this job`));
+    return undefined;
+  }
+
+  /** Members joined and not yet sealed. */
   get gathered(): number {
-    return this.pending.length;
+    let n = 0;
+    for (const g of this.open.values()) n += g.members.length;
+    return n;
   }
 
   /** Sends what is gathered now and waits for every quilt in flight (a stop drains, it does not drop). */
   async drain(): Promise<void> {
-    this.flush();
+    for (const g of [...this.open.values()]) this.flush(g);
     while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
   }
 
-  private flush(): void {
-    this.cancelTimer?.();
-    this.cancelTimer = undefined;
-    if (!this.pending.length) return;
-    const batch = this.pending;
-    this.pending = [];
-    this.pendingBytes = 0;
-    this.send(batch);
+  private member(jobId: string, contents: Uint8Array): Member {
+    let resolve!: (o: QuiltOutcome) => void;
+    let reject!: (err: unknown) => void;
+    const outcome = new Promise<QuiltOutcome>((res, rej) => ((resolve = res), (reject = rej)));
+    return { jobId, contents, outcome, resolve, reject };
   }
 
-  private send(batch: Waiting[]): void {
-    // Identifiers only need to be unique within the quilt; the caller is found again by its position.
+  private startGathering(): Gathering {
+    const g: Gathering = { key: this.newKey(), reserved: 0, reservedBytes: 0, members: [], full: false };
+    g.cancelTimer = this.clock.after(this.limits.maxWaitMs, () => this.close(g));
+    this.open.set(g.key, g);
+    return g;
+  }
+
+  /** Takes no more reservations; goes out once every reserved member has joined, or JOIN_GRACE_MS from now. */
+  private close(g: Gathering): void {
+    g.full = true;
+    if (this.current === g) this.current = undefined;
+    if (g.members.length >= g.reserved) return this.flush(g);
+    g.cancelTimer?.();
+    g.cancelTimer = this.clock.after(JOIN_GRACE_MS, () => this.flush(g));
+  }
+
+  private flush(g: Gathering): void {
+    if (!this.open.delete(g.key)) return;
+    g.cancelTimer?.();
+    if (this.current === g) this.current = undefined;
+    // Nothing joined: nothing is sealed, and a late member finds the key unsealed in the log and abandons it.
+    if (!g.members.length) return;
+    const batch = g.members;
+    const members = new Map(batch.map((m) => [m.jobId, m]));
+    this.sending.set(g.key, members);
+    // Identifiers only need to be unique within the quilt; the sealed list ties each to its job.
     const width = String(batch.length - 1).length;
-    const patches = batch.map((w, i) => ({ identifier: `p${String(i).padStart(width, "0")}`, contents: w.contents }));
-    const done = this.store(patches).then(
-      ({ quiltId, patchIds }) => {
-        patches.forEach((p, i) => {
-          const quiltPatchId = patchIds.get(p.identifier);
-          if (quiltPatchId) batch[i].resolve({ quiltId, quiltPatchId });
-          else batch[i].reject(new Error(`the publisher stored quilt ${quiltId} without patch ${p.identifier}`));
-        });
-      },
-      (err) => batch.forEach((w) => w.reject(err)),
-    );
+    const refs = batch.map((m, i) => ({ job_id: m.jobId, identifier: `p${String(i).padStart(width, "0")}` }));
+    const done = this.sealAndStore(g.key, batch, refs).finally(() => this.sending.delete(g.key));
     const tracked = done.finally(() => this.inFlight.delete(tracked));
     this.inFlight.add(tracked);
+  }
+
+  private async sealAndStore(key: string, batch: readonly Member[], refs: readonly QuiltMemberRef[]): Promise<void> {
+    try {
+      await this.sealer.seal(key, refs);
+    } catch (err) {
+      if (err instanceof QuiltAbandoned) for (const m of batch) m.resolve(left(err.message));
+      else for (const m of batch) m.reject(err);
+      return;
+    }
+    let stored: QuiltStored;
+    try {
+      const { quiltId, patchIds } = await this.store(batch.map((m, i) => ({ identifier: refs[i].identifier, contents: m.contents })));
+      const patches = refs.map((r) => ({ job_id: r.job_id, patch_id: patchIds.get(r.identifier) }));
+      const missing = patches.find((p) => !p.patch_id);
+      if (missing) throw new Error(`the publisher stored quilt ${quiltId} without patch ${refs.find((r) => r.job_id === missing.job_id)!.identifier}`);
+      stored = { quilt_id: quiltId, patches: patches as QuiltStored["patches"] };
+    } catch (err) {
+      for (const m of batch) m.reject(err);
+      return;
+    }
+    stored.patches.forEach((p, i) => batch[i].resolve({ kind: "stored", quiltId: stored.quilt_id, quiltPatchId: p.patch_id }));
+    // Best effort: without this record a member that crashed before recording its patch rebuilds the same quilt.
+    await this.sealer.stored(key, stored).catch(() => undefined);
   }
 }

@@ -27,7 +27,8 @@ import { recallMemories, type RecallPorts } from "../../projections/relayer/reca
 import type { HybridSettings } from "../../projections/relayer/hybrid-rank.ts";
 import type { LexicalKeyring } from "../../adapters/lexical/keys.ts";
 import { LIMITS, ValidationError, isUuid, parseBulk, parseEmbed, type RecallBody, parseBulkStatus, parseRecall, parseRemember, type RememberBody } from "../../schemas/relayer/http.ts";
-import { JOB, type RememberCommand } from "../../schemas/relayer/remember-job.ts";
+import { JOB, JOB_EVENTS, jobEvent, type JobEventData, type RememberCommand } from "../../schemas/relayer/remember-job.ts";
+import { ConcurrencyConflict, EventStore } from "../../eventlog/event-store.ts";
 import { RELAYER_VERSION, healthBody, versionBody } from "./versioning.ts";
 import { registerMaintenanceRoutes } from "./maintenance-routes.ts";
 import { readiness, rememberQueue, type ReadinessSources } from "./readiness.ts";
@@ -112,8 +113,7 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
     wrap(name, async (req) => h(req, await auth.authenticate(req, opts)));
 
   /** `position`: the item's index in a bulk request (its place in the submission order, see schemas/relayer/lexical.ts). */
-  const publishRemember = async (who: Authenticated, item: RememberBody, correlationId: string, position?: number): Promise<string> => {
-    const jobId = randomUUID();
+  const publishRemember = async (who: Authenticated, item: RememberBody, correlationId: string, position?: number, jobId = randomUUID()): Promise<string> => {
     const command: RememberCommand = {
       type: "remember.start",
       version: 1,
@@ -127,6 +127,19 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
     const ack = await log.js.publish(commandSubject(JOB, jobId), JSON.stringify(command), { msgID: who.commandNonce ? `nonce.${who.commandNonce}` : jobId, timeout: 5_000 });
     if (ack.duplicate && who.commandNonce) throw nonceReused();
     return jobId;
+  };
+
+  const jobEvents = new EventStore<JobEventData>(log.js, log.jsm);
+  /**
+   * A bulk item the work queue refused (a stream limit, a timeout) while others of the request were queued: its job
+   * records the failure with the reason, so the item ends `failed` where the client looks, never silently missing.
+   * Expected sequence 0: if the command did land after all, its job already exists and keeps running instead.
+   */
+  const recordUnqueued = async (who: Authenticated, item: RememberBody, jobId: string, reason: unknown) => {
+    const error = `not queued: ${reason instanceof Error ? reason.message : String(reason)}`;
+    await jobEvents.append(`${JOB}.${jobId}`, [jobEvent(JOB_EVENTS.failed, { error, attempts: 0, owner: who.owner, namespace: item.namespace })], 0, { causationId: jobId, correlationId: jobId, commitId: `unqueued:${jobId}` }).catch((err) => {
+      if (!(err instanceof ConcurrencyConflict)) throw err;
+    });
   };
 
   const recallPorts: RecallPorts = { db, reads, embedder: deps.embedder, blobs: deps.blobs, encryption: deps.encryption, lexical: deps.lexical, onQueryEmbedded: (s) => queryEmbedding.observe(s) };
@@ -149,7 +162,13 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
     .route("post", "/api/remember/bulk", signed("remember_bulk", async (req, who) => {
       const body = parseBulk(parseJsonObject(req.body));
       const correlation = randomUUID();
-      const jobIds = await Promise.all(body.items.map((it, i) => publishRemember(who, it, correlation, i)));
+      const jobIds = body.items.map(() => randomUUID());
+      const queued = await Promise.allSettled(body.items.map((it, i) => publishRemember(who, it, correlation, i, jobIds[i])));
+      const refused = queued.flatMap((q, i) => (q.status === "rejected" ? [{ i, reason: q.reason }] : []));
+      // Nothing queued: nothing was written, and the request fails as a whole (503 for an outage).
+      if (refused.length === jobIds.length) throw refused[0].reason;
+      // Part refused: those items fail with their reason, so every item of the answer ends done or failed.
+      await Promise.all(refused.map(({ i, reason }) => recordUnqueued(who, body.items[i], jobIds[i], reason)));
       return json(202, { job_ids: jobIds, total: jobIds.length, status: "running" });
     }), { bodyLimit: LIMITS.bulkBodyBytes })
     .route("post", "/api/remember/bulk/status", signed("remember_bulk_status", async (req, who) => {

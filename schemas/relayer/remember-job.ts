@@ -61,6 +61,21 @@ export interface JobIndexed {
   readonly submitted_at?: string;
   readonly position?: number;
 }
+/**
+ * MEMRELAY_STORE_MODE=quilt: the memory's ciphertext and embedding, recorded before the ciphertext goes into any quilt.
+ * From here on the job never encrypts again: a quilt rebuilt after a crash takes these exact bytes (schemas/relayer/quilt.ts).
+ */
+export interface JobEncrypted {
+  /** The ciphertext (never the text), base64. */
+  readonly ciphertext: string;
+  readonly size: number;
+  readonly vector_f32: string;
+  readonly embedder: string;
+}
+/** The quilt (its key, `quilt.<key>`) the job asks to join; recorded before the quilt writer takes it as a member. */
+export interface JobQuiltJoined { readonly quilt: string }
+/** The quilt was sealed without the job or abandoned: its ciphertext is in no quilt, and it joins another. */
+export interface JobQuiltLeft { readonly quilt: string; readonly reason: string }
 export interface JobFailed {
   readonly error: string;
   readonly attempts: number;
@@ -84,6 +99,9 @@ export interface JobOutcome {
 export const JOB_EVENTS = {
   accepted: "job.accepted",
   uploadAttemptFailed: "job.upload_attempt_failed",
+  encrypted: "job.encrypted",
+  quiltJoined: "job.quilt_joined",
+  quiltLeft: "job.quilt_left",
   uploaded: "job.uploaded",
   indexed: "job.indexed",
   failed: "job.failed",
@@ -93,6 +111,9 @@ export const JOB_EVENTS = {
 export interface JobEventData {
   [JOB_EVENTS.accepted]: JobAccepted;
   [JOB_EVENTS.uploadAttemptFailed]: JobUploadAttemptFailed;
+  [JOB_EVENTS.encrypted]: JobEncrypted;
+  [JOB_EVENTS.quiltJoined]: JobQuiltJoined;
+  [JOB_EVENTS.quiltLeft]: JobQuiltLeft;
   [JOB_EVENTS.uploaded]: JobUploaded;
   [JOB_EVENTS.indexed]: JobIndexed;
   [JOB_EVENTS.failed]: JobFailed;
@@ -104,6 +125,9 @@ export type NewJobEvent = NewEventOf<JobEventData>;
 export const jobEvent = eventsOf<JobEventData>({
   [JOB_EVENTS.accepted]: 1,
   [JOB_EVENTS.uploadAttemptFailed]: 1,
+  [JOB_EVENTS.encrypted]: 1,
+  [JOB_EVENTS.quiltJoined]: 1,
+  [JOB_EVENTS.quiltLeft]: 1,
   [JOB_EVENTS.uploaded]: JOB_VECTOR_EVENT_VERSION,
   [JOB_EVENTS.indexed]: JOB_VECTOR_EVENT_VERSION,
   [JOB_EVENTS.failed]: 1,

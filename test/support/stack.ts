@@ -32,7 +32,7 @@ export async function startStackWithoutActorHost(): Promise<{ t: TestStack; clie
   return { t, client: await t.client(who), owner: who.owner };
 }
 
-/** MEMRELAY_STORE_MODE of the test run: any stack test can run with its memories stored in quilts (`MEMRELAY_STORE_MODE=quilt npx vitest run …`). */
+/** MEMRELAY_STORE_MODE of the test run: any stack test can run with its memories stored per blob (`MEMRELAY_STORE_MODE=blob npx vitest run …`; quilt is the default). */
 function storeModeOfRun(): Record<string, string> {
   const mode = process.env.MEMRELAY_STORE_MODE;
   return mode ? { MEMRELAY_STORE_MODE: mode } : {};
