@@ -6,6 +6,7 @@ import { CMD, EV, type FileDeleteCommandData, type UploadQueued, type UploadStat
 import { CODE, CONSOLE_LIMITS, ConsoleHttpError, badRequest, notFound, parseFileListQuery, parseFileMetadata, pathUuid, validateFileName, validateMimeType } from "../../schemas/console/http.ts";
 import { consoleCommand } from "../../schemas/console/commands.ts";
 import { orThrow } from "../../actors/console/errors.ts";
+import { deleteFile } from "../../actors/console/file.decider.ts";
 import { storageBucketName, type StoredObject } from "../../adapters/file-storage/blobstore-http.ts";
 import { Admission } from "./admission.ts";
 import { requireWrite } from "./auth.ts";
@@ -196,8 +197,7 @@ export function registerFileRoutes(kit: ConsoleRouteKit): void {
   server.route("del", `${P}/buckets/:id/files/:fileId`, authed("DELETE /buckets/{id}/files/{fileId}", async (req, p) => {
     requireWrite(p);
     const { bucket, file } = await scopeFile(p, req.params[0], req.params[1]);
-    if (file.status === "deleting" || file.status === "deleted") return { status: 204 };
-    if (file.status === "uploading") throw new ConsoleHttpError(409, "the file is still uploading; delete it once its upload finished", CODE.conflict);
+    if (orThrow(deleteFile(file)).already) return { status: 204 };
     const data: FileDeleteCommandData = {
       requested_by: p.userId,
       requested_at: new Date().toISOString(),

@@ -35,6 +35,8 @@ import { registerBucketRoutes } from "./bucket-routes.ts";
 import { registerFileRoutes } from "./file-routes.ts";
 import { registerSponsorRoutes } from "./sponsor-routes.ts";
 import type { PolicyReader } from "../../actors/console/chain.ts";
+import { inactive } from "../../actors/console/bucket.decider.ts";
+import { contractError } from "../../actors/console/errors.ts";
 
 export const CONSOLE_VERSION = "1.0.0-beta";
 
@@ -149,9 +151,8 @@ export function createConsoleServer(deps: ConsoleGatewayDeps): HttpServer {
     throw new ConsoleHttpError(403, `this key's service key has no ${need} grant on the bucket's policy`, CODE.bucketNotInScope);
   };
   const activeBucket = (b: BucketRow) => {
-    if (b.state === "pending_policy" || b.state === "finalizing") throw new ConsoleHttpError(409, "the bucket has not completed finalize", CODE.bucketNotFinalized);
-    if (b.state === "provisioning") throw new ConsoleHttpError(409, "the bucket is still being set up; retry shortly", CODE.bucketNotFinalized, {}, { "retry-after": "1" });
-    if (b.state !== "active") throw notFound(`bucket ${b.bucket_id} not found`);
+    const refused = inactive(b);
+    if (refused) throw contractError(refused);
   };
   const quotaError = (cap: number) => new ConsoleHttpError(422, `the space's storage quota of ${cap} bytes would be exceeded`, CODE.quotaExceeded);
   const tierOf = (name: string) => limits.tiers[name] ?? limits.tiers.free ?? PLAN_TIERS.free;

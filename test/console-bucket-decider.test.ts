@@ -1,0 +1,137 @@
+// Given/when/then specs of a bucket's and a file's request decisions (actors/console/bucket.decider.ts,
+// actors/console/file.decider.ts): the bucket folded from its events by its machine, through the aggregate store
+// over an in-memory log; and how each refusal reads in the console's contract (the same answers the black-box tests
+// in console-api-buckets/files assert). No NATS, no Postgres.
+import { describe, expect, it } from "vitest";
+import { EV, consoleEvent, type BucketReserved } from "../schemas/console/events.ts";
+import { PLAN_TIERS } from "../schemas/console/http.ts";
+import { BUCKET, deleteBucket, finalizeBucket, onMachine, reserveBucket, updateBucket, type SpaceFacts } from "../actors/console/bucket.decider.ts";
+import { deleteFile } from "../actors/console/file.decider.ts";
+import { contractError, type ConsoleError } from "../actors/console/errors.ts";
+import { buildSponsoredTx, txValidUntil } from "../actors/console/chain.ts";
+import { localTarget } from "../adapters/chain/local/transaction-data.ts";
+import { generateKeypair, toSerializedSignature } from "../adapters/chain/sui/keys.ts";
+import { signingDigest } from "../adapters/chain/sui/digest.ts";
+import { deciderSpec } from "./support/decider-spec.ts";
+
+const T0 = "2026-11-27T10:00:00.000Z";
+const NOW = Date.parse(T0);
+const B = "b1";
+const service = generateKeypair().keypair;
+const other = generateKeypair().keypair;
+const sponsor = generateKeypair().keypair;
+const tx = buildSponsoredTx({ target: localTarget("spec", "0x2"), kind: "bucket_policy_create", args: { bucket_id: B, space_id: "s1" }, sender: service.address, sponsorAddress: sponsor.address, timestampMs: NOW });
+const signedBy = (k: typeof service) => toSerializedSignature(k.sign(signingDigest(Buffer.from(tx.bytes, "base64"))), k.publicKey);
+
+const base = { bucket_id: B, space_id: "s1", name: "photos", storage_bucket_name: "sb-b1", name_claim: "c1", created_by: "u1", created_at: T0 };
+const reservation: BucketReserved = { ...base, visibility: "private", tx_bytes: tx.bytes, digest: tx.digest, sender: service.address };
+const reserved = consoleEvent(EV.bucketReserved, reservation);
+const created = consoleEvent(EV.bucketCreated, { ...base, visibility: "public" });
+const finalizeRequested = consoleEvent(EV.bucketFinalizeRequested, { requested_by: "u1" });
+const policyCreated = consoleEvent(EV.bucketPolicyCreated, { policy_id: "0xp1", chain_digest: "d", policy: { object_id: "0xp1", type: "t", version: "1", owner: "Immutable", fields: {}, previous_transaction: "d" } });
+const activated = consoleEvent(EV.bucketActivated, { activated_at: T0 });
+const deleteRequested = consoleEvent(EV.bucketDeleteRequested, { requested_by: "u1", requested_at: T0 });
+
+const spec = deciderSpec(BUCKET, { history: "one commit" });
+const on = onMachine;
+
+describe("bucket: reserve within the space's plan", () => {
+  const space = (over: Partial<SpaceFacts>): SpaceFacts => ({ tier: "free", plan: PLAN_TIERS.free!, liveBuckets: 0, storageUsed: 0, storageCap: 1000, ...over });
+  it("a space under its plan gets the bucket", () => spec.given().when(() => reserveBucket(space({}))).then([], null));
+  it("a space at its plan's bucket count is refused", () =>
+    spec.given().when(() => reserveBucket(space({ liveBuckets: PLAN_TIERS.free!.buckets }))).thenRejects({ code: "plan_limit", limit: "buckets", tier: "free", allowed: PLAN_TIERS.free!.buckets }));
+  it("a space that has used its storage is refused", () => spec.given().when(() => reserveBucket(space({ storageUsed: 1000 }))).thenRejects({ code: "storage_full", tier: "free", cap: 1000 }));
+  it("storage is compared as numbers (900 of 1000 bytes is not full)", () => spec.given().when(() => reserveBucket(space({ storageUsed: 900 }))).then([], null));
+});
+
+describe("bucket: update", () => {
+  it("an active bucket is renamed", () => spec.given(created, activated).when(on(B, updateBucket({ name: "new" }))).then([], { renamed: true, policyChange: false }));
+  it("the same name and no policy change nothing", () => spec.given(created, activated).when(on(B, updateBucket({ name: "photos" }))).then([], { renamed: false, policyChange: false }));
+  it("a policy on chain replaces the bucket's", () =>
+    spec.given(reserved, finalizeRequested, policyCreated, activated).when(on(B, updateBucket({ name: "photos", encryptionPolicyId: "0xp2", policyOnChain: true }))).then([], { renamed: false, policyChange: true }));
+  it("the bucket's own policy again is no change (and needs no chain read)", () =>
+    spec.given(reserved, finalizeRequested, policyCreated, activated).when(on(B, updateBucket({ name: "photos", encryptionPolicyId: "0xp1" }))).then([], { renamed: false, policyChange: false }));
+  it("a policy not on chain is refused", () =>
+    spec.given(created, activated).when(on(B, updateBucket({ name: "photos", encryptionPolicyId: "0xp9", policyOnChain: false }))).thenRejects({ code: "unknown_policy", policyId: "0xp9" }));
+  it("visibility never changes, whatever the state", async () => {
+    await spec.given(created, activated).when(on(B, updateBucket({ name: "photos", visibility: "private" }))).thenRejects({ code: "visibility_immutable" });
+    await spec.given(reserved).when(on(B, updateBucket({ name: "photos", visibility: "public" }))).thenRejects({ code: "visibility_immutable" });
+  });
+  it("a bucket not finalized, still provisioning, deleting or absent is refused", async () => {
+    await spec.given(reserved).when(on(B, updateBucket({ name: "x" }))).thenRejects({ code: "bucket_not_finalized" });
+    await spec.given(reserved, finalizeRequested).when(on(B, updateBucket({ name: "x" }))).thenRejects({ code: "bucket_not_finalized" });
+    await spec.given(created).when(on(B, updateBucket({ name: "x" }))).thenRejects({ code: "bucket_provisioning" });
+    await spec.given(created, activated, deleteRequested).when(on(B, updateBucket({ name: "x" }))).thenRejects({ code: "bucket_not_found", bucketId: B });
+    await spec.given().when(on(B, updateBucket({ name: "x" }))).thenRejects({ code: "bucket_not_found", bucketId: B });
+  });
+});
+
+describe("bucket: delete", () => {
+  it("an empty active or reserved bucket is deleted", async () => {
+    await spec.given(created, activated).when(on(B, deleteBucket({ files: 0 }))).then([], { already: false });
+    await spec.given(reserved).when(on(B, deleteBucket({ files: 0 }))).then([], { already: false });
+  });
+  it("a delete under way answers as done, files or not", () => spec.given(created, activated, deleteRequested).when(on(B, deleteBucket({ files: 3 }))).then([], { already: true }));
+  it("a bucket being set up waits", async () => {
+    await spec.given(created).when(on(B, deleteBucket({ files: 0 }))).thenRejects({ code: "bucket_setting_up" });
+    await spec.given(reserved, finalizeRequested).when(on(B, deleteBucket({ files: 0 }))).thenRejects({ code: "bucket_setting_up" });
+  });
+  it("a bucket holding files is refused", () => spec.given(created, activated).when(on(B, deleteBucket({ files: 2 }))).thenRejects({ code: "bucket_not_empty", files: 2 }));
+});
+
+describe("bucket: finalize", () => {
+  const finalize = (signature: string, now = NOW, r: BucketReserved | null = reservation) => on(B, finalizeBucket({ signature, reservation: r, now }));
+  it("the service key's signature of the reserved bytes finalizes a pending bucket", () => spec.given(reserved).when(finalize(signedBy(service))).then([], { already: false }));
+  it("an active private bucket answers as finalized", () => spec.given(reserved, finalizeRequested, policyCreated, activated).when(finalize("x")).then([], { already: true }));
+  it("a public bucket is not finalized", () => spec.given(created, activated).when(finalize(signedBy(service))).thenRejects({ code: "not_private" }));
+  it("a bucket finalizing or deleting is in the way", async () => {
+    await spec.given(reserved, finalizeRequested).when(finalize(signedBy(service))).thenRejects({ code: "bucket_in_state", state: "finalizing" });
+    await spec.given(reserved, deleteRequested).when(finalize(signedBy(service))).thenRejects({ code: "bucket_in_state", state: "deleting" });
+  });
+  it("another key's signature, or garbage, is refused", async () => {
+    await spec.given(reserved).when(finalize(signedBy(other))).thenRejects({ code: "signature_mismatch", sender: service.address });
+    await spec.given(reserved).when(finalize("not-a-signature")).thenRejects({ code: "signature_mismatch", sender: service.address });
+  });
+  it("an expired reservation is refused", () => spec.given(reserved).when(finalize(signedBy(service), txValidUntil(tx.bytes) + 1)).thenRejects({ code: "reservation_expired" }));
+  it("a pending bucket without its reservation is refused", () => spec.given(reserved).when(finalize(signedBy(service), NOW, null)).thenRejects({ code: "no_reservation" }));
+});
+
+describe("file: delete", () => {
+  it("a completed or failed file is deleted", () => {
+    expect(deleteFile({ status: "completed" })).toEqual({ ok: true, events: [], result: { already: false } });
+    expect(deleteFile({ status: "failed" })).toEqual({ ok: true, events: [], result: { already: false } });
+  });
+  it("a delete under way or done answers as done", () => {
+    expect(deleteFile({ status: "deleting" })).toMatchObject({ ok: true, result: { already: true } });
+    expect(deleteFile({ status: "deleted" })).toMatchObject({ ok: true, result: { already: true } });
+  });
+  it("a file still uploading is refused", () => expect(deleteFile({ status: "uploading" })).toEqual({ ok: false, error: { code: "file_uploading" } }));
+});
+
+describe("how bucket and file refusals read in the contract", () => {
+  const reads = (e: ConsoleError) => {
+    const h = contractError(e);
+    return { status: h.status, code: h.code, message: h.message };
+  };
+  it.each([
+    [{ code: "plan_limit", limit: "buckets", tier: "free", allowed: 3 }, 422, "PLAN_LIMIT_EXCEEDED", "the free plan allows 3 buckets per space"],
+    [{ code: "storage_full", tier: "free", cap: 1000 }, 422, "PLAN_LIMIT_EXCEEDED", "the space has used its 1000 bytes of storage"],
+    [{ code: "visibility_immutable" }, 403, "visibility_immutable", "a bucket's visibility cannot be changed"],
+    [{ code: "bucket_not_finalized" }, 409, "bucket_not_finalized", "the bucket has not completed finalize"],
+    [{ code: "bucket_provisioning" }, 409, "bucket_not_finalized", "the bucket is still being set up; retry shortly"],
+    [{ code: "bucket_not_found", bucketId: B }, 404, "not_found", `bucket ${B} not found`],
+    [{ code: "bucket_setting_up" }, 409, "conflict", "the bucket is being set up; retry shortly"],
+    [{ code: "bucket_in_state", state: "finalizing" }, 409, "conflict", "the bucket is finalizing"],
+    [{ code: "bucket_not_empty", files: 2 }, 400, "bad_request", "the bucket is not empty (2 files); delete its files first"],
+    [{ code: "unknown_policy", policyId: "0xp9" }, 400, "bad_request", "encryptionPolicyId 0xp9 is not a bucket policy on chain"],
+    [{ code: "not_private" }, 400, "bad_request", "only private buckets are finalized"],
+    [{ code: "signature_mismatch", sender: "0xs" }, 400, "bad_request", "signature is not a signature of the reserved bytes by the service key 0xs"],
+    [{ code: "reservation_expired" }, 400, "bad_request", "the reservation expired: delete the bucket and reserve it again"],
+    [{ code: "file_uploading" }, 409, "conflict", "the file is still uploading; delete it once its upload finished"],
+  ] as [ConsoleError, number, string, string][])("%o answers %i %s", (e, status, code, message) => expect(reads(e)).toEqual({ status, code, message }));
+  it("a bucket still provisioning says when to retry", () => expect(contractError({ code: "bucket_provisioning" }).headers).toEqual({ "retry-after": "1" }));
+  it("a plan limit names the limit and the tier", () => {
+    expect(contractError({ code: "plan_limit", limit: "buckets", tier: "free", allowed: 3 }).extra).toEqual({ limit: "buckets", currentTier: "free" });
+    expect(contractError({ code: "storage_full", tier: "pro", cap: 1 }).extra).toEqual({ limit: "storage", currentTier: "pro" });
+  });
+});
