@@ -19,7 +19,7 @@ import { registerPipelineGauges } from "../pipeline-metrics.ts";
 import type { ProjectionHandle } from "../../projections/runtime.ts";
 import type { SponsoredChainPort } from "../../adapters/ports.ts";
 import type { keypairFromSecret } from "../../adapters/chain/sui/keys.ts";
-import { AGG, EV, type AccessScope, type ConsoleEvent, type UploadQueued, type UploadState } from "../../schemas/console/events.ts";
+import { AGG, CMD, EV, isConsoleEvent, type AccessScope, type ConsoleEvent, type UploadQueued, type UploadState } from "../../schemas/console/events.ts";
 import { foldUpload } from "../../schemas/console/upload-view.ts";
 import { CODE, ConsoleHttpError, PLAN_TIERS, notFound, pathUuid } from "../../schemas/console/http.ts";
 import type { ConsoleLog } from "../../actors/console/log.ts";
@@ -165,11 +165,13 @@ export function createConsoleServer(deps: ConsoleGatewayDeps): HttpServer {
     // Cheap reads first (this answers polls right after a 202): the job's last commit, the command still queued,
     // the actor's snapshot; the full history only when none of them carries the upload's description.
     const last = await clog.last(AGG.upload, fileId);
-    // The subject holds console events only.
-    const events = (last?.events ?? []) as readonly ConsoleEvent[];
+    const events = (last?.events ?? []).filter(isConsoleEvent);
     const queuedIn = (es: readonly ConsoleEvent[]): UploadQueued | undefined => es.flatMap((e) => (e.type === EV.uploadQueued ? [e.data] : []))[0];
     let queued = queuedIn(events);
-    if (!queued && !last) queued = (await clog.pendingCommand<UploadQueued>(AGG.upload, fileId))?.data;
+    if (!queued && !last) {
+      const pending = await clog.pendingCommand(AGG.upload, fileId);
+      if (pending?.type === CMD.uploadStart) queued = pending.data;
+    }
     if (!queued && last) {
       const snap = await log.snapshots.get(`${AGG.upload}.${fileId}`).catch(() => null);
       queued = snap?.value?.length ? (snap.json() as { context?: { upload?: UploadQueued } }).context?.upload : undefined;
