@@ -1,12 +1,12 @@
 // Given/when/then specs of a bucket's and a file's request decisions (actors/console/bucket.decider.ts,
-// actors/console/file.decider.ts): the bucket folded from its events by its machine, through the aggregate store
+// actors/console/file.decider.ts: delete, the upload's quota admission): the bucket folded from its events by its machine, through the aggregate store
 // over an in-memory log; and how each refusal reads in the console's contract (the same answers the black-box tests
 // in console-api-buckets/files assert). No NATS, no Postgres.
 import { describe, expect, it } from "vitest";
 import { EV, consoleEvent, type BucketReserved } from "../schemas/console/events.ts";
 import { PLAN_TIERS } from "../schemas/console/http.ts";
 import { BUCKET, deleteBucket, finalizeBucket, onMachine, reserveBucket, updateBucket, type SpaceFacts } from "../actors/console/bucket.decider.ts";
-import { deleteFile } from "../actors/console/file.decider.ts";
+import { admitUpload, deleteFile } from "../actors/console/file.decider.ts";
 import { contractError, type ConsoleError } from "../actors/console/errors.ts";
 import { buildSponsoredTx, txValidUntil } from "../actors/console/chain.ts";
 import { localTarget } from "../adapters/chain/local/transaction-data.ts";
@@ -41,7 +41,7 @@ describe("bucket: reserve within the space's plan", () => {
   it("a space at its plan's bucket count is refused", () =>
     spec.given().when(() => reserveBucket(space({ liveBuckets: PLAN_TIERS.free!.buckets }))).thenRejects({ code: "plan_limit", limit: "buckets", tier: "free", allowed: PLAN_TIERS.free!.buckets }));
   it("a space that has used its storage is refused", () => spec.given().when(() => reserveBucket(space({ storageUsed: 1000 }))).thenRejects({ code: "storage_full", tier: "free", cap: 1000 }));
-  it("storage is compared as numbers (900 of 1000 bytes is not full)", () => spec.given().when(() => reserveBucket(space({ storageUsed: 900 }))).then([], null));
+  it("a space with storage left gets the bucket (900 of 1000 bytes)", () => spec.given().when(() => reserveBucket(space({ storageUsed: 900 }))).then([], null));
 });
 
 describe("bucket: update", () => {
@@ -108,6 +108,18 @@ describe("file: delete", () => {
   it("a file still uploading is refused", () => expect(deleteFile({ status: "uploading" })).toEqual({ ok: false, error: { code: "file_uploading" } }));
 });
 
+describe("file: upload admitted within the space's quota", () => {
+  const quota = { used: 600, inFlight: 300, cap: 1000 };
+  it("an upload that fits beside the uploads under way is admitted", () => {
+    expect(admitUpload(quota, 100)).toEqual({ ok: true, events: [], result: null });
+    expect(admitUpload(quota, 0)).toMatchObject({ ok: true });
+  });
+  it("one byte past the quota, counting the uploads under way, is refused", () => {
+    expect(admitUpload(quota, 101)).toEqual({ ok: false, error: { code: "quota_exceeded", cap: 1000 } });
+    expect(admitUpload({ ...quota, inFlight: 0 }, 401)).toEqual({ ok: false, error: { code: "quota_exceeded", cap: 1000 } });
+  });
+});
+
 describe("how bucket and file refusals read in the contract", () => {
   const reads = (e: ConsoleError) => {
     const h = contractError(e);
@@ -128,6 +140,7 @@ describe("how bucket and file refusals read in the contract", () => {
     [{ code: "signature_mismatch", sender: "0xs" }, 400, "bad_request", "signature is not a signature of the reserved bytes by the service key 0xs"],
     [{ code: "reservation_expired" }, 400, "bad_request", "the reservation expired: delete the bucket and reserve it again"],
     [{ code: "file_uploading" }, 409, "conflict", "the file is still uploading; delete it once its upload finished"],
+    [{ code: "quota_exceeded", cap: 1000 }, 422, "quota_exceeded", "the space's storage quota of 1000 bytes would be exceeded"],
   ] as [ConsoleError, number, string, string][])("%o answers %i %s", (e, status, code, message) => expect(reads(e)).toEqual({ status, code, message }));
   it("a bucket still provisioning says when to retry", () => expect(contractError({ code: "bucket_provisioning" }).headers).toEqual({ "retry-after": "1" }));
   it("a plan limit names the limit and the tier", () => {

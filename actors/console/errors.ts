@@ -31,7 +31,8 @@ export type ConsoleError =
   | { readonly code: "signature_mismatch"; readonly sender: string }
   | { readonly code: "reservation_expired" }
   // files
-  | { readonly code: "file_uploading" };
+  | { readonly code: "file_uploading" }
+  | { readonly code: "quota_exceeded"; readonly cap: number };
 
 const TAKEN: Record<ClaimScope, (name: string) => string> = {
   bucket: (name) => `a bucket named ${JSON.stringify(name)} already exists in this space`,
@@ -81,6 +82,8 @@ export function contractError(e: ConsoleError): ConsoleHttpError {
       return badRequest("the reservation expired: delete the bucket and reserve it again");
     case "file_uploading":
       return new ConsoleHttpError(409, "the file is still uploading; delete it once its upload finished", CODE.conflict);
+    case "quota_exceeded":
+      return new ConsoleHttpError(422, `the space's storage quota of ${e.cap} bytes would be exceeded`, CODE.quotaExceeded);
   }
 }
 

@@ -1,5 +1,5 @@
-// A file request's decision, pure (like bucket.decider.ts): the file as the read model shows it in, the verdict or a
-// ConsoleError out.
+// A file request's decisions, pure (like bucket.decider.ts): the file or the space's quota as the read model shows
+// them in, the verdict or a ConsoleError out.
 import { accept, reject, type Decision } from "../../eventlog/aggregate-store.ts";
 import type { ConsoleError } from "./errors.ts";
 
@@ -11,4 +11,19 @@ export function deleteFile(file: { readonly status: string }): Decision<FileDele
   if (file.status === "deleting" || file.status === "deleted") return accept({ already: true });
   if (file.status === "uploading") return reject({ code: "file_uploading" });
   return accept({ already: false });
+}
+
+/** A space's storage as the read model shows it: bytes stored, bytes of uploads under way, the cap. */
+export interface QuotaFacts {
+  readonly used: number;
+  readonly inFlight: number;
+  readonly cap: number;
+}
+
+/**
+ * An upload of at most `size` bytes is admitted while it fits the space's quota beside the uploads under way (the
+ * upload's own checks, upload.machine.ts, decide again against the stored bytes).
+ */
+export function admitUpload(quota: QuotaFacts, size: number): Decision<null, ConsoleError> {
+  return quota.used + quota.inFlight + size > quota.cap ? reject({ code: "quota_exceeded", cap: quota.cap }) : accept(null);
 }

@@ -38,7 +38,7 @@ export function registerBucketRoutes(kit: ConsoleRouteKit): void {
     if (!p.serviceAddress) throw badRequest("this API key has no service key to sign the bucket policy with");
     const space = (await q.space(spaceId))!;
     const liveBuckets = await q.liveBucketCount(spaceId);
-    orThrow(reserveBucket({ tier: space.tier, plan: tierOf(space.tier), liveBuckets, storageUsed: Number(space.storage_used), storageCap: Number(space.storage_cap) }));
+    orThrow(reserveBucket({ tier: space.tier, plan: tierOf(space.tier), liveBuckets, storageUsed: space.storage_used, storageCap: space.storage_cap }));
     const bucketId = randomUUID();
     const claim = orThrow(await clog.claim("bucket", spaceId, body.name, bucketId));
     const tx = buildSponsoredTx({ target: chain.target, kind: "bucket_policy_create", args: { bucket_id: bucketId, space_id: spaceId }, sender: p.serviceAddress, sponsorAddress: sponsor.address });

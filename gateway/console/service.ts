@@ -154,7 +154,6 @@ export function createConsoleServer(deps: ConsoleGatewayDeps): HttpServer {
     const refused = inactive(b);
     if (refused) throw contractError(refused);
   };
-  const quotaError = (cap: number) => new ConsoleHttpError(422, `the space's storage quota of ${cap} bytes would be exceeded`, CODE.quotaExceeded);
   const tierOf = (name: string) => limits.tiers[name] ?? limits.tiers.free ?? PLAN_TIERS.free;
 
   /**
@@ -214,7 +213,7 @@ export function createConsoleServer(deps: ConsoleGatewayDeps): HttpServer {
     };
     return { state, progress, error, file };
   };
-  const kit: ConsoleRouteKit = { server, wrap, authed, qs, P, auth, clog, q, policies, chain, sponsor, storage, logger, limits, settle, slabs, uploadLimiter, scopeError, scopeSpace, scopeBucket, scopeFile, checkAccess, activeBucket, quotaError, tierOf, uploadView };
+  const kit: ConsoleRouteKit = { server, wrap, authed, qs, P, auth, clog, q, policies, chain, sponsor, storage, logger, limits, settle, slabs, uploadLimiter, scopeError, scopeSpace, scopeBucket, scopeFile, checkAccess, activeBucket, tierOf, uploadView };
   registerBucketRoutes(kit);
   registerFileRoutes(kit);
   registerSponsorRoutes(kit);
