@@ -1,7 +1,7 @@
 // A bucket request's decisions, pure, in the shape of the directory's deciders (deciders.ts): what is known of the
 // bucket and the facts the request brings in (the space's plan and usage, the bucket's contents, the reservation, the
 // clock), and the verdict out, or a ConsoleError the gateway answers with. The gateway judges the bucket as its read
-// model shows it (the row the scope check loaded); test/console-bucket-decider.test.ts judges the same bucket folded
+// model shows it (the row the scope check loaded); test/console-request-deciders.test.ts judges the same bucket folded
 // from its events by its machine, so the rules are specified as given events / when / then.
 import { accept, reject, type Decision, type Fold } from "../../eventlog/aggregate-store.ts";
 import type { BucketReserved, ConsoleMachineEvent, Visibility } from "../../schemas/console/events.ts";

@@ -1,4 +1,4 @@
-// What the console's directory, name claims, buckets and files can be refused for, and how each refusal reads in the console's
+// What the console's directory, name claims, buckets, files and sponsorships can be refused for, and how each refusal reads in the console's
 // contract (spec/console.md): the ConsoleHttpError of schemas/console/http.ts, which the gateway answers with and
 // the `memrelay console` command prints, so both present a refusal the same way.
 import { CODE, ConsoleHttpError, badRequest, notFound } from "../../schemas/console/http.ts";
@@ -32,13 +32,21 @@ export type ConsoleError =
   | { readonly code: "reservation_expired" }
   // files
   | { readonly code: "file_uploading" }
-  | { readonly code: "quota_exceeded"; readonly cap: number };
+  | { readonly code: "quota_exceeded"; readonly cap: number }
+  // sponsorships (actors/console/sponsor.decider.ts)
+  | { readonly code: "group_needs_private_bucket" }
+  | { readonly code: "bucket_without_policy" }
+  | { readonly code: "sponsorship_unknown"; readonly digest: string }
+  | { readonly code: "sponsor_signature_mismatch"; readonly sender: string };
 
 const TAKEN: Record<ClaimScope, (name: string) => string> = {
   bucket: (name) => `a bucket named ${JSON.stringify(name)} already exists in this space`,
   file: (name) => `a file named ${JSON.stringify(name)} already exists in this bucket`,
   email: (name) => `${name} has already signed up`,
 };
+
+/** A sponsored transaction the caller cannot see: unknown, expired, or another user's. */
+export const sponsorshipUnknown = (digest: string) => notFound(`no sponsored transaction ${digest} (unknown or expired)`);
 
 export function contractError(e: ConsoleError): ConsoleHttpError {
   switch (e.code) {
@@ -82,6 +90,14 @@ export function contractError(e: ConsoleError): ConsoleHttpError {
       return badRequest("the reservation expired: delete the bucket and reserve it again");
     case "file_uploading":
       return new ConsoleHttpError(409, "the file is still uploading; delete it once its upload finished", CODE.conflict);
+    case "group_needs_private_bucket":
+      return badRequest("access groups belong to private buckets");
+    case "bucket_without_policy":
+      return new ConsoleHttpError(409, "the bucket has no encryption policy", CODE.bucketNotFinalized);
+    case "sponsorship_unknown":
+      return sponsorshipUnknown(e.digest);
+    case "sponsor_signature_mismatch":
+      return badRequest(`signature is not a signature of the sponsored bytes by the service key ${e.sender}`);
     case "quota_exceeded":
       return new ConsoleHttpError(422, `the space's storage quota of ${e.cap} bytes would be exceeded`, CODE.quotaExceeded);
   }

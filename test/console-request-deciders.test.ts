@@ -1,12 +1,14 @@
-// Given/when/then specs of a bucket's and a file's request decisions (actors/console/bucket.decider.ts,
-// actors/console/file.decider.ts: delete, the upload's quota admission): the bucket folded from its events by its machine, through the aggregate store
-// over an in-memory log; and how each refusal reads in the console's contract (the same answers the black-box tests
-// in console-api-buckets/files assert). No NATS, no Postgres.
+// Given/when/then specs of the console's request decisions: a bucket's (actors/console/bucket.decider.ts, the bucket
+// folded from its events by its machine), a file's (file.decider.ts: delete, the upload's quota admission) and a
+// sponsorship's (sponsor.decider.ts, folded from its events), through the aggregate store over an in-memory log; and
+// how each refusal reads in the console's contract (the answers the black-box console-api-* tests assert). No NATS,
+// no Postgres.
 import { describe, expect, it } from "vitest";
 import { EV, consoleEvent, type BucketReserved } from "../schemas/console/events.ts";
 import { PLAN_TIERS } from "../schemas/console/http.ts";
 import { BUCKET, deleteBucket, finalizeBucket, onMachine, reserveBucket, updateBucket, type SpaceFacts } from "../actors/console/bucket.decider.ts";
 import { admitUpload, deleteFile } from "../actors/console/file.decider.ts";
+import { SPONSOR, executeSponsored, groupPolicy } from "../actors/console/sponsor.decider.ts";
 import { contractError, type ConsoleError } from "../actors/console/errors.ts";
 import { buildSponsoredTx, txValidUntil } from "../actors/console/chain.ts";
 import { localTarget } from "../adapters/chain/local/transaction-data.ts";
@@ -120,7 +122,33 @@ describe("file: upload admitted within the space's quota", () => {
   });
 });
 
-describe("how bucket and file refusals read in the contract", () => {
+describe("sponsorship: access groups and execution", () => {
+  const facts = { bucket_id: B, state: "active", visibility: "private" as const, name: "photos", encryption_policy_id: "0xp1" };
+  it("an active private bucket with its policy gets an access group under that policy", () => expect(groupPolicy(facts)).toMatchObject({ ok: true, result: "0xp1" }));
+  it("a public bucket, one not active, or one without a policy is refused", () => {
+    expect(groupPolicy({ ...facts, visibility: "public" })).toEqual({ ok: false, error: { code: "group_needs_private_bucket" } });
+    expect(groupPolicy({ ...facts, state: "pending_policy" })).toEqual({ ok: false, error: { code: "bucket_not_finalized" } });
+    expect(groupPolicy({ ...facts, encryption_policy_id: null })).toEqual({ ok: false, error: { code: "bucket_without_policy" } });
+  });
+
+  const sponsored = consoleEvent(EV.sponsorReserved, { digest: tx.digest, kind: "bucket_group_create", tx_bytes: tx.bytes, sender: service.address, key_id: "k1", user_id: "u1", bucket_ids: [B], reserved_at: T0, expires_at: T0 });
+  const executed = { chain_digest: "cd", kind: "bucket_group_create" as const, bucket_ids: [B], objects: [], executed_at: T0 };
+  const sspec = deciderSpec(SPONSOR, { history: "one commit" });
+  const execute = (signature: string, userId = "u1") => executeSponsored({ digest: tx.digest, userId, signature });
+  it("the reserving user's service-key signature executes it", () => sspec.given(sponsored).when(execute(signedBy(service))).then([], { executed: null }));
+  it("an executed transaction answers with its outcome again", () =>
+    sspec.given(sponsored, consoleEvent(EV.sponsorExecuted, executed)).when(execute("x")).then([], { executed }));
+  it("after a refused execution another signature may be tried", () =>
+    sspec.given(sponsored, consoleEvent(EV.sponsorFailed, { code: "chain_rejected", error: "e" })).when(execute(signedBy(service))).then([], { executed: null }));
+  it("unknown, expired, or another user's transaction is unknown", async () => {
+    await sspec.given().when(execute(signedBy(service))).thenRejects({ code: "sponsorship_unknown", digest: tx.digest });
+    await sspec.given(sponsored).when(execute(signedBy(service), "u2")).thenRejects({ code: "sponsorship_unknown", digest: tx.digest });
+    await sspec.given(sponsored, consoleEvent(EV.sponsorExpired, { expired_at: T0 })).when(execute(signedBy(service))).thenRejects({ code: "sponsorship_unknown", digest: tx.digest });
+  });
+  it("another key's signature is refused", () => sspec.given(sponsored).when(execute(signedBy(other))).thenRejects({ code: "sponsor_signature_mismatch", sender: service.address }));
+});
+
+describe("how bucket, file and sponsorship refusals read in the contract", () => {
   const reads = (e: ConsoleError) => {
     const h = contractError(e);
     return { status: h.status, code: h.code, message: h.message };
@@ -140,6 +168,10 @@ describe("how bucket and file refusals read in the contract", () => {
     [{ code: "signature_mismatch", sender: "0xs" }, 400, "bad_request", "signature is not a signature of the reserved bytes by the service key 0xs"],
     [{ code: "reservation_expired" }, 400, "bad_request", "the reservation expired: delete the bucket and reserve it again"],
     [{ code: "file_uploading" }, 409, "conflict", "the file is still uploading; delete it once its upload finished"],
+    [{ code: "group_needs_private_bucket" }, 400, "bad_request", "access groups belong to private buckets"],
+    [{ code: "bucket_without_policy" }, 409, "bucket_not_finalized", "the bucket has no encryption policy"],
+    [{ code: "sponsorship_unknown", digest: "D" }, 404, "not_found", "no sponsored transaction D (unknown or expired)"],
+    [{ code: "sponsor_signature_mismatch", sender: "0xs" }, 400, "bad_request", "signature is not a signature of the sponsored bytes by the service key 0xs"],
     [{ code: "quota_exceeded", cap: 1000 }, 422, "quota_exceeded", "the space's storage quota of 1000 bytes would be exceeded"],
   ] as [ConsoleError, number, string, string][])("%o answers %i %s", (e, status, code, message) => expect(reads(e)).toEqual({ status, code, message }));
   it("a bucket still provisioning says when to retry", () => expect(contractError({ code: "bucket_provisioning" }).headers).toEqual({ "retry-after": "1" }));
