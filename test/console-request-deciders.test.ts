@@ -1,5 +1,5 @@
 // Given/when/then specs of the console's request decisions: a bucket's (actors/console/bucket.decider.ts, the bucket
-// folded from its events by its machine), a file's (file.decider.ts: delete, the upload's quota admission) and a
+// folded from its events by its machine), a file's (file.decider.ts: delete, download, the upload's quota admission) and a
 // sponsorship's (sponsor.decider.ts, folded from its events), through the aggregate store over an in-memory log; and
 // how each refusal reads in the console's contract (the answers the black-box console-api-* tests assert). No NATS,
 // no Postgres.
@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { EV, consoleEvent, type BucketReserved } from "../schemas/console/events.ts";
 import { PLAN_TIERS } from "../schemas/console/http.ts";
 import { BUCKET, deleteBucket, finalizeBucket, onMachine, reserveBucket, updateBucket, type SpaceFacts } from "../actors/console/bucket.decider.ts";
-import { admitUpload, deleteFile } from "../actors/console/file.decider.ts";
+import { admitUpload, deleteFile, downloadable } from "../actors/console/file.decider.ts";
 import { SPONSOR, executeSponsored, groupPolicy } from "../actors/console/sponsor.decider.ts";
 import { contractError, type ConsoleError } from "../actors/console/errors.ts";
 import { buildSponsoredTx, txValidUntil } from "../actors/console/chain.ts";
@@ -110,6 +110,18 @@ describe("file: delete", () => {
   it("a file still uploading is refused", () => expect(deleteFile({ status: "uploading" })).toEqual({ ok: false, error: { code: "file_uploading" } }));
 });
 
+describe("file: download", () => {
+  it("a completed file is read", () => expect(downloadable({ status: "completed", upload_state: "completed" })).toMatchObject({ ok: true }));
+  it("a file being deleted or deleted is locked", () => {
+    expect(downloadable({ status: "deleting", upload_state: "completed" })).toEqual({ ok: false, error: { code: "file_locked", status: "deleting" } });
+    expect(downloadable({ status: "deleted", upload_state: "completed" })).toEqual({ ok: false, error: { code: "file_locked", status: "deleted" } });
+  });
+  it("a file whose upload has not completed is not read", () => {
+    expect(downloadable({ status: "uploading", upload_state: "active" })).toEqual({ ok: false, error: { code: "upload_not_completed", uploadState: "active" } });
+    expect(downloadable({ status: "failed", upload_state: "failed" })).toEqual({ ok: false, error: { code: "upload_not_completed", uploadState: "failed" } });
+  });
+});
+
 describe("file: upload admitted within the space's quota", () => {
   const quota = { used: 600, inFlight: 300, cap: 1000 };
   it("an upload that fits beside the uploads under way is admitted", () => {
@@ -172,6 +184,8 @@ describe("how bucket, file and sponsorship refusals read in the contract", () =>
     [{ code: "bucket_without_policy" }, 409, "bucket_not_finalized", "the bucket has no encryption policy"],
     [{ code: "sponsorship_unknown", digest: "D" }, 404, "not_found", "no sponsored transaction D (unknown or expired)"],
     [{ code: "sponsor_signature_mismatch", sender: "0xs" }, 400, "bad_request", "signature is not a signature of the sponsored bytes by the service key 0xs"],
+    [{ code: "file_locked", status: "deleting" }, 423, "file_locked", "the file is deleting"],
+    [{ code: "upload_not_completed", uploadState: "active" }, 409, "upload_not_completed", "the file's upload is active"],
     [{ code: "quota_exceeded", cap: 1000 }, 422, "quota_exceeded", "the space's storage quota of 1000 bytes would be exceeded"],
   ] as [ConsoleError, number, string, string][])("%o answers %i %s", (e, status, code, message) => expect(reads(e)).toEqual({ status, code, message }));
   it("a bucket still provisioning says when to retry", () => expect(contractError({ code: "bucket_provisioning" }).headers).toEqual({ "retry-after": "1" }));

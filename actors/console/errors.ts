@@ -33,6 +33,8 @@ export type ConsoleError =
   // files
   | { readonly code: "file_uploading" }
   | { readonly code: "quota_exceeded"; readonly cap: number }
+  | { readonly code: "file_locked"; readonly status: string }
+  | { readonly code: "upload_not_completed"; readonly uploadState: string }
   // sponsorships (actors/console/sponsor.decider.ts)
   | { readonly code: "group_needs_private_bucket" }
   | { readonly code: "bucket_without_policy" }
@@ -98,6 +100,10 @@ export function contractError(e: ConsoleError): ConsoleHttpError {
       return sponsorshipUnknown(e.digest);
     case "sponsor_signature_mismatch":
       return badRequest(`signature is not a signature of the sponsored bytes by the service key ${e.sender}`);
+    case "file_locked":
+      return new ConsoleHttpError(423, `the file is ${e.status}`, CODE.fileLocked);
+    case "upload_not_completed":
+      return new ConsoleHttpError(409, `the file's upload is ${e.uploadState}`, CODE.uploadNotCompleted);
     case "quota_exceeded":
       return new ConsoleHttpError(422, `the space's storage quota of ${e.cap} bytes would be exceeded`, CODE.quotaExceeded);
   }

@@ -13,6 +13,13 @@ export function deleteFile(file: { readonly status: string }): Decision<FileDele
   return accept({ already: false });
 }
 
+/** A file's bytes are read once its upload completed, and not while or after it is deleted. */
+export function downloadable(file: { readonly status: string; readonly upload_state: string }): Decision<null, ConsoleError> {
+  if (file.status === "deleting" || file.status === "deleted") return reject({ code: "file_locked", status: file.status });
+  if (file.status !== "completed") return reject({ code: "upload_not_completed", uploadState: file.upload_state });
+  return accept(null);
+}
+
 /** A space's storage as the read model shows it: bytes stored, bytes of uploads under way, the cap. */
 export interface QuotaFacts {
   readonly used: number;

@@ -6,7 +6,7 @@ import { CMD, EV, type FileDeleteCommandData, type UploadQueued, type UploadStat
 import { CODE, CONSOLE_LIMITS, ConsoleHttpError, badRequest, notFound, parseFileListQuery, parseFileMetadata, pathUuid, validateFileName, validateMimeType } from "../../schemas/console/http.ts";
 import { consoleCommand } from "../../schemas/console/commands.ts";
 import { orThrow } from "../../actors/console/errors.ts";
-import { admitUpload, deleteFile } from "../../actors/console/file.decider.ts";
+import { admitUpload, deleteFile, downloadable } from "../../actors/console/file.decider.ts";
 import { storageBucketName, type StoredObject } from "../../adapters/file-storage/blobstore-http.ts";
 import { Admission } from "./admission.ts";
 import { requireWrite } from "./auth.ts";
@@ -234,8 +234,7 @@ export function registerFileRoutes(kit: ConsoleRouteKit): void {
 
   server.route("get", `${P}/buckets/:id/files/:fileId/download`, authed("GET /buckets/{id}/files/{fileId}/download", async (req, p) => {
     const { bucket, file } = await scopeFile(p, req.params[0], req.params[1]);
-    if (file.status === "deleting" || file.status === "deleted") throw new ConsoleHttpError(423, `the file is ${file.status}`, CODE.fileLocked);
-    if (file.status !== "completed") throw new ConsoleHttpError(409, `the file's upload is ${file.upload_state}`, CODE.uploadNotCompleted);
+    orThrow(downloadable(file));
     await checkAccess(p, bucket, "read");
     let opened;
     try {
