@@ -8,9 +8,9 @@ import type { AnyStateMachine } from "xstate";
 import { evolve, effectOf, type ActorDefinition } from "../actors/host.ts";
 import { initialSnapshot, type SnapshotOf } from "../actors/machine-steps.ts";
 import type { EventEnvelope } from "../schemas/envelope.ts";
-import type { ConsoleCommand } from "../schemas/console/commands.ts";
+import { isConsoleCommand, type ConsoleCommand } from "../schemas/console/commands.ts";
 import type { NewEvent } from "../eventlog/event-store.ts";
-import { AGG, CMD, EV, type NewConsoleEvent } from "../schemas/console/events.ts";
+import { AGG, CMD, EV, isConsoleEvent, type NewConsoleEvent } from "../schemas/console/events.ts";
 import { bucketActor } from "../actors/console/bucket.actor.ts";
 import { uploadActor } from "../actors/console/upload.actor.ts";
 import { fileActor } from "../actors/console/file.actor.ts";
@@ -333,5 +333,24 @@ describe("console limits from the environment", () => {
       // loadConfig refuses it as well: `memrelay start` stops before starting anything
       expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     }
+  });
+});
+
+describe("reading back what the console wrote", () => {
+  const event = (type: string): EventEnvelope => ({ type, version: 1, id: "e1", aggregate: "console.upload.f", occurred_at: "t", correlation_id: "c", causation_id: "c", data: {} });
+  it("an event is the console's when its type is in the catalogue", () => {
+    expect(isConsoleEvent(event(EV.uploadQueued))).toBe(true);
+    expect(isConsoleEvent(event("job.indexed"))).toBe(false);
+    expect(isConsoleEvent(event("toString"))).toBe(false);
+  });
+  it("a command on the work queue is the console's when its type is in the catalogue and it carries data", () => {
+    const command = { type: CMD.uploadStart, version: 1, id: "c1", aggregate: "console.upload.f", issued_at: "t", correlation_id: "c", data: { file_id: "f" } };
+    expect(isConsoleCommand(command)).toBe(true);
+    expect(isConsoleCommand({ ...command, type: "job.remember" })).toBe(false);
+    expect(isConsoleCommand({ ...command, type: "constructor" })).toBe(false);
+    expect(isConsoleCommand({ ...command, data: null })).toBe(false);
+    expect(isConsoleCommand({ type: CMD.uploadStart })).toBe(false);
+    expect(isConsoleCommand("upload")).toBe(false);
+    expect(isConsoleCommand(null)).toBe(false);
   });
 });

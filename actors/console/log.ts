@@ -11,8 +11,8 @@ import { STREAMS, commandSubject, eventSubject } from "../../eventlog/subjects.t
 import { commandEnvelope, dispatchAndAwait, lastCommit, publishCommand, type LastCommit } from "../../eventlog/command-bus.ts";
 import { lastEventSeq, lastMessage } from "../../eventlog/last-message.ts";
 import type { CommandEnvelope, EventEnvelope } from "../../schemas/envelope.ts";
-import { AGG, type AggregateType, type ConsoleEvent, type ConsoleEventData } from "../../schemas/console/events.ts";
-import { COMMAND_AGGREGATE, type NewConsoleCommand } from "../../schemas/console/commands.ts";
+import { AGG, isConsoleEvent, type AggregateType, type ConsoleEvent, type ConsoleEventData } from "../../schemas/console/events.ts";
+import { COMMAND_AGGREGATE, isConsoleCommand, type ConsoleCommand, type NewConsoleCommand } from "../../schemas/console/commands.ts";
 import { systemClock, type Clock } from "../clock.ts";
 import { ConsoleHttpError } from "../../schemas/console/http.ts";
 import { CLAIM, claim, release } from "./deciders.ts";
@@ -83,17 +83,17 @@ export class ConsoleLog {
    */
   async dispatch<T>(id: string, c: NewConsoleCommand, until: (e: ConsoleEvent) => T | undefined, timeoutMs = 15_000, acceptExisting = false): Promise<{ value: T; seq: number }> {
     const type = COMMAND_AGGREGATE[c.type];
-    // The subject names a console aggregate, whose commits hold console events only.
-    const outcome = (e: EventEnvelope) => until(e as ConsoleEvent);
+    const outcome = (e: EventEnvelope) => (isConsoleEvent(e) ? until(e) : undefined);
     const r = await dispatchAndAwait(this.log, { commandSubject: commandSubject(type, id), eventSubject: eventSubject(type, id), command: this.envelope(id, c), until: outcome, timeoutMs, acceptExisting });
     if (!r) throw new ConsoleHttpError(503, "the service is busy; retry shortly", undefined, {}, { "retry-after": "1" });
     return r;
   }
 
   /** The command still waiting on the work queue for an aggregate, if any. */
-  async pendingCommand<D>(type: AggregateType, id: string): Promise<CommandEnvelope<string, D> | null> {
+  async pendingCommand(type: AggregateType, id: string): Promise<ConsoleCommand | null> {
     const msg = await lastMessage(this.log.jsm, STREAMS.commands, commandSubject(type, id)).catch(() => null);
-    return msg ? (msg.json() as CommandEnvelope<string, D>) : null;
+    const command: unknown = msg?.json();
+    return isConsoleCommand(command) ? command : null;
   }
 }
 

@@ -32,7 +32,7 @@ type UploadEvent = MachineEventOf<Pick<ConsoleEventData, typeof EV.uploadQueued 
 
 export const uploadMachine = setup({
   types: { context: {} as UploadContext, events: {} as UploadEvent },
-  actions: { recordFailure: assign(({ event }) => ({ failure: event.data as UploadFailed })) },
+  actions: { recordFailure: assign(({ event }) => (event.type === EV.uploadFailed ? { failure: event.data } : {})) },
   guards: {
     refused: ({ context, event }) => event.type === EV.uploadChecksSeen && rejectionOf(event.data, context.upload?.size ?? 0) !== undefined,
   },

@@ -2,7 +2,7 @@
 // a private bucket, rename, delete.
 import { randomUUID } from "node:crypto";
 import { json } from "../http.ts";
-import { AGG, CMD, EV, type BucketFinalizeFailed, type BucketReserveCommandData, type BucketUpdateCommandData } from "../../schemas/console/events.ts";
+import { AGG, CMD, EV, type BucketFinalizeFailed, type BucketReserveCommandData, type BucketReserved, type BucketUpdateCommandData } from "../../schemas/console/events.ts";
 import { parseJsonObject } from "../http.ts";
 import { CODE, CONSOLE_LIMITS, ConsoleHttpError, badRequest, parseBucketListQuery, parseCreateBucket, parseSignatureBody, parseSpaceType, parseUpdateBucket, pathUuid } from "../../schemas/console/http.ts";
 import { claimId } from "../../actors/console/log.ts";
@@ -10,12 +10,12 @@ import { orThrow } from "../../actors/console/errors.ts";
 import { consoleCommand } from "../../schemas/console/commands.ts";
 import { storageBucketName } from "../../adapters/file-storage/blobstore-http.ts";
 import { requireWrite } from "./auth.ts";
-import { buildSponsoredTx, txValidUntil } from "../../actors/console/chain.ts";
-import { verifySenderSignature } from "../../adapters/chain/sui/signatures.ts";
+import { buildSponsoredTx } from "../../actors/console/chain.ts";
+import { deleteBucket, finalizeBucket, reserveBucket, updateBucket } from "../../actors/console/bucket.decider.ts";
 import { bucketJson, spaceJson, type ConsoleRouteKit } from "./route-kit.ts";
 
 export function registerBucketRoutes(kit: ConsoleRouteKit): void {
-  const { server, authed, qs, P, clog, q, policies, chain, sponsor, settle, scopeSpace, scopeBucket, activeBucket, tierOf } = kit;
+  const { server, authed, qs, P, clog, q, policies, chain, sponsor, settle, scopeSpace, scopeBucket, tierOf } = kit;
   // ---------------------------------------------------------------- spaces
 
   server.route("get", `${P}/spaces`, authed("GET /spaces", async (req, p) => {
@@ -37,13 +37,8 @@ export function registerBucketRoutes(kit: ConsoleRouteKit): void {
     const body = parseCreateBucket(parseJsonObject(req.body));
     if (!p.serviceAddress) throw badRequest("this API key has no service key to sign the bucket policy with");
     const space = (await q.space(spaceId))!;
-    const tier = tierOf(space.tier);
-    if ((await q.liveBucketCount(spaceId)) >= tier.buckets) {
-      throw new ConsoleHttpError(422, `the ${space.tier} plan allows ${tier.buckets} buckets per space`, CODE.planLimitExceeded, { limit: "buckets", currentTier: space.tier });
-    }
-    if (space.storage_used >= space.storage_cap) {
-      throw new ConsoleHttpError(422, `the space has used its ${space.storage_cap} bytes of storage`, CODE.planLimitExceeded, { limit: "storage", currentTier: space.tier });
-    }
+    const liveBuckets = await q.liveBucketCount(spaceId);
+    orThrow(reserveBucket({ tier: space.tier, plan: tierOf(space.tier), liveBuckets, storageUsed: space.storage_used, storageCap: space.storage_cap }));
     const bucketId = randomUUID();
     const claim = orThrow(await clog.claim("bucket", spaceId, body.name, bucketId));
     const tx = buildSponsoredTx({ target: chain.target, kind: "bucket_policy_create", args: { bucket_id: bucketId, space_id: spaceId }, sender: p.serviceAddress, sponsorAddress: sponsor.address });
@@ -73,15 +68,10 @@ export function registerBucketRoutes(kit: ConsoleRouteKit): void {
     requireWrite(p);
     const b = await scopeBucket(p, req.params[0]);
     const body = parseUpdateBucket(parseJsonObject(req.body));
-    if (body.visibility !== undefined && body.visibility !== b.visibility) {
-      throw new ConsoleHttpError(403, "a bucket's visibility cannot be changed", CODE.visibilityImmutable);
-    }
-    activeBucket(b);
-    const renamed = body.name !== b.name;
-    const policyChange = body.encryptionPolicyId !== undefined && body.encryptionPolicyId !== b.encryption_policy_id;
-    if (body.encryptionPolicyId && policyChange && !(await policies.policy(body.encryptionPolicyId))) {
-      throw badRequest(`encryptionPolicyId ${body.encryptionPolicyId} is not a bucket policy on chain`);
-    }
+    // Only a policy other than the bucket's needs reading from chain.
+    const newPolicy = body.encryptionPolicyId && body.encryptionPolicyId !== b.encryption_policy_id ? body.encryptionPolicyId : undefined;
+    const policyOnChain = newPolicy ? (await policies.policy(newPolicy)) !== null : undefined;
+    const { renamed, policyChange } = orThrow(updateBucket({ ...body, policyOnChain })(b));
     if (!renamed && !policyChange) return json(200, { id: b.bucket_id, name: b.name, visibility: b.visibility, updated_at: b.updated_at.toISOString() });
     const newClaim = renamed ? orThrow(await clog.claim("bucket", b.space_id, body.name, b.bucket_id)) : undefined;
     const now = new Date().toISOString();
@@ -105,10 +95,7 @@ export function registerBucketRoutes(kit: ConsoleRouteKit): void {
     if (qs(req).get("confirm") !== "true") throw badRequest("deleting a bucket needs ?confirm=true");
     const b = await scopeBucket(p, req.params[0]);
     const headers = { "x-deleted-id": b.bucket_id };
-    if (b.state === "deleting") return { status: 204, headers };
-    if (b.state === "finalizing" || b.state === "provisioning") throw new ConsoleHttpError(409, "the bucket is being set up; retry shortly", CODE.conflict);
-    const contents = await q.bucketContents(b.bucket_id);
-    if (contents > 0) throw badRequest(`the bucket is not empty (${contents} files); delete its files first`);
+    if (orThrow(deleteBucket({ files: await q.bucketContents(b.bucket_id) })(b)).already) return { status: 204, headers };
     const data = { requested_by: p.userId, requested_at: new Date().toISOString() };
     const r = await clog.dispatch(b.bucket_id, consoleCommand(CMD.bucketDelete, data), (e) => (e.type === EV.bucketDeleted ? true : undefined), 15_000, true);
     await settle(r.seq);
@@ -119,15 +106,9 @@ export function registerBucketRoutes(kit: ConsoleRouteKit): void {
     requireWrite(p);
     const b = await scopeBucket(p, req.params[0]);
     const signature = parseSignatureBody(parseJsonObject(req.body));
-    if (b.visibility !== "private") throw badRequest("only private buckets are finalized");
-    if (b.state === "active") return json(200, { bucket_id: b.bucket_id, encryption_policy_id: b.encryption_policy_id, state: "active" });
-    if (b.state !== "pending_policy") throw new ConsoleHttpError(409, `the bucket is ${b.state}`, CODE.conflict);
-    const reserved = await reservationOf(b.bucket_id);
-    if (!verifySenderSignature(reserved.tx_bytes, signature, reserved.sender)) {
-      throw badRequest(`signature is not a signature of the reserved bytes by the service key ${reserved.sender}`);
-    }
-    if (txValidUntil(reserved.tx_bytes) < Date.now()) {
-      throw badRequest("the reservation expired: delete the bucket and reserve it again");
+    const reservation = await reservationOf(b.bucket_id);
+    if (orThrow(finalizeBucket({ signature, reservation, now: Date.parse(clog.clock.now()) })(b)).already) {
+      return json(200, { bucket_id: b.bucket_id, encryption_policy_id: b.encryption_policy_id, state: "active" });
     }
     const r = await clog.dispatch(
       b.bucket_id,
@@ -145,11 +126,9 @@ export function registerBucketRoutes(kit: ConsoleRouteKit): void {
     return json(200, { bucket_id: b.bucket_id, encryption_policy_id: after.encryption_policy_id, state: "active" });
   }), { bodyLimit: CONSOLE_LIMITS.jsonBody });
 
-  /** The reservation of a pending private bucket (its first event). */
-  const reservationOf = async (bucketId: string): Promise<BucketReserveCommandData> => {
+  /** The reservation of a private bucket (its first event), null when it has none. */
+  const reservationOf = async (bucketId: string): Promise<BucketReserved | null> => {
     const { events } = await clog.store.load(`${AGG.bucket}.${bucketId}`);
-    const reserved = events.flatMap(({ event: e }) => (e.type === EV.bucketReserved ? [e.data] : []))[0];
-    if (!reserved) throw new ConsoleHttpError(409, "the bucket has no reservation", CODE.conflict);
-    return reserved;
+    return events.flatMap(({ event: e }) => (e.type === EV.bucketReserved ? [e.data] : []))[0] ?? null;
   };
 }

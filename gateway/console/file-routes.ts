@@ -6,6 +6,7 @@ import { CMD, EV, type FileDeleteCommandData, type UploadQueued, type UploadStat
 import { CODE, CONSOLE_LIMITS, ConsoleHttpError, badRequest, notFound, parseFileListQuery, parseFileMetadata, pathUuid, validateFileName, validateMimeType } from "../../schemas/console/http.ts";
 import { consoleCommand } from "../../schemas/console/commands.ts";
 import { orThrow } from "../../actors/console/errors.ts";
+import { admitUpload, deleteFile, downloadable } from "../../actors/console/file.decider.ts";
 import { storageBucketName, type StoredObject } from "../../adapters/file-storage/blobstore-http.ts";
 import { Admission } from "./admission.ts";
 import { requireWrite } from "./auth.ts";
@@ -19,7 +20,7 @@ function contentDisposition(name: string): string {
 }
 
 export function registerFileRoutes(kit: ConsoleRouteKit): void {
-  const { server, wrap, authed, qs, P, auth, clog, q, storage, logger, limits, settle, slabs, uploadLimiter, sponsor, scopeError, scopeSpace, scopeBucket, scopeFile, checkAccess, activeBucket, quotaError, uploadView } = kit;
+  const { server, wrap, authed, qs, P, auth, clog, q, storage, logger, limits, settle, slabs, uploadLimiter, sponsor, scopeError, scopeSpace, scopeBucket, scopeFile, checkAccess, activeBucket, uploadView } = kit;
   const statusJson = (state: UploadState, progress: number | null, error: { code: string; message: string } | null) => ({
     state,
     ...(progress !== null ? { progress } : {}),
@@ -67,7 +68,7 @@ export function registerFileRoutes(kit: ConsoleRouteKit): void {
       await checkAccess(p, b, "readwrite", p.serviceAddress ? target.access : undefined);
       const quota = { used: target.used, cap: target.cap, inFlight: target.inflight };
       // With a declared length the quota is checked before the upload is accepted (the file is at most that long).
-      if (Number.isFinite(declared) && quota.used + quota.inFlight + Math.max(0, declared - CONSOLE_LIMITS.multipartOverhead) > quota.cap) throw quotaError(quota.cap);
+      if (Number.isFinite(declared)) orThrow(admitUpload(quota, Math.max(0, declared - CONSOLE_LIMITS.multipartOverhead)));
       return { p, b, quota };
     };
     const admission = new Admission(admit);
@@ -130,10 +131,8 @@ export function registerFileRoutes(kit: ConsoleRouteKit): void {
       if (!stored) throw badRequest("the multipart form needs a file field");
       const name = validateFileName(nameField ?? filename ?? "");
       const metadata = parseFileMetadata(metadataField);
-      if (!Number.isFinite(declared) || quota.used + quota.inFlight + stored.size > quota.cap) {
-        const now = (await q.quota(b.space_id))!;
-        if (now.used + now.inFlight + stored.size > now.cap) throw quotaError(quota.cap);
-      }
+      // Without a declared length, or when the file does not fit the quota read at admission, the current quota judges.
+      if (!Number.isFinite(declared) || !admitUpload(quota, stored.size).ok) orThrow(admitUpload((await q.quota(b.space_id))!, stored.size));
       let claim: string;
       if (early && early.name === name) claim = await early.claim;
       else {
@@ -196,8 +195,7 @@ export function registerFileRoutes(kit: ConsoleRouteKit): void {
   server.route("del", `${P}/buckets/:id/files/:fileId`, authed("DELETE /buckets/{id}/files/{fileId}", async (req, p) => {
     requireWrite(p);
     const { bucket, file } = await scopeFile(p, req.params[0], req.params[1]);
-    if (file.status === "deleting" || file.status === "deleted") return { status: 204 };
-    if (file.status === "uploading") throw new ConsoleHttpError(409, "the file is still uploading; delete it once its upload finished", CODE.conflict);
+    if (orThrow(deleteFile(file)).already) return { status: 204 };
     const data: FileDeleteCommandData = {
       requested_by: p.userId,
       requested_at: new Date().toISOString(),
@@ -236,8 +234,7 @@ export function registerFileRoutes(kit: ConsoleRouteKit): void {
 
   server.route("get", `${P}/buckets/:id/files/:fileId/download`, authed("GET /buckets/{id}/files/{fileId}/download", async (req, p) => {
     const { bucket, file } = await scopeFile(p, req.params[0], req.params[1]);
-    if (file.status === "deleting" || file.status === "deleted") throw new ConsoleHttpError(423, `the file is ${file.status}`, CODE.fileLocked);
-    if (file.status !== "completed") throw new ConsoleHttpError(409, `the file's upload is ${file.upload_state}`, CODE.uploadNotCompleted);
+    orThrow(downloadable(file));
     await checkAccess(p, bucket, "read");
     let opened;
     try {

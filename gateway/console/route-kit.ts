@@ -60,7 +60,6 @@ export interface ConsoleRouteKit {
   readonly scopeFile: (p: Principal, rawBucket: string, rawFile: string) => Promise<{ bucket: BucketRow; file: FileRow }>;
   readonly checkAccess: (p: Principal, b: BucketRow, need: AccessScope, known?: AccessScope | null) => Promise<void>;
   readonly activeBucket: (b: BucketRow) => void;
-  readonly quotaError: (cap: number) => ConsoleHttpError;
   readonly tierOf: (name: string) => PlanTier;
   readonly uploadView: (fileId: string) => Promise<UploadView | null>;
 }

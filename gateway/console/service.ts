@@ -19,7 +19,7 @@ import { registerPipelineGauges } from "../pipeline-metrics.ts";
 import type { ProjectionHandle } from "../../projections/runtime.ts";
 import type { SponsoredChainPort } from "../../adapters/ports.ts";
 import type { keypairFromSecret } from "../../adapters/chain/sui/keys.ts";
-import { AGG, EV, type AccessScope, type ConsoleEvent, type UploadQueued, type UploadState } from "../../schemas/console/events.ts";
+import { AGG, CMD, EV, isConsoleEvent, type AccessScope, type ConsoleEvent, type UploadQueued, type UploadState } from "../../schemas/console/events.ts";
 import { foldUpload } from "../../schemas/console/upload-view.ts";
 import { CODE, ConsoleHttpError, PLAN_TIERS, notFound, pathUuid } from "../../schemas/console/http.ts";
 import type { ConsoleLog } from "../../actors/console/log.ts";
@@ -35,6 +35,8 @@ import { registerBucketRoutes } from "./bucket-routes.ts";
 import { registerFileRoutes } from "./file-routes.ts";
 import { registerSponsorRoutes } from "./sponsor-routes.ts";
 import type { PolicyReader } from "../../actors/console/chain.ts";
+import { inactive } from "../../actors/console/bucket.decider.ts";
+import { contractError } from "../../actors/console/errors.ts";
 
 export const CONSOLE_VERSION = "1.0.0-beta";
 
@@ -149,11 +151,9 @@ export function createConsoleServer(deps: ConsoleGatewayDeps): HttpServer {
     throw new ConsoleHttpError(403, `this key's service key has no ${need} grant on the bucket's policy`, CODE.bucketNotInScope);
   };
   const activeBucket = (b: BucketRow) => {
-    if (b.state === "pending_policy" || b.state === "finalizing") throw new ConsoleHttpError(409, "the bucket has not completed finalize", CODE.bucketNotFinalized);
-    if (b.state === "provisioning") throw new ConsoleHttpError(409, "the bucket is still being set up; retry shortly", CODE.bucketNotFinalized, {}, { "retry-after": "1" });
-    if (b.state !== "active") throw notFound(`bucket ${b.bucket_id} not found`);
+    const refused = inactive(b);
+    if (refused) throw contractError(refused);
   };
-  const quotaError = (cap: number) => new ConsoleHttpError(422, `the space's storage quota of ${cap} bytes would be exceeded`, CODE.quotaExceeded);
   const tierOf = (name: string) => limits.tiers[name] ?? limits.tiers.free ?? PLAN_TIERS.free;
 
   /**
@@ -164,11 +164,13 @@ export function createConsoleServer(deps: ConsoleGatewayDeps): HttpServer {
     // Cheap reads first (this answers polls right after a 202): the job's last commit, the command still queued,
     // the actor's snapshot; the full history only when none of them carries the upload's description.
     const last = await clog.last(AGG.upload, fileId);
-    // The subject holds console events only.
-    const events = (last?.events ?? []) as readonly ConsoleEvent[];
+    const events = (last?.events ?? []).filter(isConsoleEvent);
     const queuedIn = (es: readonly ConsoleEvent[]): UploadQueued | undefined => es.flatMap((e) => (e.type === EV.uploadQueued ? [e.data] : []))[0];
     let queued = queuedIn(events);
-    if (!queued && !last) queued = (await clog.pendingCommand<UploadQueued>(AGG.upload, fileId))?.data;
+    if (!queued && !last) {
+      const pending = await clog.pendingCommand(AGG.upload, fileId);
+      if (pending?.type === CMD.uploadStart) queued = pending.data;
+    }
     if (!queued && last) {
       const snap = await log.snapshots.get(`${AGG.upload}.${fileId}`).catch(() => null);
       queued = snap?.value?.length ? (snap.json() as { context?: { upload?: UploadQueued } }).context?.upload : undefined;
@@ -211,7 +213,7 @@ export function createConsoleServer(deps: ConsoleGatewayDeps): HttpServer {
     };
     return { state, progress, error, file };
   };
-  const kit: ConsoleRouteKit = { server, wrap, authed, qs, P, auth, clog, q, policies, chain, sponsor, storage, logger, limits, settle, slabs, uploadLimiter, scopeError, scopeSpace, scopeBucket, scopeFile, checkAccess, activeBucket, quotaError, tierOf, uploadView };
+  const kit: ConsoleRouteKit = { server, wrap, authed, qs, P, auth, clog, q, policies, chain, sponsor, storage, logger, limits, settle, slabs, uploadLimiter, scopeError, scopeSpace, scopeBucket, scopeFile, checkAccess, activeBucket, tierOf, uploadView };
   registerBucketRoutes(kit);
   registerFileRoutes(kit);
   registerSponsorRoutes(kit);

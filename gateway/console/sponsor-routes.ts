@@ -9,11 +9,12 @@ import { CODE, CONSOLE_LIMITS, ConsoleHttpError, badRequest, notFound, parseSign
 import { consoleCommand } from "../../schemas/console/commands.ts";
 import { requireWrite, type Principal } from "./auth.ts";
 import { buildSponsoredTx } from "../../actors/console/chain.ts";
-import { verifySenderSignature } from "../../adapters/chain/sui/signatures.ts";
+import { SPONSOR, executeSponsored, groupPolicy } from "../../actors/console/sponsor.decider.ts";
+import { orThrow, sponsorshipUnknown } from "../../actors/console/errors.ts";
 import { type ConsoleRouteKit } from "./route-kit.ts";
 
 export function registerSponsorRoutes(kit: ConsoleRouteKit): void {
-  const { server, authed, clog, chain, policies, sponsor, limits, settle, scopeBucket, activeBucket } = kit;
+  const { server, authed, clog, chain, policies, sponsor, limits, settle, scopeBucket } = kit;
   // ---------------------------------------------------------------- sponsorship
 
   const groupBucket = async (p: Principal, groupId: string) => {
@@ -32,10 +33,8 @@ export function registerSponsorRoutes(kit: ConsoleRouteKit): void {
     switch (body.kind) {
       case "bucket_group_create": {
         const b = await scopeBucket(p, body.bucketId);
-        if (b.visibility !== "private") throw badRequest("access groups belong to private buckets");
-        activeBucket(b);
-        if (!b.encryption_policy_id) throw new ConsoleHttpError(409, "the bucket has no encryption policy", CODE.bucketNotFinalized);
-        built = { kind: body.kind, bucketIds: [b.bucket_id], tx: buildSponsoredTx({ ...base, kind: "bucket_group_create", args: { policy_id: b.encryption_policy_id, bucket_id: b.bucket_id } }) };
+        const policyId = orThrow(groupPolicy(b));
+        built = { kind: body.kind, bucketIds: [b.bucket_id], tx: buildSponsoredTx({ ...base, kind: "bucket_group_create", args: { policy_id: policyId, bucket_id: b.bucket_id } }) };
         break;
       }
       case "grant_bucket_access": {
@@ -74,18 +73,13 @@ export function registerSponsorRoutes(kit: ConsoleRouteKit): void {
   server.route("post", "/encryption/sponsor/:digest/execute", authed("POST /encryption/sponsor/{digest}/execute", async (req, p) => {
     requireWrite(p);
     const digest = decodePathParam(req.params[0]) ?? "";
-    const unknown = () => notFound(`no sponsored transaction ${digest} (unknown or expired)`);
+    const unknown = () => sponsorshipUnknown(digest);
     if (!/^[1-9A-HJ-NP-Za-km-z]{32,64}$/.test(digest)) throw unknown();
     const signature = parseSignatureBody(parseJsonObject(req.body));
     const { events } = await clog.store.load(`${AGG.sponsor}.${digest}`);
-    const reservation = events.flatMap(({ event: e }) => (e.type === EV.sponsorReserved ? [e.data] : []))[0];
-    if (!reservation || reservation.user_id !== p.userId) throw unknown();
-    const last = events[events.length - 1].event;
-    if (last.type === EV.sponsorExecuted) return json(200, executedJson(last.data));
-    if (last.type === EV.sponsorExpired) throw unknown();
-    if (!verifySenderSignature(reservation.tx_bytes, signature, reservation.sender)) {
-      throw badRequest(`signature is not a signature of the sponsored bytes by the service key ${reservation.sender}`);
-    }
+    const state = events.reduce((s, { event }) => SPONSOR.evolve(s, event), SPONSOR.initial);
+    const { executed } = orThrow(executeSponsored({ digest, userId: p.userId, signature })(state));
+    if (executed) return json(200, executedJson(executed));
     const r = await clog.dispatch(
       digest,
       consoleCommand(CMD.sponsorExecute, { signature, requested_at: new Date().toISOString() }),

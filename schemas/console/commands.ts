@@ -56,5 +56,11 @@ export const COMMAND_AGGREGATE: Readonly<Record<ConsoleCommandType, AggregateTyp
 /** Current version of every console command type (all 1 so far). */
 const CONSOLE_COMMAND_VERSIONS = Object.fromEntries(Object.values(CMD).map((type) => [type, 1])) as Record<ConsoleCommandType, number>;
 
+/** A command read back from the work queue is one of the console's when its type is in the catalogue. */
+export function isConsoleCommand(c: unknown): c is ConsoleCommand {
+  if (typeof c !== "object" || c === null || !("type" in c) || !("data" in c)) return false;
+  return typeof c.type === "string" && Object.hasOwn(COMMAND_AGGREGATE, c.type) && typeof c.data === "object" && c.data !== null;
+}
+
 /** A console command at its type's current version. */
 export const consoleCommand = commandsOf<ConsoleCommandData>(CONSOLE_COMMAND_VERSIONS);
