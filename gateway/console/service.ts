@@ -161,8 +161,9 @@ export function createConsoleServer(deps: ConsoleGatewayDeps): HttpServer {
    * queued or active (a finished job reads as active until the read model shows it), and a file summary.
    */
   const uploadView = async (fileId: string): Promise<{ state: UploadState; progress: number | null; error: { code: string; message: string } | null; file: FileRow } | null> => {
-    // Cheap reads first (this answers polls right after a 202): the job's last commit, the command still queued,
-    // the actor's snapshot; the full history only when none of them carries the upload's description.
+    // Cheap reads first (this answers polls right after a 202): the job's last commit, the command still queued; the
+    // full history (a handful of events) only when neither carries the upload's description. Snapshots are the actor
+    // host's own: their shape follows the machine's, not a contract.
     const last = await clog.last(AGG.upload, fileId);
     const events = (last?.events ?? []).filter(isConsoleEvent);
     const queuedIn = (es: readonly ConsoleEvent[]): UploadQueued | undefined => es.flatMap((e) => (e.type === EV.uploadQueued ? [e.data] : []))[0];
@@ -170,10 +171,6 @@ export function createConsoleServer(deps: ConsoleGatewayDeps): HttpServer {
     if (!queued && !last) {
       const pending = await clog.pendingCommand(AGG.upload, fileId);
       if (pending?.type === CMD.uploadStart) queued = pending.data;
-    }
-    if (!queued && last) {
-      const snap = await log.snapshots.get(`${AGG.upload}.${fileId}`).catch(() => null);
-      queued = snap?.value?.length ? (snap.json() as { context?: { upload?: UploadQueued } }).context?.upload : undefined;
     }
     if (!queued && last) {
       const { events: all } = await clog.store.load(`${AGG.upload}.${fileId}`);
