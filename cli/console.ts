@@ -14,6 +14,7 @@ import { ConsoleActorHost } from "../actors/console/host.ts";
 import { keyActor } from "../actors/console/key.actor.ts";
 import { addMember, createTeamSpace, mintKey, removeMember, revokeKey, signUp, type DirectoryContext } from "../actors/console/directory.ts";
 import { orThrow } from "../actors/console/errors.ts";
+import { inContract } from "../gateway/console/domain-errors.ts";
 import { storageBucketName } from "../adapters/file-storage/blobstore-http.ts";
 import { AGG, CMD, EV, type BucketCreateCommandData, type SpaceRole } from "../schemas/console/events.ts";
 import { ConsoleHttpError, badRequest, isUuid, validateBucketName } from "../schemas/console/http.ts";
@@ -171,7 +172,8 @@ export async function consoleCommand(args: string[], env: Record<string, string 
       print({ bucket_id: bucketId, name, visibility: "public", state: "active" }, [`public bucket ${bucketId} (${name})`]);
     }
     return 0;
-  } catch (err) {
+  } catch (thrown) {
+    const err = inContract(thrown);
     if (err instanceof ConsoleHttpError) {
       io.err(err.status === 503 ? "timed out waiting for the console: is it running (memrelay start)?" : `${err.message}${err.code ? ` (${err.code})` : ""}`);
       return err.status >= 500 ? 1 : 2;

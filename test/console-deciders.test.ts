@@ -5,7 +5,8 @@ import { EV, consoleEvent, type SpaceState, type UserState } from "../schemas/co
 import { PLAN_TIERS } from "../schemas/console/http.ts";
 import * as decide from "../actors/console/deciders.ts";
 import { CLAIM, SPACE, USER } from "../actors/console/deciders.ts";
-import { contractError, type ConsoleError } from "../actors/console/errors.ts";
+import type { ConsoleError } from "../actors/console/errors.ts";
+import { contractError } from "../gateway/console/domain-errors.ts";
 import { deciderSpec } from "./support/decider-spec.ts";
 
 const T0 = "2026-11-27T10:00:00.000Z";

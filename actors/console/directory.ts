@@ -5,14 +5,14 @@
 import { randomUUID } from "node:crypto";
 import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
 import { AGG, CMD, EV, type KeyMinted, type KeyRole, type SpaceRole, type SpaceState, type UserState } from "../../schemas/console/events.ts";
-import { CODE, ConsoleHttpError, PLAN_TIERS, badRequest, isUuid, type PlanTier } from "../../schemas/console/http.ts";
+import { PLAN_TIERS, isUuid, type PlanTier } from "../../schemas/console/http.ts";
 import { ConsoleLog } from "./log.ts";
 import { consoleCommand } from "../../schemas/console/commands.ts";
 import type { Decision, Fold } from "../../eventlog/aggregate-store.ts";
 import { newApiKey } from "./api-keys.ts";
 import * as decide from "./deciders.ts";
 import { SPACE, USER, type DirectoryEvent } from "./deciders.ts";
-import { orThrow, type ConsoleError } from "./errors.ts";
+import { ConsoleRefusal, orThrow, type ConsoleError } from "./errors.ts";
 
 export interface DirectoryContext {
   readonly clog: ConsoleLog;
@@ -42,7 +42,7 @@ async function handle<S, R>(ctx: DirectoryContext, aggregate: string, fold: Fold
 
 export async function signUp(ctx: DirectoryContext, input: { email: string; name?: string; tier?: string; storageCap?: number }): Promise<SignedUp> {
   const email = input.email.trim();
-  if (!EMAIL_RE.test(email)) throw badRequest("email must look like name@domain");
+  if (!EMAIL_RE.test(email)) throw new ConsoleRefusal({ code: "invalid_input", message: "email must look like name@domain" });
   const tierName = input.tier ?? "free";
   const tier = tierOf(ctx, tierName);
   const userId = randomUUID();
@@ -66,16 +66,16 @@ export async function signUp(ctx: DirectoryContext, input: { email: string; name
 }
 
 async function requireUser(ctx: DirectoryContext, userId: string): Promise<UserState> {
-  if (!isUuid(userId)) throw badRequest("user id must be a UUID");
+  if (!isUuid(userId)) throw new ConsoleRefusal({ code: "invalid_input", message: "user id must be a UUID" });
   const { state: user } = await ctx.clog.aggregates.read(`${AGG.user}.${userId}`, USER);
-  if (!user) throw new ConsoleHttpError(404, `user ${userId} not found`, CODE.notFound);
+  if (!user) throw new ConsoleRefusal({ code: "user_not_found", userId });
   return user;
 }
 
 export async function createTeamSpace(ctx: DirectoryContext, input: { ownerUserId: string; name: string; tier?: string; storageCap?: number }): Promise<SpaceState> {
   await requireUser(ctx, input.ownerUserId);
   const name = input.name.trim();
-  if (!name || name.length > 100) throw badRequest("space name must be 1 to 100 characters");
+  if (!name || name.length > 100) throw new ConsoleRefusal({ code: "invalid_input", message: "space name must be 1 to 100 characters" });
   const tierName = input.tier ?? "free";
   const tier = tierOf(ctx, tierName);
   const at = now(ctx);
@@ -95,7 +95,7 @@ export async function createTeamSpace(ctx: DirectoryContext, input: { ownerUserI
 export async function addMember(ctx: DirectoryContext, input: { spaceId: string; userId: string; role?: SpaceRole }): Promise<SpaceState> {
   await requireUser(ctx, input.userId);
   const role = input.role ?? "member";
-  if (!["owner", "admin", "member"].includes(role)) throw badRequest("role must be owner, admin or member");
+  if (!["owner", "admin", "member"].includes(role)) throw new ConsoleRefusal({ code: "invalid_input", message: "role must be owner, admin or member" });
   return handle(ctx, `${AGG.space}.${input.spaceId}`, SPACE, decide.addMember({ spaceId: input.spaceId, userId: input.userId, role, tiers: tiersOf(ctx), at: now(ctx) }));
 }
 
@@ -116,8 +116,8 @@ export interface MintedKey {
 
 export async function mintKey(ctx: DirectoryContext, input: { userId: string; role: KeyRole; spaceId?: string | null; label?: string | null }): Promise<MintedKey> {
   await requireUser(ctx, input.userId);
-  if (input.role !== "read_write" && input.role !== "read_only") throw badRequest("role must be read_write or read_only");
-  if (input.spaceId && !isUuid(input.spaceId)) throw badRequest("space id must be a UUID");
+  if (input.role !== "read_write" && input.role !== "read_only") throw new ConsoleRefusal({ code: "invalid_input", message: "role must be read_write or read_only" });
+  if (input.spaceId && !isUuid(input.spaceId)) throw new ConsoleRefusal({ code: "invalid_input", message: "space id must be a UUID" });
   const key = newApiKey();
   const service = input.role === "read_write" ? Ed25519Keypair.generate() : null;
   const keyId = randomUUID();
@@ -135,7 +135,7 @@ export async function mintKey(ctx: DirectoryContext, input: { userId: string; ro
   const r = await ctx.clog.dispatch(keyId, consoleCommand(CMD.keyMint, data), (e) =>
     e.type === EV.keyActivated ? { ok: true as const } : e.type === EV.keyRejected ? { ok: false as const, reason: e.data.reason } : undefined,
   30_000);
-  if (!r.value.ok) throw badRequest(`the key was not activated: ${r.value.reason}`);
+  if (!r.value.ok) throw new ConsoleRefusal({ code: "invalid_input", message: `the key was not activated: ${r.value.reason}` });
   await ctx.settle(r.seq);
   return {
     key_id: keyId,
@@ -148,9 +148,9 @@ export async function mintKey(ctx: DirectoryContext, input: { userId: string; ro
 }
 
 export async function revokeKey(ctx: DirectoryContext, keyId: string): Promise<"revoked" | "already_revoked"> {
-  if (!isUuid(keyId)) throw badRequest("key id must be a UUID");
+  if (!isUuid(keyId)) throw new ConsoleRefusal({ code: "invalid_input", message: "key id must be a UUID" });
   const last = await ctx.clog.lastEvent(AGG.key, keyId);
-  if (!last) throw new ConsoleHttpError(404, `API key ${keyId} not found`, CODE.notFound);
+  if (!last) throw new ConsoleRefusal({ code: "key_not_found", keyId });
   if (last.type === EV.keyRevoked || last.type === EV.keyRejected) return "already_revoked";
   const r = await ctx.clog.dispatch(keyId, consoleCommand(CMD.keyRevoke, { requested_at: now(ctx) }), (e) => (e.type === EV.keyRevoked ? true : undefined), 30_000);
   await ctx.settle(r.seq);

@@ -36,7 +36,7 @@ import { registerFileRoutes } from "./file-routes.ts";
 import { registerSponsorRoutes } from "./sponsor-routes.ts";
 import type { PolicyReader } from "../../actors/console/chain.ts";
 import { inactive } from "../../actors/console/bucket.decider.ts";
-import { contractError } from "../../actors/console/errors.ts";
+import { contractError, inContract } from "./domain-errors.ts";
 
 export const CONSOLE_VERSION = "1.0.0-beta";
 
@@ -58,7 +58,8 @@ export interface ConsoleGatewayDeps {
   readonly corsOrigins: readonly string[];
 }
 
-function toReply(err: unknown): Reply | undefined {
+function toReply(thrown: unknown): Reply | undefined {
+  const err = inContract(thrown);
   if (err instanceof ConsoleHttpError) return json(err.status, err.body(), err.headers);
   if (err instanceof StorageError) {
     // the blob store refused or dropped the bytes: the client may retry the upload as a whole

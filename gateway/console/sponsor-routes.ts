@@ -10,7 +10,8 @@ import { consoleCommand } from "../../schemas/console/commands.ts";
 import { requireWrite, type Principal } from "./auth.ts";
 import { buildSponsoredTx } from "../../actors/console/chain.ts";
 import { SPONSOR, executeSponsored, groupPolicy } from "../../actors/console/sponsor.decider.ts";
-import { orThrow, sponsorshipUnknown } from "../../actors/console/errors.ts";
+import { orThrow } from "../../actors/console/errors.ts";
+import { sponsorshipUnknown } from "./domain-errors.ts";
 import { type ConsoleRouteKit } from "./route-kit.ts";
 
 export function registerSponsorRoutes(kit: ConsoleRouteKit): void {
