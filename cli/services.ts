@@ -84,7 +84,9 @@ export async function natsServerOn(binary: string, port: number, store: string, 
         resolve(true);
       }
     });
-    child.once("exit", () => {
+    // "close", not "exit": a server that could not bind exits before its stderr is drained, and without the
+    // "address already in use" line the start would fail instead of trying another port.
+    child.once("close", () => {
       clearTimeout(timer);
       resolve(false);
     });
