@@ -41,6 +41,11 @@ export function eventsOf<C>(currentVersion: { readonly [T in TypeOf<C>]: number 
   return <T extends TypeOf<C>>(type: T, data: C[T]): NewEvent<T, C[T]> => ({ type, version: currentVersion[type], data });
 }
 
+/** Catalogue C's guard: an envelope read from the log (already upcast) is one of C's events when its type is one of C's. */
+export function isEventOf<C>(currentVersion: { readonly [T in TypeOf<C>]: number }) {
+  return (e: EventEnvelope): e is EventOf<C> => Object.hasOwn(currentVersion, e.type);
+}
+
 /**
  * A command about to be published: what its issuer decides (type, version, data). The command bus adds the envelope
  * (id, aggregate, `issued_at`, correlation), like the event store does for events.

@@ -5,7 +5,7 @@ import type { EventLog } from "../../eventlog/connection.ts";
 import { ConcurrencyConflict, EventStore } from "../../eventlog/event-store.ts";
 import { lastCommit } from "../../eventlog/command-bus.ts";
 import { aggregateEventSubject } from "../../eventlog/subjects.ts";
-import { OAUTH_EVENTS, OAuthError, clientAggregate, grantAggregate, oauthEvent, type GrantEvent, type GrantEventType, type GrantState, type OAuthClientState, type OAuthEventData } from "../../schemas/relayer/oauth.ts";
+import { OAUTH_EVENTS, OAuthError, clientAggregate, grantAggregate, isOAuthEvent, oauthEvent, type GrantEventType, type GrantState, type OAuthClientState, type OAuthEventData } from "../../schemas/relayer/oauth.ts";
 
 export class OAuthStore {
   private readonly store: EventStore<OAuthEventData>;
@@ -16,7 +16,8 @@ export class OAuthStore {
 
   async client(clientId: string): Promise<OAuthClientState | undefined> {
     const c = await lastCommit(this.log, aggregateEventSubject(clientAggregate(clientId)));
-    return c?.events.at(-1)?.data as OAuthClientState | undefined;
+    const last = c?.events.at(-1);
+    return last && isOAuthEvent(last) && last.type === OAUTH_EVENTS.clientRegistered ? last.data : undefined;
   }
 
   async registerClient(client: OAuthClientState): Promise<void> {
@@ -25,8 +26,8 @@ export class OAuthStore {
 
   async grant(grantId: string): Promise<{ state: GrantState; seq: number } | undefined> {
     const c = await lastCommit(this.log, aggregateEventSubject(grantAggregate(grantId)));
-    const last = c?.events.at(-1)?.data as GrantEvent | undefined;
-    return last && c ? { state: last.state, seq: c.seq } : undefined;
+    const last = c?.events.at(-1);
+    return c && last && isOAuthEvent(last) && last.type !== OAUTH_EVENTS.clientRegistered ? { state: last.data.state, seq: c.seq } : undefined;
   }
 
   /** Appends the grant's next state as `type`, expecting `seq` (0 for a new grant). */

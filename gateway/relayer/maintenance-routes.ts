@@ -20,7 +20,7 @@ import { IndexLog } from "../../projections/relayer/index-log.ts";
 import { DEFAULT_CANDIDATE_CAP } from "../../actors/relayer/restore-namespace.ts";
 import { command, dispatchAndAwait } from "../../eventlog/command-bus.ts";
 import { commandSubject, eventSubject } from "../../eventlog/subjects.ts";
-import { RESTORE, RESTORE_EVENTS, type RestoreCommandData, type RestoreCompleted, type RestoreFailed } from "../../schemas/relayer/restore-job.ts";
+import { RESTORE, RESTORE_EVENTS, isRestoreEvent, type RestoreCommandData } from "../../schemas/relayer/restore-job.ts";
 import { PgRateLimiter, clientIp, ipBucket, type WindowLimit } from "../rate-limit.ts";
 import { LIMITS, ValidationError, ownerAddressOf, parseManualRecall, parseManualRemember, parseNamespaceBody, parseRestore } from "../../schemas/relayer/http.ts";
 import { MAX_WALLET_ATTEMPTS } from "../../schemas/relayer/remember-job.ts";
@@ -199,15 +199,15 @@ export function registerMaintenanceRoutes(server: HttpServer, deps: MaintenanceD
         commandSubject: commandSubject(RESTORE, job),
         eventSubject: eventSubject(RESTORE, job),
         command: command("restore.start", RESTORE, job, data, job),
-        until: (e) => (e.type === RESTORE_EVENTS.completed || e.type === RESTORE_EVENTS.failed ? e : undefined),
+        until: (e) => (isRestoreEvent(e) && (e.type === RESTORE_EVENTS.completed || e.type === RESTORE_EVENTS.failed) ? e : undefined),
         timeoutMs: settings.restoreTimeoutMs,
       });
       if (!outcome) throw new HttpError(503, "the restore is taking longer than this request may wait; it goes on, and a later restore finds what it restored", {}, { "retry-after": "10" });
       if (outcome.value.type === RESTORE_EVENTS.failed) {
-        const f = outcome.value.data as RestoreFailed;
+        const f = outcome.value.data;
         throw new HttpError(f.status, f.error, {}, f.retry_after_secs ? { "retry-after": String(f.retry_after_secs) } : {});
       }
-      const r = outcome.value.data as RestoreCompleted;
+      const r = outcome.value.data;
       return json(200, {
         restored: r.restored,
         skipped: r.skipped,

@@ -14,7 +14,7 @@
 // hashes, service keys only as addresses.
 import type { StoredObject } from "../chain.ts";
 import type { AccessScope } from "../chain.ts";
-import { eventsOf, type EventEnvelope, type EventOf, type MachineEventOf, type NewEventOf } from "../envelope.ts";
+import { eventsOf, isEventOf, type EventOf, type MachineEventOf, type NewEventOf } from "../envelope.ts";
 
 export const AGG = {
   user: "console.user",
@@ -373,6 +373,4 @@ const CONSOLE_EVENT_VERSIONS = Object.fromEntries(Object.values(EV).map((type) =
 export const consoleEvent = eventsOf<ConsoleEventData>(CONSOLE_EVENT_VERSIONS);
 
 /** An event of the console's catalogue: its type names it, and the type says what its data is. */
-export function isConsoleEvent(e: EventEnvelope): e is ConsoleEvent {
-  return Object.hasOwn(CONSOLE_EVENT_VERSIONS, e.type);
-}
+export const isConsoleEvent = isEventOf<ConsoleEventData>(CONSOLE_EVENT_VERSIONS);

@@ -2,7 +2,7 @@
 // PKCE S256 (RFC 7636), tokens with refresh rotation and reuse detection, revocation (RFC 7009). Grants and clients
 // are aggregates whose every event carries the whole state (hashes of codes and tokens, never the values). The
 // delegate key's ciphertext is a secret: it lives in its own store, never in an event. Pure.
-import { eventsOf, type EventOf, type NewEventOf } from "../envelope.ts";
+import { eventsOf, isEventOf, type EventOf, type NewEventOf } from "../envelope.ts";
 
 /** One subject family (`evt.oauth.>`) for clients and grants, so one projection follows both. */
 export const OAUTH = "oauth";
@@ -71,14 +71,16 @@ export type OAuthEvent = EventOf<OAuthEventData>;
 export type NewOAuthEvent = NewEventOf<OAuthEventData>;
 export type GrantEventType = Exclude<keyof OAuthEventData, typeof OAUTH_EVENTS.clientRegistered>;
 
-/** An OAuth event at its type's current version. */
-export const oauthEvent = eventsOf<OAuthEventData>({
+const OAUTH_EVENT_VERSIONS = {
   [OAUTH_EVENTS.clientRegistered]: 1,
   [OAUTH_EVENTS.authorizationRequested]: 1,
   [OAUTH_EVENTS.consentApproved]: 1,
   [OAUTH_EVENTS.tokensIssued]: 1,
   [OAUTH_EVENTS.grantRevoked]: 1,
-});
+};
+/** An OAuth event at its type's current version. */
+export const oauthEvent = eventsOf<OAuthEventData>(OAUTH_EVENT_VERSIONS);
+export const isOAuthEvent = isEventOf<OAuthEventData>(OAUTH_EVENT_VERSIONS);
 
 /** RFC 6749 / 7591 / 7009 error codes used here. */
 export type OAuthErrorCode =

@@ -4,7 +4,7 @@
 // remember's text; events carry counts and states, never the credential. The rows themselves are appended as
 // `memory.restored` events on the namespace's index aggregate (memory-maintenance.ts), so a replay keeps them.
 import type { DecryptCredential } from "../encryption.ts";
-import { eventsOf, type EventOf, type NewEventOf } from "../envelope.ts";
+import { eventsOf, isEventOf, type EventOf, type NewEventOf } from "../envelope.ts";
 
 export const RESTORE = "restore";
 
@@ -83,5 +83,7 @@ export interface RestoreEventData {
 export type RestoreEvent = EventOf<RestoreEventData>;
 export type NewRestoreEvent = NewEventOf<RestoreEventData>;
 
+const RESTORE_EVENT_VERSIONS = { [RESTORE_EVENTS.accepted]: 1, [RESTORE_EVENTS.completed]: 1, [RESTORE_EVENTS.failed]: 1 };
 /** A restore-job event at its type's current version. */
-export const restoreEvent = eventsOf<RestoreEventData>({ [RESTORE_EVENTS.accepted]: 1, [RESTORE_EVENTS.completed]: 1, [RESTORE_EVENTS.failed]: 1 });
+export const restoreEvent = eventsOf<RestoreEventData>(RESTORE_EVENT_VERSIONS);
+export const isRestoreEvent = isEventOf<RestoreEventData>(RESTORE_EVENT_VERSIONS);
