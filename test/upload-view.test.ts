@@ -25,12 +25,18 @@ describe("upload fold", () => {
     expect(foldUpload([queued, started, completed])).toEqual({ upload_state: "completed", upload_progress: 1, upload_error: null, storage_object_id: "s1", upload_finished_at: "t1" });
   });
 
-  it("given failed, it failed with the error and finish time", () => {
-    expect(foldUpload([queued, started, failed])).toEqual({ upload_state: "failed", upload_progress: 0, upload_error: { code: "quota_exceeded", message: "full", failed_at: "t2" }, storage_object_id: null, upload_finished_at: "t2" });
+  const cleaned = stored(consoleEvent(EV.uploadCleaned, { cleaned_at: "t3" }));
+  const failedProgress = { upload_progress: 0, upload_error: { code: "quota_exceeded", message: "full", failed_at: "t2" }, storage_object_id: null, upload_finished_at: "t2" };
+
+  it("given failed, it stays active with the error until its cleanup removed the bytes and freed the name", () => {
+    expect(foldUpload([queued, started, failed])).toEqual({ upload_state: "active", ...failedProgress });
   });
 
-  it("events that are not an upload's change nothing", () => {
-    expect(uploadChange(stored(consoleEvent(EV.uploadCleaned, { cleaned_at: "t3" })))).toBeUndefined();
-    expect(foldUpload([queued, started, stored(consoleEvent(EV.uploadCleaned, { cleaned_at: "t3" }))])).toEqual(foldUpload([queued, started]));
+  it("given failed and cleaned, it failed with the error and finish time", () => {
+    expect(foldUpload([queued, started, failed, cleaned])).toEqual({ upload_state: "failed", ...failedProgress });
+  });
+
+  it("the checks seen change nothing shown", () => {
+    expect(uploadChange(stored(consoleEvent(EV.uploadChecksSeen, { bucket_state: "active", storage_used: 0, storage_cap: 10, seen_at: "t1" })))).toBeUndefined();
   });
 });

@@ -169,7 +169,10 @@ export const consoleProjection: Projection<ConsoleEvent> = {
           addSpace(d.space_id, d.size, 0);
           break;
         }
-        case EV.uploadFailed: {
+        case EV.uploadFailed:
+          Object.assign(patch(id, at), uploadChange(event));
+          break;
+        case EV.uploadCleaned: {
           const p = patch(id, at);
           Object.assign(p, uploadChange(event));
           foldStatus(p, "failed");

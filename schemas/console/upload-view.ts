@@ -20,8 +20,12 @@ export function uploadChange(event: ConsoleEvent): Partial<UploadProgress> | und
       return { upload_state: "active" };
     case EV.uploadCompleted:
       return { upload_state: "completed", upload_progress: 1, storage_object_id: event.data.storage_object_id, upload_finished_at: event.data.completed_at };
+    // A failed upload reads failed once its cleanup removed the bytes and released the name (upload.machine.ts
+    // `failing`): a client that sees failed may upload the same name again, or delete the file, at once.
     case EV.uploadFailed:
-      return { upload_state: "failed", upload_error: event.data, upload_finished_at: event.data.failed_at };
+      return { upload_error: event.data, upload_finished_at: event.data.failed_at };
+    case EV.uploadCleaned:
+      return { upload_state: "failed" };
     default:
       return undefined;
   }
