@@ -2,14 +2,14 @@
 // request, has the sponsorship port (the gas station, or the provider when SPONSOR_API_KEY is set) sponsor the one
 // allowlisted call, binds the sponsored transaction to the sender once, and at execution checks the sender's signature
 // and has the port execute it, retrying transient failures (SPONSOR_TRANSIENT_MAX_ATTEMPTS / _BASE_DELAY_MS /
-// _MAX_DELAY_MS). Every refusal is an HttpError with a clear status.
+// _MAX_DELAY_MS). Every refusal is a SponsorRefusal in the domain's words (sponsor-refusals.ts); the edge says it.
 import { PortError, SponsorshipInvalidated, type SponsorshipPort } from "../../adapters/ports.ts";
 import { verifySenderSignature } from "../../adapters/chain/sui/signatures.ts";
 import type { SponsorBindings } from "../../adapters/sponsor/bindings.ts";
 import { backoffDelay, sleepMs } from "../../adapters/sponsor/retry.ts";
-import { HttpError } from "../../schemas/http-error.ts";
 import type { RetryPolicy, SponsoredTransaction, SponsorExecuteRequest, SponsorRequest } from "../../schemas/relayer/sponsor.ts";
 import { checkSponsorAuth, qualifyingCall } from "./sponsor-rules.ts";
+import { refuse, type SponsorRefusal, type SponsorStep } from "./sponsor-refusals.ts";
 
 export interface SponsorshipDeps {
   readonly bindings: SponsorBindings;
@@ -23,15 +23,13 @@ export interface SponsorshipDeps {
   readonly sleep?: (ms: number) => Promise<void>;
 }
 
-/** The status and words of a sponsorship port's failure, as the sender sees it. */
-function refusal(err: unknown, step: "sponsor" | "execute"): HttpError {
+/** What a sponsorship port's failure means for the sender's request. */
+function refusal(err: unknown, step: SponsorStep): SponsorRefusal {
   const reason = err instanceof Error ? err.message.replace(/^(chain|sponsor): /, "") : String(err);
-  if (err instanceof SponsorshipInvalidated) return new HttpError(404, `the sponsored transaction expired before execution; ask /sponsor again (${reason})`);
-  if (err instanceof PortError && err.kind === "forbidden") return new HttpError(503, "sponsorship is unavailable: the sponsorship provider refused this relayer's credentials", {}, { "retry-after": "60" });
-  if (err instanceof PortError && !err.retryable) {
-    return new HttpError(422, step === "sponsor" ? `the sponsor refused this transaction: ${reason}` : `the chain refused the sponsored transaction: ${reason}`);
-  }
-  return new HttpError(503, step === "sponsor" ? "the sponsor is unavailable; ask again shortly" : "the chain is unavailable; execute again shortly", {}, { "retry-after": "5" });
+  if (err instanceof SponsorshipInvalidated) return refuse({ code: "expired", reason });
+  if (err instanceof PortError && err.kind === "forbidden") return refuse({ code: "provider_credentials" });
+  if (err instanceof PortError && !err.retryable) return refuse({ code: "refused", step, reason });
+  return refuse({ code: "unavailable", step });
 }
 
 export class Sponsorship {
@@ -48,7 +46,7 @@ export class Sponsorship {
     await checkSponsorAuth(req, kindBytes, this.now(), this.deps.clockWindowSecs);
     const target = qualifyingCall(kindBytes, this.deps.packageId);
     if (!(await this.deps.bindings.claimNonce(req.authNonce, req.sender))) {
-      throw new HttpError(409, "authNonce was already used; sign a new request with a fresh nonce");
+      throw refuse({ code: "nonce_used" });
     }
     const sponsored = await this.deps.provider.sponsor({ kindBytes, sender: req.sender, allowedMoveCallTargets: [target] }).catch((err) => {
       throw refusal(err, "sponsor");
@@ -59,13 +57,13 @@ export class Sponsorship {
 
   async execute(req: SponsorExecuteRequest): Promise<{ digest: string }> {
     const taken = await this.deps.bindings.take(req.digest, req.sender);
-    if (taken.kind === "unknown") throw new HttpError(404, `no sponsored transaction ${req.digest}: unknown or expired; ask /sponsor again`);
-    if (taken.kind === "other_sender") throw new HttpError(403, "sender is not the sender this sponsored transaction is bound to");
-    if (taken.kind === "used") throw new HttpError(409, "this sponsored transaction was already executed (or is executing)");
+    if (taken.kind === "unknown") throw refuse({ code: "sponsorship_unknown", digest: req.digest });
+    if (taken.kind === "other_sender") throw refuse({ code: "other_sender" });
+    if (taken.kind === "used") throw refuse({ code: "already_executed" });
     const { binding, revision } = taken;
     if (!verifySenderSignature(binding.bytes, req.signature, binding.sender)) {
       await this.deps.bindings.release(req.digest, binding, revision);
-      throw new HttpError(400, "signature is not the sender's signature of the sponsored bytes");
+      throw refuse({ code: "sender_signature_mismatch" });
     }
     for (let attempt = 1; ; attempt++) {
       try {

@@ -4,6 +4,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { HttpError } from "../../schemas/http-error.ts";
 import { parseSponsorExecuteRequest, parseSponsorRequest, SPONSOR_LIMITS } from "../../schemas/relayer/sponsor.ts";
 import type { Sponsorship } from "../../actors/relayer/sponsorship.ts";
+import { SponsorRefusal } from "../../actors/relayer/sponsor-refusals.ts";
+import { sponsorHttpError } from "../../gateway/relayer/sponsor-refusals.ts";
 import type { Logger } from "../../config/logger.ts";
 import { BodyTooLarge, NotJson, readJson } from "../node-body.ts";
 
@@ -29,7 +31,8 @@ export async function handleSponsorRoute(req: IncomingMessage, res: ServerRespon
     const body = await jsonObject(req);
     const result = path === "/sponsor" ? await sponsorship.sponsor(parseSponsorRequest(body)) : await sponsorship.execute(parseSponsorExecuteRequest(body));
     reply(res, 200, result);
-  } catch (err) {
+  } catch (caught) {
+    const err = caught instanceof SponsorRefusal ? sponsorHttpError(caught.error) : caught;
     if (err instanceof HttpError) return reply(res, err.status, { error: err.message, ...err.extra }, err.headers);
     logger.error("sponsorship failed", { path, error: err instanceof Error ? err.message : String(err) });
     reply(res, 503, { error: "sponsorship is temporarily unavailable" }, { "retry-after": "5" });
