@@ -39,6 +39,8 @@ export interface RelayerConfig {
   readonly blobstoreAggregatorUrls: readonly string[];
   /** BLOBSTORE_AGGREGATOR_RACE_AFTER_MS: delay before racing the next aggregator (150; 0 races all). */
   readonly blobstoreAggregatorRaceAfterMs: number;
+  /** BLOBSTORE_STORE_TIMEOUT_MS (600000): how long a store may wait for the publisher's answer, its queue included. */
+  readonly blobstoreStoreTimeoutMs: number;
   readonly blobCacheTtlSecs: number;
   readonly blobCacheMaxBytes: number;
   /** BLOBSTORE_SKIP_CONSISTENCY_CHECK (false): trust the aggregators' bytes instead of checking them against the blob id. */
@@ -319,6 +321,7 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     blobstoreAggregatorUrl: env.BLOBSTORE_AGGREGATOR_URL ?? `http://127.0.0.1:${blobstorePort}`,
     blobstoreAggregatorUrls: list(env.BLOBSTORE_AGGREGATOR_URLS),
     blobstoreAggregatorRaceAfterMs: intVar(env, "BLOBSTORE_AGGREGATOR_RACE_AFTER_MS", 150, 0, 60_000),
+    blobstoreStoreTimeoutMs: intVar(env, "BLOBSTORE_STORE_TIMEOUT_MS", 600_000, 1_000, 3_600_000),
     blobCacheTtlSecs: intVar(env, "BLOB_CACHE_TTL_SECS", 1_209_600, 0),
     blobCacheMaxBytes: intVar(env, "BLOB_CACHE_MAX_BYTES", 524_288, 0),
     blobstoreSkipConsistencyCheck: ["true", "1"].includes(env.BLOBSTORE_SKIP_CONSISTENCY_CHECK?.trim().toLowerCase() ?? ""),
