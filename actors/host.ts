@@ -4,7 +4,8 @@
 // never XState timers, because timers do not survive a restore. A command that fails for any other reason than a
 // Transient or an unavailable backing service (a defect, a command it cannot parse or decide) is retried a bounded
 // number of times and then set aside (eventlog/dead-letter.ts) with the aggregate's failure recorded, so it never
-// occupies a worker or the queue indefinitely.
+// occupies a worker or the queue indefinitely; so is a command whose machine has not come to rest after
+// MAX_EFFECTS_PER_DELIVERY effects.
 import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
 import { Effect, Exit, Cause } from "effect";
 import type { AnyStateMachine, AnyMachineSnapshot, ContextFrom } from "xstate";
@@ -38,6 +39,12 @@ export class Permanent {
 
 /** Deliveries of a command failing with a defect before it is set aside. */
 export const MAX_COMMAND_ATTEMPTS = 5;
+
+/**
+ * Effects one delivery may run. A machine that still names an effect after them is looping (its effects' events keep
+ * leading back to work): the command is set aside, never acknowledged as if its work were done.
+ */
+export const MAX_EFFECTS_PER_DELIVERY = 16;
 
 /** A failure that retrying will not fix. */
 class Defect extends Error {}
@@ -293,7 +300,7 @@ export class ActorHost<Cmd extends CommandEnvelope, M extends AnyStateMachine = 
     // Effects are idempotent, so their events are appended together with the decision in one commit: a crash
     // before the append simply repeats them on redelivery.
     const ctxFor = (at: number) => ({ causationId: command.id, correlationId: command.correlation_id, commitId: `${command.id}:${at}` });
-    for (let step = 0; step < 16; step++) {
+    for (let step = 0; step < MAX_EFFECTS_PER_DELIVERY; step++) {
       const meta = effectOf(snapshot);
       if (!meta) break;
       const name = meta.effect;
@@ -317,7 +324,10 @@ export class ActorHost<Cmd extends CommandEnvelope, M extends AnyStateMachine = 
       pending.push(...exit.value);
       applyLocal(exit.value);
     }
+    // What the effects did is recorded either way: they are facts, and a set-aside failure follows them.
     if (pending.length) seq = (await this.store.append(aggregate, pending, seq, ctxFor(seq))).seq;
+    const unfinished = effectOf(snapshot);
+    if (unfinished) throw new PermanentFailure(`still names effect ${unfinished.effect} after ${MAX_EFFECTS_PER_DELIVERY} effects in one delivery`);
     const rested: AnyMachineSnapshot = snapshot;
     if (this.def.noFinalSnapshot && rested.status === "done") return;
     const persisted: PersistedSnapshot = { v: this.def.snapshotVersion, seq, value: rested.value, context: rested.context };

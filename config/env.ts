@@ -39,6 +39,8 @@ export interface RelayerConfig {
   readonly blobstoreAggregatorUrls: readonly string[];
   /** BLOBSTORE_AGGREGATOR_RACE_AFTER_MS: delay before racing the next aggregator (150; 0 races all). */
   readonly blobstoreAggregatorRaceAfterMs: number;
+  /** BLOBSTORE_STORE_TIMEOUT_MS (600000): how long a store may wait for the publisher's answer, its queue included. */
+  readonly blobstoreStoreTimeoutMs: number;
   readonly blobCacheTtlSecs: number;
   readonly blobCacheMaxBytes: number;
   /** BLOBSTORE_SKIP_CONSISTENCY_CHECK (false): trust the aggregators' bytes instead of checking them against the blob id. */
@@ -54,7 +56,7 @@ export interface RelayerConfig {
   readonly networkProfile: NetworkProfile;
   /**
    * MEMRELAY_STORE_MODE (quilt): how the remember job stores a ciphertext, as a patch of a quilt gathered across jobs
-   * in flight (bounded by QUILT_MAX_PATCHES, QUILT_MAX_BYTES, QUILT_MAX_WAIT_MS) or as its own Walrus blob.
+   * in flight (bounded by QUILT_MAX_PATCHES, QUILT_MAX_BYTES, paced by QUILT_MAX_IN_FLIGHT and QUILT_MAX_WAIT_MS) or as its own Walrus blob.
    */
   readonly storeMode: StoreMode;
   readonly encryptionThreshold: number | undefined;
@@ -133,20 +135,26 @@ export function storeModeFromEnv(env: Env): StoreMode {
 export interface QuiltLimits {
   readonly maxPatches: number;
   readonly maxBytes: number;
+  /** The wait of a quilt gathered while none is in flight, and the least time between two quilts (adapters/blobs/quilt-pacing.ts). */
   readonly maxWaitMs: number;
+  /** Quilts sealed or being stored at once, at most. */
+  readonly maxInFlight: number;
 }
 
-export const DEFAULT_QUILT_LIMITS: QuiltLimits = { maxPatches: 256, maxBytes: 8 * 1024 * 1024, maxWaitMs: 50 };
+/** 4 quilts in flight: half of the 8 sub-wallets a Walrus publisher has by default (`--n-clients`), each quilt's register and certify holding one. */
+export const DEFAULT_QUILT_LIMITS: QuiltLimits = { maxPatches: 256, maxBytes: 8 * 1024 * 1024, maxWaitMs: 50, maxInFlight: 4 };
 
 /**
  * QUILT_MAX_PATCHES (256; a quilt of a 1000-shard committee holds at most 666), QUILT_MAX_BYTES (8 MiB of blob
- * bytes), QUILT_MAX_WAIT_MS (50). An invalid value stops the process rather than quietly taking the default.
+ * bytes), QUILT_MAX_WAIT_MS (50), QUILT_MAX_IN_FLIGHT (4). An invalid value stops the process rather than quietly
+ * taking the default.
  */
 export function quiltLimitsFromEnv(env: Env): QuiltLimits {
   return {
     maxPatches: strictIntVar(env, "QUILT_MAX_PATCHES", 1, 666, "the most patches in one quilt") ?? DEFAULT_QUILT_LIMITS.maxPatches,
     maxBytes: strictIntVar(env, "QUILT_MAX_BYTES", 1, 1024 * 1024 * 1024, "the most blob bytes in one quilt") ?? DEFAULT_QUILT_LIMITS.maxBytes,
     maxWaitMs: strictIntVar(env, "QUILT_MAX_WAIT_MS", 1, 60_000, "the milliseconds a quilt waits for more blobs") ?? DEFAULT_QUILT_LIMITS.maxWaitMs,
+    maxInFlight: strictIntVar(env, "QUILT_MAX_IN_FLIGHT", 1, 64, "the most quilts being stored at once") ?? DEFAULT_QUILT_LIMITS.maxInFlight,
   };
 }
 
@@ -313,6 +321,7 @@ export function loadConfig(env: Env = process.env): RelayerConfig {
     blobstoreAggregatorUrl: env.BLOBSTORE_AGGREGATOR_URL ?? `http://127.0.0.1:${blobstorePort}`,
     blobstoreAggregatorUrls: list(env.BLOBSTORE_AGGREGATOR_URLS),
     blobstoreAggregatorRaceAfterMs: intVar(env, "BLOBSTORE_AGGREGATOR_RACE_AFTER_MS", 150, 0, 60_000),
+    blobstoreStoreTimeoutMs: intVar(env, "BLOBSTORE_STORE_TIMEOUT_MS", 600_000, 1_000, 3_600_000),
     blobCacheTtlSecs: intVar(env, "BLOB_CACHE_TTL_SECS", 1_209_600, 0),
     blobCacheMaxBytes: intVar(env, "BLOB_CACHE_MAX_BYTES", 524_288, 0),
     blobstoreSkipConsistencyCheck: ["true", "1"].includes(env.BLOBSTORE_SKIP_CONSISTENCY_CHECK?.trim().toLowerCase() ?? ""),

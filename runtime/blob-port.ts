@@ -16,6 +16,7 @@ export function blobPortFrom(config: RelayerConfig, opts: { publisherUrl?: strin
     aggregatorUrl: opts.aggregatorUrl ?? config.blobstoreAggregatorUrl,
     extraAggregatorUrls: config.blobstoreAggregatorUrls,
     raceAfterMs: config.blobstoreAggregatorRaceAfterMs,
+    storeTimeoutMs: config.blobstoreStoreTimeoutMs,
     cacheTtlSecs: cache ? config.blobCacheTtlSecs : 0,
     cacheMaxBytes: cache ? config.blobCacheMaxBytes : 0,
     quiltShards: config.walrusShards,

@@ -163,6 +163,7 @@ export async function startRelayer(opts: {
           wallets: wallets!,
           lexical,
           attemptDelayMs: opts.attemptDelayMs ?? 200,
+          storeTimeoutMs: config.blobstoreStoreTimeoutMs,
         }),
         logger.child({ actor: "remember-job" }),
         // Enough jobs in flight that the scheduler always has a batch for every model thread while the jobs of the

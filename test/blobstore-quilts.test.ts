@@ -147,7 +147,7 @@ describe("quilt writer and readers against the blob store", () => {
 
   it("gathers concurrent blobs into one quilt; each reads back by its patch id through the blob port, trusted or checked", async () => {
     const writerPort = port();
-    const writer = new QuiltWriter((patches) => writerPort.storeQuilt(patches), sealer, { maxPatches: 5, maxBytes: 32 * 1024, maxWaitMs: 20 });
+    const writer = new QuiltWriter((patches) => writerPort.storeQuilt(patches), sealer, { maxPatches: 5, maxBytes: 32 * 1024, maxWaitMs: 20, maxInFlight: 4 });
     const blobs = Array.from({ length: 5 }, (_, i) => randomBytes(100 + i * 500));
     const stored = await Promise.all(blobs.map((b) => write(writer, b)));
     expect(new Set(stored.map((s) => s.quiltId)).size).toBe(1);
@@ -166,7 +166,7 @@ describe("quilt writer and readers against the blob store", () => {
   it("fails every caller with the publisher's reason when the quilt is refused", async () => {
     const writerPort = port();
     // 7 patches do not fit a 10-shard committee's quilt: the publisher answers 400, and all seven callers hear it
-    const writer = new QuiltWriter((patches) => writerPort.storeQuilt(patches), sealer, { maxPatches: 7, maxBytes: 32 * 1024, maxWaitMs: 20 });
+    const writer = new QuiltWriter((patches) => writerPort.storeQuilt(patches), sealer, { maxPatches: 7, maxBytes: 32 * 1024, maxWaitMs: 20, maxInFlight: 4 });
     const results = await Promise.allSettled(Array.from({ length: 7 }, () => write(writer, randomBytes(10))));
     expect(results.every((r) => r.status === "rejected")).toBe(true);
     for (const r of results) expect(String((r as PromiseRejectedResult).reason.message)).toMatch(/400.*Too many blobs/);

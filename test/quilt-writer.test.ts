@@ -6,18 +6,22 @@ import { describe, expect, it } from "vitest";
 import { JOIN_GRACE_MS, QuiltAbandoned, QuiltWriter, type Clock, type QuiltSealer, type StoreQuilt } from "../adapters/blobs/quilt-writer.ts";
 import { QUILT_EVENTS, quiltFate, type QuiltEvent, type QuiltMemberRef, type QuiltStored } from "../schemas/relayer/quilt.ts";
 import { quiltLimitsFromEnv } from "../config/env.ts";
+import { nextQuiltMove, nextStoreEstimate } from "../adapters/blobs/quilt-pacing.ts";
 
 class FakeClock implements Clock {
   private timers: { at: number; fn: () => void; live: boolean }[] = [];
-  private now = 0;
+  private t = 0;
+  now() {
+    return this.t;
+  }
   after(ms: number, fn: () => void) {
-    const t = { at: this.now + ms, fn, live: true };
+    const t = { at: this.t + ms, fn, live: true };
     this.timers.push(t);
     return () => void (t.live = false);
   }
   advance(ms: number) {
-    this.now += ms;
-    for (const t of this.timers.filter((x) => x.live && x.at <= this.now)) {
+    this.t += ms;
+    for (const t of this.timers.filter((x) => x.live && x.at <= this.t)) {
       t.live = false;
       t.fn();
     }
@@ -68,7 +72,8 @@ function write(w: QuiltWriter, contents: Uint8Array, jobId = `job${jobs++}`) {
     return o;
   });
 }
-const writer = (store: StoreQuilt, limits: { maxPatches: number; maxBytes: number; maxWaitMs: number }, clock: Clock = new FakeClock(), sealer = recordingSealer().sealer) => new QuiltWriter(store, sealer, limits, clock);
+const writer = (store: StoreQuilt, limits: { maxPatches: number; maxBytes: number; maxWaitMs: number; maxInFlight?: number }, clock: Clock = new FakeClock(), sealer = recordingSealer().sealer) =>
+  new QuiltWriter(store, sealer, { maxInFlight: 4, ...limits }, clock);
 const flushMicrotasks = () => new Promise((r) => setImmediate(r));
 
 describe("quilt writer", () => {
@@ -218,10 +223,61 @@ describe("quilt writer", () => {
     expect(w.reserve(1)).not.toBe(keys[0]); // a closed quilt takes no more reservations
   });
 
-  it("reads its limits from QUILT_MAX_PATCHES, QUILT_MAX_BYTES, QUILT_MAX_WAIT_MS and refuses bad values", () => {
-    expect(quiltLimitsFromEnv({})).toEqual({ maxPatches: 256, maxBytes: 8 * 1024 * 1024, maxWaitMs: 50 });
-    expect(quiltLimitsFromEnv({ QUILT_MAX_PATCHES: "10", QUILT_MAX_BYTES: "2048", QUILT_MAX_WAIT_MS: "5" })).toEqual({ maxPatches: 10, maxBytes: 2048, maxWaitMs: 5 });
-    for (const [k, v] of [["QUILT_MAX_PATCHES", "0"], ["QUILT_MAX_PATCHES", "667"], ["QUILT_MAX_BYTES", "1.5"], ["QUILT_MAX_WAIT_MS", "soon"]]) {
+  it("keeps at most maxInFlight quilts in flight: the next one gathers until one returns, and holds what came meanwhile", async () => {
+    const clock = new FakeClock();
+    const gates: (() => void)[] = [];
+    const { store: record, quilts } = recordingStore();
+    // Each store waits for its own release (the publisher's seconds), in the order the quilts went out.
+    const store: StoreQuilt = (patches) => new Promise<void>((r) => gates.push(r)).then(() => record(patches));
+    const w = writer(store, { maxPatches: 100, maxBytes: 1000, maxWaitMs: 50, maxInFlight: 2 }, clock);
+    const first = write(w, blob(1));
+    clock.advance(50); // nothing in flight: the short wait
+    await flushMicrotasks();
+    expect(gates).toHaveLength(1);
+    const second = write(w, blob(2));
+    clock.advance(50); // one in flight, one place free: the next goes a spacing (here the short wait) after the last
+    await flushMicrotasks();
+    expect(gates).toHaveLength(2);
+    const later = [3, 4, 5].map((t) => write(w, blob(t)));
+    clock.advance(10_000); // both places taken: no timer sends the third, however long the stores take
+    await flushMicrotasks();
+    expect(gates).toHaveLength(2);
+    expect(w.gathered).toBe(3);
+    gates[0]!();
+    await first;
+    await flushMicrotasks();
+    expect(gates).toHaveLength(3); // one returned: the gathered quilt goes at once, with all that came meanwhile
+    gates[1]!();
+    gates[2]!();
+    await Promise.all([second, ...later]);
+    expect(quilts).toEqual([[1], [2], [3, 4, 5]]);
+  });
+
+  it("spaces quilts a maxInFlight-th of one quilt's store apart once it knows the store time, so that they return spread out", async () => {
+    const clock = new FakeClock();
+    // Every store takes 4 s on the fake clock (released by advancing it).
+    const store: StoreQuilt = (patches) => new Promise((r) => clock.after(4_000, () => r({ quiltId: "q", patchIds: new Map(patches.map((p) => [p.identifier, `q:${p.identifier}`])) })));
+    const sentAt: number[] = [];
+    const { sealer } = recordingSealer(() => void sentAt.push(clock.now()));
+    const w = writer(store, { maxPatches: 100, maxBytes: 1000, maxWaitMs: 50, maxInFlight: 4 }, clock, sealer);
+    const all: Promise<unknown>[] = [];
+    // A blob every 100 ms for 20 s, then 10 s more for the last stores.
+    for (let t = 0; t < 30_000; t += 100) {
+      if (t < 20_000) all.push(write(w, blob(1)));
+      clock.advance(100);
+      await flushMicrotasks();
+    }
+    await Promise.all(all);
+    const gaps = sentAt.slice(1).map((t, i) => t - sentAt[i]!);
+    // Before the first answer: a quilt every short wait up to 4 in flight; after it, one every 4 s ÷ 4.
+    expect(gaps.slice(0, 3).every((g) => g <= 100)).toBe(true);
+    expect(gaps.slice(6).every((g) => g >= 1_000 && g <= 1_100)).toBe(true);
+  });
+
+  it("reads its limits from QUILT_MAX_PATCHES, QUILT_MAX_BYTES, QUILT_MAX_WAIT_MS, QUILT_MAX_IN_FLIGHT and refuses bad values", () => {
+    expect(quiltLimitsFromEnv({})).toEqual({ maxPatches: 256, maxBytes: 8 * 1024 * 1024, maxWaitMs: 50, maxInFlight: 4 });
+    expect(quiltLimitsFromEnv({ QUILT_MAX_PATCHES: "10", QUILT_MAX_BYTES: "2048", QUILT_MAX_WAIT_MS: "5", QUILT_MAX_IN_FLIGHT: "2" })).toEqual({ maxPatches: 10, maxBytes: 2048, maxWaitMs: 5, maxInFlight: 2 });
+    for (const [k, v] of [["QUILT_MAX_PATCHES", "0"], ["QUILT_MAX_PATCHES", "667"], ["QUILT_MAX_BYTES", "1.5"], ["QUILT_MAX_WAIT_MS", "soon"], ["QUILT_MAX_IN_FLIGHT", "0"]]) {
       expect(() => quiltLimitsFromEnv({ [k]: v }), `${k}=${v}`).toThrow(k);
     }
   });
@@ -238,5 +294,32 @@ describe("a quilt's fate (schemas/relayer/quilt.ts quiltFate)", () => {
     expect(quiltFate([e(1, QUILT_EVENTS.sealed, { members })])).toEqual({ state: "sealed", seq: 1, members });
     const twice = quiltFate([e(1, QUILT_EVENTS.sealed, { members }), e(2, QUILT_EVENTS.stored, stored), e(3, QUILT_EVENTS.stored, { ...stored, quilt_id: "other" }), e(4, QUILT_EVENTS.abandoned, { by_job: "b" })]);
     expect(twice).toEqual({ state: "sealed", seq: 1, members, stored });
+  });
+});
+
+describe("the quilt writer's pacing (adapters/blobs/quilt-pacing.ts nextQuiltMove)", () => {
+  const pacing = { maxInFlight: 4, maxWaitMs: 50 };
+  const at = (inFlight: number, sinceFirstMs: number, sinceLastCloseMs?: number, storeMs?: number) => nextQuiltMove({ inFlight, sinceFirstMs, sinceLastCloseMs, storeMs }, pacing);
+
+  it("given nothing in flight, a quilt waits the short wait from its first reservation", () => {
+    expect(at(0, 0)).toEqual({ kind: "wait", ms: 50 });
+    expect(at(0, 20, 5_000, 4_000)).toEqual({ kind: "wait", ms: 30 });
+    expect(at(0, 50)).toEqual({ kind: "close" });
+  });
+
+  it("given a place free, it goes a maxInFlight-th of one store after the last quilt, never sooner than the short wait", () => {
+    expect(at(1, 0, 10, 4_000)).toEqual({ kind: "wait", ms: 990 });
+    expect(at(3, 0, 1_000, 4_000)).toEqual({ kind: "close" });
+    expect(at(1, 0, 10, 100)).toEqual({ kind: "wait", ms: 40 }); // a fast store: the short wait spaces them
+    expect(at(1, 0, 10, undefined)).toEqual({ kind: "wait", ms: 40 }); // no store answered yet
+  });
+
+  it("given maxInFlight quilts in flight, it holds until one returns, however long it has gathered", () => {
+    expect(at(4, 60_000, 60_000, 4_000)).toEqual({ kind: "hold" });
+  });
+
+  it("estimates the store time from the recent stores", () => {
+    expect(nextStoreEstimate(undefined, 4_000)).toBe(4_000);
+    expect(nextStoreEstimate(4_000, 2_000)).toBeCloseTo(3_400);
   });
 });

@@ -31,9 +31,9 @@ const settled = async () => {
 
 describe("MEMRELAY_STORE_MODE", () => {
   it("is quilt by default, blob when asked, and a start refuses anything else", () => {
-    expect(loadConfig({}).storeMode).toEqual({ mode: "quilt", limits: { maxPatches: 256, maxBytes: 8 * 1024 * 1024, maxWaitMs: 50 } });
+    expect(loadConfig({}).storeMode).toEqual({ mode: "quilt", limits: { maxPatches: 256, maxBytes: 8 * 1024 * 1024, maxWaitMs: 50, maxInFlight: 4 } });
     expect(loadConfig({ MEMRELAY_STORE_MODE: "blob" }).storeMode).toEqual({ mode: "blob" });
-    expect(loadConfig({ MEMRELAY_STORE_MODE: " Quilt ", QUILT_MAX_PATCHES: "12" }).storeMode).toEqual({ mode: "quilt", limits: { maxPatches: 12, maxBytes: 8 * 1024 * 1024, maxWaitMs: 50 } });
+    expect(loadConfig({ MEMRELAY_STORE_MODE: " Quilt ", QUILT_MAX_PATCHES: "12" }).storeMode).toEqual({ mode: "quilt", limits: { maxPatches: 12, maxBytes: 8 * 1024 * 1024, maxWaitMs: 50, maxInFlight: 4 } });
     expect(() => loadConfig({ MEMRELAY_STORE_MODE: "quilts" })).toThrow(ConfigError);
     expect(() => loadConfig({ MEMRELAY_STORE_MODE: "quilt", QUILT_MAX_WAIT_MS: "soon" })).toThrow(/QUILT_MAX_WAIT_MS/);
     // The quilt limits of a blob-mode start are not read: a blob-mode relayer does not fail on them.

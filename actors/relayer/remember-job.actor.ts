@@ -45,11 +45,17 @@ export interface RememberJobPorts {
   readonly lexical?: LexicalKeyring;
   /** Pause between wallet attempts, growing linearly (the host's schedule, not a machine timer). */
   readonly attemptDelayMs?: number;
+  /**
+   * How long the blob port lets a store wait for the publisher (BLOBSTORE_STORE_TIMEOUT_MS): an effect that waits on
+   * a store is given that long (and heartbeats meanwhile), so a store only queued at the publisher is never given up
+   * by the host and sent again behind itself.
+   */
+  readonly storeTimeoutMs?: number;
 }
 
 const encoder = new TextEncoder();
 
-/** Beyond the embedding's deadline, what the store effect may spend encrypting and uploading. */
+/** Beyond the embedding's deadline and the store's own limit, what the store effect may spend encrypting and uploading. */
 const STORE_MARGIN_MS = 120_000;
 /** Heartbeats while windows progress: often enough for the consumer's ack wait (30 s), rare enough to cost nothing on short texts. */
 const HEARTBEAT_EVERY_MS = 5_000;
@@ -63,6 +69,15 @@ function throttled(beat: () => void, everyMs: number): () => void {
     last = now;
     beat();
   };
+}
+
+/**
+ * Heartbeats while `pending` runs: a store waits as long as the publisher's queue, and a delivery silent for the
+ * consumer's ack wait would be handed to another worker, which would store the same memory again.
+ */
+function beatingWhile<T>(pending: Promise<T>, heartbeat: () => void): Promise<T> {
+  const beat = setInterval(heartbeat, HEARTBEAT_EVERY_MS);
+  return pending.finally(() => clearInterval(beat));
 }
 
 /** Base64 of a ciphertext recorded in `job.encrypted`. */
@@ -80,8 +95,8 @@ async function quiltOutcome(ports: RememberJobPorts, jobId: string, ctx: JobCont
 }
 
 /** Stores the ciphertext as its own blob, sent to its owner (blob mode), trying wallets as the machine allows. */
-function storeBlob(ctx: JobContext, ports: RememberJobPorts, ciphertext: Uint8Array, embedded: { vector_f32: string; embedder: string }) {
-  return withWallets(ctx, ports, async (nextWallet) => ({ value: await ports.blobs.store(ciphertext, { sendObjectTo: ctx.owner }), wallet: nextWallet() }), ({ value: stored }) =>
+function storeBlob(ctx: JobContext, ports: RememberJobPorts, ciphertext: Uint8Array, embedded: { vector_f32: string; embedder: string }, heartbeat: () => void) {
+  return withWallets(ctx, ports, async (nextWallet) => ({ value: await beatingWhile(ports.blobs.store(ciphertext, { sendObjectTo: ctx.owner }), heartbeat), wallet: nextWallet() }), ({ value: stored }) =>
     jobEvent(JOB_EVENTS.uploaded, { blob_id: stored.blobId, size: stored.size, ...embedded }),
   );
 }
@@ -133,8 +148,13 @@ export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<Remem
       const who = d && typeof d.owner === "string" && typeof d.namespace === "string" ? { owner: storableText(d.owner), namespace: storableText(d.namespace) } : {};
       return [jobEvent(JOB_EVENTS.failed, { error: `set aside: ${error}`, attempts: 0, set_aside: true, ...who })];
     },
-    // A long text's embedding may outlast the host's default effect timeout; its own deadline bounds it instead.
-    effectBudgetMs: (effect, command) => (effect === "store" && typeof command.data?.text === "string" ? ports.embedder.deadlineMsFor(command.data.text) + STORE_MARGIN_MS : 0),
+    // A long text's embedding may outlast the host's default effect timeout; its own deadline bounds it instead. The
+    // effects that wait on a store (the blob's, or the quilt's) get the store's own limit on top.
+    effectBudgetMs: (effect, command) => {
+      const store = (ports.storeTimeoutMs ?? 0) + STORE_MARGIN_MS;
+      if (effect === "store") return store + (typeof command.data?.text === "string" ? ports.embedder.deadlineMsFor(command.data.text) : 0);
+      return effect === "gather" || effect === "quilt" ? store : 0;
+    },
     decide: (snapshot, command) => {
       if (command.type !== "remember.start" || snapshot.value !== "pending") return [];
       const d = command.data;
@@ -161,17 +181,17 @@ export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<Remem
               jobEvent(JOB_EVENTS.quiltJoined, { quilt: ports.quilts.reserve(ciphertext.byteLength) }),
             ];
           }
-          return yield* storeBlob(ctx, ports, ciphertext, embedded);
+          return yield* storeBlob(ctx, ports, ciphertext, embedded, heartbeat);
         }),
       // The recorded ciphertext joins a quilt (again, after its first quilt went out without it); a host that runs
       // in blob mode now stores it as its own blob.
-      gather: ({ context: ctx }) => {
+      gather: ({ context: ctx, heartbeat }) => {
         const ciphertext = Buffer.from(ctx.ciphertext!, "base64");
         if (ports.quilts) return Effect.succeed([jobEvent(JOB_EVENTS.quiltJoined, { quilt: ports.quilts.reserve(ciphertext.byteLength) })]);
-        return storeBlob(ctx, ports, ciphertext, { vector_f32: ctx.vector_f32!, embedder: ctx.embedder ?? ports.embedder.name });
+        return storeBlob(ctx, ports, ciphertext, { vector_f32: ctx.vector_f32!, embedder: ctx.embedder ?? ports.embedder.name }, heartbeat);
       },
-      quilt: ({ aggregateId, context: ctx }) =>
-        withWallets(ctx, ports, async (nextWallet) => ({ value: await quiltOutcome(ports, aggregateId, ctx), wallet: nextWallet() }), ({ value: outcome }) =>
+      quilt: ({ aggregateId, context: ctx, heartbeat }) =>
+        withWallets(ctx, ports, async (nextWallet) => ({ value: await beatingWhile(quiltOutcome(ports, aggregateId, ctx), heartbeat), wallet: nextWallet() }), ({ value: outcome }) =>
           outcome.kind === "left"
             ? jobEvent(JOB_EVENTS.quiltLeft, { quilt: ctx.quilt!, reason: outcome.reason })
             : jobEvent(JOB_EVENTS.uploaded, { blob_id: outcome.quiltPatchId, size: ctx.size ?? 0, vector_f32: ctx.vector_f32!, embedder: ctx.embedder ?? ports.embedder.name }),

@@ -1,7 +1,8 @@
 // Gathers the ciphertexts of remember jobs in flight (any owner's) into Walrus quilts: a quilt goes out when it holds
-// QUILT_MAX_PATCHES members, when QUILT_MAX_BYTES would be passed, or QUILT_MAX_WAIT_MS after its first reservation,
-// whichever comes first. One store for the lot (Walrus charges every blob a fixed metadata overhead that dominates
-// small blobs); each member gets its own quilt patch id. A blob over QUILT_MAX_BYTES goes alone, in a quilt of one.
+// QUILT_MAX_PATCHES members, when QUILT_MAX_BYTES would be passed, or when its pacing says so (quilt-pacing.ts: up to
+// QUILT_MAX_IN_FLIGHT quilts in flight, spaced a share of one quilt's store apart; QUILT_MAX_WAIT_MS after its first
+// reservation when none is in flight). One store for the lot (Walrus charges every blob a fixed metadata overhead that
+// dominates small blobs); each member gets its own quilt patch id. A blob over QUILT_MAX_BYTES goes alone.
 //
 // Crash safety is a protocol in two steps, so that a ciphertext is never in two quilts:
 //   1. `reserve` names the quilt (a fresh key) a job will join; the job records that key in its own events before
@@ -12,6 +13,7 @@
 import { randomUUID } from "node:crypto";
 import type { QuiltLimits } from "../../config/env.ts";
 import type { QuiltMemberRef, QuiltStored } from "../../schemas/relayer/quilt.ts";
+import { nextQuiltMove, nextStoreEstimate } from "./quilt-pacing.ts";
 
 /** Stores patches as one quilt; answers the quilt's blob id and each identifier's quilt patch id. */
 export type StoreQuilt = (patches: readonly { identifier: string; contents: Uint8Array }[]) => Promise<{ quiltId: string; patchIds: ReadonlyMap<string, string> }>;
@@ -33,6 +35,8 @@ export type QuiltOutcome = { readonly kind: "stored"; readonly quiltId: string; 
 export interface Clock {
   /** Runs `fn` after `ms`; the returned function cancels it. */
   after(ms: number, fn: () => void): () => void;
+  /** Milliseconds on a monotonic clock. */
+  now(): number;
 }
 
 export const realClock: Clock = {
@@ -40,6 +44,7 @@ export const realClock: Clock = {
     const t = setTimeout(fn, ms);
     return () => clearTimeout(t);
   },
+  now: () => performance.now(),
 };
 
 interface Member {
@@ -52,12 +57,14 @@ interface Member {
 
 interface Gathering {
   readonly key: string;
+  /** The clock's reading at its first reservation. */
+  readonly firstAt: number;
   reserved: number;
   reservedBytes: number;
   readonly members: Member[];
-  /** No further reservations: it goes out once every reserved member has joined, or at its wait. */
+  /** Closed, no further reservations: it goes out once every reserved member has joined, or at its join grace. */
   full: boolean;
-  cancelTimer?: () => void;
+  cancelGrace?: () => void;
 }
 
 const left = (reason: string): QuiltOutcome => ({ kind: "left", reason });
@@ -78,6 +85,11 @@ export class QuiltWriter {
   /** Quilts sealed and being stored, by key: their members. */
   private readonly sending = new Map<string, ReadonlyMap<string, Member>>();
   private readonly inFlight = new Set<Promise<void>>();
+  /** The pacing's next look at the current quilt. */
+  private cancelPace: (() => void) | undefined;
+  private lastCloseAt: number | undefined;
+  /** One quilt's store time, estimated from the recent ones. */
+  private storeMs: number | undefined;
 
   constructor(
     private readonly store: StoreQuilt,
@@ -101,10 +113,12 @@ export class QuiltWriter {
       this.close(g);
       g = undefined;
     }
+    const fresh = !g;
     g ??= this.current = this.startGathering();
     g.reserved++;
     g.reservedBytes += bytes;
     if (g.reserved >= this.limits.maxPatches) this.close(g);
+    else if (fresh) this.pace();
     return g.key;
   }
 
@@ -138,6 +152,7 @@ export class QuiltWriter {
 
   /** Sends what is gathered now and waits for every quilt in flight (a stop drains, it does not drop). */
   async drain(): Promise<void> {
+    this.cancelPace?.();
     for (const g of [...this.open.values()]) this.flush(g);
     while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
   }
@@ -150,34 +165,62 @@ export class QuiltWriter {
   }
 
   private startGathering(): Gathering {
-    const g: Gathering = { key: this.newKey(), reserved: 0, reservedBytes: 0, members: [], full: false };
-    g.cancelTimer = this.clock.after(this.limits.maxWaitMs, () => this.close(g));
+    const g: Gathering = { key: this.newKey(), firstAt: this.clock.now(), reserved: 0, reservedBytes: 0, members: [], full: false };
     this.open.set(g.key, g);
     return g;
+  }
+
+  /** Quilts closed and not over: waiting for their members, being sealed or stored. */
+  private get quiltsInFlight(): number {
+    let n = this.sending.size;
+    for (const g of this.open.values()) if (g.full) n++;
+    return n;
+  }
+
+  /** Asks the pacing about the current quilt (on its first reservation, and whenever a quilt in flight is over). */
+  private pace(): void {
+    this.cancelPace?.();
+    this.cancelPace = undefined;
+    const g = this.current;
+    if (!g) return;
+    const now = this.clock.now();
+    const move = nextQuiltMove(
+      { inFlight: this.quiltsInFlight, sinceFirstMs: now - g.firstAt, sinceLastCloseMs: this.lastCloseAt === undefined ? undefined : now - this.lastCloseAt, storeMs: this.storeMs },
+      this.limits,
+    );
+    if (move.kind === "close") this.close(g);
+    else if (move.kind === "wait") this.cancelPace = this.clock.after(move.ms, () => this.pace());
   }
 
   /** Takes no more reservations; goes out once every reserved member has joined, or JOIN_GRACE_MS from now. */
   private close(g: Gathering): void {
     g.full = true;
-    if (this.current === g) this.current = undefined;
+    this.lastCloseAt = this.clock.now();
+    if (this.current === g) {
+      this.current = undefined;
+      this.cancelPace?.();
+      this.cancelPace = undefined;
+    }
     if (g.members.length >= g.reserved) return this.flush(g);
-    g.cancelTimer?.();
-    g.cancelTimer = this.clock.after(JOIN_GRACE_MS, () => this.flush(g));
+    g.cancelGrace = this.clock.after(JOIN_GRACE_MS, () => this.flush(g));
   }
 
   private flush(g: Gathering): void {
     if (!this.open.delete(g.key)) return;
-    g.cancelTimer?.();
+    g.cancelGrace?.();
     if (this.current === g) this.current = undefined;
     // Nothing joined: nothing is sealed, and a late member finds the key unsealed in the log and abandons it.
-    if (!g.members.length) return;
+    if (!g.members.length) return this.pace();
     const batch = g.members;
     const members = new Map(batch.map((m) => [m.jobId, m]));
     this.sending.set(g.key, members);
     // Identifiers only need to be unique within the quilt; the sealed list ties each to its job.
     const width = String(batch.length - 1).length;
     const refs = batch.map((m, i) => ({ job_id: m.jobId, identifier: `p${String(i).padStart(width, "0")}` }));
-    const done = this.sealAndStore(g.key, batch, refs).finally(() => this.sending.delete(g.key));
+    const done = this.sealAndStore(g.key, batch, refs).finally(() => {
+      this.sending.delete(g.key);
+      this.pace();
+    });
     const tracked = done.finally(() => this.inFlight.delete(tracked));
     this.inFlight.add(tracked);
   }
@@ -192,11 +235,13 @@ export class QuiltWriter {
     }
     let stored: QuiltStored;
     try {
+      const sentAt = this.clock.now();
       const { quiltId, patchIds } = await this.store(batch.map((m, i) => ({ identifier: refs[i].identifier, contents: m.contents })));
       const patches = refs.map((r) => ({ job_id: r.job_id, patch_id: patchIds.get(r.identifier) }));
       const missing = patches.find((p) => !p.patch_id);
       if (missing) throw new Error(`the publisher stored quilt ${quiltId} without patch ${refs.find((r) => r.job_id === missing.job_id)!.identifier}`);
       stored = { quilt_id: quiltId, patches: patches as QuiltStored["patches"] };
+      this.storeMs = nextStoreEstimate(this.storeMs, this.clock.now() - sentAt);
     } catch (err) {
       for (const m of batch) m.reject(err);
       return;

@@ -21,7 +21,14 @@ export interface WalrusHttpOptions {
   /** Delay before racing the next aggregator (default 150 ms); 0 races all at once. */
   readonly raceAfterMs?: number;
   readonly epochs?: number;
+  /** A read's limit (default 30 s). */
   readonly timeoutMs?: number;
+  /**
+   * A store's limit (default 10 min). A publisher stores a few blobs at a time (its sub-wallets) and queues the rest
+   * without a word, so a store's answer may come minutes late under load: a short limit gave up stores that were only
+   * queued and sent them again, to the back of the same queue, until none finished (issue 31).
+   */
+  readonly storeTimeoutMs?: number;
   readonly cacheTtlSecs: number;
   readonly cacheMaxBytes: number;
   readonly cacheTotalBytes?: number;
@@ -37,6 +44,8 @@ interface QuiltStored { blobStoreResult: NewlyCreated | AlreadyCertified; stored
 
 /** How long a close lets requests in flight finish before it aborts them. */
 const CLOSE_GRACE_MS = 1_000;
+const READ_TIMEOUT_MS = 30_000;
+const STORE_TIMEOUT_MS = 600_000;
 
 export class WalrusHttpBlobs implements BlobPort {
   private readonly agent = new Agent({ connections: 128, pipelining: 1, keepAliveTimeout: 30_000 });
@@ -50,7 +59,7 @@ export class WalrusHttpBlobs implements BlobPort {
     const q = new URLSearchParams({ epochs: String(o.epochs ?? this.opts.epochs ?? 2) });
     if (o.deletable) q.set("deletable", "true");
     if (o.sendObjectTo) q.set("send_object_to", o.sendObjectTo);
-    const res = await this.call(`${this.opts.publisherUrl}/v1/blobs?${q}`, { method: "PUT", body: bytes });
+    const res = await this.call(`${this.opts.publisherUrl}/v1/blobs?${q}`, { method: "PUT", body: bytes, timeoutMs: this.opts.storeTimeoutMs ?? STORE_TIMEOUT_MS });
     const body = (await res.body.json()) as NewlyCreated | AlreadyCertified;
     if ("newlyCreated" in body) {
       const b = body.newlyCreated.blobObject;
@@ -70,7 +79,7 @@ export class WalrusHttpBlobs implements BlobPort {
     if (o.sendObjectTo) q.set("send_object_to", o.sendObjectTo);
     const form = new FormData();
     for (const p of patches) form.append(p.identifier, new Blob([p.contents]), p.identifier);
-    const res = await this.call(`${this.opts.publisherUrl}/v1/quilts?${q}`, { method: "PUT", body: form });
+    const res = await this.call(`${this.opts.publisherUrl}/v1/quilts?${q}`, { method: "PUT", body: form, timeoutMs: this.opts.storeTimeoutMs ?? STORE_TIMEOUT_MS });
     const body = (await res.body.json()) as QuiltStored;
     const r = body.blobStoreResult;
     const quiltId = r && "newlyCreated" in r ? r.newlyCreated.blobObject.blobId : r && "alreadyCertified" in r ? r.alreadyCertified.blobId : undefined;
@@ -123,7 +132,8 @@ export class WalrusHttpBlobs implements BlobPort {
     });
   }
 
-  private async call(url: string, init: { method: string; body?: Uint8Array | FormData; signal?: AbortSignal }) {
+  private async call(url: string, init: { method: string; body?: Uint8Array | FormData; signal?: AbortSignal; timeoutMs?: number }) {
+    const timeoutMs = init.timeoutMs ?? this.opts.timeoutMs ?? READ_TIMEOUT_MS;
     let res;
     try {
       res = await request(url, {
@@ -131,8 +141,8 @@ export class WalrusHttpBlobs implements BlobPort {
         body: init.body,
         signal: init.signal,
         dispatcher: this.agent,
-        headersTimeout: this.opts.timeoutMs ?? 30_000,
-        bodyTimeout: this.opts.timeoutMs ?? 30_000,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
         // a FormData body brings its own multipart content type
         headers: init.body instanceof Uint8Array ? { "content-type": "application/octet-stream" } : undefined,
       });

@@ -141,11 +141,13 @@ async function closedLoop(ctx: Ctx, label: string, clients: readonly MemrelayCli
  * Where a remember's time went, from its job's events (one clock, this machine): accepted → uploaded (pickup, embed,
  * encrypt, and the blob's store: per-blob its own, quilt the gather and the quilt's store), uploaded → indexed (the
  * record transaction: batch gather, wallet wait, finality), indexed → the client has done (projection, long poll).
+ * In quilt mode accepted → uploaded is split at `job.encrypted`: the work on this machine's CPU before it, the quilt's
+ * wait and store after it.
  */
 async function traceJobs(env: BenchEnv, run: Measured): Promise<string> {
   const store = new EventStore(env.log.js, env.log.jsm);
   const step = Math.max(1, Math.floor(run.jobIds.length / TRACE_SAMPLE));
-  const upload: number[] = [], record: number[] = [];
+  const upload: number[] = [], record: number[] = [], cpu: number[] = [], quilt: number[] = [];
   const attemptErrors: string[] = [];
   for (let i = 0; i < run.jobIds.length; i += step) {
     const { events } = await store.load(`job.${run.jobIds[i]}`);
@@ -154,6 +156,11 @@ async function traceJobs(env: BenchEnv, run: Measured): Promise<string> {
     if (!acc || !up || !idx) continue;
     const tAccepted = Date.parse((acc.data as { accepted_at: string }).accepted_at);
     upload.push(Date.parse(up.occurred_at) - tAccepted);
+    const enc = at(JOB_EVENTS.encrypted);
+    if (enc) {
+      cpu.push(Date.parse(enc.occurred_at) - tAccepted);
+      quilt.push(Date.parse(up.occurred_at) - Date.parse(enc.occurred_at));
+    }
     record.push(Date.parse(idx.occurred_at) - Date.parse(up.occurred_at));
     for (const e of events) if (e.event.type === JOB_EVENTS.uploadAttemptFailed) attemptErrors.push((e.event.data as { error: string }).error.slice(0, 120));
   }
@@ -161,7 +168,8 @@ async function traceJobs(env: BenchEnv, run: Measured): Promise<string> {
     const s = summarize(x);
     return `p50 ${int(s.p50)} / p99 ${int(s.p99)} ms`;
   };
-  return `${upload.length} jobs sampled: accepted → uploaded (embed, encrypt, store) ${f(upload)}; uploaded → indexed (record transaction) ${f(record)}; failed attempts ${attemptErrors.length}${attemptErrors.length ? ` (first: ${attemptErrors[0]})` : ""}`;
+  const split = cpu.length ? ` [accepted → encrypted (pickup, embed, encrypt) ${f(cpu)}; encrypted → uploaded (quilt wait + store) ${f(quilt)}]` : "";
+  return `${upload.length} jobs sampled: accepted → uploaded (embed, encrypt, store) ${f(upload)}${split}; uploaded → indexed (record transaction) ${f(record)}; failed attempts ${attemptErrors.length}${attemptErrors.length ? ` (first: ${attemptErrors[0]})` : ""}`;
 }
 
 /**
