@@ -8,9 +8,16 @@
 // Every call is logged (start, end, kind, whether it failed after its retries) for the per-fault figures, and every
 // 202 is kept with its texts for the accounting.
 import { randomBytes } from "node:crypto";
+import { Agent as UndiciAgent } from "undici";
 import { MemrelayClient, RelayerError, type RememberAnswer, type RememberBulkAnswer } from "../../client/memrelay-client.ts";
 
 const RETRIES = 4;
+
+/**
+ * Every call of the run gives up after 30 s without an answer (undici waits 5 minutes by default): a request the
+ * relayer holds for good then counts as a failed call and the run goes on to report it, instead of hanging.
+ */
+export const boundedCalls = new UndiciAgent({ headersTimeout: 30_000, bodyTimeout: 30_000 });
 const FIRST_BACKOFF_MS = 200;
 
 export type CallKind = "write" | "read";
@@ -51,7 +58,7 @@ export class Agent {
     private readonly calls: CallRecord[],
     private readonly accepted: Accepted[],
   ) {
-    this.clients = gateways.map((baseUrl) => new MemrelayClient({ baseUrl, delegatePrivateKey: who.delegateSecretKey, accountId: who.accountId, encryptionSession: who.session }));
+    this.clients = gateways.map((baseUrl) => new MemrelayClient({ baseUrl, delegatePrivateKey: who.delegateSecretKey, accountId: who.accountId, encryptionSession: who.session, agent: boundedCalls }));
     this.at = id % gateways.length;
   }
 
