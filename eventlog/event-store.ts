@@ -6,7 +6,6 @@ import { UPCASTERS } from "../schemas/upcasters.ts";
 import { isWrongLastSequence } from "./jetstream-errors.ts";
 import { lastEventSeq } from "./last-message.ts";
 import { STREAMS, aggregateEventSubject } from "./subjects.ts";
-import { LIVE_CONSUME } from "./live-consume.ts";
 
 export class ConcurrencyConflict extends Error {
   constructor(readonly subject: string, readonly expected: number) {
@@ -33,10 +32,18 @@ export interface AppendContext {
  */
 const LOAD_IDLE_MS = 10_000;
 
+/**
+ * The log did not deliver an aggregate's history: an outage of the event log (its code is the one the unavailability
+ * check knows: adapters/unavailable.ts), so a caller retries it rather than taking it for a bad command.
+ */
+export class HistoryStalled extends Error {
+  readonly code = "ETIMEDOUT";
+}
+
 /** The iterator's next value, undefined when it ended; throws when none came within `ms`. */
 async function nextWithin<T>(it: AsyncIterator<T>, ms: number): Promise<T | undefined> {
   let timer: NodeJS.Timeout | undefined;
-  const silent = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no event delivered within ${ms} ms`)), ms)));
+  const silent = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new HistoryStalled(`no event delivered within ${ms} ms`)), ms)));
   try {
     const r = await Promise.race([it.next(), silent]);
     return r.done ? undefined : r.value;
@@ -116,7 +123,7 @@ export class EventStore<C = AnyCatalogue> {
     });
     const out: StoredEvent<EventOf<C>>[] = [];
     try {
-      const it = await consumer.consume({ ...LIVE_CONSUME, max_messages: 256 });
+      const it = await consumer.consume({ max_messages: 256 });
       const messages = it[Symbol.asyncIterator]();
       for (let at = afterSeq; at < last; ) {
         const m = await nextWithin(messages, LOAD_IDLE_MS).catch((err: unknown) => {
@@ -124,7 +131,7 @@ export class EventStore<C = AnyCatalogue> {
           throw err;
         });
         // An ended or silent consumer has not delivered the history up to `last`: a part of it is not the state.
-        if (!m) throw new Error(`reading ${aggregate}'s events ended at sequence ${at} of ${last}`);
+        if (!m) throw new HistoryStalled(`reading ${aggregate}'s events ended at sequence ${at} of ${last}`);
         for (const event of decodeCommit(m.data).events) out.push({ seq: m.seq, subject: m.subject, event: event as EventOf<C> });
         at = m.seq;
       }
