@@ -65,6 +65,9 @@ export interface Accounting {
   /** Why: each distinct recall error, or "another memory first", with how many. */
   readonly notRecalledReasons: Record<string, number>;
   readonly deadLetters: string;
+  /** Why the failed jobs failed, and why each dead letter was set aside: each distinct error, with how many. */
+  readonly failedReasons: Record<string, number>;
+  readonly deadLetterErrors: Record<string, number>;
 }
 
 export interface ChaosResult {
@@ -206,7 +209,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     const load = Promise.all(agents.map((a) => a.runUntil(() => stopped, opts.stepPauseMs)));
     log(`${opts.agents} agents of ${opts.owners} owners running`);
 
-    const faults: FaultFigures[] = [];
+    /** Each fault's window; its figures are taken once the load has stopped, so that calls in flight at its end count. */
+    const windows: { fault: FaultName; t0: number; t1: number }[] = [];
     /** How many starts each killed process took to serve again (more than 1: it exited while the cluster settled). */
     const restarts: string[] = [];
     /** Kills a relayer process with -9 and, after half the pause, starts it again as it was. */
@@ -264,12 +268,13 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
         log(`  Postgres standby stopped for ${opts.pauseMs / 1000} s`);
       }
       await sleep(opts.quietMs);
-      faults.push(figures(fault, t0, Date.now(), calls, baselineEnd));
+      windows.push({ fault, t0, t1: Date.now() });
     }
     stopped = true;
     await load;
+    const faults = windows.map((w) => figures(w.fault, w.t0, w.t1, calls, baselineEnd));
     log(`load stopped: ${accepted.length} memories accepted, ${calls.length} calls`);
-    const accounting = await account(gateways, stackFile.database_url, stackFile.blobstore_url, identities, accepted, env, log);
+    const accounting = await account(gateways, stackFile.nats_url, stackFile.database_url, stackFile.blobstore_url, identities, accepted, env, log);
     return { faults, restarts, accounting, totalCalls: calls.length, failedCalls: calls.filter((c) => c.failed).length };
   } finally {
     await run.cleanup();
@@ -277,7 +282,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
 }
 
 /** After the faults: every 202 settled with a reason, rows per owner, no duplicate, each done memory recalled by its text. */
-async function account(gateways: readonly string[], databaseUrl: string, blobstoreUrl: string, identities: readonly AgentIdentity[], accepted: readonly Accepted[], env: Record<string, string>, log: (l: string) => void): Promise<Accounting> {
+async function account(gateways: readonly string[], natsUrl: string, databaseUrl: string, blobstoreUrl: string, identities: readonly AgentIdentity[], accepted: readonly Accepted[], env: Record<string, string>, log: (l: string) => void): Promise<Accounting> {
   const byOwner = new Map(identities.map((w) => [w.owner, new MemrelayClient({ baseUrl: gateways[0]!, delegatePrivateKey: w.delegateSecretKey, accountId: w.accountId, encryptionSession: w.session, agent: boundedCalls })]));
   const status = new Map<string, { status: string; error?: string }>();
   const deadline = Date.now() + 60_000;
@@ -343,6 +348,7 @@ async function account(gateways: readonly string[], databaseUrl: string, blobsto
   log(`recalled by their own text: ${done.length - misses.length} of ${done.length}`);
   const lag = memrelay(env, "lag");
   const deadLetters = (lag.out.match(/^.*dead letters.*$/gm) ?? []).join("\n");
+  const deadLetterErrors = deadLetters ? await deadLetterErrorsOf(natsUrl) : [];
   return {
     accepted: accepted.length,
     done: done.length,
@@ -356,7 +362,26 @@ async function account(gateways: readonly string[], databaseUrl: string, blobsto
     notRecalledByOwnText: misses.length,
     notRecalledReasons: countBy(misses),
     deadLetters,
+    failedReasons: countBy(failed.map((a) => (status.get(a.jobId)?.error ?? "").slice(0, 160))),
+    deadLetterErrors: countBy(deadLetterErrors),
   };
+}
+
+/** The errors the DLQ stream's records were set aside with (records carry no payload). */
+async function deadLetterErrorsOf(natsUrl: string): Promise<string[]> {
+  const nc = await connect({ servers: natsUrl.split(",") });
+  try {
+    const jsm = await jetstreamManager(nc);
+    const last = (await jsm.streams.info(STREAMS.deadLetters)).state.last_seq;
+    const out: string[] = [];
+    for (let seq = Math.max(1, last - 199); seq <= last; seq++) {
+      const m = await jsm.streams.getMessage(STREAMS.deadLetters, { seq }).catch(() => null);
+      if (m) out.push(`${(m.json<{ aggregate: string; error: string }>().error ?? "").slice(0, 160)}`);
+    }
+    return out;
+  } finally {
+    await nc.close();
+  }
 }
 
 /** Why a recall dropped its memory: what the blob store answers for the memory's blob (unreadable, or readable and then not decryptable). */
@@ -389,6 +414,6 @@ export function formatResult(opts: ChaosOptions, r: ChaosResult): string {
     "|---|---|---|---|---|",
     ...r.faults.map((f) => `| ${f.fault} | ${seconds(f.writeRecoveryMs)} | ${seconds(f.readRecoveryMs)} | ${f.calls} | ${f.failedCalls} (${((100 * f.failedCalls) / Math.max(1, f.calls)).toFixed(2)} %)${f.failedCalls ? `: ${Object.entries(f.reasons).map(([r, n]) => `${n}× ${r}`).join("; ")}` : ""} |`),
     "",
-    `Accounting: ${a.accepted} accepted (202), ${a.done} done, ${a.failed} failed (${a.failedWithoutReason} without a reason), ${a.unsettled} not settled${a.unsettled ? ` (${Object.entries(a.unsettledStatuses).map(([st, n]) => `${n}× ${st}`).join(", ")})` : ""}; owners whose rows ≠ accepted − failed: ${a.ownerMismatches.length}${a.ownerMismatches.length ? ` (${a.ownerMismatches.map((m) => `${m.rows} rows for ${m.expected}`).join(", ")})` : ""}; duplicate rows: ${a.duplicateIds}; rows under a job id no 202 named: ${a.unnamedRows}; done memories not recalled first by their own text: ${a.notRecalledByOwnText}${a.notRecalledByOwnText ? ` (${Object.entries(a.notRecalledReasons).map(([r, n]) => `${n}× ${r}`).join("; ")})` : ""}; dead letters: ${a.deadLetters || "none"}. All calls: ${r.totalCalls}, failed after retries: ${r.failedCalls}. Killed processes started again (as a Restart=always unit would): ${r.restarts.join(", ")}.`,
+    `Accounting: ${a.accepted} accepted (202), ${a.done} done, ${a.failed} failed (${a.failedWithoutReason} without a reason), ${a.unsettled} not settled${a.unsettled ? ` (${Object.entries(a.unsettledStatuses).map(([st, n]) => `${n}× ${st}`).join(", ")})` : ""}; owners whose rows ≠ accepted − failed: ${a.ownerMismatches.length}${a.ownerMismatches.length ? ` (${a.ownerMismatches.map((m) => `${m.rows} rows for ${m.expected}`).join(", ")})` : ""}; duplicate rows: ${a.duplicateIds}; rows under a job id no 202 named: ${a.unnamedRows}; done memories not recalled first by their own text: ${a.notRecalledByOwnText}${a.notRecalledByOwnText ? ` (${Object.entries(a.notRecalledReasons).map(([r, n]) => `${n}× ${r}`).join("; ")})` : ""}; dead letters: ${a.deadLetters || "none"}${Object.keys(a.deadLetterErrors).length ? ` (${Object.entries(a.deadLetterErrors).map(([e, n]) => `${n}× ${e}`).join("; ")})` : ""}${a.failed ? `; failed jobs: ${Object.entries(a.failedReasons).map(([e, n]) => `${n}× ${e}`).join("; ")}` : ""}. All calls: ${r.totalCalls}, failed after retries: ${r.failedCalls}. Killed processes started again (as a Restart=always unit would): ${r.restarts.join(", ")}.`,
   ].join("\n");
 }
