@@ -4,7 +4,10 @@
 const NET_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENOTCONN", "EAI_AGAIN"]);
 // SQLSTATE classes: 08 connection exception, 53 insufficient resources, 57P0x operator intervention (shutdown).
 const SQLSTATE_UNAVAILABLE = /^(08|53|57P0)/;
-const MESSAGES = /connection terminated|connection (?:error|closed)|timeout exceeded when trying to connect|client has encountered a connection error|the database system is|CONNECTION_CLOSED|CONNECTION_DRAINING|DISCONNECT|no responders|TIMEOUT|timed out|closed connection/i;
+// JetStream's "system temporarily unavailable" (10008) and "jetstream is not enabled" come from a cluster electing
+// leaders or a node whose JetStream is still starting: an actor host took them for defects and set remember jobs
+// aside as failed (issue 32's chaos run).
+const MESSAGES = /connection terminated|connection (?:error|closed)|timeout exceeded when trying to connect|client has encountered a connection error|the database system is|CONNECTION_CLOSED|CONNECTION_DRAINING|DISCONNECT|no responders|TIMEOUT|timed out|closed connection|temporarily unavailable|jetstream is not enabled/i;
 
 export function isUnavailable(err: unknown, depth = 0): boolean {
   if (!err || typeof err !== "object" || depth > 3) return false;

@@ -18,8 +18,21 @@ export class RelayerError extends Error {
   }
 }
 
+export interface RememberAnswer { job_id: string; status: string }
+export interface RememberBulkAnswer { job_ids: string[]; total: number; status: string }
 export interface Job { job_id: string; status: string; owner?: string; namespace?: string; blob_id?: string; error?: string }
 export interface RecallResponse { results: { blob_id: string; text: string; distance: number; score?: number }[]; total: number; dropped_count?: number }
+
+/**
+ * A request signed once: sent again as it is (to this relayer or another of the deployment), it is the same request,
+ * which the relayer answers as the first time for remembers (a retry after a lost answer stores nothing twice).
+ */
+export interface SignedRequest {
+  readonly method: "GET" | "POST";
+  readonly path: string;
+  readonly raw: string;
+  readonly headers: Record<string, string>;
+}
 
 export class MemrelayClient {
   readonly signer: RequestSigner;
@@ -28,10 +41,18 @@ export class MemrelayClient {
     this.signer = new RequestSigner(opts.delegatePrivateKey, opts.accountId ?? "");
   }
 
-  async call<T>(method: "GET" | "POST", path: string, body?: unknown, extra: Record<string, string> = {}): Promise<T> {
+  call<T>(method: "GET" | "POST", path: string, body?: unknown, extra: Record<string, string> = {}): Promise<T> {
+    return this.send(this.sign(method, path, body, extra));
+  }
+
+  sign(method: "GET" | "POST", path: string, body?: unknown, extra: Record<string, string> = {}): SignedRequest {
     const raw = body === undefined ? "" : JSON.stringify(body);
     const headers: Record<string, string> = { ...this.signer.headers(method, path, raw), ...extra };
     if (raw) headers["content-type"] = "application/json";
+    return { method, path, raw, headers };
+  }
+
+  async send<T>({ method, path, raw, headers }: SignedRequest): Promise<T> {
     const res = await request(this.opts.baseUrl + path, { method, headers, body: raw || undefined, dispatcher: this.opts.agent });
     const text = await res.body.text();
     const parsed = text ? JSON.parse(text) : {};
@@ -40,7 +61,12 @@ export class MemrelayClient {
   }
 
   remember(text: string, namespace?: string) {
-    return this.call<{ job_id: string; status: string }>("POST", "/api/remember", { text, ...(namespace ? { namespace } : {}) });
+    return this.send<RememberAnswer>(this.rememberRequest(text, namespace));
+  }
+
+  /** The signed request `remember` sends, for a caller that may send it again (`send`) after a lost answer. */
+  rememberRequest(text: string, namespace?: string): SignedRequest {
+    return this.sign("POST", "/api/remember", { text, ...(namespace ? { namespace } : {}) });
   }
 
   /**
@@ -56,7 +82,11 @@ export class MemrelayClient {
   }
 
   rememberBulk(items: { text: string; namespace?: string }[]) {
-    return this.call<{ job_ids: string[]; total: number; status: string }>("POST", "/api/remember/bulk", { items });
+    return this.send<RememberBulkAnswer>(this.rememberBulkRequest(items));
+  }
+
+  rememberBulkRequest(items: { text: string; namespace?: string }[]): SignedRequest {
+    return this.sign("POST", "/api/remember/bulk", { items });
   }
 
   /** The job's status; with `waitSecs`, the relayer answers once it is done or failed, or after that long. */

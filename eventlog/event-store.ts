@@ -25,6 +25,33 @@ export interface AppendContext {
   readonly commitId?: string;
 }
 
+/**
+ * A history read whose consumer delivers nothing for this long fails, for its caller to retry (a lookup answers 503, an
+ * actor host redelivers), instead of waiting for good: after a chaos run's faults a job lookup waited on such a
+ * consumer for 5 minutes, holding the client's request (issue 32).
+ */
+const LOAD_IDLE_MS = 10_000;
+
+/**
+ * The log did not deliver an aggregate's history: an outage of the event log (its code is the one the unavailability
+ * check knows: adapters/unavailable.ts), so a caller retries it rather than taking it for a bad command.
+ */
+export class HistoryStalled extends Error {
+  readonly code = "ETIMEDOUT";
+}
+
+/** The iterator's next value, undefined when it ended; throws when none came within `ms`. */
+async function nextWithin<T>(it: AsyncIterator<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const silent = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new HistoryStalled(`no event delivered within ${ms} ms`)), ms)));
+  try {
+    const r = await Promise.race([it.next(), silent]);
+    return r.done ? undefined : r.value;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -97,10 +124,18 @@ export class EventStore<C = AnyCatalogue> {
     const out: StoredEvent<EventOf<C>>[] = [];
     try {
       const it = await consumer.consume({ max_messages: 256 });
-      for await (const m of it) {
+      const messages = it[Symbol.asyncIterator]();
+      for (let at = afterSeq; at < last; ) {
+        const m = await nextWithin(messages, LOAD_IDLE_MS).catch((err: unknown) => {
+          it.stop();
+          throw err;
+        });
+        // An ended or silent consumer has not delivered the history up to `last`: a part of it is not the state.
+        if (!m) throw new HistoryStalled(`reading ${aggregate}'s events ended at sequence ${at} of ${last}`);
         for (const event of decodeCommit(m.data).events) out.push({ seq: m.seq, subject: m.subject, event: event as EventOf<C> });
-        if (m.seq >= last) break;
+        at = m.seq;
       }
+      it.stop();
     } finally {
       await consumer.delete().catch(() => undefined);
     }

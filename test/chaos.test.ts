@@ -1,22 +1,32 @@
 // Chaos under load, the short run (issue 32 §3; `npm run chaos` is the long one): 8 agents of 3 owners write and
 // recall on `memrelay start --cluster` (its own Postgres primary and hot standby, an actor host and a projection
 // instance of their own beside the two relayer processes) while one fault at a time hits it: the event log's NATS
-// leader killed -9 and started again, then paused (SIGSTOP) for 6 s; the actor host alone killed -9 with jobs in
-// flight; the projection instance alone killed -9; the Postgres primary stopped as a crash does and started again; the
-// standby stopped for 6 s. Afterwards every accepted memory is accounted for, and writes and reads recovered within
-// each fault's window. Calls that failed after the clients' retries are reported per fault, not asserted away.
-// Still only with MEMRELAY_CHAOS=1, not in `npm test`: one of the last three runs found 2 of 182 done memories whose
-// blob the blob store served but recall could not decrypt (cause not found yet; README, chaos section), and on this
-// shared machine under load a run took 4–7 minutes; a test that fails at random would fail CI at random.
+// leader killed -9 and started again, then paused (SIGSTOP) for 6 s; gateway 2's process killed -9 (answers lost
+// after the relayer took the request: the clients' retries must store nothing twice); the actor host alone killed -9
+// with jobs in flight; the projection instance alone killed -9; the Postgres primary stopped as a crash does and
+// started again; the standby stopped for 6 s. Every fault of the long run, shorter. Afterwards every accepted memory
+// is accounted for exactly (settled with a reason, rows per owner, no row under a job no 202 named, each done memory
+// recalled by its own text, no dead letter), and writes and reads recovered within RECOVERY_BOUND_MS of each fault:
+// from the injection to the end of the last call that failed or was slow (calls still in flight when the fault's
+// window closed count; reads held by a NATS leader election or the primary's restart took 10–15 s to end here).
+// Calls that failed after the clients' retries are reported per fault, not asserted away.
+// Still only with MEMRELAY_CHAOS=1, not in `npm test`: of the last nine runs (about 2 minutes each on this shared
+// machine) five kept the whole accounting, one stopped on a harness fault since fixed (no stream leader to pick 3 s
+// after a node came back) and three did not. One set remember jobs aside on JetStream's "system
+// temporarily unavailable" (now an outage to retry: adapters/unavailable.ts). In the second, the NATS node killed -9
+// and started again still answered "JetStream system temporarily unavailable" minutes later, status lookups through it
+// got no answer, 14 jobs read uploaded for good and 6 memory rows were missing; the one job checked has its
+// `job.indexed` event in the log while the job-status read model, its checkpoint past it, says uploaded: cause not
+// found (README, chaos section). The third left 1 of 548 jobs reading uploaded whose memory row the memory index
+// had written: the job-status read model skipped its `job.indexed`. A test that fails at random would fail CI at random.
 import { describe, expect, it } from "vitest";
 import { ALL_FAULTS, formatResult, runChaos, type ChaosOptions } from "./chaos/chaos.ts";
 
-// Gateway 2's kill is left to the long run: its process restarts like the actor host's and the projection instance's
-// (the slowest part of a fault here), and those two are covered.
-const opts: ChaosOptions = { agents: 8, owners: 3, faults: ALL_FAULTS.filter((f) => f !== "gateway-kill"), pauseMs: 6_000, quietMs: 3_000, stepPauseMs: 1_000, log: (l: string) => process.env.CHAOS_LOG && console.log(l) };
+const RECOVERY_BOUND_MS = 30_000;
+const opts: ChaosOptions = { agents: 8, owners: 3, faults: ALL_FAULTS, pauseMs: 6_000, quietMs: 3_000, stepPauseMs: 1_000, log: (l: string) => process.env.CHAOS_LOG && console.log(l) };
 
 describe("chaos under load on the cluster stack", () => {
-  it.runIf(process.env.MEMRELAY_CHAOS === "1")("accounts for every accepted memory after each fault, and writes and reads recover within each fault's window", async () => {
+  it.runIf(process.env.MEMRELAY_CHAOS === "1")("accounts for every accepted memory after each fault, and writes and reads recover within 30 s of each", async () => {
     const r = await runChaos(opts);
     const report = formatResult(opts, r);
     console.log(report);
@@ -26,13 +36,14 @@ describe("chaos under load on the cluster stack", () => {
     for (const f of r.faults) {
       expect(f.calls, report).toBeGreaterThan(0);
       expect(f.failedCalls, report).toBeLessThan(f.calls);
-      expect(f.writeRecoveryMs, report).toBeLessThan(f.durationMs);
-      expect(f.readRecoveryMs, report).toBeLessThan(f.durationMs);
+      expect(f.writeRecoveryMs, report).toBeLessThan(RECOVERY_BOUND_MS);
+      expect(f.readRecoveryMs, report).toBeLessThan(RECOVERY_BOUND_MS);
     }
     expect(a.unsettled, report).toBe(0);
     expect(a.failedWithoutReason, report).toBe(0);
     expect(a.ownerMismatches, report).toEqual([]);
     expect(a.duplicateIds, report).toBe(0);
+    expect(a.unnamedRows, report).toBe(0);
     expect(a.notRecalledByOwnText, report).toBe(0);
     expect(a.deadLetters, report).toBe("");
   }, 420_000);

@@ -1,6 +1,7 @@
 // A nonce claim while the nonce bucket's stream has no leader (a NATS node killed or paused, issue 32): it is tried
 // again within a budget instead of failing at once, and an attempt that timed out but was written counts as this
-// claim's, never as a replay. The KV is a unit-test fake that fails the way nats.js does.
+// claim's, never as a replay; a second arrival of the same signed request (same digest) is told apart from another
+// request reusing the nonce. The KV is a unit-test fake that fails the way nats.js does.
 import { describe, expect, it } from "vitest";
 import type { KV } from "@nats-io/kv";
 import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
@@ -8,6 +9,8 @@ import { KvNonceStore } from "../gateway/relayer/nonce-store.ts";
 import { retryWithin } from "../eventlog/retry-within.ts";
 
 const taken = () => new JetStreamApiError({ err_code: JetStreamApiCodes.StreamWrongLastSequence, code: 400, description: "wrong last sequence" });
+const digest = Buffer.alloc(32, 7);
+const otherDigest = Buffer.alloc(32, 9);
 const timeout = () => Object.assign(new Error("TIMEOUT"), { name: "TimeoutError" });
 
 /** A bucket whose `create` runs `script` per attempt: "ok", "timeout" (not written), "lost-ack" (written, then a timeout). */
@@ -33,25 +36,33 @@ function fakeKv(script: ("ok" | "timeout" | "lost-ack")[], held = new Map<string
 describe("nonce claims while the bucket's stream elects a leader", () => {
   it("claims the nonce once the bucket answers again", async () => {
     const f = fakeKv(["timeout", "timeout", "ok"]);
-    expect(await new KvNonceStore(f.kv, 5_000).claim("a")).toBe(true);
+    expect(await new KvNonceStore(f.kv, 5_000).claim("a", digest)).toBe("fresh");
     expect(f.attempts()).toBe(3);
   });
 
   it("counts a create that was written but whose answer was lost as this claim's", async () => {
     const f = fakeKv(["lost-ack", "ok"]);
-    expect(await new KvNonceStore(f.kv, 5_000).claim("a")).toBe(true);
+    expect(await new KvNonceStore(f.kv, 5_000).claim("a", digest)).toBe("fresh");
   });
 
-  it("refuses a replayed nonce, at the first attempt or after a timeout", async () => {
-    const held = new Map([["n.a", new Uint8Array([1, 2, 3])]]);
-    expect(await new KvNonceStore(fakeKv([], held).kv, 5_000).claim("a")).toBe(false);
-    expect(await new KvNonceStore(fakeKv(["timeout"], held).kv, 5_000).claim("a")).toBe(false);
+  it("tells a reused nonce from the same request arriving again, at the first attempt or after a timeout", async () => {
+    const held = new Map<string, Uint8Array>();
+    expect(await new KvNonceStore(fakeKv([], held).kv, 5_000).claim("a", digest)).toBe("fresh");
+    for (const script of [[], ["timeout"]] as const) {
+      expect(await new KvNonceStore(fakeKv([...script], held).kv, 5_000).claim("a", otherDigest)).toBe("reused");
+      expect(await new KvNonceStore(fakeKv([...script], held).kv, 5_000).claim("a", digest)).toBe("replayed");
+    }
+  });
+
+  it("refuses a nonce recorded before records named their request (a bare mark)", async () => {
+    const held = new Map([["n.a", new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8])]]);
+    expect(await new KvNonceStore(fakeKv([], held).kv, 5_000).claim("a", digest)).toBe("reused");
   });
 
   it("gives up with the last error once the budget is spent", async () => {
     const f = fakeKv(Array(100).fill("timeout"));
     const t0 = Date.now();
-    await expect(new KvNonceStore(f.kv, 400).claim("a")).rejects.toThrow("TIMEOUT");
+    await expect(new KvNonceStore(f.kv, 400).claim("a", digest)).rejects.toThrow("TIMEOUT");
     expect(Date.now() - t0).toBeLessThan(1_000);
     expect(f.attempts()).toBeGreaterThan(1);
   });

@@ -129,14 +129,49 @@ describe("authentication", () => {
   it("refuses a reused nonce", async () => {
     const h = alice.signer.headers("POST", "/api/remember", body);
     expect((await raw("POST", "/api/remember", h, body)).status).toBe(202);
-    const again = await raw("POST", "/api/remember", h, body);
+    // another request under the same nonce, correctly signed
+    const other = JSON.stringify({ text: "hello again" });
+    const again = await raw("POST", "/api/remember", alice.signer.headers("POST", "/api/remember", other, { nonce: h["x-nonce"] }), other);
     expect(again.status).toBe(401);
     expect(again.headers["x-auth-error"]).toBe("ERR_NONCE_REUSED");
-    // the same on a route whose nonce is claimed in the nonce store
+    // the same on a route whose nonce is claimed in the nonce store, where even the very same request is refused
     const path = `/api/remember/${randomUUID()}`;
     const g = alice.signer.headers("GET", path);
     expect((await raw("GET", path, g)).status).toBe(404);
     expect((await raw("GET", path, g)).headers["x-auth-error"]).toBe("ERR_NONCE_REUSED");
+  });
+
+  // A client whose answer was lost (a gateway killed after publishing, a publish that timed out yet landed) sends the
+  // same signed request again: it gets the first answer's job ids, and the memory is stored once (issue 32).
+  it("answers the very same signed remember or bulk remember again with its job ids and stores each memory once", async () => {
+    const ns = `replayed-${randomUUID()}`;
+    const one = JSON.stringify({ text: "The spare key is under the blue flowerpot", namespace: ns });
+    const h = alice.signer.headers("POST", "/api/remember", one);
+    const first = await raw("POST", "/api/remember", h, one);
+    expect(first.status).toBe(202);
+    const again = await raw("POST", "/api/remember", h, one);
+    expect(again.status, JSON.stringify(again.body)).toBe(202);
+    expect(again.body.job_id).toBe(first.body.job_id);
+
+    const bulk = JSON.stringify({ items: [{ text: "The boat is moored at pier seven", namespace: ns }, { text: "The boat's engine was serviced in March", namespace: ns }] });
+    const b = alice.signer.headers("POST", "/api/remember/bulk", bulk);
+    const firstBulk = await raw("POST", "/api/remember/bulk", b, bulk);
+    expect(firstBulk.status).toBe(202);
+    const [bulkAgain, otherBulk] = await Promise.all([
+      raw("POST", "/api/remember/bulk", b, bulk),
+      (async () => {
+        const other = JSON.stringify({ items: [{ text: "The boat is called Aurora", namespace: ns }] });
+        return raw("POST", "/api/remember/bulk", alice.signer.headers("POST", "/api/remember/bulk", other, { nonce: b["x-nonce"] }), other);
+      })(),
+    ]);
+    expect(bulkAgain.status, JSON.stringify(bulkAgain.body)).toBe(202);
+    expect(bulkAgain.body.job_ids).toEqual(firstBulk.body.job_ids);
+    expect(otherBulk.status).toBe(401);
+    expect(otherBulk.headers["x-auth-error"]).toBe("ERR_NONCE_REUSED");
+    const jobIds: string[] = [first.body.job_id, ...firstBulk.body.job_ids];
+    for (const j of await Promise.all(jobIds.map((id) => alice.waitForJob(id)))) expect(j.status).toBe("done");
+    const r = await alice.recall("where is the spare key and the boat?", { namespace: ns, limit: 10 });
+    expect(r.results.map((x) => x.text).sort()).toEqual(["The boat is moored at pier seven", "The boat's engine was serviced in March", "The spare key is under the blue flowerpot"]);
   });
 
   it("signs GET requests over the empty body and the raw path with query", async () => {

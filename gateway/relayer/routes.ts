@@ -13,6 +13,7 @@ import { PortError, type BlobPort, type ChainPort, type DecryptCredential, type 
 import { isUnavailable } from "../../adapters/unavailable.ts";
 import { HttpError, HttpServer, decodePathParam, errorReply, json, parseJsonObject, queryParams, type Handler, type Reply, type Request } from "../http.ts";
 import { SignedAuth, nonceReused, type Authenticated } from "./signed-auth.ts";
+import { requestJobId } from "./request-job-ids.ts";
 import { JobLookup } from "../../projections/relayer/job-lookup.ts";
 import { CheckpointFeed } from "../../projections/checkpoint-feed.ts";
 import { ServiceMetrics, measured } from "../metrics.ts";
@@ -109,7 +110,7 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
 
   /** Wraps a handler: metrics, validation errors as 400, infrastructure outages as 503. */
   const wrap = (name: string, h: Handler): Handler => measured(metrics, name, h, toReply);
-  const signed = (name: string, h: (req: Request, who: Authenticated) => Promise<Reply>, opts?: { nonceInCommand?: boolean }): Handler =>
+  const signed = (name: string, h: (req: Request, who: Authenticated) => Promise<Reply>, opts?: { nonceInCommand?: boolean; idempotent?: boolean }): Handler =>
     wrap(name, async (req) => h(req, await auth.authenticate(req, opts)));
 
   /** `position`: the item's index in a bulk request (its place in the submission order, see schemas/relayer/lexical.ts). */
@@ -123,9 +124,11 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
       correlation_id: correlationId,
       data: { owner: who.owner, namespace: item.namespace, text: item.text, importance: DEFAULT_IMPORTANCE, accepted_at: new Date().toISOString(), ...(position !== undefined ? { position } : {}) },
     };
-    // The request's nonce as the command id when the route left it unclaimed: the queue refuses a replay.
+    // The request's nonce as the command id when the route left it unclaimed: the queue refuses a replay. The very
+    // same signed request arriving again (its job id derives from it) finds its job and is answered with it; another
+    // request reusing the nonce does not.
     const ack = await log.js.publish(commandSubject(JOB, jobId), JSON.stringify(command), { msgID: who.commandNonce ? `nonce.${who.commandNonce}` : jobId, timeout: 5_000 });
-    if (ack.duplicate && who.commandNonce) throw nonceReused();
+    if (ack.duplicate && who.commandNonce && !(who.requestDigest && (await jobs.one(jobId, who.owner)))) throw nonceReused();
     return jobId;
   };
 
@@ -153,16 +156,17 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
       // `?wait=<seconds>` (0-30, this project's addition): answers like the job's long poll, saving the client a
       // second signed request: 200 with the job once done or failed, else 202 with it when the wait is over.
       const waitMs = waitOf(queryParams(req).get("wait")) * 1000;
-      const jobId = await publishRemember(who, body, randomUUID());
+      const jobId = await publishRemember(who, body, randomUUID(), undefined, requestJobId(who.requestDigest!, 0));
       if (!waitMs) return json(202, { job_id: jobId, status: "running" });
       const running = { job_id: jobId, status: "running" as const, owner: who.owner, namespace: body.namespace };
       const j = (await jobs.settled(jobId, who.owner, waitMs, running)) ?? running;
       return json(j.status === "done" || j.status === "failed" ? 200 : 202, j);
-    }, { nonceInCommand: true }), { bodyLimit: LIMITS.bodyBytes })
+    }, { nonceInCommand: true, idempotent: true }), { bodyLimit: LIMITS.bodyBytes })
     .route("post", "/api/remember/bulk", signed("remember_bulk", async (req, who) => {
       const body = parseBulk(parseJsonObject(req.body));
       const correlation = randomUUID();
-      const jobIds = body.items.map(() => randomUUID());
+      // Named by the request: its retry republishes the same commands, which the work queue takes once.
+      const jobIds = body.items.map((_, i) => requestJobId(who.requestDigest!, i));
       const queued = await Promise.allSettled(body.items.map((it, i) => publishRemember(who, it, correlation, i, jobIds[i])));
       const refused = queued.flatMap((q, i) => (q.status === "rejected" ? [{ i, reason: q.reason }] : []));
       // Nothing queued: nothing was written, and the request fails as a whole (503 for an outage).
@@ -170,7 +174,7 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
       // Part refused: those items fail with their reason, so every item of the answer ends done or failed.
       await Promise.all(refused.map(({ i, reason }) => recordUnqueued(who, body.items[i], jobIds[i], reason)));
       return json(202, { job_ids: jobIds, total: jobIds.length, status: "running" });
-    }), { bodyLimit: LIMITS.bulkBodyBytes })
+    }, { idempotent: true }), { bodyLimit: LIMITS.bulkBodyBytes })
     .route("post", "/api/remember/bulk/status", signed("remember_bulk_status", async (req, who) => {
       const { job_ids } = parseBulkStatus(parseJsonObject(req.body));
       const found = await jobs.many([...new Set(job_ids.filter(isUuid).map((s) => s.toLowerCase()))], who.owner);

@@ -8,18 +8,27 @@ import { InlineVerifier, type SignatureVerifier } from "./signature-verifier.ts"
 import { MIN_SUPPORTED_SDK } from "./versioning.ts";
 import { LEADER_ELECTION_BUDGET_MS, retryWithin } from "../../eventlog/retry-within.ts";
 
+/** "replayed": the nonce was recorded for this very signed request before; "reused": for another request. */
+export type NonceClaim = "fresh" | "replayed" | "reused";
+
 export interface NonceStore {
-  /** Records the nonce; false when it was already recorded. Throws when the store is unavailable. */
-  claim(key: string): Promise<boolean>;
+  /** Records the nonce for the request `requestDigest` names. Throws when the store is unavailable. */
+  claim(nonce: string, requestDigest: Uint8Array): Promise<NonceClaim>;
 }
 
 export interface Authenticated extends ResolvedAccount {
   readonly publicKeyHex: string;
   /**
    * Set when the nonce was not claimed here (`nonceInCommand`): the route must publish its one command with this as
-   * its id, and answer `nonceReused()` when the work queue reports a duplicate.
+   * its id; when the work queue reports a duplicate, the request is a replay (see `requestDigest`).
    */
   readonly commandNonce?: string;
+  /**
+   * The signed request's digest (message and key), on idempotent routes: a second arrival of the same signed request
+   * (a client's retry after a lost answer) derives the same job ids from it (request-job-ids.ts) and is answered as the
+   * first was instead of refused; a request that reuses the nonce with another body still gets `nonceReused()`.
+   */
+  readonly requestDigest?: Buffer;
 }
 
 /** Margin between a replay window and the command id memory before the nonce may be left to the work queue. */
@@ -73,8 +82,11 @@ export class SignedAuth {
    * window, the nonce becomes that command's id instead of a claim in the nonce store (one write less per request).
    * A nonce is then single-use among such requests and among the others, and a signature binds method, path and body,
    * so no signed request can be replayed either way.
+   * `idempotent`: the route's effect is keyed by the request (its job ids derive from `requestDigest`), so a second
+   * arrival of the very same signed request is let through to be answered as the first was; on every other route, and
+   * for another request with a used nonce, a used nonce is refused.
    */
-  async authenticate(req: Request, opts: { nonceInCommand?: boolean } = {}): Promise<Authenticated> {
+  async authenticate(req: Request, opts: { nonceInCommand?: boolean; idempotent?: boolean } = {}): Promise<Authenticated> {
     const h = req.headers;
     const pub = h["x-public-key"], sig = h["x-signature"], ts = h["x-timestamp"], nonce = h["x-nonce"];
     if (pub && sig && ts && !nonce) throw upgradeRequired();
@@ -90,8 +102,9 @@ export class SignedAuth {
     const publicKeyHex = pub.toLowerCase();
     if (!(await this.verifier.verify(message, Buffer.from(publicKeyHex, "hex"), Buffer.from(sig, "hex")))) throw fail("invalid signature", "ERR_INVALID_SIGNATURE");
     const commandNonce = opts.nonceInCommand && this.queueDedupCoversReplays ? nonce.toLowerCase() : undefined;
-    const [fresh, account] = await Promise.all([
-      commandNonce ? true : this.nonces.claim(nonce.toLowerCase()).catch(() => {
+    const requestDigest = createHash("sha256").update(message).update(publicKeyHex).digest();
+    const [claim, account] = await Promise.all([
+      commandNonce ? ("fresh" as const) : this.nonces.claim(nonce.toLowerCase(), requestDigest).catch(() => {
         throw new HttpError(503, "replay protection is unavailable; retry shortly", {}, { "retry-after": "1" });
       }),
       // A read: tried again while the ledger's stream elects a new leader, like the nonce claim.
@@ -99,8 +112,13 @@ export class SignedAuth {
         throw new HttpError(503, "account lookup is unavailable; retry shortly", {}, { "retry-after": "1" });
       }),
     ]);
-    if (!fresh) throw nonceReused();
+    if (claim === "reused" || (claim === "replayed" && !opts.idempotent)) throw nonceReused();
     if (!account) throw fail("the signing key is not a delegate key of an active account", "ERR_UNKNOWN_DELEGATE_KEY");
-    return commandNonce ? { ...account, publicKeyHex, commandNonce } : { ...account, publicKeyHex };
+    return {
+      ...account,
+      publicKeyHex,
+      ...(commandNonce ? { commandNonce } : {}),
+      ...(opts.idempotent ? { requestDigest } : {}),
+    };
   }
 }

@@ -15,7 +15,7 @@ import { MemrelayClient } from "../../client/memrelay-client.ts";
 import { startPrimaryWithStandby, standbyDatabaseUrl, type PrimaryWithStandby } from "../support/pg-standby.ts";
 import { freePort } from "../support/free-port.ts";
 import { cleanEnv, memrelay, startStack, type StartedStack } from "../support/start-process.ts";
-import { Agent, type Accepted, type AgentIdentity, type CallRecord } from "./load.ts";
+import { Agent, boundedCalls, type Accepted, type AgentIdentity, type CallRecord } from "./load.ts";
 import { imageOf, isAlive, natsNodes, natsPortOf, restartUntilListening, startUntilReady, withRoles, type ProcessImage } from "./processes.ts";
 
 export type FaultName = "nats-kill" | "nats-sigstop" | "gateway-kill" | "actor-host-kill" | "projection-kill" | "postgres-restart" | "replica-stop";
@@ -59,10 +59,15 @@ export interface Accounting {
   /** Owners whose rows in `memories` differ from accepted − failed, with both figures. */
   readonly ownerMismatches: { owner: string; expected: number; rows: number }[];
   readonly duplicateIds: number;
+  /** Rows of the run's owners whose id is no job id a 202 answered (a memory stored under a job its client never saw). */
+  readonly unnamedRows: number;
   readonly notRecalledByOwnText: number;
   /** Why: each distinct recall error, or "another memory first", with how many. */
   readonly notRecalledReasons: Record<string, number>;
   readonly deadLetters: string;
+  /** Why the failed jobs failed, and why each dead letter was set aside: each distinct error, with how many. */
+  readonly failedReasons: Record<string, number>;
+  readonly deadLetterErrors: Record<string, number>;
 }
 
 export interface ChaosResult {
@@ -132,14 +137,24 @@ async function owners(nc: NatsConnection, gateway: string, clusterDir: string, n
   }
 }
 
-/** The node that leads the event log's stream (EVT): the fault that hurts most, the same in every run. */
-async function eventLogLeader(natsUrl: string, nodes: Map<string, number>): Promise<[string, number]> {
+/** How long the run waits for the event log's stream to have a leader to hit (an election after the previous fault). */
+const LEADER_WAIT_MS = 30_000;
+
+/**
+ * The node that leads the event log's stream (EVT): the fault that hurts most, the same in every run. Right after the
+ * previous fault the stream may still be electing one (a run found none 3 s after the killed node came back).
+ */
+async function eventLogLeader(natsUrl: string, clusterDir: string): Promise<[string, number]> {
   const nc = await connect({ servers: natsUrl.split(",") });
   try {
-    const leader = (await (await jetstreamManager(nc)).streams.info(STREAMS.events)).cluster?.leader;
-    const pid = leader ? nodes.get(leader) : undefined;
-    if (!leader || !pid) throw new Error(`the event log's stream has no leader among ${[...nodes.keys()].join(", ")}`);
-    return [leader, pid];
+    const jsm = await jetstreamManager(nc);
+    for (const until = Date.now() + LEADER_WAIT_MS; ; await sleep(500)) {
+      const nodes = natsNodes(clusterDir);
+      const leader = (await jsm.streams.info(STREAMS.events).catch(() => undefined))?.cluster?.leader;
+      const pid = leader ? nodes.get(leader) : undefined;
+      if (leader && pid) return [leader, pid];
+      if (Date.now() > until) throw new Error(`the event log's stream had no leader among ${[...nodes.keys()].join(", ")} for ${LEADER_WAIT_MS / 1000} s`);
+    }
   } finally {
     await nc.close();
   }
@@ -204,7 +219,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     const load = Promise.all(agents.map((a) => a.runUntil(() => stopped, opts.stepPauseMs)));
     log(`${opts.agents} agents of ${opts.owners} owners running`);
 
-    const faults: FaultFigures[] = [];
+    /** Each fault's window; its figures are taken once the load has stopped, so that calls in flight at its end count. */
+    const windows: { fault: FaultName; t0: number; t1: number }[] = [];
     /** How many starts each killed process took to serve again (more than 1: it exited while the cluster settled). */
     const restarts: string[] = [];
     /** Kills a relayer process with -9 and, after half the pause, starts it again as it was. */
@@ -221,15 +237,21 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       log(`  ${what} killed and started again (${again.starts} starts)`);
     };
     // Warm-up: the first calls of an agent open its sessions and are slow; a fault injected before every agent has
-    // finished one would find no call of its own to count (seen on a loaded machine).
-    while (calls.length < opts.agents) await sleep(200);
+    // finished one would find no call of its own to count (seen on a loaded machine). Reads included: an agent's first
+    // recall makes its decrypt session and unlocks its data keys (seconds), which counted as the first fault's slow
+    // reads, and the baseline of what is slow had few reads to go by.
+    const reads = () => calls.filter((c) => c.kind === "read").length;
+    while (calls.length < opts.agents || reads() < opts.agents) await sleep(200);
     await sleep(opts.quietMs);
     const baselineEnd = Date.now();
     for (const fault of opts.faults) {
+      const natsFault = fault === "nats-kill" || fault === "nats-sigstop";
+      // found before the fault's window opens: waiting out the previous fault's election is not this fault's doing
+      const target = natsFault ? await eventLogLeader(stackFile.nats_url, clusterDir) : undefined;
       const t0 = Date.now();
       log(`fault: ${fault}`);
-      if (fault === "nats-kill" || fault === "nats-sigstop") {
-        const [name, pid] = await eventLogLeader(stackFile.nats_url, natsNodes(clusterDir));
+      if (target) {
+        const [name, pid] = target;
         if (fault === "nats-kill") {
           const image: ProcessImage = imageOf(pid);
           process.kill(pid, "SIGKILL");
@@ -262,12 +284,13 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
         log(`  Postgres standby stopped for ${opts.pauseMs / 1000} s`);
       }
       await sleep(opts.quietMs);
-      faults.push(figures(fault, t0, Date.now(), calls, baselineEnd));
+      windows.push({ fault, t0, t1: Date.now() });
     }
     stopped = true;
     await load;
+    const faults = windows.map((w) => figures(w.fault, w.t0, w.t1, calls, baselineEnd));
     log(`load stopped: ${accepted.length} memories accepted, ${calls.length} calls`);
-    const accounting = await account(gateways, stackFile.database_url, stackFile.blobstore_url, identities, accepted, env, log);
+    const accounting = await account(gateways, stackFile.nats_url, stackFile.database_url, stackFile.blobstore_url, identities, accepted, env, log);
     return { faults, restarts, accounting, totalCalls: calls.length, failedCalls: calls.filter((c) => c.failed).length };
   } finally {
     await run.cleanup();
@@ -275,17 +298,19 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
 }
 
 /** After the faults: every 202 settled with a reason, rows per owner, no duplicate, each done memory recalled by its text. */
-async function account(gateways: readonly string[], databaseUrl: string, blobstoreUrl: string, identities: readonly AgentIdentity[], accepted: readonly Accepted[], env: Record<string, string>, log: (l: string) => void): Promise<Accounting> {
-  const byOwner = new Map(identities.map((w) => [w.owner, new MemrelayClient({ baseUrl: gateways[0]!, delegatePrivateKey: w.delegateSecretKey, accountId: w.accountId, encryptionSession: w.session })]));
+async function account(gateways: readonly string[], natsUrl: string, databaseUrl: string, blobstoreUrl: string, identities: readonly AgentIdentity[], accepted: readonly Accepted[], env: Record<string, string>, log: (l: string) => void): Promise<Accounting> {
+  const byOwner = new Map(identities.map((w) => [w.owner, new MemrelayClient({ baseUrl: gateways[0]!, delegatePrivateKey: w.delegateSecretKey, accountId: w.accountId, encryptionSession: w.session, agent: boundedCalls })]));
   const status = new Map<string, { status: string; error?: string }>();
   const deadline = Date.now() + 60_000;
   for (;;) {
     const open = accepted.filter((a) => !["done", "failed"].includes(status.get(a.jobId)?.status ?? ""));
     if (open.length === 0 || Date.now() > deadline) break;
-    for (let i = 0; i < open.length; i += 100) {
-      const batch = open.slice(i, i + 100);
-      const r = await byOwner.get(batch[0]!.owner)!.bulkStatus(batch.filter((a) => a.owner === batch[0]!.owner).map((a) => a.jobId)).catch(() => undefined);
-      for (const j of r?.results ?? []) status.set(j.job_id, { status: j.status, error: j.error });
+    for (const w of identities) {
+      const mine = open.filter((a) => a.owner === w.owner).map((a) => a.jobId);
+      for (let i = 0; i < mine.length; i += 100) {
+        const r = await byOwner.get(w.owner)!.bulkStatus(mine.slice(i, i + 100)).catch(() => undefined);
+        for (const j of r?.results ?? []) status.set(j.job_id, { status: j.status, error: j.error });
+      }
     }
     await sleep(1_000);
   }
@@ -297,6 +322,7 @@ async function account(gateways: readonly string[], databaseUrl: string, blobsto
   await db.connect();
   const ownerMismatches: Accounting["ownerMismatches"] = [];
   let duplicateIds = 0;
+  let unnamedRows = 0;
   try {
     // The memory index may still be applying the last commits: wait until it holds what the jobs say, or time out.
     const expected = (owner: string) => accepted.filter((a) => a.owner === owner).length - failed.filter((a) => a.owner === owner).length;
@@ -308,6 +334,9 @@ async function account(gateways: readonly string[], databaseUrl: string, blobsto
       if (Number(r?.n ?? 0) !== expected(w.owner)) ownerMismatches.push({ owner: w.owner, expected: expected(w.owner), rows: Number(r?.n ?? 0) });
       duplicateIds += Number(r?.n ?? 0) - Number(r?.ids ?? 0);
     }
+    // A row no 202 named is a job a client never saw the answer of (a retry that stored its memory a second time).
+    const named = accepted.map((a) => a.jobId);
+    unnamedRows = Number((await db.query<{ n: string }>("SELECT count(*) AS n FROM memories WHERE owner = ANY($1::text[]) AND NOT (id = ANY($2::uuid[]))", [identities.map((w) => w.owner), named])).rows[0]?.n ?? 0);
   } finally {
     await db.end();
   }
@@ -319,7 +348,13 @@ async function account(gateways: readonly string[], databaseUrl: string, blobsto
       done.slice(i, i + 16).map(async (a) => {
         const r = await byOwner.get(a.owner)!.recall(a.text, { limit: 1 }).catch((err: Error) => err);
         if (r instanceof Error) misses.push(r.message.slice(0, 120));
-        else if (!r.results.length && r.dropped_count) dropped.push(a);
+        else if (!r.results.length && r.dropped_count) {
+          // Asked again after a pause: a memory that comes back was dropped for a moment (its blob unreadable then).
+          await sleep(2_000);
+          const again = await byOwner.get(a.owner)!.recall(a.text, { limit: 1 }).catch(() => undefined);
+          if (again?.results[0]?.text === a.text) misses.push("dropped once, recalled when asked again");
+          else dropped.push(a);
+        }
         else if (!r.results.length) misses.push("no result");
         else if (r.results[0]!.text !== a.text) misses.push("another memory first");
       }),
@@ -329,6 +364,7 @@ async function account(gateways: readonly string[], databaseUrl: string, blobsto
   log(`recalled by their own text: ${done.length - misses.length} of ${done.length}`);
   const lag = memrelay(env, "lag");
   const deadLetters = (lag.out.match(/^.*dead letters.*$/gm) ?? []).join("\n");
+  const deadLetterErrors = deadLetters ? await deadLetterErrorsOf(natsUrl) : [];
   return {
     accepted: accepted.length,
     done: done.length,
@@ -338,10 +374,30 @@ async function account(gateways: readonly string[], databaseUrl: string, blobsto
     unsettledStatuses: countBy(accepted.filter((a) => !["done", "failed"].includes(status.get(a.jobId)?.status ?? "")).map((a) => status.get(a.jobId)?.status ?? "unknown")),
     ownerMismatches,
     duplicateIds,
+    unnamedRows,
     notRecalledByOwnText: misses.length,
     notRecalledReasons: countBy(misses),
     deadLetters,
+    failedReasons: countBy(failed.map((a) => (status.get(a.jobId)?.error ?? "").slice(0, 160))),
+    deadLetterErrors: countBy(deadLetterErrors),
   };
+}
+
+/** The errors the DLQ stream's records were set aside with (records carry no payload). */
+async function deadLetterErrorsOf(natsUrl: string): Promise<string[]> {
+  const nc = await connect({ servers: natsUrl.split(",") });
+  try {
+    const jsm = await jetstreamManager(nc);
+    const last = (await jsm.streams.info(STREAMS.deadLetters)).state.last_seq;
+    const out: string[] = [];
+    for (let seq = Math.max(1, last - 199); seq <= last; seq++) {
+      const m = await jsm.streams.getMessage(STREAMS.deadLetters, { seq }).catch(() => null);
+      if (m) out.push(`${(m.json<{ aggregate: string; error: string }>().error ?? "").slice(0, 160)}`);
+    }
+    return out;
+  } finally {
+    await nc.close();
+  }
 }
 
 /** Why a recall dropped its memory: what the blob store answers for the memory's blob (unreadable, or readable and then not decryptable). */
@@ -374,6 +430,6 @@ export function formatResult(opts: ChaosOptions, r: ChaosResult): string {
     "|---|---|---|---|---|",
     ...r.faults.map((f) => `| ${f.fault} | ${seconds(f.writeRecoveryMs)} | ${seconds(f.readRecoveryMs)} | ${f.calls} | ${f.failedCalls} (${((100 * f.failedCalls) / Math.max(1, f.calls)).toFixed(2)} %)${f.failedCalls ? `: ${Object.entries(f.reasons).map(([r, n]) => `${n}× ${r}`).join("; ")}` : ""} |`),
     "",
-    `Accounting: ${a.accepted} accepted (202), ${a.done} done, ${a.failed} failed (${a.failedWithoutReason} without a reason), ${a.unsettled} not settled${a.unsettled ? ` (${Object.entries(a.unsettledStatuses).map(([st, n]) => `${n}× ${st}`).join(", ")})` : ""}; owners whose rows ≠ accepted − failed: ${a.ownerMismatches.length}${a.ownerMismatches.length ? ` (${a.ownerMismatches.map((m) => `${m.rows} rows for ${m.expected}`).join(", ")})` : ""}; duplicate rows: ${a.duplicateIds}; done memories not recalled first by their own text: ${a.notRecalledByOwnText}${a.notRecalledByOwnText ? ` (${Object.entries(a.notRecalledReasons).map(([r, n]) => `${n}× ${r}`).join("; ")})` : ""}; dead letters: ${a.deadLetters || "none"}. All calls: ${r.totalCalls}, failed after retries: ${r.failedCalls}. Killed processes started again (as a Restart=always unit would): ${r.restarts.join(", ")}.`,
+    `Accounting: ${a.accepted} accepted (202), ${a.done} done, ${a.failed} failed (${a.failedWithoutReason} without a reason), ${a.unsettled} not settled${a.unsettled ? ` (${Object.entries(a.unsettledStatuses).map(([st, n]) => `${n}× ${st}`).join(", ")})` : ""}; owners whose rows ≠ accepted − failed: ${a.ownerMismatches.length}${a.ownerMismatches.length ? ` (${a.ownerMismatches.map((m) => `${m.rows} rows for ${m.expected}`).join(", ")})` : ""}; duplicate rows: ${a.duplicateIds}; rows under a job id no 202 named: ${a.unnamedRows}; done memories not recalled first by their own text: ${a.notRecalledByOwnText}${a.notRecalledByOwnText ? ` (${Object.entries(a.notRecalledReasons).map(([r, n]) => `${n}× ${r}`).join("; ")})` : ""}; dead letters: ${a.deadLetters || "none"}${Object.keys(a.deadLetterErrors).length ? ` (${Object.entries(a.deadLetterErrors).map(([e, n]) => `${n}× ${e}`).join("; ")})` : ""}${a.failed ? `; failed jobs: ${Object.entries(a.failedReasons).map(([e, n]) => `${n}× ${e}`).join("; ")}` : ""}. All calls: ${r.totalCalls}, failed after retries: ${r.failedCalls}. Killed processes started again (as a Restart=always unit would): ${r.restarts.join(", ")}.`,
   ].join("\n");
 }

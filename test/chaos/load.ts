@@ -1,12 +1,23 @@
 // The chaos run's load: agents that remember, bulk-remember and recall without pause, each with its own text (so a
 // memory can be found again by it), through signed clients on every gateway. A call is retried as a client SDK does:
 // on a network error or a 5xx, up to RETRIES more times with doubling backoff, moving to the next gateway each time.
+// A write is signed once and its retries send that same request: when the answer was lost after the relayer took it
+// (a gateway killed after publishing, a publish that timed out yet landed), the relayer answers the retry with the
+// same job ids instead of storing the memory again under new ones, which a re-signed retry would do unseen by the
+// client (issue 32: one owner had 355 rows for 352 accepted memories).
 // Every call is logged (start, end, kind, whether it failed after its retries) for the per-fault figures, and every
 // 202 is kept with its texts for the accounting.
 import { randomBytes } from "node:crypto";
-import { MemrelayClient, RelayerError } from "../../client/memrelay-client.ts";
+import { Agent as UndiciAgent } from "undici";
+import { MemrelayClient, RelayerError, type RememberAnswer, type RememberBulkAnswer } from "../../client/memrelay-client.ts";
 
 const RETRIES = 4;
+
+/**
+ * Every call of the run gives up after 30 s without an answer (undici waits 5 minutes by default): a request the
+ * relayer holds for good then counts as a failed call and the run goes on to report it, instead of hanging.
+ */
+export const boundedCalls = new UndiciAgent({ headersTimeout: 30_000, bodyTimeout: 30_000 });
 const FIRST_BACKOFF_MS = 200;
 
 export type CallKind = "write" | "read";
@@ -47,7 +58,7 @@ export class Agent {
     private readonly calls: CallRecord[],
     private readonly accepted: Accepted[],
   ) {
-    this.clients = gateways.map((baseUrl) => new MemrelayClient({ baseUrl, delegatePrivateKey: who.delegateSecretKey, accountId: who.accountId, encryptionSession: who.session }));
+    this.clients = gateways.map((baseUrl) => new MemrelayClient({ baseUrl, delegatePrivateKey: who.delegateSecretKey, accountId: who.accountId, encryptionSession: who.session, agent: boundedCalls }));
     this.at = id % gateways.length;
   }
 
@@ -89,12 +100,14 @@ export class Agent {
     }
     if (pick === 4) {
       const texts = [this.nextText(), this.nextText(), this.nextText()];
-      const r = await this.withRetries("write", (c) => c.rememberBulk(texts.map((text) => ({ text }))));
+      const signed = this.clients[0]!.rememberBulkRequest(texts.map((text) => ({ text })));
+      const r = await this.withRetries("write", (c) => c.send<RememberBulkAnswer>(signed));
       r?.job_ids.forEach((jobId, i) => this.accepted.push({ jobId, text: texts[i]!, owner: this.who.owner }));
       return;
     }
     const text = this.nextText();
-    const r = await this.withRetries("write", (c) => c.remember(text));
+    const signed = this.clients[0]!.rememberRequest(text);
+    const r = await this.withRetries("write", (c) => c.send<RememberAnswer>(signed));
     if (r) this.accepted.push({ jobId: r.job_id, text, owner: this.who.owner });
   }
 
