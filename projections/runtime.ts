@@ -4,11 +4,9 @@
 // A batch that fails for a reason other than an unavailable backing service is applied again commit by commit; a
 // commit that still fails after MAX_APPLY_ATTEMPTS (lane.ts) is set aside (DLQ stream, alert, `dead_letters` row, the
 // projection's own record of the failure) and the checkpoint moves past it, so no event stalls the stream.
-import { DeliverPolicy } from "@nats-io/jetstream";
 import type { EventLog } from "../eventlog/connection.ts";
 import { decodeCommit } from "../eventlog/event-store.ts";
-import { STREAMS } from "../eventlog/subjects.ts";
-import { LIVE_CONSUME } from "../eventlog/live-consume.ts";
+import { followConsumer } from "../eventlog/follow-consumer.ts";
 import type { EventEnvelope, StoredEvent } from "../schemas/envelope.ts";
 import { inTransaction, type Db, type Tx } from "../db/pool.ts";
 import type { Logger } from "../config/logger.ts";
@@ -347,17 +345,12 @@ abstract class FeedRunner {
 
   private async follow(): Promise<void> {
     const from = Math.min(...this.lanes.map((l) => l.position));
-    const consumer = await this.log.js.consumers.get(STREAMS.events, {
-      filter_subjects: this.lanes[0].projection.filter,
-      deliver_policy: from > 0 ? DeliverPolicy.StartSequence : DeliverPolicy.All,
-      ...(from > 0 ? { opt_start_seq: from + 1 } : {}),
-    });
-    const info = await consumer.info(true).catch(() => undefined);
-    if (info) this.backlog = info.num_pending;
     // A modest pull: a commit can be tens of KiB (vectors), and several projections in one process share a
     // connection whose pending bytes nats-server caps (64 MiB); past it the server cuts the connection as a slow
-    // consumer and every ordered consumer on it restarts (seen with 4,096: stalls of 10–30 s during catch-up).
-    const messages = await consumer.consume({ ...LIVE_CONSUME, max_messages: this.limits.pullMessages });
+    // consumer and every consumer on it is lost (seen with 4,096: stalls of 10–30 s during catch-up).
+    const consumer = await followConsumer(this.log, this.lanes[0].projection.filter, from, this.limits.pullMessages);
+    this.backlog = consumer.pending;
+    const messages = consumer.messages;
     let failure: unknown;
     const fail = (err: unknown) => {
       failure ??= err;
@@ -385,6 +378,7 @@ abstract class FeedRunner {
     }, CHECKPOINT_POLL_MS);
     try {
       for await (const m of messages) {
+        consumer.check(m);
         this.backlog = m.info.pending;
         let events: readonly EventEnvelope[] | undefined;
         const decode = () => (events ??= decodeCommit(m.data).events);
@@ -392,9 +386,14 @@ abstract class FeedRunner {
         for (const f of feeds) while (f.buffer.length >= this.limits.maxBatch && f.flushing && !failure) await f.taken();
         if (failure) break;
       }
+    } catch (err) {
+      // A lost consumer or a delivery out of order: the flushes under way end (below) before the runner starts again
+      // from the checkpoints, so no batch of this consumer is applied beside the next consumer's.
+      fail(err);
     } finally {
       clearInterval(watch);
       for (const f of feeds) f.close();
+      void consumer.close();
     }
     await Promise.all(feeds.map((f) => f.flushing));
     if (failure) throw failure;

@@ -147,7 +147,9 @@ const LEADER_WAIT_MS = 30_000;
 async function eventLogLeader(natsUrl: string, clusterDir: string): Promise<[string, number]> {
   const nc = await connect({ servers: natsUrl.split(",") });
   try {
-    const jsm = await jetstreamManager(nc);
+    // No account-info check on the way in: it goes to whichever node this connects to, and a node just started again
+    // may not answer JetStream requests for a while (a run failed there); the loop below asks again until one answers.
+    const jsm = await jetstreamManager(nc, { checkAPI: false });
     for (const until = Date.now() + LEADER_WAIT_MS; ; await sleep(500)) {
       const nodes = natsNodes(clusterDir);
       const leader = (await jsm.streams.info(STREAMS.events).catch(() => undefined))?.cluster?.leader;
