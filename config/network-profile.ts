@@ -37,6 +37,11 @@ export interface NetworkProfile {
    * For measuring that one stalled wallet does not hold the others; empty unless set.
    */
   readonly stalledWallets: ReadonlySet<string>;
+  /**
+   * A file (MEMRELAY_NETWORK_STALL_SWITCH): when set, the stalled wallets hang only while it exists, so a measurement
+   * can warm up with every wallet healthy in the same process and stall one afterwards; unset, from the start.
+   */
+  readonly stallSwitch?: string;
 }
 
 export const NETWORK_PROFILE_NAMES = ["local", "testnet", "mainnet"] as const;
@@ -74,7 +79,8 @@ export const NETWORK_PROFILES: Readonly<Record<NetworkProfileName, NetworkProfil
 
 /**
  * MEMRELAY_NETWORK_PROFILE (default `local`); an unknown name is refused, not silently treated as local.
- * MEMRELAY_NETWORK_STALLED_WALLETS: Sui addresses (0x + 64 hex, comma-separated) whose transactions hang.
+ * MEMRELAY_NETWORK_STALLED_WALLETS: Sui addresses (0x + 64 hex, comma-separated) whose transactions hang;
+ * MEMRELAY_NETWORK_STALL_SWITCH: a file path, while which exists they do (unset: always).
  */
 export function networkProfileFromEnv(env: Readonly<Record<string, string | undefined>>): NetworkProfile {
   const raw = env.MEMRELAY_NETWORK_PROFILE?.trim().toLowerCase() || "local";
@@ -83,5 +89,6 @@ export function networkProfileFromEnv(env: Readonly<Record<string, string | unde
   const stalled = (env.MEMRELAY_NETWORK_STALLED_WALLETS ?? "").split(",").map((a) => a.trim().toLowerCase()).filter(Boolean);
   const bad = stalled.find((a) => !/^0x[0-9a-f]{64}$/.test(a));
   if (bad !== undefined) throw new Error(`MEMRELAY_NETWORK_STALLED_WALLETS must list Sui addresses (0x + 64 hex), not "${bad}"`);
-  return stalled.length ? { ...NETWORK_PROFILES[name], stalledWallets: new Set(stalled) } : NETWORK_PROFILES[name];
+  const stallSwitch = env.MEMRELAY_NETWORK_STALL_SWITCH?.trim() || undefined;
+  return stalled.length ? { ...NETWORK_PROFILES[name], stalledWallets: new Set(stalled), stallSwitch } : NETWORK_PROFILES[name];
 }

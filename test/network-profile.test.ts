@@ -36,6 +36,8 @@ describe("MEMRELAY_NETWORK_PROFILE", () => {
     expect([...p.stalledWallets]).toEqual([a, b.toLowerCase()]);
     expect(p.sharedTxFinality).toBe(NETWORK_PROFILES.testnet.sharedTxFinality);
     expect(networkProfileFromEnv({ MEMRELAY_NETWORK_PROFILE: "testnet" }).stalledWallets.size).toBe(0);
+    expect(p.stallSwitch).toBeUndefined();
+    expect(networkProfileFromEnv({ MEMRELAY_NETWORK_STALLED_WALLETS: a, MEMRELAY_NETWORK_STALL_SWITCH: " /tmp/stall-now " }).stallSwitch).toBe("/tmp/stall-now");
     expect(() => networkProfileFromEnv({ MEMRELAY_NETWORK_STALLED_WALLETS: "0x12" })).toThrow(/MEMRELAY_NETWORK_STALLED_WALLETS must list Sui addresses \(0x \+ 64 hex\), not "0x12"/);
   });
 

@@ -1,6 +1,9 @@
 // The wallet pool against the local ledger under a network profile (real nats-server, Sui's owned-object rule on):
 // with two upload wallets, one whose gas coin another transaction holds, or whose calls stall, the records still
 // complete, on the other wallet, and the bad one leaves the rotation.
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.ts";
 import { openEventLog, type EventLog } from "../eventlog/connection.ts";
@@ -102,6 +105,25 @@ describe("two upload wallets on the ledger with the owned-object rule", () => {
       await expect(stalledChain.recordBlob({ owner, namespace: "sigstop", blobId: blobId("after"), size: 1, walletSecretKey: keys[0]!.secretKey })).rejects.toThrow(/already locked by a different transaction/);
     } finally {
       await stalledChain.close();
+    }
+  }, 20_000);
+
+  it("with MEMRELAY_NETWORK_STALL_SWITCH, a stalled wallet answers until the switch file exists, then hangs", async () => {
+    const { keys } = await twoWallets();
+    const owner = generateKeypair().keypair.address;
+    const dir = await mkdtemp(join(tmpdir(), "stall-switch-"));
+    const stallSwitch = join(dir, "stall");
+    const stalledChain = await LocalChain.open(log, { packageId: PACKAGE_ID, network: "localnet", healIntervalMs: 0, profile: { ...profile, stalledWallets: new Set([keys[0]!.keypair.address]), stallSwitch } });
+    try {
+      const record = (id: string) => stalledChain.recordBlob({ owner, namespace: "switch", blobId: id, size: 1, walletSecretKey: keys[0]!.secretKey });
+      const before = blobId("before");
+      await expect(record(before)).resolves.toMatchObject({ blobId: before });
+      await writeFile(stallSwitch, "");
+      const outcome = await Promise.race([record(blobId("after")).then(() => "final"), new Promise((r) => setTimeout(() => r("hung"), 1_500))]);
+      expect(outcome).toBe("hung");
+    } finally {
+      await stalledChain.close();
+      await rm(dir, { recursive: true, force: true });
     }
   }, 20_000);
 });

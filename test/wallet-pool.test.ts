@@ -99,6 +99,43 @@ describe("WalletPool", () => {
     expect(looks - before).toBeLessThan(10);
   });
 
+  it("judges a call stalled at a few times the recent median, also one that began before anything was seen", async () => {
+    const p = new WalletPool(keys.slice(0, 3), { stallMs: 20_000, stallFloorMs: 3_000, benchMs: 60_000 });
+    const hung = p.tryAcquire()!; // wallet 0: never answers; nothing seen yet, so its bound is the ceiling
+    let stalledAt: number | undefined;
+    void hung.stalled.then(() => (stalledAt = Date.now() - 1_000_000));
+    // wallets 1 and 2 answer in 1 s, three times in all: the bound becomes 4 × 1 s
+    for (let i = 0; i < 3; i++) {
+      const l = p.tryAcquire()!;
+      expect(l.wallet.address).not.toBe(addr(p, 0));
+      await vi.advanceTimersByTimeAsync(1_000);
+      l.release("ok");
+    }
+    expect(p.stallMs).toBe(4_000);
+    // 3 s in: the hung call is not yet past 4 s
+    expect(stalledAt).toBeUndefined();
+    await vi.advanceTimersByTimeAsync(999);
+    expect(stalledAt).toBeUndefined();
+    await vi.advanceTimersByTimeAsync(1);
+    expect(stalledAt).toBe(4_000);
+    expect(p.inRotation().map((w) => w.address)).toEqual([addr(p, 1), addr(p, 2)]);
+    // the stalled call still holds its wallet (its coin): no second transaction on it, even once its bench is over
+    await vi.advanceTimersByTimeAsync(60_000);
+    const held = [p.tryAcquire()!, p.tryAcquire()!];
+    expect(held.map((l) => l.wallet.address).sort()).toEqual([addr(p, 1), addr(p, 2)].sort());
+    expect(p.tryAcquire()).toBeUndefined();
+  });
+
+  it("never settles a lease's stalled once it was released first", async () => {
+    const p = pool(1);
+    const l = p.tryAcquire()!;
+    let stalled = false;
+    void l.stalled.then(() => (stalled = true));
+    l.release("ok");
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(stalled).toBe(false);
+  });
+
   it("uses the wallet back soonest when every wallet is out of rotation, preferring one the caller has not tried", () => {
     const p = pool(2);
     p.tryAcquire()!.release("failed");

@@ -3,9 +3,9 @@
 // form by arrival (../arrival-batcher.ts): a record waits only while an earlier batch is in flight, so an idle relayer
 // adds no latency and a busy one makes bigger batches. Each batch is paid by a wallet of the pool with no transaction
 // in flight (its gas coin is an owned object: ./wallet-pool.ts). A batch that fails for its wallet's sake (the coin
-// locked, no funds, the chain not answering) or stalls past the pool's stallMs goes out again on another wallet, and
-// that wallet leaves the rotation for a while; records are idempotent per (owner, blob id), so a stalled transaction
-// that lands after all changes nothing. A batch the chain refuses is retried one record at a time, so one bad record
+// locked, no funds, the chain not answering) or stalls (the pool's judgement, from its recent calls: ./stall-bound.ts)
+// goes out again on another wallet, and that wallet leaves the rotation for a while; records are idempotent per
+// (owner, blob id), so a stalled transaction that lands after all changes nothing. A batch the chain refuses is retried one record at a time, so one bad record
 // fails only its own job.
 import type { BlobObject, BlobRecordInput, ChainPort } from "../ports.ts";
 import { PortError } from "../ports.ts";
@@ -73,7 +73,7 @@ export class RecordBatcher {
     return inputs.map(() => failure!);
   }
 
-  /** The batch's transaction on the leased wallet: its objects, its error, or STALLED once it runs past stallMs. */
+  /** The batch's transaction on the leased wallet: its objects, its error, or STALLED once the pool judges it stalled. */
   private attempt(inputs: readonly BlobRecordInput[], lease: WalletLease): Promise<BlobObject[] | Error> {
     const call = this.chain.recordBlobs(inputs, lease.wallet.secretKey).then(
       (objects) => {
@@ -86,11 +86,9 @@ export class RecordBatcher {
         return error;
       },
     );
-    let timer: ReturnType<typeof setTimeout> | undefined;
     // The stalled call keeps its wallet (and its coin) until it ends; only the batch moves on.
-    const stalled = new Promise<Error>((resolve) => (timer = setTimeout(() => resolve(STALLED), this.wallets.stallMs)));
-    return Promise.race([call, stalled]).finally(() => clearTimeout(timer));
+    return Promise.race([call, lease.stalled.then(() => STALLED)]);
   }
 }
 
-const STALLED = new PortError("chain", "unavailable", "the wallet's transaction stalled (no answer within the pool's stall time)");
+const STALLED = new PortError("chain", "unavailable", "the wallet's transaction stalled (no answer within the pool's stall bound)");

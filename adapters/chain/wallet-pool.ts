@@ -2,13 +2,16 @@
 // `suiprivkey1…` or 64 hex), used round-robin. A wallet's gas coin is an owned object: on Sui two transactions in
 // flight on one coin equivocate and are refused, so a transaction takes a wallet with none in flight (`acquire`) and
 // gives it back when it is final. A wallet whose call fails for reasons of its own (its coin locked, no funds, its
-// calls not answering) or runs past `stallMs` is taken out of rotation for `benchMs`, so it does not hold the others;
-// should every wallet be out, the one back soonest is used rather than none. Each process has its own pool (its own
+// calls not answering) or runs past the stall bound (./stall-bound.ts: a few times the median of the pool's recent
+// transactions, between a floor and `stallMs`) is taken out of rotation for `benchMs`, so it does not hold the others,
+// and its lease's `stalled` says so (the caller sends its work on another wallet; the stalled call keeps its wallet,
+// and so its coin, until it ends). Should every wallet be out, the one back soonest is used rather than none. Each process has its own pool (its own
 // wallets in flight); nothing here needs to be shared.
 import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
 import { decodeSuiPrivateKey } from "@mysten/sui/cryptography";
 import { PortError } from "../ports.ts";
 import { isObjectLockConflict } from "./local/owned-object-locks.ts";
+import { DEFAULT_STALL_BOUND, stallBound, type StallBoundOptions } from "./stall-bound.ts";
 
 export interface Wallet {
   readonly address: string;
@@ -39,12 +42,16 @@ export type LeaseOutcome = "ok" | "failed";
 /** One wallet, held for one transaction until `release`. */
 export interface WalletLease {
   readonly wallet: Wallet;
+  /** Settles when the pool judges this lease's call stalled (never, once released first). */
+  readonly stalled: Promise<void>;
   release(outcome: LeaseOutcome): void;
 }
 
 export interface WalletPoolOptions {
-  /** A call still running after this long takes its wallet out of rotation. Default 20 s. */
+  /** The most a call may run before its wallet leaves the rotation (also the bound until enough was seen). Default 20 s. */
   readonly stallMs?: number;
+  /** The least the stall bound gets, however fast recent calls were. Default 3 s. */
+  readonly stallFloorMs?: number;
   /** How long a wallet that failed or stalled stays out of rotation. Default 30 s. */
   readonly benchMs?: number;
   readonly clock?: () => number;
@@ -54,9 +61,14 @@ interface WalletState {
   readonly wallet: Wallet;
   /** When its transaction in flight started, or undefined when idle. */
   busySince: number | undefined;
+  /** Settles the lease's `stalled` once its call is judged stalled; undefined when idle or judged already. */
+  onStall: (() => void) | undefined;
   /** Out of rotation until then. */
   benchedUntil: number;
 }
+
+/** Durations the stall bound's median is taken over: recent enough to follow a network that changes. */
+const RECENT_CALLS = 32;
 
 export class WalletPool {
   readonly wallets: readonly Wallet[];
@@ -66,20 +78,26 @@ export class WalletPool {
   private readonly benchMs: number;
   private readonly clock: () => number;
   private recheck: ReturnType<typeof setTimeout> | undefined;
-  /** A call still running after this long takes its wallet out of rotation. */
-  readonly stallMs: number;
+  private readonly bound: StallBoundOptions;
+  /** How long this pool's recent calls that ended well took (ms), oldest first. */
+  private readonly recent: number[] = [];
 
   constructor(keys: readonly string[], opts: WalletPoolOptions = {}) {
     if (!keys.length) throw new Error("the wallet pool is empty: set SERVER_CHAIN_PRIVATE_KEYS");
     this.wallets = keys.map(parseWalletKey);
-    this.states = this.wallets.map((wallet) => ({ wallet, busySince: undefined, benchedUntil: 0 }));
-    this.stallMs = opts.stallMs ?? 20_000;
+    this.states = this.wallets.map((wallet) => ({ wallet, busySince: undefined, onStall: undefined, benchedUntil: 0 }));
+    this.bound = { ...DEFAULT_STALL_BOUND, ceilingMs: opts.stallMs ?? DEFAULT_STALL_BOUND.ceilingMs, floorMs: opts.stallFloorMs ?? DEFAULT_STALL_BOUND.floorMs };
     this.benchMs = opts.benchMs ?? 30_000;
     this.clock = opts.clock ?? Date.now;
   }
 
   get size(): number {
     return this.wallets.length;
+  }
+
+  /** A call still running after this long (from what the pool has seen lately) takes its wallet out of rotation. */
+  get stallMs(): number {
+    return stallBound(this.recent, this.bound);
   }
 
   /**
@@ -146,15 +164,21 @@ export class WalletPool {
 
   private lease(s: WalletState, now: number): WalletLease {
     s.busySince = now;
+    const stalled = new Promise<void>((resolve) => (s.onStall = resolve));
     let released = false;
+    this.recheckLater();
     return {
       wallet: s.wallet,
+      stalled,
       release: (outcome) => {
         if (released) return;
         released = true;
         const t = this.clock();
         this.benchStalled(t);
+        // A call that ended well, late ones included, tells how long calls take now; a failure tells nothing of that.
+        if (outcome === "ok") this.recent.push(t - s.busySince!), this.recent.length > RECENT_CALLS && this.recent.shift();
         s.busySince = undefined;
+        s.onStall = undefined;
         if (outcome === "failed") s.benchedUntil = Math.max(s.benchedUntil, t + this.benchMs);
         this.handOver();
       },
@@ -165,32 +189,43 @@ export class WalletPool {
   private handOver(): void {
     while (this.waiting.length) {
       const lease = this.tryAcquire(this.waiting[0]!.avoid);
-      if (!lease) return this.recheckLater();
+      if (!lease) break;
       this.waiting.shift()!.take(lease);
     }
+    this.recheckLater();
   }
 
   /**
-   * Waiters also wake when a wallet stalls or comes back into rotation, which no release announces: at the earliest
-   * such moment, look again.
+   * A call stalls, and a benched wallet comes back, with no release to announce it: at the earliest such moment
+   * ahead, look again. Set anew each time, as a release can shorten the stall bound and so bring that moment nearer.
    */
   private recheckLater(): void {
-    if (this.recheck || !this.waiting.length) return;
+    clearTimeout(this.recheck);
+    this.recheck = undefined;
     const now = this.clock();
-    // Only moments still ahead: a wallet that stalled already changes nothing more until its call ends (a release).
-    const moments = this.states.flatMap((s) => [...(s.busySince !== undefined ? [s.busySince + this.stallMs] : []), s.benchedUntil]).filter((t) => t > now);
+    const bound = this.stallMs;
+    // Calls not yet judged stalled, and (only waiters care) wallets coming back; a call judged stalled changes nothing
+    // more until it ends (a release).
+    const stalls = this.states.flatMap((s) => (s.onStall && s.busySince !== undefined ? [s.busySince + bound] : []));
+    const backs = this.waiting.length ? this.states.map((s) => s.benchedUntil).filter((t) => t > now) : [];
+    const moments = [...stalls, ...backs];
     if (!moments.length) return;
     this.recheck = setTimeout(() => {
       this.recheck = undefined;
+      this.benchStalled(this.clock());
       this.handOver();
-    }, Math.min(...moments) - now);
+    }, Math.max(0, Math.min(...moments) - now));
     this.recheck.unref?.();
   }
 
-  /** Benches every wallet whose call in flight has run past stallMs (from the moment it stalled). */
+  /** Benches every wallet whose call in flight has run past the stall bound (from the moment it stalled), and says so to its lease. */
   private benchStalled(now: number): void {
+    const bound = this.stallMs;
     for (const s of this.states) {
-      if (s.busySince !== undefined && now - s.busySince >= this.stallMs) s.benchedUntil = Math.max(s.benchedUntil, s.busySince + this.stallMs + this.benchMs);
+      if (s.busySince === undefined || now - s.busySince < bound) continue;
+      s.benchedUntil = Math.max(s.benchedUntil, s.busySince + bound + this.benchMs);
+      s.onStall?.();
+      s.onStall = undefined;
     }
   }
 

@@ -9,6 +9,20 @@
 // where a remember's time goes (the job's events), one quilt's store time (the publisher, idle), the pipeline floor
 // (bench/pipeline-floor-worker.ts) in the quilt/local environment, and one of the four wallets stalled in the
 // quilt/network environment. The goals are issue 31's.
+// Steady state, with the cold start beside it: an agent of a fleet writes many memories to its namespace, and the
+// first one of each (owner, namespace) mints the namespace's Seal data key on the actor host (~90 ms of CPU each,
+// adapters/encryption/data-keys.ts); a run of one memory per agent into a namespace never written before measures
+// 256 key mints, not remembering. So each environment first writes one memory per agent into the measured namespace,
+// itself measured and reported as its own rows ("first memory per agent, cold"), and the run that the goals judge
+// follows in that namespace, its keys warm. Storage and gas count every memory of the namespace, the cold ones too.
+// Per-blob under the network profile has no cold phase (it would take as long as the run, and its rate is the
+// publisher's, not this CPU's). The stalled-wallet run restarts the actor host (its keys live in its memory only),
+// so it too writes a first memory per agent into its namespace with every wallet healthy, then the stall is switched
+// on (MEMRELAY_NETWORK_STALL_SWITCH) for the measured memories: the stall happens inside the measured window, to a
+// pool that has seen healthy transactions, as it would to a relayer in service.
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Agent, FormData, request } from "undici";
 import { SuiJsonRpcClient } from "@mysten/sui/jsonRpc";
 import { WalrusClient } from "@mysten/walrus";
@@ -76,6 +90,10 @@ interface ProfileRun extends Measured {
   readonly quiltStore?: LatencySummary;
   readonly floor?: Measured;
   readonly stalled?: Measured & { readonly wallet: string };
+  /** The first memory per agent into the measured namespace (its data key minted), before the run; none without a warm-up. */
+  readonly cold?: Measured;
+  /** Memories the storage cost and gas are of: the namespace's all, the cold ones too. */
+  readonly storedMemories: number;
 }
 
 function networkProfileToCompare(): NetworkProfileName {
@@ -226,20 +244,17 @@ async function runProfile(ctx: Ctx, plan: RunPlan): Promise<ProfileRun> {
     const ids: IdentityWire[] = new Array(agents);
     await pooled(agents, IDENTITY_CONCURRENCY, async (i) => void (ids[i] = await env.identity(`bench-network-${profile}-${mode}-${i}`)));
     const clients = await Promise.all(ids.map((who) => env.client(who, dispatcher)));
-    // Texts for the warm-up, the run, and the floor's or the stalled run's.
+    // Texts for the cold first memories, the run, and the floor's or the stalled run's.
     const texts = memoryTexts(agents * (1 + 2 * perAgent), 40_000);
     const slice = (k: number) => texts.slice(agents * (1 + k * perAgent), agents * (1 + (k + 1) * perAgent));
-    // Per-blob under the network profile: no warm-up, its rate is the publisher's sub-wallets', not this machine's
-    // (a warm-up would take as long as the run).
-    if (!plan.skipWarmUp) {
-      log(`network (${label}): warm-up, one memory per agent ...`);
-      // A warm-up call that errs (a connection reset on a loaded machine) warms nothing less: the run goes on.
-      await Promise.all(clients.map((c, i) => c.rememberAndWait(texts[i]!, `${NAMESPACE}-warmup`, CALL_TIMEOUT_MS).catch(() => undefined)));
-    }
     const chain = await LocalChain.open(env.log, { packageId: env.workerEnv.MEMORY_PACKAGE_ID!, network: env.workerEnv.CHAIN_NETWORK!, healIntervalMs: 0 });
     try {
       await ctx.quiet();
       const suiBefore = await uploadWalletsSui(chain, plan.walletKeys);
+      // Per-blob under the network profile: no cold phase, its rate is the publisher's sub-wallets', not this
+      // machine's (it would take as long as the run).
+      const cold = plan.skipWarmUp ? undefined : await closedLoop(ctx, `${label}, first memory per agent (cold: mints the namespace's data key)`, clients, texts.slice(0, agents), 1, NAMESPACE);
+      if (cold) await ctx.quiet();
       const run = await closedLoop(ctx, label, clients, slice(0), perAgent, NAMESPACE);
       const recordGas = suiBefore - (await uploadWalletsSui(chain, plan.walletKeys));
       const sizes = await storedBlobSizes(env, mode);
@@ -258,20 +273,30 @@ async function runProfile(ctx: Ctx, plan: RunPlan): Promise<ProfileRun> {
       if (plan.floor) {
         await env.stopRole("actors");
         await env.startPipelineFloorActors();
-        await Promise.all(clients.map((c) => c.rememberAndWait("warm-up", `${NAMESPACE}-floor-warmup`, CALL_TIMEOUT_MS).catch(() => undefined)));
+        // Its keys warm like the run's: a first memory per agent into the floor's namespace (a call that errs warms less: the floor goes on).
+        await Promise.all(clients.map((c) => c.rememberAndWait("warm-up", `${NAMESPACE}-floor`, CALL_TIMEOUT_MS).catch(() => undefined)));
         await ctx.quiet();
         floor = await closedLoop(ctx, `${label}, pipeline floor`, clients, slice(1), perAgent, `${NAMESPACE}-floor`);
       }
       let stalled: (Measured & { wallet: string }) | undefined;
       if (plan.stall) {
-        // SIGSTOP-like: the first wallet's transactions hang (MEMRELAY_NETWORK_STALLED_WALLETS), from the first one on.
+        // SIGSTOP-like: the first wallet's transactions hang (MEMRELAY_NETWORK_STALLED_WALLETS) once the switch file
+        // exists: first a memory per agent with all wallets healthy (keys warm, the pool has seen calls), then the stall.
         const wallet = parseWalletKey(plan.walletKeys[0]!).address;
-        await env.stopRole("actors");
-        await env.startRole("actors", { MEMRELAY_NETWORK_STALLED_WALLETS: wallet });
-        await ctx.quiet();
-        stalled = { ...(await closedLoop(ctx, `${label}, 1 of ${WALLETS} wallets stalled`, clients, slice(1), perAgent, `${NAMESPACE}-stalled`)), wallet };
+        const dir = await mkdtemp(join(tmpdir(), "bench-network-stall-"));
+        const stallSwitch = join(dir, "stall");
+        try {
+          await env.stopRole("actors");
+          await env.startRole("actors", { MEMRELAY_NETWORK_STALLED_WALLETS: wallet, MEMRELAY_NETWORK_STALL_SWITCH: stallSwitch });
+          await Promise.all(clients.map((c, i) => c.rememberAndWait(texts[i]!, `${NAMESPACE}-stalled`, CALL_TIMEOUT_MS).catch(() => undefined)));
+          await writeFile(stallSwitch, "");
+          await ctx.quiet();
+          stalled = { ...(await closedLoop(ctx, `${label}, 1 of ${WALLETS} wallets stalled`, clients, slice(1), perAgent, `${NAMESPACE}-stalled`)), wallet };
+        } finally {
+          await rm(dir, { recursive: true, force: true });
+        }
       }
-      return { ...run, profile, mode, storageCost, recordGas, publisherGas, storedBlobs: sizes.length, trace, quiltStore, floor, stalled };
+      return { ...run, profile, mode, storageCost, recordGas, publisherGas, storedBlobs: sizes.length, trace, quiltStore, floor, stalled, cold, storedMemories: run.memories + (cold?.memories ?? 0) };
     } finally {
       await chain.close();
     }
@@ -282,7 +307,7 @@ async function runProfile(ctx: Ctx, plan: RunPlan): Promise<ProfileRun> {
 }
 
 const thr = (r: Measured) => r.memories / r.seconds;
-const per1000 = (x: bigint, r: Measured) => (r.memories ? (x * 1000n) / BigInt(r.memories) : 0n);
+const per1000 = (x: bigint, r: ProfileRun) => (r.storedMemories ? (x * 1000n) / BigInt(r.storedMemories) : 0n);
 const ratio = (x: bigint, y: bigint) => (y ? Number(x) / Number(y) : NaN);
 
 function measuredRows(prefix: string, r: Measured, agents: number, perAgent: number): Row[] {
@@ -326,9 +351,10 @@ export async function networkSection(ctx: Ctx): Promise<SectionResult> {
     const label = `${MODE_LABEL[r.mode]}, ${r.profile} profile`;
     const gas = r.recordGas + r.publisherGas;
     return [
-      ...measuredRows(label, r, agents, plan(r.mode, r.profile).perAgent),
+      ...(r.cold ? measuredRows(`${label}, first memory per agent (cold: mints the namespace's data key)`, r.cold, agents, 1) : []),
+      ...measuredRows(`${label}${r.cold ? ", keys warm" : ""}`, r, agents, plan(r.mode, r.profile).perAgent),
       { metric: `${label}: where the time goes (job events)`, measured: r.trace },
-      { metric: `${label}: blobs stored (Walrus register + certify each)`, measured: `${int(r.storedBlobs)} for ${int(r.memories)} memories` },
+      { metric: `${label}: blobs stored (Walrus register + certify each)`, measured: `${int(r.storedBlobs)} for ${int(r.storedMemories)} memories` },
       { metric: `${label}: storage cost per 1,000 memories (SDK storageCost, ${EPOCHS} epoch, local prices)`, measured: `${int(Number(per1000(r.storageCost, r)))} FROST` },
       { metric: `${label}: gas per 1,000 memories (record transactions of the upload wallets + the publisher's register and certify)`, measured: `${int(Number(per1000(gas, r)))} MIST (records ${int(Number(per1000(r.recordGas, r)))}, publisher ${int(Number(per1000(r.publisherGas, r)))})` },
     ];
@@ -377,11 +403,11 @@ export async function networkSection(ctx: Ctx): Promise<SectionResult> {
     seconds: (performance.now() - t0) / 1000,
     rows,
     notes: [
-      `Each (store mode, profile) in an environment of its own (nats-server, database, services process, gateway/projections/actors workers) started with MEMRELAY_STORE_MODE, MEMRELAY_NETWORK_PROFILE, QUILT_MAX_WAIT_MS=${quiltWaitMs} and the same ${WALLETS} upload wallets (SERVER_CHAIN_PRIVATE_KEYS), one after the other in one run; ${agents} agents (one account each), each a closed loop of rememberAndWait calls (POST /api/remember?wait=, then long polls) after one warm-up memory; latency is the call's, from the request to done. Per-blob under ${net}: ${blobNetPerAgent} per agent and no warm-up (its rate is the publisher's sub-wallets', ~2 blobs/s at most). A call that errs or outlasts ${CALL_TIMEOUT_MS / 1000} s counts as failed.`,
+      `Each (store mode, profile) in an environment of its own (nats-server, database, services process, gateway/projections/actors workers) started with MEMRELAY_STORE_MODE, MEMRELAY_NETWORK_PROFILE, QUILT_MAX_WAIT_MS=${quiltWaitMs} and the same ${WALLETS} upload wallets (SERVER_CHAIN_PRIVATE_KEYS), one after the other in one run; ${agents} agents (one account each), each a closed loop of rememberAndWait calls (POST /api/remember?wait=, then long polls) in a namespace each has written one memory to already (those first memories, each minting the namespace's data key, measured and shown as the cold rows); latency is the call's, from the request to done. Per-blob under ${net}: ${blobNetPerAgent} per agent and no warm-up (its rate is the publisher's sub-wallets', ~2 blobs/s at most). A call that errs or outlasts ${CALL_TIMEOUT_MS / 1000} s counts as failed.`,
       `Under ${net}, the ledger of the actor host waits Sui's owned-object finality per transaction and applies the owned-object rule; the blob store's Walrus publisher waits register + slivers + certify per new blob, each transaction on one of its 8 sub-wallets (Walrus's default --n-clients), one transaction each at a time; figures in docs/network-profile.md.`,
       "Storage cost: `WalrusClient.storageCost(size, 1)` per stored blob (per-blob: each memory's ciphertext; quilt: each quilt holding the run's memories, its size read back from the aggregator), summed, against the local Walrus deployment (10 shards; 100 FROST per unit per epoch, 200 per unit written), so the figure compares modes, not networks. Gas: the SUI the upload wallets paid on the local ledger (record_blob transactions), plus 2 transactions per stored blob (register_blob, certify_blob) at the ledger's fee per transaction: the local publisher's are not on the ledger.",
       "Where the time goes: the sampled jobs' own events (accepted_at, uploaded, indexed; one clock). One quilt's store time: after the run, the idle publisher storing 8 quilts of the run's mean patch count and size, 2 at a time.",
-      `Pipeline floor: in the quilt/local environment after its run, the actor host replaced by bench/pipeline-floor-worker.ts (blob store and chain record answered without I/O), the same agents and load in another namespace. Stalled wallet: in the quilt/${net} environment after its run, the actor host restarted with MEMRELAY_NETWORK_STALLED_WALLETS naming the first of the ${WALLETS} wallets (its transactions never get final), the same load in another namespace; the pool moves a batch on after its stall time (20 s) and keeps that wallet out.`,
+      `Pipeline floor: in the quilt/local environment after its run, the actor host replaced by bench/pipeline-floor-worker.ts (blob store and chain record answered without I/O), the same agents and load in another namespace, after a first memory per agent there (keys warm, as in the run). Stalled wallet: in the quilt/${net} environment after its run, the actor host restarted with MEMRELAY_NETWORK_STALLED_WALLETS naming the first of the ${WALLETS} wallets (its transactions never get final), a first memory per agent into another namespace with all wallets healthy, then that wallet's transactions hang from the measured load on (MEMRELAY_NETWORK_STALL_SWITCH), the same load in that namespace; the pool moves a batch on once its call runs past 4× the median of the pool's recent calls (at least 3 s, at most 20 s; adapters/chain/stall-bound.ts) and keeps that wallet out.`,
       "A --quick run (32 agents) does not judge the goals: they are stated for 256 agents.",
     ],
     data: {
@@ -404,6 +430,8 @@ export async function networkSection(ctx: Ctx): Promise<SectionResult> {
         publisherGas: r.publisherGas.toString(),
         storedBlobs: r.storedBlobs,
         trace: r.trace,
+        storedMemories: r.storedMemories,
+        cold: r.cold && { memories: r.cold.memories, failed: r.cold.failed, seconds: r.cold.seconds, latencies: summarize(r.cold.latencies), cpu: r.cold.cpu, cpuPerMemory: r.cold.cpuPerMemory },
       })),
       floor: { memories: floor.memories, seconds: floor.seconds, latencies: summarize(floor.latencies), cpuPerMemory: floor.cpuPerMemory },
       stalled: { wallet: stalled.wallet, memories: stalled.memories, failed: stalled.failed, seconds: stalled.seconds, latencies: summarize(stalled.latencies), cpuPerMemory: stalled.cpuPerMemory },

@@ -3,6 +3,7 @@
 // writes of the ones before it, the block is appended to `chain.tx` expecting the last sequence the state reflects,
 // then materialised into KV. A conflicting append (another process went first) catches the state up from the stream
 // and decides the block again; every step is idempotent, so retries are safe.
+import { existsSync } from "node:fs";
 import { Cause, Effect, Exit, Schedule } from "effect";
 import { blake2b } from "@noble/hashes/blake2.js";
 import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
@@ -162,14 +163,16 @@ export class Ledger {
   /**
    * `commit` as the network profile has it: the transaction's gas coin locked (refused as Sui refuses equivocation
    * when another transaction holds it), the finality waited, then committed and unlocked; a stalled wallet's
-   * (MEMRELAY_NETWORK_STALLED_WALLETS) waits for good, its coin locked. The ledger operator's
+   * (MEMRELAY_NETWORK_STALLED_WALLETS, while MEMRELAY_NETWORK_STALL_SWITCH's file exists if set) waits for good, its
+   * coin locked. The ledger operator's
    * set-up transactions (genesis, mint, put_object) stand for no user's and neither wait nor lock.
    */
   private inFlight(vtx: VerifiedTx, commit: Effect.Effect<SubmitResult, LedgerError>): Effect.Effect<SubmitResult, LedgerError> {
     const profile = this.profile;
     if (SYSTEM_KINDS.has(vtx.body.kind)) return commit;
     // The local profile adds nothing, not even an asynchronous hop. A stalled wallet's transaction never gets final.
-    const final = profile.stalledWallets.has(vtx.gasOwner) ? Effect.never : commit;
+    const stalls = profile.stalledWallets.has(vtx.gasOwner) && (profile.stallSwitch === undefined || existsSync(profile.stallSwitch));
+    const final = stalls ? Effect.never : commit;
     const waited = profile.ownedTxFinality.maxMs > 0 ? Effect.promise(() => networkDelay(profile.ownedTxFinality)).pipe(Effect.andThen(final)) : final;
     if (!profile.ownedObjectLocks) return waited;
     const owned = [gasCoinId(vtx.gasOwner)];
