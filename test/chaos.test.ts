@@ -15,8 +15,8 @@
 // first run inside the whole suite (CI's load: other test files in parallel) did not: 202 of 594 accepted jobs were
 // not settled at the deadline (200 without any status answer, 2 reading `uploaded`), and 3 failed "upload failed after
 // 5 wallet attempts: JetStream system temporarily unavailable" — an event-log outage spending a job's wallet attempts
-// (the attempt loop counts any failure; an outage should be retried without counting). Both are open (README, chaos
-// section). A test that fails at random would fail CI at random.
+// (fixed since: actors/relayer/wallet-attempts.ts). The unsettled jobs are open (README, chaos section). A test that
+// fails at random would fail CI at random.
 import { describe, expect, it } from "vitest";
 import { ALL_FAULTS, formatResult, runChaos, type ChaosOptions } from "./chaos/chaos.ts";
 

@@ -16,6 +16,7 @@ import type { BlobPort, EncryptionPort } from "../../adapters/ports.ts";
 import type { QuiltOutcome, QuiltWriter } from "../../adapters/blobs/quilt-writer.ts";
 import type { QuiltLog } from "./remember-job.quilts.ts";
 import { RecordFailed, type RecordBatcher } from "../../adapters/chain/record-batcher.ts";
+import { spendsWalletAttempt } from "./wallet-attempts.ts";
 import { TextTooLong, type DocumentEmbedder } from "../../adapters/embeddings/scheduler.ts";
 import type { Wallet, WalletPool } from "../../adapters/chain/wallet-pool.ts";
 import type { LexicalKeyring } from "../../adapters/lexical/keys.ts";
@@ -108,7 +109,8 @@ interface Paid<A> {
 }
 
 /**
- * Runs `attempt` until it succeeds or the machine allows no further attempt (mayAttemptAgain); an attempt that pays
+ * Runs `attempt` until it succeeds or the machine allows no further attempt (mayAttemptAgain), or fails Transient on
+ * an outage of the relayer's own services, which spends no attempt (wallet-attempts.ts); an attempt that pays
  * itself takes the next wallet of the pool from `nextWallet` (the blob registrations' batcher picks its own). Returns
  * the facts: the failed attempts, then the success event if there was one. Whether the job fails is the machine's call.
  */
@@ -123,6 +125,11 @@ function withWallets<A>(ctx: JobContext, ports: RememberJobPorts, attempt: (next
       if (outcome._tag === "Success") {
         events.push(onSuccess(outcome.success));
         return events;
+      }
+      if (!spendsWalletAttempt(outcome.failure)) {
+        // The facts so far stand; with none, the host retries this effect once the outage passes.
+        if (events.length) return events;
+        return yield* Effect.fail(new Transient(`backing service unavailable: ${outcome.failure instanceof Error ? outcome.failure.message : String(outcome.failure)}`));
       }
       attempts++;
       const wallet = outcome.failure instanceof RecordFailed ? outcome.failure.wallet : nextWallet();
