@@ -1,8 +1,8 @@
 // How JetStream's refusals are classified: by the server's error code on a JetStreamApiError, never by message text.
 import { describe, expect, it } from "vitest";
 import { JetStreamApiError } from "@nats-io/jetstream";
-import { jserrors } from "@nats-io/jetstream/internal";
-import { isConsumerExisting, isNoMessage, isStreamOrConsumerMissing, isWrongLastSequence } from "../eventlog/jetstream-errors.ts";
+import { JetStreamStatusError, jserrors } from "@nats-io/jetstream/internal";
+import { isConsumerExisting, isJetStreamUnavailable, isNoMessage, isStreamOrConsumerMissing, isWrongLastSequence } from "../eventlog/jetstream-errors.ts";
 
 const apiError = (err_code: number, description: string) => new JetStreamApiError({ code: 400, err_code, description });
 
@@ -36,5 +36,15 @@ describe("JetStream error classification", () => {
     expect(isConsumerExisting(apiError(10148, "consumer already exists"))).toBe(true);
     expect(isConsumerExisting(apiError(10013, "consumer name already in use"))).toBe(true);
     expect(isConsumerExisting(apiError(10059, "stream not found"))).toBe(false);
+  });
+
+  it("recognises JetStream that cannot serve for now by class and code, not by the wording", () => {
+    expect(isJetStreamUnavailable(apiError(10008, "JetStream system temporarily unavailable"))).toBe(true);
+    expect(isJetStreamUnavailable(new JetStreamStatusError("no responders", 503))).toBe(true);
+    expect(isJetStreamUnavailable(new jserrors.JetStreamNotEnabled("jetstream is not enabled", { cause: new Error("no responders") }))).toBe(true);
+    expect(isJetStreamUnavailable(new Error("JetStream system temporarily unavailable"))).toBe(false);
+    expect(isJetStreamUnavailable(new Error("jetstream is not enabled"))).toBe(false);
+    expect(isJetStreamUnavailable(new JetStreamStatusError("request timeout", 408))).toBe(false);
+    expect(isJetStreamUnavailable(apiError(10071, "wrong last sequence: 4"))).toBe(false);
   });
 });
