@@ -5,6 +5,7 @@ import { upcast, type EventCommit, type EventEnvelope, type EventOf, type NewEve
 import { UPCASTERS } from "../schemas/upcasters.ts";
 import { isWrongLastSequence } from "./jetstream-errors.ts";
 import { lastEventSeq } from "./last-message.ts";
+import { EventLogOutage } from "./outage.ts";
 import { STREAMS, aggregateEventSubject } from "./subjects.ts";
 
 export class ConcurrencyConflict extends Error {
@@ -32,13 +33,8 @@ export interface AppendContext {
  */
 const LOAD_IDLE_MS = 10_000;
 
-/**
- * The log did not deliver an aggregate's history: an outage of the event log (its code is the one the unavailability
- * check knows: adapters/unavailable.ts), so a caller retries it rather than taking it for a bad command.
- */
-export class HistoryStalled extends Error {
-  readonly code = "ETIMEDOUT";
-}
+/** The log did not deliver an aggregate's history: an outage of the event log, for the caller to retry. */
+export class HistoryStalled extends EventLogOutage {}
 
 /** The iterator's next value, undefined when it ended; throws when none came within `ms`. */
 async function nextWithin<T>(it: AsyncIterator<T>, ms: number): Promise<T | undefined> {

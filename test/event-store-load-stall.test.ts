@@ -46,6 +46,9 @@ describe("reading an aggregate's history when its consumer stalls", () => {
 
   it("fails when the consumer ends before the last event, rather than returning a part of the history", async () => {
     const f = fakeLog("end");
-    await expect(f.store.load("job.a")).rejects.toThrow(/ended at sequence 3 of 7/);
+    const err = await f.store.load("job.a").catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(HistoryStalled);
+    expect((err as Error).message).toMatch(/ended at sequence 3 of 7/);
+    expect(isUnavailable(err)).toBe(true);
   });
 });
