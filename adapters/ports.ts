@@ -131,6 +131,16 @@ export class SponsorshipInvalidated extends PortError {
   }
 }
 
+/**
+ * The chain refused a transaction because a signature on it does not verify: a refusal (forbidden) the console tells its
+ * client apart from the chain's other ones, the client's signature being what it can correct.
+ */
+export class SignatureRejected extends PortError {
+  constructor(port: string, message: string) {
+    super(port, "forbidden", message);
+  }
+}
+
 /** Accounts by their owner, and what account calls must name: what the dashboard reads for a browser wallet. */
 export interface AccountDirectory {
   readonly target: ChainTarget;

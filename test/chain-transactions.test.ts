@@ -5,7 +5,7 @@ import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
 import { bcs } from "@mysten/sui/bcs";
 import { deriveDynamicFieldID } from "@mysten/sui/utils";
 import { TypeTagSerializer } from "@mysten/sui/bcs";
-import type { PortError } from "../adapters/ports.ts";
+import { SignatureRejected, type PortError } from "../adapters/ports.ts";
 import { createAccount, generateKeypair, mint, transfer } from "../adapters/chain/local/accounts.ts";
 import { buildSignedTx } from "../adapters/chain/local/tx.ts";
 import { GAS_FEE_MIST } from "../adapters/chain/sui/transaction-envelope.ts";
@@ -29,20 +29,21 @@ describe("signatures", () => {
     // signature by another key over a body naming the owner as sender
     const signed = buildSignedTx({ target: a.target, kind: "add_delegate_key", args, sender: owner.secretKey });
     const forged = buildSignedTx({ target: a.target, kind: "add_delegate_key", args, sender: attacker.secretKey });
-    await expectPortError(a.submit({ tx_bytes: signed.tx_bytes, signatures: forged.signatures }), "forbidden");
+    // a signature that does not verify is the port's SignatureRejected (the console answers it invalid_signature)
+    expect(await expectPortError(a.submit({ tx_bytes: signed.tx_bytes, signatures: forged.signatures }), "forbidden")).toBeInstanceOf(SignatureRejected);
 
     // body altered after signing
     const altered = bcs.TransactionData.parse(Buffer.from(signed.tx_bytes, "base64"));
     altered.V1!.gasData.budget = String(BigInt(altered.V1!.gasData.budget) * 2n);
-    await expectPortError(a.submit({ tx_bytes: bcs.TransactionData.serialize(altered).toBase64(), signatures: signed.signatures }), "forbidden");
+    expect(await expectPortError(a.submit({ tx_bytes: bcs.TransactionData.serialize(altered).toBase64(), signatures: signed.signatures }), "forbidden")).toBeInstanceOf(SignatureRejected);
 
     // a corrupted signature
     const raw = Buffer.from(signed.signatures[0]!, "base64");
     raw[10] ^= 0xff;
-    await expectPortError(a.submit({ tx_bytes: signed.tx_bytes, signatures: [raw.toString("base64")] }), "forbidden");
+    expect(await expectPortError(a.submit({ tx_bytes: signed.tx_bytes, signatures: [raw.toString("base64")] }), "forbidden")).toBeInstanceOf(SignatureRejected);
 
-    // validly signed by the attacker, for the owner's account
-    await expectPortError(a.submit(forged), "forbidden");
+    // validly signed by the attacker, for the owner's account: the signature verifies, the sender did not sign
+    expect(await expectPortError(a.submit(forged), "forbidden")).not.toBeInstanceOf(SignatureRejected);
 
     // for another network
     await expectPortError(a.submit(buildSignedTx({ target: localTarget("testnet", a.packageId), kind: "add_delegate_key", args, sender: owner.secretKey })), "invalid");

@@ -17,6 +17,7 @@ import { fileActor } from "../actors/console/file.actor.ts";
 import { keyActor } from "../actors/console/key.actor.ts";
 import { sponsorActor } from "../actors/console/sponsor.actor.ts";
 import type { ConsoleActorPorts } from "../actors/console/ports.ts";
+import { PortError, SignatureRejected } from "../adapters/ports.ts";
 import { boundaryOf, parseMultipart, partialDelimiterAt } from "../gateway/console/multipart.ts";
 import { ConsoleHttpError, decodeCursor, encodeCursor, parseBucketListQuery, parseFileMetadata, parseSponsor, parseUpdateBucket, validateBucketName, validateFileName } from "../schemas/console/http.ts";
 import { multipartBody } from "../client/console-client.ts";
@@ -147,6 +148,20 @@ describe("key and sponsorship machines", () => {
     now += 10 * 60_000;
     expect(types(def.decide(s, at(cmd(CMD.sponsorExecute, { signature: "x" }))))).toEqual([EV.sponsorExpired]);
     expect(AGG.sponsor).toBe("console.sponsor");
+  });
+  it("sponsorship: the chain rejecting a signature fails with invalid_signature, its other refusals with chain_rejected, whatever they say", async () => {
+    const failedWith = async (refusal: PortError) => {
+      const def = sponsorActor({ ...ports, sponsorKey: randomBytes(32), chain: { execute: () => Promise.reject(refusal) } } as unknown as ConsoleActorPorts);
+      const executing = given(def, [ev(EV.sponsorReserved, { digest: "d", tx_bytes: "AAAA", expires_at: "2026-01-01T00:05:00Z" }), ev(EV.sponsorExecuteRequested)]);
+      const events = await Effect.runPromise(def.effects.execute({ aggregateId: "d", context: executing.context, command: cmd(CMD.sponsorExecute, { signature: "x" }), heartbeat: () => undefined }));
+      return events.map((e) => e.data);
+    };
+    expect(await failedWith(new SignatureRejected("chain", "invalid signature"))).toEqual([{ code: "invalid_signature", error: "chain: invalid signature", kind: "forbidden" }]);
+    // the local ledger's refusal of a Walrus certificate mentions a signature, but not the client's
+    expect(await failedWith(new PortError("chain", "forbidden", "the aggregate signature does not verify for the signers"))).toEqual([
+      { code: "chain_rejected", error: "chain: the aggregate signature does not verify for the signers", kind: "forbidden" },
+    ]);
+    expect(await failedWith(new PortError("chain", "rejected", "object is locked"))).toEqual([{ code: "chain_rejected", error: "chain: object is locked", kind: "rejected" }]);
   });
 });
 

@@ -4,7 +4,7 @@
 import { Effect } from "effect";
 import type { ActorDefinition } from "../host.ts";
 import { Transient } from "../host.ts";
-import { PortError } from "../../adapters/ports.ts";
+import { PortError, SignatureRejected } from "../../adapters/ports.ts";
 import { AGG, CMD, EV, consoleEvent, type NewConsoleEvent } from "../../schemas/console/events.ts";
 import type { ConsoleCommand } from "../../schemas/console/commands.ts";
 import { CODE } from "../../schemas/console/http.ts";
@@ -39,7 +39,7 @@ export function sponsorActor(ports: ConsoleActorPorts): ActorDefinition<ConsoleC
           if (outcome._tag === "Failure") {
             const e = outcome.failure;
             if (e instanceof PortError && e.kind !== "unavailable") {
-              return [consoleEvent(EV.sponsorFailed, { code: e.kind === "forbidden" && /signature/.test(e.message) ? CODE.invalidSignature : CODE.chainRejected, error: e.message, kind: e.kind })];
+              return [consoleEvent(EV.sponsorFailed, { code: e instanceof SignatureRejected ? CODE.invalidSignature : CODE.chainRejected, error: e.message, kind: e.kind })];
             }
             return yield* Effect.fail(transientOf("chain")(e));
           }

@@ -1,9 +1,12 @@
 // Typed failures of the local ledger and their mapping to the ports' PortError.
 import { Data } from "effect";
-import { PortError, type PortErrorKind } from "../../ports.ts";
+import { PortError, SignatureRejected, type PortErrorKind } from "../../ports.ts";
 
-/** The transaction was refused by the ledger's rules (bad input, not authorised, no funds, conflicting state). */
-export class TxRejected extends Data.TaggedError("TxRejected")<{ readonly kind: Exclude<PortErrorKind, "unavailable">; readonly message: string }> {}
+/**
+ * The transaction was refused by the ledger's rules (bad input, not authorised, no funds, conflicting state);
+ * `badSignature` when a signature on it does not verify (the port's SignatureRejected).
+ */
+export class TxRejected extends Data.TaggedError("TxRejected")<{ readonly kind: Exclude<PortErrorKind, "unavailable">; readonly message: string; readonly badSignature?: true }> {}
 
 /** Another process appended first: reload the state and decide again. */
 export class AppendConflict extends Data.TaggedError("AppendConflict")<{ readonly expected: number }> {}
@@ -19,7 +22,7 @@ export const reject = (kind: TxRejected["kind"], message: string) => new TxRejec
 
 export function toPortError(err: unknown): PortError {
   if (err instanceof PortError) return err;
-  if (err instanceof TxRejected) return new PortError(PORT, err.kind, err.message);
+  if (err instanceof TxRejected) return err.badSignature ? new SignatureRejected(PORT, err.message) : new PortError(PORT, err.kind, err.message);
   if (err instanceof StoreUnavailable) return new PortError(PORT, "unavailable", err.message);
   if (err instanceof AppendConflict) return new PortError(PORT, "unavailable", "ledger too contended, retry later");
   if (err && typeof err === "object" && (err as { _tag?: string })._tag === "TimeoutError") {

@@ -143,7 +143,7 @@ export class Ledger {
   submit(tx: SignedTx, options: SubmitOptions = {}): Effect.Effect<SubmitResult, LedgerError> {
     return Effect.suspend(() => {
       const vtx = verifySignedTx(tx, this.opts.target, this.clock());
-      if (isVerifyFailure(vtx)) return Effect.fail(reject(vtx.kind, vtx.message));
+      if (isVerifyFailure(vtx)) return Effect.fail(new TxRejected(vtx));
       return this.inFlight(vtx, this.enqueue(vtx, tx, options.materialise !== false));
     });
   }

@@ -76,7 +76,7 @@ export interface VerifiedTx {
   readonly gasOwner: string;
 }
 
-export type VerifyFailure = { readonly kind: "invalid" | "forbidden"; readonly message: string };
+export type VerifyFailure = { readonly kind: "invalid" | "forbidden"; readonly message: string; readonly badSignature?: true };
 
 /**
  * Decodes the `TransactionData` and checks it the way a validator does: inside its validity window, every signature
@@ -98,7 +98,7 @@ export function verifySignedTx(tx: SignedTx, target: ChainTarget, now: number): 
   for (const serialized of tx.signatures) {
     const parsed = parseSerializedSignature(serialized);
     if (!parsed) return { kind: "invalid", message: "signature is not a Sui Ed25519 signature" };
-    if (!verifyEd25519(parsed.publicKey, digest, parsed.signature)) return { kind: "forbidden", message: "invalid signature" };
+    if (!verifyEd25519(parsed.publicKey, digest, parsed.signature)) return { kind: "forbidden", message: "invalid signature", badSignature: true };
     signers.set(suiAddressOf(parsed.publicKey), Buffer.from(parsed.publicKey).toString("hex"));
   }
   if (!signers.has(body.sender)) return { kind: "forbidden", message: "transaction not signed by its sender" };
