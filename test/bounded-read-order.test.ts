@@ -1,14 +1,23 @@
-// A bounded read of the log, an aggregate's history (EventStore.load), against a private nats-server, through a
-// JetStream client that loses one delivery on the way (as a reconnect can: without acks nothing sends it again): the
-// read fails as an outage, to be retried, instead of building a state from a history that misses a commit. Through the
-// client as it is, the same read returns everything and leaves no consumer.
+// The bounded reads of the log, an aggregate's history (EventStore.load) and the local ledger's replay of chain
+// blocks, against a private nats-server, through a JetStream client that loses one delivery on the way (as a reconnect
+// can: without acks nothing sends it again): the read fails as an outage, to be retried, instead of building a state
+// from a history that misses a commit or a block. Through the client as it is, the same reads return everything and
+// leave no consumer.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Effect, Exit } from "effect";
 import type { Consumer, ConsumerInfo, ConsumerMessages, JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { openEventLog, type EventLog } from "../eventlog/connection.ts";
 import { EventStore, HistoryUnavailable } from "../eventlog/event-store.ts";
 import { STREAMS } from "../eventlog/subjects.ts";
 import { isUnavailable } from "../adapters/unavailable.ts";
+import { LocalChain } from "../adapters/chain/local/local-chain.ts";
+import { Ledger } from "../adapters/chain/local/ledger.ts";
+import { ChainStateStore } from "../adapters/chain/local/state-store.ts";
+import { localTarget } from "../adapters/chain/local/transaction-data.ts";
+import { generateKeypair, mint } from "../adapters/chain/local/accounts.ts";
 import { startNatsServer, type NatsServerHandle } from "./support/nats-server.ts";
+
+const PACKAGE_ID = "0x" + "cd".repeat(32);
 
 /** `messages` without their `lost`-th delivery (1-based). */
 function losing(messages: ConsumerMessages, lost: number): ConsumerMessages {
@@ -109,5 +118,28 @@ describe("an aggregate's history", () => {
     expect(gone).toBeInstanceOf(HistoryUnavailable);
     expect(isUnavailable(gone)).toBe(true);
     expect(Date.now() - t0).toBeLessThan(5_000);
+  });
+});
+
+describe("the local ledger's replay of chain blocks", () => {
+  it("replays every block through the client as it is; a lost delivery fails the replay before a state that misses a block", async () => {
+    const operator = generateKeypair();
+    const chain = await LocalChain.open(log, { packageId: PACKAGE_ID, network: "localnet", operatorKey: operator.secretKey, healIntervalMs: 0 });
+    try {
+      for (let i = 0; i < 4; i++) await mint(chain, { operatorKey: operator.secretKey, to: generateKeypair().keypair.address, amount: 1n });
+      const last = (await log.jsm.streams.info(STREAMS.chain)).state.last_seq;
+      const store = await ChainStateStore.open(log.kvm, 1);
+      const target = localTarget("localnet", PACKAGE_ID);
+
+      expect(await Effect.runPromise(new Ledger(log.js, log.jsm, store, { target }).rematerialise())).toBe(last);
+      expect(await consumerCount(STREAMS.chain)).toBe(0);
+
+      const exit = await Effect.runPromiseExit(new Ledger(losingDelivery(log.js, 2), log.jsm, store, { target }).rematerialise());
+      expect(Exit.isFailure(exit)).toBe(true);
+      expect(String(exit)).toMatch(/StoreUnavailable[\s\S]*delivered #\d+ as delivery 3 after #\d+ as delivery 1/);
+      expect(await consumerCount(STREAMS.chain)).toBe(0);
+    } finally {
+      await chain.close();
+    }
   });
 });
