@@ -1,8 +1,9 @@
 // Appends commits of events to the EVT stream with optimistic concurrency and reads an aggregate's history back.
 import { randomUUID } from "node:crypto";
-import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import type { JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
 import { upcast, type EventCommit, type EventEnvelope, type EventOf, type NewEvent, type NewEventOf, type StoredEvent } from "../schemas/envelope.ts";
 import { UPCASTERS } from "../schemas/upcasters.ts";
+import { followConsumer } from "./follow-consumer.ts";
 import { isWrongLastSequence } from "./jetstream-errors.ts";
 import { lastEventSeq } from "./last-message.ts";
 import { EventLogOutage } from "./outage.ts";
@@ -32,14 +33,19 @@ export interface AppendContext {
  * consumer for 5 minutes, holding the client's request (issue 32).
  */
 const LOAD_IDLE_MS = 10_000;
+/** Commits asked for per pull: nearly every history fits in one. */
+const LOAD_PULL = 256;
 
-/** The log did not deliver an aggregate's history: an outage of the event log, for the caller to retry. */
-export class HistoryStalled extends EventLogOutage {}
+/**
+ * The log did not deliver an aggregate's history, whole and in order: an outage of the event log, so a caller retries
+ * it rather than taking it for a bad command or building a state from a part of the history.
+ */
+export class HistoryUnavailable extends EventLogOutage {}
 
 /** The iterator's next value, undefined when it ended; throws when none came within `ms`. */
 async function nextWithin<T>(it: AsyncIterator<T>, ms: number): Promise<T | undefined> {
   let timer: NodeJS.Timeout | undefined;
-  const silent = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new HistoryStalled(`no event delivered within ${ms} ms`)), ms)));
+  const silent = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no event delivered within ${ms} ms`)), ms)));
   try {
     const r = await Promise.race([it.next(), silent]);
     return r.done ? undefined : r.value;
@@ -108,32 +114,36 @@ export class EventStore<C = AnyCatalogue> {
     return lastEventSeq(this.jsm, aggregateEventSubject(aggregate));
   }
 
-  /** The aggregate's commits after `afterSeq`, in order. */
+  /**
+   * The aggregate's commits after `afterSeq`, in order. Every message must be its consumer's next delivery, at a stream
+   * sequence past the previous one (followConsumer): a skipped, repeated or foreign commit fails the read as an outage.
+   */
   async load(aggregate: string, afterSeq = 0): Promise<{ events: StoredEvent<EventOf<C>>[]; lastSeq: number }> {
     const last = await this.lastSeq(aggregate);
     if (last <= afterSeq) return { events: [], lastSeq: last };
-    const consumer = await this.js.consumers.get(STREAMS.events, {
-      filter_subjects: aggregateEventSubject(aggregate),
-      opt_start_seq: afterSeq + 1,
-      deliver_policy: DeliverPolicy.StartSequence,
-    });
+    const consumer = await followConsumer({ js: this.js, jsm: this.jsm }, aggregateEventSubject(aggregate), afterSeq, LOAD_PULL);
+    const messages = consumer.messages[Symbol.asyncIterator]();
+    /** The next commit, checked; any failure of the log's (silence, an end, a lost consumer, a delivery out of order) an outage. */
+    const next = async (at: number): Promise<JsMsg> => {
+      try {
+        const m = await nextWithin(messages, LOAD_IDLE_MS);
+        // An ended or silent consumer has not delivered the history up to `last`: a part of it is not the state.
+        if (!m) throw new Error(`ended at sequence ${at} of ${last}`);
+        consumer.check(m);
+        return m;
+      } catch (err) {
+        throw new HistoryUnavailable(`reading ${aggregate}'s events: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      }
+    };
     const out: StoredEvent<EventOf<C>>[] = [];
     try {
-      const it = await consumer.consume({ max_messages: 256 });
-      const messages = it[Symbol.asyncIterator]();
       for (let at = afterSeq; at < last; ) {
-        const m = await nextWithin(messages, LOAD_IDLE_MS).catch((err: unknown) => {
-          it.stop();
-          throw err;
-        });
-        // An ended or silent consumer has not delivered the history up to `last`: a part of it is not the state.
-        if (!m) throw new HistoryStalled(`reading ${aggregate}'s events ended at sequence ${at} of ${last}`);
+        const m = await next(at);
         for (const event of decodeCommit(m.data).events) out.push({ seq: m.seq, subject: m.subject, event: event as EventOf<C> });
         at = m.seq;
       }
-      it.stop();
     } finally {
-      await consumer.delete().catch(() => undefined);
+      await consumer.close();
     }
     return { events: out, lastSeq: last };
   }

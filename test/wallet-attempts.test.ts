@@ -5,13 +5,13 @@ import { spendsWalletAttempt } from "../actors/relayer/wallet-attempts.ts";
 import { PortError } from "../adapters/ports.ts";
 import { RecordFailed } from "../adapters/chain/record-batcher.ts";
 import type { Wallet } from "../adapters/chain/wallet-pool.ts";
-import { HistoryStalled } from "../eventlog/event-store.ts";
+import { HistoryUnavailable } from "../eventlog/event-store.ts";
 
 describe("wallet attempts", () => {
   it("an event-log outage while a quilt is sealed spends none: the host retries the effect", () => {
     const electing = new JetStreamApiError({ code: 503, err_code: 10008, description: "JetStream system temporarily unavailable" });
     expect(spendsWalletAttempt(electing)).toBe(false);
-    expect(spendsWalletAttempt(new HistoryStalled("no event delivered within 10000 ms"))).toBe(false);
+    expect(spendsWalletAttempt(new HistoryUnavailable("no event delivered within 10000 ms"))).toBe(false);
     expect(spendsWalletAttempt(Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" }))).toBe(false);
   });
 

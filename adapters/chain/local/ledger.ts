@@ -6,8 +6,9 @@
 import { existsSync } from "node:fs";
 import { Cause, Effect, Exit, Schedule } from "effect";
 import { blake2b } from "@noble/hashes/blake2.js";
-import { DeliverPolicy, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import { STREAMS } from "../../../eventlog/subjects.ts";
+import { followConsumer } from "../../../eventlog/follow-consumer.ts";
 import { AppendConflict, reject, StoreUnavailable, TxRejected, unavailable, type LedgerError } from "./errors.ts";
 import { decide, keysToPrefetch, pagesToPrefetch } from "./decide.ts";
 import { StateView, type TxOutcome } from "./state-view.ts";
@@ -75,6 +76,8 @@ const decoder = new TextDecoder();
 const DIRECT_READ_GAP = 32;
 /** Blocks replayed as one set of combined writes. */
 const REPLAY_GROUP = 128;
+/** Blocks asked for per pull of a replay. */
+const REPLAY_PULL = 256;
 /** Bound on the signed bytes per block, so a block with its events stays under the default 1 MiB max_payload. */
 const MAX_BLOCK_TX_BYTES = 256 * 1024;
 
@@ -370,16 +373,16 @@ export class Ledger {
     );
   }
 
-  /** Applies every block from `from` on through an ordered consumer (large gaps: a lost KV bucket, a long outage). */
+  /**
+   * Applies every block from `from` on through a consumer of its own (large gaps: a lost KV bucket, a long outage).
+   * Every block must be the consumer's next delivery past the last one (followConsumer): a skipped or repeated block
+   * fails the replay (StoreUnavailable, retried) before it is applied, instead of leaving a state that missed one.
+   */
   private replayFrom(from: number): Effect.Effect<number, StoreUnavailable> {
     return Effect.tryPromise({
       try: async () => {
         this.cache.clear();
-        const consumer = await this.js.consumers.get(STREAMS.chain, {
-          filter_subjects: CHAIN_TX_SUBJECT,
-          opt_start_seq: from,
-          deliver_policy: DeliverPolicy.StartSequence,
-        });
+        const consumer = await followConsumer({ js: this.js, jsm: this.jsm }, CHAIN_TX_SUBJECT, from - 1, REPLAY_PULL, STREAMS.chain);
         let lastApplied = from - 1;
         let group: SequencedBlock[] = [];
         const flush = async () => {
@@ -391,16 +394,16 @@ export class Ledger {
           group = [];
         };
         try {
-          if ((await consumer.info()).num_pending === 0) return lastApplied;
-          const it = await consumer.consume({ max_messages: 256 });
-          for await (const m of it) {
+          if (consumer.pending === 0) return lastApplied;
+          for await (const m of consumer.messages) {
+            consumer.check(m);
             group.push({ seq: m.seq, records: decodeBlock(m.data).records });
             if (group.length >= REPLAY_GROUP) await flush();
             if (m.info.pending === 0) break;
           }
           await flush();
         } finally {
-          await consumer.delete().catch(() => undefined);
+          await consumer.close();
         }
         return lastApplied;
       },
