@@ -22,9 +22,21 @@ import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from "@na
 import type { EventLog } from "./connection.ts";
 import { STREAMS } from "./subjects.ts";
 import { LIVE_CONSUME } from "./live-consume.ts";
+import { EventLogOutage } from "./outage.ts";
 
 /** A delivery that is not the next one of the consumer: what lay between it and the last one must be read again. */
 export class DeliveryOutOfOrder extends Error {}
+
+/** The consumer's node stopped answering (missed heartbeats): a new consumer may be served by another node. */
+export class ConsumerSilent extends EventLogOutage {}
+
+/**
+ * Heartbeats (LIVE_CONSUME.idle_heartbeat apart) missed in a row before the follow ends. nats.js answers missed
+ * heartbeats by asking the consumer's node for its info and pulling again, and keeps at it for as long as that node
+ * does not answer: a follower of a paused node (SIGSTOP, a frozen VM) waited out the whole pause while the rest of the
+ * cluster served. Three, not nats.js's two: an event loop held for a second or two misses one and is not a silent node.
+ */
+const SILENT_AFTER_HEARTBEATS = 3;
 
 /**
  * How long the server keeps a consumer nobody pulls from: one this process could not delete (its node was down) goes
@@ -63,6 +75,7 @@ export async function followConsumer(log: Pick<EventLog, "js" | "jsm">, filter: 
     await remove();
     throw err;
   }
+  void endWhenSilent(messages, name);
   let delivered = 0;
   let lastSeq = after;
   return {
@@ -81,4 +94,18 @@ export async function followConsumer(log: Pick<EventLog, "js" | "jsm">, filter: 
       await remove();
     },
   };
+}
+
+/** Ends `messages` with ConsumerSilent once its node has missed SILENT_AFTER_HEARTBEATS heartbeats in a row. */
+async function endWhenSilent(messages: ConsumerMessages, name: string): Promise<void> {
+  try {
+    for await (const s of messages.status()) {
+      if (s.type === "heartbeats_missed" && s.count >= SILENT_AFTER_HEARTBEATS) {
+        messages.stop(new ConsumerSilent(`consumer ${name} missed ${s.count} heartbeats`));
+        return;
+      }
+    }
+  } catch {
+    // the status feed ends with the consumer
+  }
 }

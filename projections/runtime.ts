@@ -186,6 +186,7 @@ class LaneFeed {
   lastSeq: number;
   flushing?: Promise<void>;
   private skippedMove?: NodeJS.Timeout;
+  private closed = false;
   private takers: (() => void)[] = [];
 
   constructor(
@@ -237,6 +238,10 @@ class LaneFeed {
   }
 
   moveSkippedLater(): void {
+    // A flush of a closed feed that ends after close() must not leave a timer behind: it would flush this feed's
+    // lastSeq into the lane while the next consumer feeds it, past commits that consumer has not applied yet (after a
+    // replay's reset, past the whole rebuild).
+    if (this.closed) return;
     this.skippedMove ??= setTimeout(() => {
       this.skippedMove = undefined;
       this.schedule(true);
@@ -255,6 +260,7 @@ class LaneFeed {
   }
 
   close(): void {
+    this.closed = true;
     clearTimeout(this.skippedMove);
   }
 }
