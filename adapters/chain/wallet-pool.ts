@@ -6,8 +6,8 @@
 // transactions of the same kind, between a floor and `stallMs`; before enough were seen, of `expectedCallMs`) is
 // taken out of rotation for `benchMs`, so it does not hold the others, and its lease's `stalled` says so (the caller
 // sends its work on another wallet; the stalled call keeps its wallet, and so its coin, until it ends). Should every
-// wallet be out, the one back soonest is used rather than none. Each process has its own pool (its own wallets in
-// flight); nothing here needs to be shared.
+// wallet be out, the one back soonest is used rather than none. A process has one pool, which its record batches and
+// its manual records share (runtime/relayer-stack.ts); processes do not share theirs.
 import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
 import { decodeSuiPrivateKey } from "@mysten/sui/cryptography";
 import { PortError } from "../ports.ts";
