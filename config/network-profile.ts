@@ -92,3 +92,15 @@ export function networkProfileFromEnv(env: Readonly<Record<string, string | unde
   const stallSwitch = env.MEMRELAY_NETWORK_STALL_SWITCH?.trim() || undefined;
   return stalled.length ? { ...NETWORK_PROFILES[name], stalledWallets: new Set(stalled), stallSwitch } : NETWORK_PROFILES[name];
 }
+
+/**
+ * What a healthy owned-object transaction (a gas coin, e.g. record_blob) is expected to take on the network a relayer
+ * writes to, before it has seen any (ms): the slowest finality published for it. CHAIN_NETWORK=localnet is the local
+ * ledger, as fast as its profile makes it (`local`: at once); testnet and mainnet are the real networks, whose
+ * published figures the profiles of those names carry; any other network has no figure here (undefined).
+ */
+export function expectedTxMs(network: string, profile: NetworkProfile): number | undefined {
+  if (network === "localnet") return profile.ownedTxFinality.maxMs;
+  const published = NETWORK_PROFILE_NAMES.find((n) => n === network && n !== "local");
+  return published && NETWORK_PROFILES[published].ownedTxFinality.maxMs;
+}

@@ -10,6 +10,7 @@ import type { Logger } from "../config/logger.ts";
 import { namingAddressVariable } from "../config/listen-error.ts";
 import type { BlobPort, ChainPort, EmbeddingPort, EncryptionPort, SponsoredChainPort } from "../adapters/ports.ts";
 import { WalletPool } from "../adapters/chain/wallet-pool.ts";
+import { expectedTxMs } from "../config/network-profile.ts";
 import { createScheduler } from "../adapters/embeddings/select.ts";
 import { RecordBatcher } from "../adapters/chain/record-batcher.ts";
 import { QuiltWriter } from "../adapters/blobs/quilt-writer.ts";
@@ -118,7 +119,9 @@ export async function startRelayer(opts: {
 
   // A role that fails to start stops the ones already running: nothing keeps the process alive without a relayer.
   try {
-    const wallets = roles.actors ? new WalletPool(config.serverChainPrivateKeys) : undefined;
+    // One pool for the process: the record batcher's and the gateway's manual records (a wallet's gas coin serves one
+    // transaction at a time), judged stalled from the first transaction on against the network's published finality.
+    const wallets = roles.actors ? new WalletPool(config.serverChainPrivateKeys, { expectedCallMs: expectedTxMs(config.network, config.networkProfile) }) : undefined;
     const sponsor = sponsorshipPort(config, ports.sponsor);
     // Actors hash memories' terms, the gateway and the MCP sidecar the queries' terms: all need the same lexical key.
     const lexical = roles.actors || roles.gateway || roles.mcp ? new LexicalKeyring(opts.lexicalSecret ?? lexicalSecretFor(config, logger)) : undefined;
@@ -197,6 +200,7 @@ export async function startRelayer(opts: {
         embedder: embedding,
         blobs: ports.blobs,
         encryption: ports.encryption,
+        wallets,
         logger: logger.child({ component: "gateway" }),
         embedderMode: opts.embedderMode ?? `local (${ports.embedder.name})`,
         lexical: recallLexical,

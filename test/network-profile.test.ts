@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { bls12_381 } from "@noble/curves/bls12-381.js";
 import { startStorageNode } from "../adapters/walrus-nodes/storage-node.ts";
 import { loadConfig } from "../config/env.ts";
-import { NETWORK_PROFILES, networkProfileFromEnv } from "../config/network-profile.ts";
+import { expectedTxMs, NETWORK_PROFILES, networkProfileFromEnv } from "../config/network-profile.ts";
 import { TransactionWallets, networkDelay, sampleLatency } from "../adapters/network-latency.ts";
 import { gasCoinId, isObjectLockConflict, objectLockConflictMessage, OwnedObjectLocks } from "../adapters/chain/local/owned-object-locks.ts";
 
@@ -39,6 +39,18 @@ describe("MEMRELAY_NETWORK_PROFILE", () => {
     expect(p.stallSwitch).toBeUndefined();
     expect(networkProfileFromEnv({ MEMRELAY_NETWORK_STALLED_WALLETS: a, MEMRELAY_NETWORK_STALL_SWITCH: " /tmp/stall-now " }).stallSwitch).toBe("/tmp/stall-now");
     expect(() => networkProfileFromEnv({ MEMRELAY_NETWORK_STALLED_WALLETS: "0x12" })).toThrow(/MEMRELAY_NETWORK_STALLED_WALLETS must list Sui addresses \(0x \+ 64 hex\), not "0x12"/);
+  });
+
+  it("expects a transaction to take the slowest published finality of the network the relayer writes to", () => {
+    // the local ledger, as its profile makes it
+    expect(expectedTxMs("localnet", NETWORK_PROFILES.local)).toBe(0);
+    expect(expectedTxMs("localnet", NETWORK_PROFILES.testnet)).toBe(NETWORK_PROFILES.testnet.ownedTxFinality.maxMs);
+    // a real network: its own published figures, whatever the (local stack's) profile
+    expect(expectedTxMs("testnet", NETWORK_PROFILES.local)).toBe(NETWORK_PROFILES.testnet.ownedTxFinality.maxMs);
+    expect(expectedTxMs("mainnet", NETWORK_PROFILES.testnet)).toBe(NETWORK_PROFILES.mainnet.ownedTxFinality.maxMs);
+    // no published figure: no expectation
+    expect(expectedTxMs("devnet", NETWORK_PROFILES.local)).toBeUndefined();
+    expect(expectedTxMs("local", NETWORK_PROFILES.testnet)).toBeUndefined();
   });
 
   it("gives the network profiles Walrus's publisher of 8 sub-wallets, and local an unlimited one", () => {

@@ -35,7 +35,7 @@ export async function storeManualMemory(ports: ManualMemoryPorts, input: { owner
   for (let attempt = 1; attempt <= MAX_WALLET_ATTEMPTS; attempt++) {
     try {
       // A wallet with no transaction in flight: its gas coin may serve only one at a time (adapters/chain/wallet-pool.ts).
-      const lease = await wallets.acquire();
+      const lease = await wallets.acquire("manual_record");
       const object = await ports.chain.recordBlob({ owner: input.owner, namespace: input.namespace, blobId: stored.blobId, size: stored.size, walletSecretKey: lease.wallet.secretKey }).then(
         (o) => (lease.release("ok"), o),
         (err: unknown) => {

@@ -53,7 +53,7 @@ export class RecordBatcher {
     let failure: RecordFailed | undefined;
     while (tried.size < this.wallets.size) {
       // At once when a wallet is free (a lone record goes out in this tick), else the first to come free.
-      const lease = this.wallets.tryAcquire(tried) ?? (await this.wallets.acquire(tried));
+      const lease = this.wallets.tryAcquire("record_batch", tried) ?? (await this.wallets.acquire("record_batch", tried));
       const { wallet } = lease;
       if (tried.has(wallet.address)) {
         // every wallet still in rotation has failed this batch already

@@ -3,10 +3,11 @@
 // flight on one coin equivocate and are refused, so a transaction takes a wallet with none in flight (`acquire`) and
 // gives it back when it is final. A wallet whose call fails for reasons of its own (its coin locked, no funds, its
 // calls not answering) or runs past the stall bound (./stall-bound.ts: a few times the median of the pool's recent
-// transactions, between a floor and `stallMs`) is taken out of rotation for `benchMs`, so it does not hold the others,
-// and its lease's `stalled` says so (the caller sends its work on another wallet; the stalled call keeps its wallet,
-// and so its coin, until it ends). Should every wallet be out, the one back soonest is used rather than none. Each process has its own pool (its own
-// wallets in flight); nothing here needs to be shared.
+// transactions of the same kind, between a floor and `stallMs`; before enough were seen, of `expectedCallMs`) is
+// taken out of rotation for `benchMs`, so it does not hold the others, and its lease's `stalled` says so (the caller
+// sends its work on another wallet; the stalled call keeps its wallet, and so its coin, until it ends). Should every
+// wallet be out, the one back soonest is used rather than none. A process has one pool, which its record batches and
+// its manual records share (runtime/relayer-stack.ts); processes do not share theirs.
 import { Ed25519Keypair } from "@mysten/sui/keypairs/ed25519";
 import { decodeSuiPrivateKey } from "@mysten/sui/cryptography";
 import { PortError } from "../ports.ts";
@@ -36,6 +37,13 @@ export function isWalletFault(err: unknown): boolean {
 
 const NONE: ReadonlySet<string> = new Set();
 
+/**
+ * What a leased call is: the record batcher's transactions (up to hundreds of record_blob calls each, sent the moment
+ * a wallet is free) and a manual remember's (one record, after its client's upload) differ in shape and duration, so
+ * each kind's stall bound is judged from the recent calls of that kind only.
+ */
+export type CallKind = "record_batch" | "manual_record";
+
 /** How a leased wallet's call ended: `failed` when the failure was the wallet's (not the transaction's content). */
 export type LeaseOutcome = "ok" | "failed";
 
@@ -52,6 +60,11 @@ export interface WalletPoolOptions {
   readonly stallMs?: number;
   /** The least the stall bound gets, however fast recent calls were. Default 3 s. */
   readonly stallFloorMs?: number;
+  /**
+   * What a healthy call is expected to take (ms) until a few of its kind have ended (config/network-profile.ts,
+   * expectedTxMs): a call that hangs before then is judged against it, not the ceiling. Unset: the ceiling.
+   */
+  readonly expectedCallMs?: number;
   /** How long a wallet that failed or stalled stays out of rotation. Default 30 s. */
   readonly benchMs?: number;
   readonly clock?: () => number;
@@ -61,6 +74,8 @@ interface WalletState {
   readonly wallet: Wallet;
   /** When its transaction in flight started, or undefined when idle. */
   busySince: number | undefined;
+  /** The kind of its transaction in flight (meaningless when idle). */
+  kind: CallKind;
   /** Settles the lease's `stalled` once its call is judged stalled; undefined when idle or judged already. */
   onStall: (() => void) | undefined;
   /** Out of rotation until then. */
@@ -74,19 +89,19 @@ export class WalletPool {
   readonly wallets: readonly Wallet[];
   private readonly states: WalletState[];
   private cursor = 0;
-  private readonly waiting: { readonly avoid: ReadonlySet<string>; readonly take: (lease: WalletLease) => void }[] = [];
+  private readonly waiting: { readonly kind: CallKind; readonly avoid: ReadonlySet<string>; readonly take: (lease: WalletLease) => void }[] = [];
   private readonly benchMs: number;
   private readonly clock: () => number;
   private recheck: ReturnType<typeof setTimeout> | undefined;
   private readonly bound: StallBoundOptions;
-  /** How long this pool's recent calls that ended well took (ms), oldest first. */
-  private readonly recent: number[] = [];
+  /** How long this pool's recent calls that ended well took (ms), oldest first, per kind. */
+  private readonly recent = new Map<CallKind, number[]>();
 
   constructor(keys: readonly string[], opts: WalletPoolOptions = {}) {
     if (!keys.length) throw new Error("the wallet pool is empty: set SERVER_CHAIN_PRIVATE_KEYS");
     this.wallets = keys.map(parseWalletKey);
-    this.states = this.wallets.map((wallet) => ({ wallet, busySince: undefined, onStall: undefined, benchedUntil: 0 }));
-    this.bound = { ...DEFAULT_STALL_BOUND, ceilingMs: opts.stallMs ?? DEFAULT_STALL_BOUND.ceilingMs, floorMs: opts.stallFloorMs ?? DEFAULT_STALL_BOUND.floorMs };
+    this.states = this.wallets.map((wallet) => ({ wallet, busySince: undefined, kind: "record_batch", onStall: undefined, benchedUntil: 0 }));
+    this.bound = { ...DEFAULT_STALL_BOUND, ceilingMs: opts.stallMs ?? DEFAULT_STALL_BOUND.ceilingMs, floorMs: opts.stallFloorMs ?? DEFAULT_STALL_BOUND.floorMs, priorMs: opts.expectedCallMs };
     this.benchMs = opts.benchMs ?? 30_000;
     this.clock = opts.clock ?? Date.now;
   }
@@ -95,9 +110,9 @@ export class WalletPool {
     return this.wallets.length;
   }
 
-  /** A call still running after this long (from what the pool has seen lately) takes its wallet out of rotation. */
-  get stallMs(): number {
-    return stallBound(this.recent, this.bound);
+  /** A call of this kind still running after this long (from what the pool has seen of the kind lately) takes its wallet out of rotation. */
+  stallMs(kind: CallKind): number {
+    return stallBound(this.recent.get(kind) ?? [], this.bound);
   }
 
   /**
@@ -119,14 +134,14 @@ export class WalletPool {
   }
 
   /**
-   * A wallet with no transaction in flight, held until released; waits for one when all are in flight. `avoid`: the
-   * addresses a caller has tried already, taken only when nothing else is left.
+   * A wallet with no transaction in flight, held for a call of `kind` until released; waits for one when all are in
+   * flight. `avoid`: the addresses a caller has tried already, taken only when nothing else is left.
    */
-  acquire(avoid: ReadonlySet<string> = NONE): Promise<WalletLease> {
-    const lease = this.tryAcquire(avoid);
+  acquire(kind: CallKind, avoid: ReadonlySet<string> = NONE): Promise<WalletLease> {
+    const lease = this.tryAcquire(kind, avoid);
     if (lease) return Promise.resolve(lease);
     return new Promise((take) => {
-      this.waiting.push({ avoid, take });
+      this.waiting.push({ kind, avoid, take });
       this.recheckLater();
     });
   }
@@ -135,7 +150,7 @@ export class WalletPool {
    * An idle wallet in rotation; while every wallet in rotation is in flight, none (wait for one); when no wallet is
    * in rotation at all, the idle one back soonest.
    */
-  tryAcquire(avoid: ReadonlySet<string> = NONE): WalletLease | undefined {
+  tryAcquire(kind: CallKind, avoid: ReadonlySet<string> = NONE): WalletLease | undefined {
     const now = this.clock();
     this.benchStalled(now);
     const n = this.states.length;
@@ -146,13 +161,13 @@ export class WalletPool {
       anyInRotation = true;
       if (s.busySince !== undefined) continue;
       this.cursor = (this.cursor + i + 1) % n;
-      return this.lease(s, now);
+      return this.lease(s, kind, now);
     }
     if (anyInRotation) return undefined;
     const idle = this.states.filter((s) => s.busySince === undefined);
     const untried = idle.filter((s) => !avoid.has(s.wallet.address));
     const pick = untried.length ? untried : idle;
-    return pick.length ? this.lease(this.soonestBack(pick), now) : undefined;
+    return pick.length ? this.lease(this.soonestBack(pick), kind, now) : undefined;
   }
 
   /** Wallets in rotation now (neither benched nor stalled), in pool order. */
@@ -162,8 +177,9 @@ export class WalletPool {
     return this.states.filter((s) => s.benchedUntil <= now).map((s) => s.wallet);
   }
 
-  private lease(s: WalletState, now: number): WalletLease {
+  private lease(s: WalletState, kind: CallKind, now: number): WalletLease {
     s.busySince = now;
+    s.kind = kind;
     const stalled = new Promise<void>((resolve) => (s.onStall = resolve));
     let released = false;
     this.recheckLater();
@@ -176,7 +192,7 @@ export class WalletPool {
         const t = this.clock();
         this.benchStalled(t);
         // A call that ended well, late ones included, tells how long calls take now; a failure tells nothing of that.
-        if (outcome === "ok") this.recent.push(t - s.busySince!), this.recent.length > RECENT_CALLS && this.recent.shift();
+        if (outcome === "ok") this.remember(kind, t - s.busySince!);
         s.busySince = undefined;
         s.onStall = undefined;
         if (outcome === "failed") s.benchedUntil = Math.max(s.benchedUntil, t + this.benchMs);
@@ -185,10 +201,17 @@ export class WalletPool {
     };
   }
 
+  private remember(kind: CallKind, ms: number): void {
+    const recent = this.recent.get(kind) ?? [];
+    recent.push(ms);
+    if (recent.length > RECENT_CALLS) recent.shift();
+    this.recent.set(kind, recent);
+  }
+
   /** Gives a freed wallet to the longest waiter. */
   private handOver(): void {
     while (this.waiting.length) {
-      const lease = this.tryAcquire(this.waiting[0]!.avoid);
+      const lease = this.tryAcquire(this.waiting[0]!.kind, this.waiting[0]!.avoid);
       if (!lease) break;
       this.waiting.shift()!.take(lease);
     }
@@ -203,10 +226,9 @@ export class WalletPool {
     clearTimeout(this.recheck);
     this.recheck = undefined;
     const now = this.clock();
-    const bound = this.stallMs;
     // Calls not yet judged stalled, and (only waiters care) wallets coming back; a call judged stalled changes nothing
     // more until it ends (a release).
-    const stalls = this.states.flatMap((s) => (s.onStall && s.busySince !== undefined ? [s.busySince + bound] : []));
+    const stalls = this.states.flatMap((s) => (s.onStall && s.busySince !== undefined ? [s.busySince + this.stallMs(s.kind)] : []));
     const backs = this.waiting.length ? this.states.map((s) => s.benchedUntil).filter((t) => t > now) : [];
     const moments = [...stalls, ...backs];
     if (!moments.length) return;
@@ -218,11 +240,12 @@ export class WalletPool {
     this.recheck.unref?.();
   }
 
-  /** Benches every wallet whose call in flight has run past the stall bound (from the moment it stalled), and says so to its lease. */
+  /** Benches every wallet whose call in flight has run past its kind's stall bound (from the moment it stalled), and says so to its lease. */
   private benchStalled(now: number): void {
-    const bound = this.stallMs;
     for (const s of this.states) {
-      if (s.busySince === undefined || now - s.busySince < bound) continue;
+      if (s.busySince === undefined) continue;
+      const bound = this.stallMs(s.kind);
+      if (now - s.busySince < bound) continue;
       s.benchedUntil = Math.max(s.benchedUntil, s.busySince + bound + this.benchMs);
       s.onStall?.();
       s.onStall = undefined;

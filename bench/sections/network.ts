@@ -15,8 +15,9 @@
 // 256 key mints, not remembering. So each environment first writes one memory per agent into the measured namespace,
 // itself measured and reported as its own rows ("first memory per agent, cold"), and the run that the goals judge
 // follows in that namespace, its keys warm. Storage and gas count every memory of the namespace, the cold ones too.
-// Per-blob under the network profile has no cold phase (it would take as long as the run, and its rate is the
-// publisher's, not this CPU's). The stalled-wallet run restarts the actor host (its keys live in its memory only),
+// Every environment is measured so, per-blob under the network profile too, so quilt ÷ per-blob compares warm with
+// warm: there the cold phase is as long as its run (one memory per agent each, at the publisher's ~2 blobs/s: ~2.5 min
+// for 256 agents), the price of an equal comparison. The stalled-wallet run restarts the actor host (its keys live in its memory only),
 // so it too writes a first memory per agent into its namespace with every wallet healthy, then the stall is switched
 // on (MEMRELAY_NETWORK_STALL_SWITCH) for the measured memories: the stall happens inside the measured window, to a
 // pool that has seen healthy transactions, as it would to a relayer in service.
@@ -90,8 +91,8 @@ interface ProfileRun extends Measured {
   readonly quiltStore?: LatencySummary;
   readonly floor?: Measured;
   readonly stalled?: Measured & { readonly wallet: string };
-  /** The first memory per agent into the measured namespace (its data key minted), before the run; none without a warm-up. */
-  readonly cold?: Measured;
+  /** The first memory per agent into the measured namespace (its data key minted), before the run. */
+  readonly cold: Measured;
   /** Memories the storage cost and gas are of: the namespace's all, the cold ones too. */
   readonly storedMemories: number;
 }
@@ -222,7 +223,6 @@ interface RunPlan {
   readonly perAgent: number;
   readonly walletKeys: readonly string[];
   readonly quiltWaitMs: number;
-  readonly skipWarmUp?: boolean;
   /** Also measure the pipeline floor in this environment (quilt, local). */
   readonly floor?: boolean;
   /** Also measure with the first wallet stalled (quilt, network). */
@@ -251,10 +251,8 @@ async function runProfile(ctx: Ctx, plan: RunPlan): Promise<ProfileRun> {
     try {
       await ctx.quiet();
       const suiBefore = await uploadWalletsSui(chain, plan.walletKeys);
-      // Per-blob under the network profile: no cold phase, its rate is the publisher's sub-wallets', not this
-      // machine's (it would take as long as the run).
-      const cold = plan.skipWarmUp ? undefined : await closedLoop(ctx, `${label}, first memory per agent (cold: mints the namespace's data key)`, clients, texts.slice(0, agents), 1, NAMESPACE);
-      if (cold) await ctx.quiet();
+      const cold = await closedLoop(ctx, `${label}, first memory per agent (cold: mints the namespace's data key)`, clients, texts.slice(0, agents), 1, NAMESPACE);
+      await ctx.quiet();
       const run = await closedLoop(ctx, label, clients, slice(0), perAgent, NAMESPACE);
       const recordGas = suiBefore - (await uploadWalletsSui(chain, plan.walletKeys));
       const sizes = await storedBlobSizes(env, mode);
@@ -296,7 +294,7 @@ async function runProfile(ctx: Ctx, plan: RunPlan): Promise<ProfileRun> {
           await rm(dir, { recursive: true, force: true });
         }
       }
-      return { ...run, profile, mode, storageCost, recordGas, publisherGas, storedBlobs: sizes.length, trace, quiltStore, floor, stalled, cold, storedMemories: run.memories + (cold?.memories ?? 0) };
+      return { ...run, profile, mode, storageCost, recordGas, publisherGas, storedBlobs: sizes.length, trace, quiltStore, floor, stalled, cold, storedMemories: run.memories + cold.memories };
     } finally {
       await chain.close();
     }
@@ -339,7 +337,6 @@ export async function networkSection(ctx: Ctx): Promise<SectionResult> {
     perAgent: mode === "blob" && profile !== "local" ? blobNetPerAgent : perAgent,
     walletKeys,
     quiltWaitMs,
-    skipWarmUp: mode === "blob" && profile !== "local",
     floor: mode === "quilt" && profile === "local",
     stall: mode === "quilt" && profile !== "local",
   });
@@ -351,8 +348,8 @@ export async function networkSection(ctx: Ctx): Promise<SectionResult> {
     const label = `${MODE_LABEL[r.mode]}, ${r.profile} profile`;
     const gas = r.recordGas + r.publisherGas;
     return [
-      ...(r.cold ? measuredRows(`${label}, first memory per agent (cold: mints the namespace's data key)`, r.cold, agents, 1) : []),
-      ...measuredRows(`${label}${r.cold ? ", keys warm" : ""}`, r, agents, plan(r.mode, r.profile).perAgent),
+      ...measuredRows(`${label}, first memory per agent (cold: mints the namespace's data key)`, r.cold, agents, 1),
+      ...measuredRows(`${label}, keys warm`, r, agents, plan(r.mode, r.profile).perAgent),
       { metric: `${label}: where the time goes (job events)`, measured: r.trace },
       { metric: `${label}: blobs stored (Walrus register + certify each)`, measured: `${int(r.storedBlobs)} for ${int(r.storedMemories)} memories` },
       { metric: `${label}: storage cost per 1,000 memories (SDK storageCost, ${EPOCHS} epoch, local prices)`, measured: `${int(Number(per1000(r.storageCost, r)))} FROST` },
@@ -403,11 +400,11 @@ export async function networkSection(ctx: Ctx): Promise<SectionResult> {
     seconds: (performance.now() - t0) / 1000,
     rows,
     notes: [
-      `Each (store mode, profile) in an environment of its own (nats-server, database, services process, gateway/projections/actors workers) started with MEMRELAY_STORE_MODE, MEMRELAY_NETWORK_PROFILE, QUILT_MAX_WAIT_MS=${quiltWaitMs} and the same ${WALLETS} upload wallets (SERVER_CHAIN_PRIVATE_KEYS), one after the other in one run; ${agents} agents (one account each), each a closed loop of rememberAndWait calls (POST /api/remember?wait=, then long polls) in a namespace each has written one memory to already (those first memories, each minting the namespace's data key, measured and shown as the cold rows); latency is the call's, from the request to done. Per-blob under ${net}: ${blobNetPerAgent} per agent and no warm-up (its rate is the publisher's sub-wallets', ~2 blobs/s at most). A call that errs or outlasts ${CALL_TIMEOUT_MS / 1000} s counts as failed.`,
+      `Each (store mode, profile) in an environment of its own (nats-server, database, services process, gateway/projections/actors workers) started with MEMRELAY_STORE_MODE, MEMRELAY_NETWORK_PROFILE, QUILT_MAX_WAIT_MS=${quiltWaitMs} and the same ${WALLETS} upload wallets (SERVER_CHAIN_PRIVATE_KEYS), one after the other in one run; ${agents} agents (one account each), each a closed loop of rememberAndWait calls (POST /api/remember?wait=, then long polls) in a namespace each has written one memory to already (those first memories, each minting the namespace's data key, measured and shown as the cold rows); latency is the call's, from the request to done. Per-blob under ${net}: ${blobNetPerAgent} per agent (its rate is the publisher's sub-wallets', ~2 blobs/s at most), after the same cold first memory per agent as every environment, so quilt ÷ per-blob is warm against warm. A call that errs or outlasts ${CALL_TIMEOUT_MS / 1000} s counts as failed.`,
       `Under ${net}, the ledger of the actor host waits Sui's owned-object finality per transaction and applies the owned-object rule; the blob store's Walrus publisher waits register + slivers + certify per new blob, each transaction on one of its 8 sub-wallets (Walrus's default --n-clients), one transaction each at a time; figures in docs/network-profile.md.`,
       "Storage cost: `WalrusClient.storageCost(size, 1)` per stored blob (per-blob: each memory's ciphertext; quilt: each quilt holding the run's memories, its size read back from the aggregator), summed, against the local Walrus deployment (10 shards; 100 FROST per unit per epoch, 200 per unit written), so the figure compares modes, not networks. Gas: the SUI the upload wallets paid on the local ledger (record_blob transactions), plus 2 transactions per stored blob (register_blob, certify_blob) at the ledger's fee per transaction: the local publisher's are not on the ledger.",
       "Where the time goes: the sampled jobs' own events (accepted_at, uploaded, indexed; one clock). One quilt's store time: after the run, the idle publisher storing 8 quilts of the run's mean patch count and size, 2 at a time.",
-      `Pipeline floor: in the quilt/local environment after its run, the actor host replaced by bench/pipeline-floor-worker.ts (blob store and chain record answered without I/O), the same agents and load in another namespace, after a first memory per agent there (keys warm, as in the run). Stalled wallet: in the quilt/${net} environment after its run, the actor host restarted with MEMRELAY_NETWORK_STALLED_WALLETS naming the first of the ${WALLETS} wallets (its transactions never get final), a first memory per agent into another namespace with all wallets healthy, then that wallet's transactions hang from the measured load on (MEMRELAY_NETWORK_STALL_SWITCH), the same load in that namespace; the pool moves a batch on once its call runs past 4× the median of the pool's recent calls (at least 3 s, at most 20 s; adapters/chain/stall-bound.ts) and keeps that wallet out.`,
+      `Pipeline floor: in the quilt/local environment after its run, the actor host replaced by bench/pipeline-floor-worker.ts (blob store and chain record answered without I/O), the same agents and load in another namespace, after a first memory per agent there (keys warm, as in the run). Stalled wallet: in the quilt/${net} environment after its run, the actor host restarted with MEMRELAY_NETWORK_STALLED_WALLETS naming the first of the ${WALLETS} wallets (its transactions never get final), a first memory per agent into another namespace with all wallets healthy, then that wallet's transactions hang from the measured load on (MEMRELAY_NETWORK_STALL_SWITCH), the same load in that namespace; the pool moves a batch on once its call runs past 4× the median of the pool's recent record batches (at least 3 s, at most 20 s; before 3 had ended, the network's published finality stands in for them: adapters/chain/stall-bound.ts) and keeps that wallet out.`,
       "A --quick run (32 agents) does not judge the goals: they are stated for 256 agents.",
     ],
     data: {
@@ -431,7 +428,7 @@ export async function networkSection(ctx: Ctx): Promise<SectionResult> {
         storedBlobs: r.storedBlobs,
         trace: r.trace,
         storedMemories: r.storedMemories,
-        cold: r.cold && { memories: r.cold.memories, failed: r.cold.failed, seconds: r.cold.seconds, latencies: summarize(r.cold.latencies), cpu: r.cold.cpu, cpuPerMemory: r.cold.cpuPerMemory },
+        cold: { memories: r.cold.memories, failed: r.cold.failed, seconds: r.cold.seconds, latencies: summarize(r.cold.latencies), cpu: r.cold.cpu, cpuPerMemory: r.cold.cpuPerMemory },
       })),
       floor: { memories: floor.memories, seconds: floor.seconds, latencies: summarize(floor.latencies), cpuPerMemory: floor.cpuPerMemory },
       stalled: { wallet: stalled.wallet, memories: stalled.memories, failed: stalled.failed, seconds: stalled.seconds, latencies: summarize(stalled.latencies), cpuPerMemory: stalled.cpuPerMemory },

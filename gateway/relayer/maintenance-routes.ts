@@ -11,6 +11,7 @@ import { intVar, type RelayerConfig } from "../../config/env.ts";
 import type { Logger } from "../../config/logger.ts";
 import type { BlobPort, ChainPort, EmbeddingPort } from "../../adapters/ports.ts";
 import { WalletPool } from "../../adapters/chain/wallet-pool.ts";
+import { expectedTxMs } from "../../config/network-profile.ts";
 import { HttpError, errorReply, json, parseJsonObject, type Handler, type HttpServer, type Reply, type Request } from "../http.ts";
 import type { Authenticated } from "./signed-auth.ts";
 import { rankMemories } from "../../projections/relayer/recall.ts";
@@ -77,6 +78,12 @@ export interface MaintenanceDeps {
   readonly reads?: Reads;
   readonly chain: ChainPort;
   readonly blobs: BlobPort;
+  /**
+   * The process's upload wallet pool, when it runs the actor host too: a manual record and a record batch of one
+   * process must not take the same wallet at once (its gas coin serves one transaction at a time). Absent (a
+   * gateway-only process): a pool of the gateway's own, made at the first manual memory.
+   */
+  readonly wallets?: WalletPool;
   readonly embedder: EmbeddingPort;
   readonly logger: Logger;
   readonly settings?: MaintenanceSettings;
@@ -108,7 +115,7 @@ export function registerMaintenanceRoutes(server: HttpServer, deps: MaintenanceD
   const manualPorts: ManualMemoryPorts = {
     blobs: deps.blobs,
     chain,
-    wallets: () => (config.serverChainPrivateKeys.length ? (wallets ??= new WalletPool(config.serverChainPrivateKeys)) : undefined),
+    wallets: () => deps.wallets ?? (config.serverChainPrivateKeys.length ? (wallets ??= new WalletPool(config.serverChainPrivateKeys, { expectedCallMs: expectedTxMs(config.network, config.networkProfile) })) : undefined),
   };
   /** The answer to each way a manual store can fail. */
   const manualStoreReply = (f: ManualStoreFailure): HttpError => {

@@ -43,6 +43,7 @@ import type { DelegateVault } from "../../adapters/oauth/delegate-vault.ts";
 import { PgRateLimiter } from "../rate-limit.ts";
 import { consentUrlFor, type OAuthSettings } from "../../schemas/relayer/oauth.ts";
 import { localWalrusPackageConfig } from "../../adapters/chain/local/walrus-deployment.ts";
+import type { WalletPool } from "../../adapters/chain/wallet-pool.ts";
 
 export interface RelayerDeps {
   readonly config: RelayerConfig;
@@ -56,6 +57,8 @@ export interface RelayerDeps {
   readonly embedder: EmbeddingPort;
   readonly blobs: BlobPort;
   readonly encryption: EncryptionPort;
+  /** The process's upload wallets when it runs the actor host too (manual memories share them): maintenance-routes.ts. */
+  readonly wallets?: WalletPool;
   readonly logger: Logger;
   readonly embedderMode: string;
   /**
@@ -251,7 +254,7 @@ export function createRelayerServer(deps: RelayerDeps): HttpServer {
     rateLimit: config.sponsorRateLimit,
     rateLimitDisabled: config.rateLimitDisabled,
   });
-  registerMaintenanceRoutes(server, { config, log, db, reads, chain: deps.chain, blobs: deps.blobs, embedder: deps.embedder, logger }, { wrap, signed });
+  registerMaintenanceRoutes(server, { config, log, db, reads, chain: deps.chain, blobs: deps.blobs, wallets: deps.wallets, embedder: deps.embedder, logger }, { wrap, signed });
   server.fallback();
   return server;
 }
