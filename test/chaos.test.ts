@@ -10,13 +10,12 @@
 // from the injection to the end of the last call that failed or was slow (calls still in flight when the fault's
 // window closed count; reads held by a NATS leader election or the primary's restart took 10–15 s to end here).
 // Calls that failed after the clients' retries are reported per fault, not asserted away.
-// Still only with MEMRELAY_CHAOS=1, not in `npm test`. After the projection runners moved off nats.js's ordered
-// consumer (eventlog/follow-consumer.ts), five runs alone in a row kept the whole accounting (about 2 minutes each); the
-// first run inside the whole suite (CI's load: other test files in parallel) did not: 202 of 594 accepted jobs were
-// not settled at the deadline (200 without any status answer, 2 reading `uploaded`), and 3 failed "upload failed after
-// 5 wallet attempts: JetStream system temporarily unavailable" — an event-log outage spending a job's wallet attempts
-// (fixed since: actors/relayer/wallet-attempts.ts). The unsettled jobs are open (README, chaos section). A test that
-// fails at random would fail CI at random.
+// Part of `npm test`. Its first run inside the whole suite (stop 37) left 202 of 594 accepted jobs unsettled at the
+// deadline (200 without a status answer, 2 reading `uploaded`) and failed 3 on an event-log outage counted as wallet
+// attempts (fixed: actors/relayer/wallet-attempts.ts). Not reproduced since, alone or beside other suites at a load
+// average of 10; what may have held it is mended (a follower of a paused node now ends instead of waiting out the
+// pause: eventlog/follow-consumer.ts; a bulk status of jobs the read model lacks reads the log a few at a time), and
+// the accounting now says why a job stayed unsettled (the status call's error, its read-model row, `memrelay lag`).
 import { describe, expect, it } from "vitest";
 import { ALL_FAULTS, formatResult, runChaos, type ChaosOptions } from "./chaos/chaos.ts";
 
@@ -24,7 +23,7 @@ const RECOVERY_BOUND_MS = 30_000;
 const opts: ChaosOptions = { agents: 8, owners: 3, faults: ALL_FAULTS, pauseMs: 6_000, quietMs: 3_000, stepPauseMs: 1_000, log: (l: string) => process.env.CHAOS_LOG && console.log(l) };
 
 describe("chaos under load on the cluster stack", () => {
-  it.runIf(process.env.MEMRELAY_CHAOS === "1")("accounts for every accepted memory after each fault, and writes and reads recover within 30 s of each", async () => {
+  it("accounts for every accepted memory after each fault, and writes and reads recover within 30 s of each", async () => {
     const r = await runChaos(opts);
     const report = formatResult(opts, r);
     console.log(report);

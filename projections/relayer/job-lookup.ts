@@ -31,6 +31,8 @@ const FIND_JOBS = `WITH cp AS (SELECT coalesce(min(seq), 0) AS seq FROM projecti
   LEFT JOIN LATERAL (SELECT projection, error FROM dead_letters WHERE aggregate = 'job.' || j.job_id::text AND projection = ANY($3::text[]) LIMIT 1) d ON true`;
 
 const FINAL: readonly JobStatus[] = ["done", "failed"];
+/** Jobs missing from the read model read from the log at once, per lookup. */
+const LOG_READS_AT_ONCE = 8;
 /** A long poll reads the job again this often while no outcome was announced (one announced before it registered). */
 const SAFETY_RECHECK_MS = 250;
 
@@ -198,11 +200,16 @@ export class JobLookup {
     if (!wanted.length) return found;
     const r = await this.pools.read((db) => db.query<FoundRow>(prepared(FIND_JOBS, [wanted.map((w) => w.id), wanted.map((w) => w.owner), RECALL_INDEXES])));
     for (const row of r.rows) found.set(readKey(row.job_id, row.owner), fromRow(row));
-    await Promise.all(wanted.filter(({ id, owner }) => !found.has(readKey(id, owner))).map(async ({ id, owner }) => {
-      const v = await this.fromLog(id).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))));
-      if (v instanceof Error) found.set(readKey(id, owner), v);
-      else if (v && v.owner === owner) found.set(readKey(id, owner), { view: v });
-    }));
+    const missing = wanted.filter(({ id, owner }) => !found.has(readKey(id, owner)));
+    // A few at a time: a bulk status of jobs the read model does not hold yet (it lags after an outage) would otherwise
+    // open a consumer per job at once on a cluster that is just recovering.
+    for (let i = 0; i < missing.length; i += LOG_READS_AT_ONCE) {
+      await Promise.all(missing.slice(i, i + LOG_READS_AT_ONCE).map(async ({ id, owner }) => {
+        const v = await this.fromLog(id).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))));
+        if (v instanceof Error) found.set(readKey(id, owner), v);
+        else if (v && v.owner === owner) found.set(readKey(id, owner), { view: v });
+      }));
+    }
     return found;
   }
 

@@ -56,6 +56,9 @@ export interface Accounting {
   readonly unsettled: number;
   /** The jobs not settled: each distinct status they were last seen in ("unknown": no lookup answered), with how many. */
   readonly unsettledStatuses: Record<string, number>;
+  /** The unsettled jobs' rows in the job-status read model (status, or "no row"), and `memrelay lag` then. */
+  readonly unsettledRows: Record<string, number>;
+  readonly lagWhenUnsettled: string;
   /** Owners whose rows in `memories` differ from accepted − failed, with both figures. */
   readonly ownerMismatches: { owner: string; expected: number; rows: number }[];
   readonly duplicateIds: number;
@@ -303,6 +306,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
 async function account(gateways: readonly string[], natsUrl: string, databaseUrl: string, blobstoreUrl: string, identities: readonly AgentIdentity[], accepted: readonly Accepted[], env: Record<string, string>, log: (l: string) => void): Promise<Accounting> {
   const byOwner = new Map(identities.map((w) => [w.owner, new MemrelayClient({ baseUrl: gateways[0]!, delegatePrivateKey: w.delegateSecretKey, accountId: w.accountId, encryptionSession: w.session, agent: boundedCalls })]));
   const status = new Map<string, { status: string; error?: string }>();
+  /** Why the last status lookup of a job got no answer, while it has none. */
+  const lookupErrors = new Map<string, string>();
   const deadline = Date.now() + 60_000;
   for (;;) {
     const open = accepted.filter((a) => !["done", "failed"].includes(status.get(a.jobId)?.status ?? ""));
@@ -310,8 +315,10 @@ async function account(gateways: readonly string[], natsUrl: string, databaseUrl
     for (const w of identities) {
       const mine = open.filter((a) => a.owner === w.owner).map((a) => a.jobId);
       for (let i = 0; i < mine.length; i += 100) {
-        const r = await byOwner.get(w.owner)!.bulkStatus(mine.slice(i, i + 100)).catch(() => undefined);
-        for (const j of r?.results ?? []) status.set(j.job_id, { status: j.status, error: j.error });
+        const batch = mine.slice(i, i + 100);
+        const r = await byOwner.get(w.owner)!.bulkStatus(batch).catch((err: Error) => err);
+        if (r instanceof Error) for (const id of batch) lookupErrors.set(id, r.message.slice(0, 160));
+        else for (const j of r.results) status.set(j.job_id, { status: j.status, error: j.error });
       }
     }
     await sleep(1_000);
@@ -325,7 +332,14 @@ async function account(gateways: readonly string[], natsUrl: string, databaseUrl
   const ownerMismatches: Accounting["ownerMismatches"] = [];
   let duplicateIds = 0;
   let unnamedRows = 0;
+  let unsettledRows: Record<string, number> = {};
   try {
+    const open = accepted.filter((a) => !["done", "failed"].includes(status.get(a.jobId)?.status ?? "")).map((a) => a.jobId);
+    if (open.length) {
+      const r = await db.query<{ job_id: string; status: string }>("SELECT job_id::text, status FROM remember_jobs WHERE job_id = ANY($1::uuid[])", [open]);
+      const byId = new Map(r.rows.map((row) => [row.job_id, row.status]));
+      unsettledRows = countBy(open.map((id) => byId.get(id) ?? "no row"));
+    }
     // The memory index may still be applying the last commits: wait until it holds what the jobs say, or time out.
     const expected = (owner: string) => accepted.filter((a) => a.owner === owner).length - failed.filter((a) => a.owner === owner).length;
     const rowsOf = async () => new Map((await db.query<{ owner: string; n: string; ids: string }>("SELECT owner, count(*) AS n, count(DISTINCT id) AS ids FROM memories GROUP BY owner")).rows.map((r) => [r.owner, r]));
@@ -373,7 +387,9 @@ async function account(gateways: readonly string[], natsUrl: string, databaseUrl
     failed: failed.length,
     failedWithoutReason: failed.filter((a) => !status.get(a.jobId)?.error).length,
     unsettled: accepted.length - done.length - failed.length,
-    unsettledStatuses: countBy(accepted.filter((a) => !["done", "failed"].includes(status.get(a.jobId)?.status ?? "")).map((a) => status.get(a.jobId)?.status ?? "unknown")),
+    unsettledStatuses: countBy(accepted.filter((a) => !["done", "failed"].includes(status.get(a.jobId)?.status ?? "")).map((a) => status.get(a.jobId)?.status ?? `unknown: ${lookupErrors.get(a.jobId) ?? "never looked up"}`)),
+    lagWhenUnsettled: accepted.length - done.length - failed.length ? lag.out.trim() : "",
+    unsettledRows,
     ownerMismatches,
     duplicateIds,
     unnamedRows,
@@ -432,6 +448,7 @@ export function formatResult(opts: ChaosOptions, r: ChaosResult): string {
     "|---|---|---|---|---|",
     ...r.faults.map((f) => `| ${f.fault} | ${seconds(f.writeRecoveryMs)} | ${seconds(f.readRecoveryMs)} | ${f.calls} | ${f.failedCalls} (${((100 * f.failedCalls) / Math.max(1, f.calls)).toFixed(2)} %)${f.failedCalls ? `: ${Object.entries(f.reasons).map(([r, n]) => `${n}× ${r}`).join("; ")}` : ""} |`),
     "",
-    `Accounting: ${a.accepted} accepted (202), ${a.done} done, ${a.failed} failed (${a.failedWithoutReason} without a reason), ${a.unsettled} not settled${a.unsettled ? ` (${Object.entries(a.unsettledStatuses).map(([st, n]) => `${n}× ${st}`).join(", ")})` : ""}; owners whose rows ≠ accepted − failed: ${a.ownerMismatches.length}${a.ownerMismatches.length ? ` (${a.ownerMismatches.map((m) => `${m.rows} rows for ${m.expected}`).join(", ")})` : ""}; duplicate rows: ${a.duplicateIds}; rows under a job id no 202 named: ${a.unnamedRows}; done memories not recalled first by their own text: ${a.notRecalledByOwnText}${a.notRecalledByOwnText ? ` (${Object.entries(a.notRecalledReasons).map(([r, n]) => `${n}× ${r}`).join("; ")})` : ""}; dead letters: ${a.deadLetters || "none"}${Object.keys(a.deadLetterErrors).length ? ` (${Object.entries(a.deadLetterErrors).map(([e, n]) => `${n}× ${e}`).join("; ")})` : ""}${a.failed ? `; failed jobs: ${Object.entries(a.failedReasons).map(([e, n]) => `${n}× ${e}`).join("; ")}` : ""}. All calls: ${r.totalCalls}, failed after retries: ${r.failedCalls}. Killed processes started again (as a Restart=always unit would): ${r.restarts.join(", ")}.`,
+    `Accounting: ${a.accepted} accepted (202), ${a.done} done, ${a.failed} failed (${a.failedWithoutReason} without a reason), ${a.unsettled} not settled${a.unsettled ? ` (${Object.entries(a.unsettledStatuses).map(([st, n]) => `${n}× ${st}`).join(", ")}; their job-status rows: ${Object.entries(a.unsettledRows).map(([st, n]) => `${n}× ${st}`).join(", ")})` : ""}; owners whose rows ≠ accepted − failed: ${a.ownerMismatches.length}${a.ownerMismatches.length ? ` (${a.ownerMismatches.map((m) => `${m.rows} rows for ${m.expected}`).join(", ")})` : ""}; duplicate rows: ${a.duplicateIds}; rows under a job id no 202 named: ${a.unnamedRows}; done memories not recalled first by their own text: ${a.notRecalledByOwnText}${a.notRecalledByOwnText ? ` (${Object.entries(a.notRecalledReasons).map(([r, n]) => `${n}× ${r}`).join("; ")})` : ""}; dead letters: ${a.deadLetters || "none"}${Object.keys(a.deadLetterErrors).length ? ` (${Object.entries(a.deadLetterErrors).map(([e, n]) => `${n}× ${e}`).join("; ")})` : ""}${a.failed ? `; failed jobs: ${Object.entries(a.failedReasons).map(([e, n]) => `${n}× ${e}`).join("; ")}` : ""}. All calls: ${r.totalCalls}, failed after retries: ${r.failedCalls}. Killed processes started again (as a Restart=always unit would): ${r.restarts.join(", ")}.`,
+    ...(a.lagWhenUnsettled ? ["", "`memrelay lag` with jobs unsettled:", "", "```", a.lagWhenUnsettled, "```"] : []),
   ].join("\n");
 }
