@@ -12,7 +12,8 @@ import { generateKeypair, mint } from "../adapters/chain/local/accounts.ts";
 import { NETWORK_PROFILES, type NetworkProfile } from "../config/network-profile.ts";
 import { WalletPool } from "../adapters/chain/wallet-pool.ts";
 import { RecordBatcher } from "../adapters/chain/record-batcher.ts";
-import type { BlobObject, BlobRecordInput, ChainPort } from "../adapters/ports.ts";
+import type { BlobObject, BlobPort, BlobRecordInput, ChainPort } from "../adapters/ports.ts";
+import { storeManualMemory } from "../actors/relayer/manual-memory.ts";
 import { blobId } from "./support/local-chain-suite.ts";
 
 const PACKAGE_ID = "0x" + "ab".repeat(32);
@@ -103,6 +104,26 @@ describe("two upload wallets on the ledger with the owned-object rule", () => {
       expect(pool.inRotation().map((w) => w.address)).toEqual([keys[1]!.keypair.address]);
       // its coin stays locked by the hung transaction: another transaction on it is refused as equivocation
       await expect(stalledChain.recordBlob({ owner, namespace: "sigstop", blobId: blobId("after"), size: 1, walletSecretKey: keys[0]!.secretKey })).rejects.toThrow(/already locked by a different transaction/);
+    } finally {
+      await stalledChain.close();
+    }
+  }, 20_000);
+
+  it("a manual remember whose wallet stalls is recorded on the other wallet after the stall bound, not after the hung call", async () => {
+    const { keys, pool } = await twoWallets();
+    const owner = generateKeypair().keypair.address;
+    const stalledChain = await LocalChain.open(log, { packageId: PACKAGE_ID, network: "localnet", healIntervalMs: 0, profile: { ...profile, stalledWallets: new Set([keys[0]!.keypair.address]) } });
+    // the client's ciphertext is already in the blob store: only the record is under test
+    const blobs = { store: async (bytes: Uint8Array) => ({ blobId: blobId(`manual-${bytes.length}`), size: bytes.length }) } as unknown as BlobPort;
+    try {
+      const t0 = performance.now();
+      const stored = await storeManualMemory({ blobs, chain: stalledChain, wallets: () => pool }, { owner, namespace: "manual-stall", bytes: new Uint8Array(7) });
+      const ms = performance.now() - t0;
+      expect(ms).toBeGreaterThanOrEqual(1_000);
+      expect(ms).toBeLessThan(6_000);
+      expect(stored.object.namespace).toBe("manual-stall");
+      expect((await chain.listBlobs(owner, { namespace: "manual-stall", limit: 5 })).map((b) => b.blobId)).toEqual([stored.blobId]);
+      expect(pool.inRotation().map((w) => w.address)).toEqual([keys[1]!.keypair.address]);
     } finally {
       await stalledChain.close();
     }

@@ -2,7 +2,7 @@
 // object is recorded on chain for the owner, trying successive upload wallets as the remember job does. The route
 // then registers it in the index. Failures are typed so the route can answer with the right status.
 import type { BlobObject, BlobPort, ChainPort } from "../../adapters/ports.ts";
-import { isWalletFault, type WalletPool } from "../../adapters/chain/wallet-pool.ts";
+import { callOnLease, type WalletPool } from "../../adapters/chain/wallet-pool.ts";
 import { MAX_WALLET_ATTEMPTS } from "../../schemas/relayer/remember-job.ts";
 
 export type ManualStoreFailure =
@@ -36,13 +36,8 @@ export async function storeManualMemory(ports: ManualMemoryPorts, input: { owner
     try {
       // A wallet with no transaction in flight: its gas coin may serve only one at a time (adapters/chain/wallet-pool.ts).
       const lease = await wallets.acquire("manual_record");
-      const object = await ports.chain.recordBlob({ owner: input.owner, namespace: input.namespace, blobId: stored.blobId, size: stored.size, walletSecretKey: lease.wallet.secretKey }).then(
-        (o) => (lease.release("ok"), o),
-        (err: unknown) => {
-          lease.release(isWalletFault(err) ? "failed" : "ok");
-          throw err;
-        },
-      );
+      // A call the pool judges stalled moves to the next wallet (callOnLease), as the record batcher's do.
+      const object = await callOnLease(lease, (key) => ports.chain.recordBlob({ owner: input.owner, namespace: input.namespace, blobId: stored.blobId, size: stored.size, walletSecretKey: key }));
       if (object.namespace !== input.namespace) throw new ManualStoreError({ kind: "other_namespace" });
       return { blobId: stored.blobId, size: stored.size, object };
     } catch (err) {

@@ -8,8 +8,7 @@
 // (owner, blob id), so a stalled transaction that lands after all changes nothing. A batch the chain refuses is retried one record at a time, so one bad record
 // fails only its own job.
 import type { BlobObject, BlobRecordInput, ChainPort } from "../ports.ts";
-import { PortError } from "../ports.ts";
-import { isWalletFault, type Wallet, type WalletLease, type WalletPool } from "./wallet-pool.ts";
+import { callOnLease, isWalletFault, type Wallet, type WalletLease, type WalletPool } from "./wallet-pool.ts";
 import { ArrivalBatcher } from "../arrival-batcher.ts";
 
 export interface RecordedBlob {
@@ -63,7 +62,7 @@ export class RecordBatcher {
       tried.add(wallet.address);
       const outcome = await this.attempt(inputs, lease);
       if (!(outcome instanceof Error)) return outcome.map((object) => ({ object, wallet }));
-      if (outcome !== STALLED && !isWalletFault(outcome)) {
+      if (!isWalletFault(outcome)) {
         // A refusal may be one record's, so each is tried on its own.
         if (inputs.length > 1) return (await Promise.all(inputs.map((i) => this.submit([i])))).flat();
         return [new RecordFailed(wallet, outcome)];
@@ -73,22 +72,8 @@ export class RecordBatcher {
     return inputs.map(() => failure!);
   }
 
-  /** The batch's transaction on the leased wallet: its objects, its error, or STALLED once the pool judges it stalled. */
+  /** The batch's transaction on the leased wallet: its objects, or its error (WalletStalled once the pool judges it stalled). */
   private attempt(inputs: readonly BlobRecordInput[], lease: WalletLease): Promise<BlobObject[] | Error> {
-    const call = this.chain.recordBlobs(inputs, lease.wallet.secretKey).then(
-      (objects) => {
-        lease.release("ok");
-        return objects;
-      },
-      (err: unknown) => {
-        const error = err instanceof Error ? err : new Error(String(err));
-        lease.release(isWalletFault(error) ? "failed" : "ok");
-        return error;
-      },
-    );
-    // The stalled call keeps its wallet (and its coin) until it ends; only the batch moves on.
-    return Promise.race([call, lease.stalled.then(() => STALLED)]);
+    return callOnLease(lease, (key) => this.chain.recordBlobs(inputs, key)).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))));
   }
 }
-
-const STALLED = new PortError("chain", "unavailable", "the wallet's transaction stalled (no answer within the pool's stall bound)");

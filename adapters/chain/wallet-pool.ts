@@ -37,6 +37,32 @@ export function isWalletFault(err: unknown): boolean {
 
 const NONE: ReadonlySet<string> = new Set();
 
+/** The pool judged a leased call stalled: the work moves to another wallet (a wallet fault: the call is `unavailable`). */
+export class WalletStalled extends PortError {
+  constructor() {
+    super("chain", "unavailable", "the wallet's transaction stalled (no answer within the pool's stall bound)");
+  }
+}
+
+/**
+ * Runs `call` with the leased wallet's key and releases the lease by how it ends; rejects with WalletStalled as soon
+ * as the pool judges it stalled. The stalled call keeps its wallet (and so its coin) until it ends; only the caller
+ * moves on, which is safe because records are idempotent per (owner, blob id): one landing late changes nothing.
+ */
+export function callOnLease<T>(lease: WalletLease, call: (secretKey: Uint8Array) => Promise<T>): Promise<T> {
+  const ended = call(lease.wallet.secretKey).then(
+    (value) => {
+      lease.release("ok");
+      return value;
+    },
+    (err: unknown) => {
+      lease.release(isWalletFault(err) ? "failed" : "ok");
+      throw err;
+    },
+  );
+  return Promise.race([ended, lease.stalled.then(() => Promise.reject(new WalletStalled()))]);
+}
+
 /**
  * What a leased call is: the record batcher's transactions (up to hundreds of record_blob calls each, sent the moment
  * a wallet is free) and a manual remember's (one record, after its client's upload) differ in shape and duration, so
