@@ -17,7 +17,7 @@ import { STREAMS, commandFilter } from "../eventlog/subjects.ts";
 import type { Logger } from "../config/logger.ts";
 import { deadLetterRecord, setAside } from "../eventlog/dead-letter.ts";
 import { isUnavailable } from "../adapters/unavailable.ts";
-import { settlesWithin } from "../adapters/settles-within.ts";
+import { settlesWithin } from "../config/time-bounds.ts";
 import { isConsumerExisting } from "../eventlog/jetstream-errors.ts";
 import { LIVE_CONSUME } from "../eventlog/live-consume.ts";
 

@@ -7,7 +7,7 @@
 // once, unless it comes within REPEAT_MS of the first: Ctrl-C on `npm start` delivers SIGINT twice (from the terminal
 // and forwarded by npm, which execs node), and that pair must not cut the stop short.
 
-import { settlesWithin } from "../adapters/settles-within.ts";
+import { settlesWithin } from "../config/time-bounds.ts";
 
 /** The roles' share of a stop; with nats-server's own bounded stop (cli/services.ts) the whole stays under 10 s. */
 export const ROLES_STOP_MS = 5_000;

@@ -10,6 +10,7 @@
 // reads nothing but the primary's load.
 import { createPool, registerVectorType, type Db } from "./pool.ts";
 import type { Logger } from "../config/logger.ts";
+import { withTimeout } from "../config/time-bounds.ts";
 import { parseLsn, replayLagSeconds, type PrimarySample } from "./wal-position.ts";
 
 export interface ReadPoolSettings {
@@ -76,12 +77,6 @@ export function replicaName(url: string): string {
   return `${u.hostname}:${u.port || "5432"}${u.pathname}`;
 }
 
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)));
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
-}
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** One probe at a time; a caller arriving while one runs gets the next, since the running one may predate its call. */
@@ -142,7 +137,7 @@ class Replica {
 
   /** Where replay stands; undefined on a server that is not a standby (pg_last_wal_replay_lsn() is null there). */
   async replayPosition(): Promise<bigint | undefined> {
-    const r = await withTimeout(this.pool.query<{ lsn: string | null }>("SELECT pg_last_wal_replay_lsn()::text AS lsn"), CHECK_TIMEOUT_MS);
+    const r = await withTimeout(CHECK_TIMEOUT_MS, this.pool.query<{ lsn: string | null }>("SELECT pg_last_wal_replay_lsn()::text AS lsn"));
     const lsn = r.rows[0]?.lsn;
     if (lsn === null || lsn === undefined) return undefined;
     // as seen, not the highest seen: after a restart the standby may be back at an earlier position

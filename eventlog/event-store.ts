@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import type { JetStreamClient, JetStreamManager, JsMsg } from "@nats-io/jetstream";
 import { upcast, type EventCommit, type EventEnvelope, type EventOf, type NewEvent, type NewEventOf, type StoredEvent } from "../schemas/envelope.ts";
 import { UPCASTERS } from "../schemas/upcasters.ts";
+import { withTimeout } from "../config/time-bounds.ts";
 import { followConsumer } from "./follow-consumer.ts";
 import { isWrongLastSequence } from "./jetstream-errors.ts";
 import { lastEventSeq } from "./last-message.ts";
@@ -41,18 +42,6 @@ const LOAD_PULL = 256;
  * it rather than taking it for a bad command or building a state from a part of the history.
  */
 export class HistoryUnavailable extends EventLogOutage {}
-
-/** The iterator's next value, undefined when it ended; throws when none came within `ms`. */
-async function nextWithin<T>(it: AsyncIterator<T>, ms: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const silent = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no event delivered within ${ms} ms`)), ms)));
-  try {
-    const r = await Promise.race([it.next(), silent]);
-    return r.done ? undefined : r.value;
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -126,9 +115,10 @@ export class EventStore<C = AnyCatalogue> {
     /** The next commit, checked; any failure of the log's (silence, an end, a lost consumer, a delivery out of order) an outage. */
     const next = async (at: number): Promise<JsMsg> => {
       try {
-        const m = await nextWithin(messages, LOAD_IDLE_MS);
+        const r = await withTimeout(LOAD_IDLE_MS, messages.next(), "no event delivered");
         // An ended or silent consumer has not delivered the history up to `last`: a part of it is not the state.
-        if (!m) throw new Error(`ended at sequence ${at} of ${last}`);
+        if (r.done) throw new Error(`ended at sequence ${at} of ${last}`);
+        const m = r.value;
         consumer.check(m);
         return m;
       } catch (err) {

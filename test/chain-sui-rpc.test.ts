@@ -13,6 +13,7 @@ import { cosign } from "../adapters/chain/sui/signatures.ts";
 import { signingDigest } from "../adapters/chain/sui/digest.ts";
 import { toSerializedSignature } from "../adapters/chain/sui/keys.ts";
 import { bucketPolicyType, type ChainTransport } from "../schemas/chain.ts";
+import { SignatureRejected } from "../adapters/ports.ts";
 import { NETWORK, PACKAGE_ID, a, blobId, expectPortError, fundedKey, useLocalChainSuite } from "./support/local-chain-suite.ts";
 
 useLocalChainSuite();
@@ -114,10 +115,16 @@ describe.each(["jsonrpc", "grpc"] as const)("the chain port over %s", (transport
     const policy = executed.objects.find((o) => o.type === bucketPolicyType(PACKAGE_ID));
     expect(policy?.fields).toMatchObject({ admins: [service.keypair.address] });
     expect(await remote.getObject(policy!.object_id)).toMatchObject({ object_id: policy!.object_id, owner: { Shared: { initial_shared_version: "1" } } });
-    // the same transaction again answers the same digest (executed once); one the sender did not sign is rejected
+    // the same transaction again answers the same digest (executed once)
     expect((await remote.execute(cosign(built.bytes, senderSig, sponsor.secretKey))).digest).toBe(built.digest);
-    const forged = toSerializedSignature(generateKeypair().keypair.sign(signingDigest(Buffer.from(built.bytes, "base64"))), generateKeypair().keypair.publicKey);
-    await expectPortError(remote.execute(cosign(built.bytes, forged, sponsor.secretKey)), "rejected");
+    // a sender signature that does not verify is the port's SignatureRejected, as a Sui node words it; a valid signature
+    // by someone other than the sender is a refusal like any other
+    const digest = signingDigest(Buffer.from(built.bytes, "base64"));
+    const forged = toSerializedSignature(generateKeypair().keypair.sign(digest), generateKeypair().keypair.publicKey);
+    expect(await expectPortError(remote.execute(cosign(built.bytes, forged, sponsor.secretKey)), "forbidden")).toBeInstanceOf(SignatureRejected);
+    const stranger = generateKeypair().keypair;
+    const notTheSender = await expectPortError(remote.execute(cosign(built.bytes, toSerializedSignature(stranger.sign(digest), stranger.publicKey), sponsor.secretKey)), "rejected");
+    expect(notTheSender).not.toBeInstanceOf(SignatureRejected);
     const node = await startNode();
     const down = await SuiRpcChain.connect(reach(node, transport));
     await node.close();

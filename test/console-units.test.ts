@@ -75,6 +75,19 @@ describe("bucket machine", () => {
     expect(def.decide(deleting, cmd(CMD.bucketDelete))).toEqual([]);
     expect(given(def, [...active, ev(EV.bucketDeleteRequested), ev(EV.bucketDeleted)]).status).toBe("done");
   });
+
+  it("finalize: the chain rejecting the signature fails with invalid_signature, its other refusals, forbidden ones too, with chain_rejected", async () => {
+    const failedWith = async (refusal: PortError) => {
+      const def = bucketActor({ ...ports, sponsorKey: randomBytes(32), chain: { execute: () => Promise.reject(refusal) } } as unknown as ConsoleActorPorts);
+      const finalizing = given(def, [reserved, ev(EV.bucketFinalizeRequested)]);
+      const effect = def.effects.execute_policy({ aggregateId: "b", context: finalizing.context, command: cmd(CMD.bucketFinalize, { signature: "x", requested_by: "u" }), heartbeat: () => undefined });
+      return (await Effect.runPromise(effect)).map((e) => e.data);
+    };
+    expect(await failedWith(new SignatureRejected("chain", "invalid signature"))).toEqual([{ code: "invalid_signature", error: "chain: invalid signature" }]);
+    // a signature that verifies but is not the sender's, or the sponsor not being the gas owner: not the client's signature to correct
+    expect(await failedWith(new PortError("chain", "forbidden", "transaction not signed by its sender"))).toEqual([{ code: "chain_rejected", error: "chain: transaction not signed by its sender" }]);
+    expect(await failedWith(new PortError("chain", "rejected", "object is locked"))).toEqual([{ code: "chain_rejected", error: "chain: object is locked" }]);
+  });
 });
 
 describe("upload machine", () => {

@@ -5,7 +5,7 @@
 import { Effect } from "effect";
 import type { ActorDefinition } from "../host.ts";
 import { Transient } from "../host.ts";
-import { PortError } from "../../adapters/ports.ts";
+import { PortError, SignatureRejected } from "../../adapters/ports.ts";
 import { AGG, CMD, EV, consoleEvent, type NewConsoleEvent } from "../../schemas/console/events.ts";
 import type { ConsoleCommand } from "../../schemas/console/commands.ts";
 import { CODE } from "../../schemas/console/http.ts";
@@ -49,7 +49,9 @@ export function bucketActor(ports: ConsoleActorPorts): ActorDefinition<ConsoleCo
           if (outcome._tag === "Failure") {
             const e = outcome.failure;
             if (e instanceof PortError && e.kind !== "unavailable") {
-              return [consoleEvent(EV.bucketFinalizeFailed, { code: e.kind === "forbidden" ? CODE.invalidSignature : CODE.chainRejected, error: e.message })];
+              // Only a signature that does not verify is the client's to correct (the route answers it 400 bad_request); any
+              // other refusal, forbidden ones included (a signer other than the sender, the sponsor not the gas owner), is the chain's.
+              return [consoleEvent(EV.bucketFinalizeFailed, { code: e instanceof SignatureRejected ? CODE.invalidSignature : CODE.chainRejected, error: e.message })];
             }
             return yield* Effect.fail(transientOf("chain")(e));
           }

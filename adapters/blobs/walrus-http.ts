@@ -10,7 +10,7 @@ import { Agent, FormData, request } from "undici";
 import { PortError, type BlobPort, type StoredBlob, type StoredQuilt } from "../ports.ts";
 import { CiphertextCache } from "./ciphertext-cache.ts";
 import type { BlobIdCheck } from "./blob-ids.ts";
-import { settlesWithin } from "../settles-within.ts";
+import { settlesWithin } from "../../config/time-bounds.ts";
 import { QuiltFormatError, parseQuiltPatchId, readQuiltPatch, type QuiltPatchRef } from "./quilt-codec.ts";
 
 export interface WalrusHttpOptions {

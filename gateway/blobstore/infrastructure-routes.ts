@@ -2,6 +2,7 @@
 // every route.
 import type { EventLog } from "../../eventlog/connection.ts";
 import type { Db } from "../../db/pool.ts";
+import { withTimeout } from "../../config/time-bounds.ts";
 import { json } from "../http.ts";
 import type { ServiceMetrics } from "../metrics.ts";
 import type { ProjectionRunner } from "../../projections/runtime.ts";
@@ -12,6 +13,8 @@ import { buildOpenApi, type RouteDoc } from "./openapi.ts";
 import type { BlobstoreRouteKit } from "./route-kit.ts";
 
 const BLOBSTORE_VERSION = "1.0.0";
+/** A dependency that has not answered the readiness probe by then is down: a probe must answer while the prober waits. */
+const READY_CHECK_MS = 1_500;
 
 export interface InfrastructureDeps {
   readonly route: BlobstoreRouteKit["route"];
@@ -35,7 +38,6 @@ export function registerInfrastructureRoutes({ route, docs, backend, eventLog, d
     () => json(200, { status: "ok", service: "blobstore", version: BLOBSTORE_VERSION, backend: backend.name }),
   );
 
-  const withTimeout = <T>(p: Promise<T>, ms: number) => Promise.race([p, new Promise<never>((_, rej) => setTimeout(() => rej(new Error("timeout")), ms).unref())]);
   route(
     {
       method: "get",
@@ -47,8 +49,8 @@ export function registerInfrastructureRoutes({ route, docs, backend, eventLog, d
     },
     "/ready",
     async () => {
-      const nats = natsUp() && !eventLog.nc.isClosed() && (await withTimeout(eventLog.jsm.getAccountInfo(), 1_500).then(() => true, () => false));
-      const postgres = await withTimeout(db.query("SELECT 1"), 1_500).then(() => true, () => false);
+      const nats = natsUp() && !eventLog.nc.isClosed() && (await withTimeout(READY_CHECK_MS, eventLog.jsm.getAccountInfo()).then(() => true, () => false));
+      const postgres = await withTimeout(READY_CHECK_MS, db.query("SELECT 1")).then(() => true, () => false);
       const projections = runProjections ? Object.fromEntries(BLOBSTORE_KINDS.map((k) => [runners[k].projection.name, { checkpoint: runners[k].checkpoint }])) : "run elsewhere";
       const ready = nats && postgres;
       return json(ready ? 200 : 503, { ready, checks: { nats: nats ? "ok" : "down", postgres: postgres ? "ok" : "down" }, projections, ...(ready ? {} : { error: "dependencies unavailable" }) });

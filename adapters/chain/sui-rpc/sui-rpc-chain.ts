@@ -10,7 +10,7 @@ import { ObjectError } from "@mysten/sui/client";
 import { RpcError } from "@mysten/sui/grpc";
 import { bcs } from "@mysten/sui/bcs";
 import { fromBase64, normalizeStructTag, normalizeSuiAddress } from "@mysten/sui/utils";
-import { PortError, type AccountDirectory, type BlobObject, type BlobRecordInput, type ChainPort, type ExecutedTx, type ResolvedAccount, type ServerTransactions, type SponsoredChainPort, type WalletBalance } from "../../ports.ts";
+import { PortError, SignatureRejected, type AccountDirectory, type BlobObject, type BlobRecordInput, type ChainPort, type ExecutedTx, type ResolvedAccount, type ServerTransactions, type SponsoredChainPort, type WalletBalance } from "../../ports.ts";
 import { accountRegistryType, memoryBlobType, memWalAccountType, type ChainTarget, type ChainTransport, type MemoryAccount, type ObjectOwner, type SignedTx, type StoredObject } from "../../../schemas/chain.ts";
 import { encodeTransactionKind } from "../sui/transaction-kind.ts";
 import { directTransactions } from "../server-transactions.ts";
@@ -37,13 +37,25 @@ export interface SuiRpcChainOptions {
 /** gRPC statuses that are the node's answer to this request (rejected); any other is an outage (unavailable). */
 const GRPC_REFUSALS = new Set(["INVALID_ARGUMENT", "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "FAILED_PRECONDITION", "OUT_OF_RANGE"]);
 
-/** A node's refusal is the chain's answer (rejected); a transport failure is an outage (unavailable). */
-function portError(err: unknown): PortError {
+/**
+ * How a Sui node refuses a transaction whose user signature does not verify (its QuorumDriverError::InvalidUserSignature
+ * around SuiError::InvalidSignature): JSON-RPC error -32002 or gRPC INVALID_ARGUMENT, with this message. Only that
+ * inner error: the same outer error also says a required signer's signature is absent (a valid signature by someone
+ * other than the sender), which the local ledger does not count as a bad signature either.
+ */
+const INVALID_USER_SIGNATURE = /^Invalid user signature: Signature is not valid\b/;
+
+/**
+ * A node's refusal is the chain's answer (rejected; SignatureRejected when the user signature does not verify); a
+ * transport failure is an outage (unavailable).
+ */
+export function portError(err: unknown): PortError {
   if (err instanceof PortError) return err;
   const message = err instanceof Error ? err.message : String(err);
   const code = err && typeof err === "object" && "code" in err ? (err as { code: unknown }).code : undefined;
   // JSON-RPC errors carry a numeric code; an HTTP failure or a refused connection has none.
   const refused = err instanceof RpcError ? GRPC_REFUSALS.has(String(code)) : typeof code === "number";
+  if (refused && INVALID_USER_SIGNATURE.test(message)) return new SignatureRejected(PORT, message);
   return new PortError(PORT, refused ? "rejected" : "unavailable", message);
 }
 

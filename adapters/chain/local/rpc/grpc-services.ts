@@ -14,7 +14,7 @@ import { isValidSuiObjectId, normalizeStructTag, normalizeSuiAddress, toBase64 }
 import { memoryBlobType, type SignedTx } from "../../../../schemas/chain.ts";
 import type { TxReceipt } from "../model.ts";
 import type { ChainObject, ChainOwner, ObjectSource } from "./objects.ts";
-import { COIN_TYPES, DIGEST_RE, SUI, changedObjects, tokenOf, type ChangedObject, type LedgerTransactions } from "./transactions.ts";
+import { COIN_TYPES, DIGEST_RE, SUI, changedObjects, refusalMessage, tokenOf, type ChangedObject, type LedgerTransactions } from "./transactions.ts";
 import { GrpcCode, GrpcStatusError, unary, type GrpcMethod } from "./grpc-web.ts";
 import { functionDescriptor, grpcTransaction, grpcTransactionKind, transactionDataJson } from "./grpc-transaction.ts";
 import { Transaction } from "@mysten/sui/transactions";
@@ -208,7 +208,7 @@ export function ledgerGrpcMethods(opts: LedgerGrpcOptions): GrpcMethod[] {
         ({ digest } = await ledger.submit(signed));
       } catch (err) {
         // The ledger records executed transactions only: a refusal is the request's fault, as a node's is.
-        throw new GrpcStatusError(GrpcCode.INVALID_ARGUMENT, `Transaction refused: ${err instanceof Error ? err.message : String(err)}`);
+        throw new GrpcStatusError(GrpcCode.INVALID_ARGUMENT, refusalMessage(err));
       }
       const receipt = await ledger.getTransaction(digest);
       if (!receipt) throw new GrpcStatusError(GrpcCode.INTERNAL, "executed transaction not readable yet");

@@ -2,7 +2,8 @@
 // parses: sui_executeTransactionBlock, sui_getTransactionBlock (with raw effects), suix_getBalance,
 // suix_getReferenceGasPrice, suix_getOwnedObjects (an owner's memory blobs), and what the SDK's transaction builder
 // reads: sui_dryRunTransactionBlock, suix_getLatestSuiSystemState, suix_getCoins (none). A
-// refused transaction is a JSON-RPC error carrying the ledger's reason (the ledger records only executed ones).
+// refused transaction is a JSON-RPC error carrying the ledger's reason (the ledger records only executed ones), a
+// signature that does not verify in a Sui node's words (refusalMessage).
 import { bcs } from "@mysten/sui/bcs";
 import { fromBase64, normalizeStructTag, normalizeSuiAddress } from "@mysten/sui/utils";
 import { memoryBlobType, memWalAccountType, type SignedTx } from "../../../../schemas/chain.ts";
@@ -10,6 +11,7 @@ import type { TxReceipt } from "../model.ts";
 import { LOCAL_SUI_EPOCH } from "../transaction-data.ts";
 import { GAS_PRICE } from "../../sui/transaction-envelope.ts";
 import { ledgerObjectDigest } from "./ledger-source.ts";
+import { SignatureRejected } from "../../../ports.ts";
 
 /** What the methods need from the ledger (LocalChain provides it). */
 export interface LedgerTransactions {
@@ -22,6 +24,16 @@ export interface LedgerTransactions {
   balance(address: string): Promise<{ readonly balances: Readonly<Record<string, bigint>> }>;
   /** Decides a transaction against the current state without signatures or commit (sui_dryRunTransactionBlock). */
   dryRun?(txBytes: Uint8Array): Promise<{ readonly receipt: TxReceipt } | { readonly error: string }>;
+}
+
+/**
+ * A refused transaction's message on both APIs. A signature that does not verify is worded as a Sui node words it
+ * (QuorumDriverError::InvalidUserSignature around SuiError::InvalidSignature), which the chain port over a node turns
+ * back into SignatureRejected; any other refusal carries the ledger's reason.
+ */
+export function refusalMessage(err: unknown): string {
+  const why = err instanceof Error ? err.message : String(err);
+  return err instanceof SignatureRejected ? `Invalid user signature: Signature is not valid: ${why}` : `Transaction refused: ${why}`;
 }
 
 /** A JSON-RPC error answer (code and message). */
@@ -176,7 +188,7 @@ export function transactionMethods(
         ({ digest } = await ledger.submit(signed));
       } catch (err) {
         // -32002 is the full node's "transaction execution failed / refused" family.
-        throw new RpcError(-32002, `Transaction refused: ${err instanceof Error ? err.message : String(err)}`);
+        throw new RpcError(-32002, refusalMessage(err));
       }
       const receipt = await ledger.getTransaction(digest);
       if (!receipt) throw new RpcError(-32603, "executed transaction not readable yet");
