@@ -1,8 +1,9 @@
-// The chaos run's per-fault figures from its call log (test/chaos/chaos.ts): which calls count for a fault, and when
-// writes and reads count as recovered.
+// The chaos run's per-fault figures from its call log (test/chaos/chaos.ts): which calls count for a fault, when
+// writes and reads count as recovered, and when a fault is judged served through; and the accounting's count of
+// memories stored under two rows.
 import { describe, expect, it } from "vitest";
-import { figures } from "./chaos/chaos.ts";
-import type { CallRecord } from "./chaos/load.ts";
+import { MAX_FAILED_SHARE, MIN_CALLS_TO_JUDGE, figures, judge, storedTwice, type FaultFigures } from "./chaos/chaos.ts";
+import type { Accepted, CallRecord } from "./chaos/load.ts";
 
 const call = (kind: CallRecord["kind"], start: number, end: number, reason?: string): CallRecord => ({ kind, start, end, failed: reason !== undefined, ...(reason ? { reason } : {}) });
 
@@ -33,5 +34,42 @@ describe("per-fault figures", () => {
     const before = Array.from({ length: 100 }, (_, i) => call("write", i * 10, i * 10 + 3_000)); // 3 s each before the fault
     const f = figures("nats-sigstop", 5_000, 30_000, [...before, call("write", 6_000, 11_000), call("write", 7_000, 14_000)], 5_000);
     expect(f.writeRecoveryMs).toBe(9_000); // the 7 s call is slow (over 6 s), the 5 s one is not
+  });
+});
+
+describe("whether a fault was served through", () => {
+  const window = (calls: number, failedCalls: number): FaultFigures => ({ fault: "postgres-restart", durationMs: 9_000, writeRecoveryMs: 0, readRecoveryMs: 0, calls, failedCalls, reasons: {} });
+
+  it("does not judge a window with too few calls, whatever failed in it", () => {
+    for (const [calls, failed] of [[0, 0], [2, 2], [MIN_CALLS_TO_JUDGE - 1, 0]]) {
+      expect(judge(window(calls, failed))).toEqual({ judged: false, why: `not judged: ${calls} calls during it, fewer than ${MIN_CALLS_TO_JUDGE}` });
+    }
+  });
+
+  it("holds while at most half the calls failed, and fails past that", () => {
+    expect(MAX_FAILED_SHARE).toBe(0.5);
+    expect(judge(window(40, 20))).toEqual({ judged: true, holds: true, why: "50.00 % of 40 calls failed, within 50.00 %" });
+    expect(judge(window(40, 21))).toEqual({ judged: true, holds: false, why: "52.50 % of 40 calls failed, over 50.00 %" });
+    expect(judge(window(MIN_CALLS_TO_JUDGE, MIN_CALLS_TO_JUDGE))).toMatchObject({ judged: true, holds: false });
+  });
+});
+
+describe("memories stored under more than one row", () => {
+  const accepted = (jobId: string, text: string): Accepted => ({ jobId, text, owner: "0xa" });
+  const a = accepted("j1", "agent 1 note 1: x y");
+  const b = accepted("j2", "agent 1 note 2: z w");
+  const c = accepted("j3", "agent 1 note 3: v u");
+
+  it("finds a memory whose own-text recall answers its text twice (a second job for one text), and only it", () => {
+    const recalled = new Map([
+      [a.jobId, [{ text: a.text }, { text: a.text }]],
+      [b.jobId, [{ text: b.text }, { text: c.text }]],
+      [c.jobId, [{ text: c.text }]],
+    ]);
+    expect(storedTwice([a, b, c], recalled)).toEqual([a]);
+  });
+
+  it("finds none when each text comes back once", () => {
+    expect(storedTwice([a, b], new Map([[a.jobId, [{ text: a.text }, { text: b.text }]], [b.jobId, [{ text: b.text }, { text: a.text }]]]))).toEqual([]);
   });
 });

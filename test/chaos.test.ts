@@ -5,11 +5,13 @@
 // after the relayer took the request: the clients' retries must store nothing twice); the actor host alone killed -9
 // with jobs in flight; the projection instance alone killed -9; the Postgres primary stopped as a crash does and
 // started again; the standby stopped for 6 s. Every fault of the long run, shorter. Afterwards every accepted memory
-// is accounted for exactly (settled with a reason, rows per owner, no row under a job no 202 named, each done memory
-// recalled by its own text, no dead letter), and writes and reads recovered within RECOVERY_BOUND_MS of each fault:
+// is accounted for exactly (settled with a reason, rows per owner, no row under a job no 202 named, no done memory
+// whose own-text recall finds its text under a second row, each done memory recalled by its own text, no dead
+// letter), and writes and reads recovered within RECOVERY_BOUND_MS of each fault:
 // from the injection to the end of the last call that failed or was slow (calls still in flight when the fault's
 // window closed count; reads held by a NATS leader election or the primary's restart took 10–15 s to end here).
-// Calls that failed after the clients' retries are reported per fault, not asserted away.
+// Calls that failed after the clients' retries are reported per fault; a fault whose window had MIN_CALLS_TO_JUDGE
+// calls must have served most of them (judge in test/chaos/chaos.ts), one with fewer is reported as not judged.
 // Part of `npm test`. Its first run inside the whole suite (stop 37) left 202 of 594 accepted jobs unsettled at the
 // deadline (200 without a status answer, 2 reading `uploaded`) and failed 3 on an event-log outage counted as wallet
 // attempts (fixed: actors/relayer/wallet-attempts.ts). Not reproduced since, alone or beside other suites at a load
@@ -17,7 +19,7 @@
 // pause: eventlog/follow-consumer.ts; a bulk status of jobs the read model lacks reads the log a few at a time), and
 // the accounting now says why a job stayed unsettled (the status call's error, its read-model row, `memrelay lag`).
 import { describe, expect, it } from "vitest";
-import { ALL_FAULTS, formatResult, runChaos, type ChaosOptions } from "./chaos/chaos.ts";
+import { ALL_FAULTS, formatResult, judge, runChaos, type ChaosOptions } from "./chaos/chaos.ts";
 
 const RECOVERY_BOUND_MS = 30_000;
 const opts: ChaosOptions = { agents: 8, owners: 3, faults: ALL_FAULTS, pauseMs: 6_000, quietMs: 3_000, stepPauseMs: 1_000, log: (l: string) => process.env.CHAOS_LOG && console.log(l) };
@@ -31,15 +33,16 @@ describe("chaos under load on the cluster stack", () => {
     expect(a.accepted, report).toBeGreaterThan(50);
     expect(r.faults.map((f) => f.fault)).toEqual(opts.faults);
     for (const f of r.faults) {
-      expect(f.calls, report).toBeGreaterThan(0);
-      expect(f.failedCalls, report).toBeLessThan(f.calls);
+      // a window with too few calls to judge is reported so (formatResult), not passed off as served through
+      const j = judge(f);
+      if (j.judged) expect(j.holds, `${f.fault}: ${j.why}\n${report}`).toBe(true);
       expect(f.writeRecoveryMs, report).toBeLessThan(RECOVERY_BOUND_MS);
       expect(f.readRecoveryMs, report).toBeLessThan(RECOVERY_BOUND_MS);
     }
     expect(a.unsettled, report).toBe(0);
     expect(a.failedWithoutReason, report).toBe(0);
     expect(a.ownerMismatches, report).toEqual([]);
-    expect(a.duplicateIds, report).toBe(0);
+    expect(a.storedTwice, report).toBe(0);
     expect(a.unnamedRows, report).toBe(0);
     expect(a.notRecalledByOwnText, report).toBe(0);
     expect(a.deadLetters, report).toBe("");

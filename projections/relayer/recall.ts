@@ -1,6 +1,8 @@
 // Recall: embed the query, rank the owner's namespace exactly in Postgres (cosine, or the composite score of
 // REFERENCE.md computed over every row of the namespace, so composite ranks are never limited to a cosine top
-// list), fetch the ciphertexts, decrypt them with the client's credential, drop what cannot be opened.
+// list), fetch the ciphertexts, decrypt them with the client's credential, drop what cannot be opened. A blob that
+// cannot be read now (the blob store down for a moment) is not dropped: the recall fails as unavailable (503)
+// once its retries are spent (ciphertext-reads.ts).
 import type { Db } from "../../db/pool.ts";
 import { primaryReads, type Reads } from "../../db/read-pool.ts";
 import { halfvecBinary } from "../../db/halfvec.ts";
@@ -9,6 +11,7 @@ import type { RecallBody, ScoringWeights } from "../../schemas/relayer/http.ts";
 import type { LexicalKeyring } from "../../adapters/lexical/keys.ts";
 import { queryTerms } from "../../adapters/lexical/terms.ts";
 import { rankHybrid, type HybridSettings } from "./hybrid-rank.ts";
+import { readCiphertexts } from "./ciphertext-reads.ts";
 
 export interface Hit {
   readonly blob_id: string;
@@ -49,7 +52,7 @@ export interface RecallResult {
 }
 
 export async function openHits(hits: readonly Hit[], owner: string, credential: DecryptCredential, blobs: BlobPort, encryption: EncryptionPort, composite: boolean): Promise<RecallResult> {
-  const ciphertexts = await Promise.all(hits.map((h) => blobs.read(h.blob_id).catch(() => null)));
+  const ciphertexts = await readCiphertexts(blobs, hits.map((h) => h.blob_id));
   const present = ciphertexts.map((c, i) => (c ? i : -1)).filter((i) => i >= 0);
   const opened = await encryption.decryptMany(owner, present.map((i) => ciphertexts[i]!), credential);
   const texts = new Map<number, string>();

@@ -45,6 +45,18 @@ export interface AgentIdentity {
 const reasonOf = (err: unknown) => (err instanceof RelayerError ? `${err.status} ${err.message.slice(0, 120)}` : `${(err as Error).name}: ${(err as { code?: string }).code ?? (err as Error).message.slice(0, 80)}`);
 const retryable = (err: unknown) => !(err instanceof RelayerError) || err.status >= 500;
 
+/** Runs `fn` (given the attempt, from 0) as a client SDK retries it: on a network error or a 5xx, up to RETRIES more times with doubling backoff. */
+export async function withClientRetries<T>(fn: (attempt: number) => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fn(attempt);
+    } catch (err) {
+      if (!retryable(err) || attempt === RETRIES) throw err;
+      await new Promise((r) => setTimeout(r, FIRST_BACKOFF_MS * 2 ** attempt));
+    }
+  }
+}
+
 /** One agent: a client per gateway, starting at its own. */
 export class Agent {
   private readonly clients: MemrelayClient[];
@@ -65,19 +77,16 @@ export class Agent {
   /** Retries on the next gateway; undefined when every attempt failed (logged as a failed call). */
   async withRetries<T>(kind: CallKind, fn: (c: MemrelayClient) => Promise<T>): Promise<T | undefined> {
     const start = Date.now();
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const out = await fn(this.clients[this.at]!);
-        this.calls.push({ kind, start, end: Date.now(), failed: false });
-        return out;
-      } catch (err) {
-        if (!retryable(err) || attempt === RETRIES) {
-          this.calls.push({ kind, start, end: Date.now(), failed: true, reason: reasonOf(err) });
-          return undefined;
-        }
-        this.at = (this.at + 1) % this.clients.length;
-        await new Promise((r) => setTimeout(r, FIRST_BACKOFF_MS * 2 ** attempt));
-      }
+    try {
+      const out = await withClientRetries((attempt) => {
+        if (attempt) this.at = (this.at + 1) % this.clients.length;
+        return fn(this.clients[this.at]!);
+      });
+      this.calls.push({ kind, start, end: Date.now(), failed: false });
+      return out;
+    } catch (err) {
+      this.calls.push({ kind, start, end: Date.now(), failed: true, reason: reasonOf(err) });
+      return undefined;
     }
   }
 

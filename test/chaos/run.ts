@@ -15,5 +15,5 @@ console.log(section);
 writeFileSync(CHAOS_MD, section);
 writeFileSync(RESULTS_MD, render(JSON.parse(readFileSync(RESULTS_JSON, "utf8"))));
 const a = r.accounting;
-const holds = a.unsettled === 0 && a.failedWithoutReason === 0 && a.ownerMismatches.length === 0 && a.duplicateIds === 0 && a.notRecalledByOwnText === 0 && !a.deadLetters;
+const holds = a.unsettled === 0 && a.failedWithoutReason === 0 && a.ownerMismatches.length === 0 && a.storedTwice === 0 && a.unnamedRows === 0 && a.notRecalledByOwnText === 0 && !a.deadLetters;
 process.exit(holds ? 0 : 1);
