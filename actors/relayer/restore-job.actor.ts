@@ -2,7 +2,12 @@
 // command carries. The rows go to the namespace's index aggregate as `memory.restored` commits keyed by the job id,
 // so a redelivered job appends nothing twice. A condition that passes (the index behind the log, an outage of the
 // blob store, chain or key servers) ends the job with a 503 the gateway passes on: the caller retries, not the host,
-// because the caller is waiting for the answer.
+// because the caller is waiting for the answer. A blob read that fails for a moment is first read again within the
+// effect (restore-namespace.ts); only an outage outlasting that ends the job. Failing the effect as Transient would
+// keep nothing more: the job records no progress of its own (its events are appended once the effect ends), the
+// progress is the `memory.restored` commits already in the log, which a host retry and the caller's next restore
+// both find indexed and skip alike. A host retry would only hold the caller for the length of the outage (or past
+// the request's wait, leaving an unwatched job retrying), and report what its earlier attempt restored as skipped.
 import { Effect } from "effect";
 import type { ActorDefinition } from "../host.ts";
 import { restoreJobMachine } from "./restore-job.machine.ts";

@@ -13,8 +13,12 @@
 //      are restored per call; one more missing blob beyond that makes the answer truncated.
 //   4. Missing blobs are downloaded, decrypted with the caller's credential, re-embedded and appended as
 //      `memory.restored` events (vectors, never text); the memory_index projection inserts them where the blob still
-//      has no row, so a replay of the log keeps them. Blobs that cannot be downloaded or opened (for example
-//      client-encrypted manual memories, which the relayer cannot read) are counted as failed.
+//      has no row, so a replay of the log keeps them. Blobs that are gone from the blob store (404, a refusal) or
+//      cannot be opened (for example client-encrypted manual memories, which the relayer cannot read) are counted as
+//      failed. A blob the store cannot serve for a moment (an outage: 5xx, 429, a timeout, a reset connection) is
+//      still there and is never counted failed: it is read again a few times, and if it stays unreadable the restore
+//      fails with that outage (the job answers 503, restore-job.actor.ts). The batches appended before it stay in
+//      the log, so the next restore finds their rows indexed and goes on from there instead of starting over.
 //   total = restored + skipped + failed: the namespace's blob objects this call examined.
 import { randomUUID } from "node:crypto";
 import type { BlobObject, BlobPort, ChainPort, DecryptCredential, EncryptionPort } from "../../adapters/ports.ts";
@@ -23,6 +27,7 @@ import type { RestoreCounts, RestoreScope } from "../../schemas/relayer/restore-
 import type { Db } from "../../db/pool.ts";
 import type { IndexLog } from "../../projections/relayer/index-log.ts";
 import { forgetHorizon, indexedBlobs } from "../../projections/relayer/restore-candidates.ts";
+import { readCiphertexts, type ReadRetry } from "../../projections/relayer/ciphertext-reads.ts";
 import type { LexicalKeyring } from "../../adapters/lexical/keys.ts";
 import { documentTerms } from "../../adapters/lexical/terms.ts";
 import { MEMORY_EVENTS, chunkRows, memoryEvent, memoryIdOf, namespaceAggregate, type MemoryRestored, type RestoredRow } from "../../schemas/relayer/memory-maintenance.ts";
@@ -39,6 +44,12 @@ export class IndexCatchingUp extends Error {
 /** Default per-owner candidate cap; the local chain port lists at most 10,000 objects per call. */
 export const DEFAULT_CANDIDATE_CAP = 10_000;
 const BATCH = 32;
+/**
+ * Reads of a blob the store cannot serve for a moment, at 0, 0.25, 1 and 3.25 s: longer than a recall's second,
+ * because a restore's caller waits minutes for the answer and a 503 makes it start a new restore that plans again
+ * (the barrier, the chain listing); past a few seconds the outage is no blip and the caller's retry is the better wait.
+ */
+const RESTORE_READ_RETRY: ReadRetry = { attempts: 4, firstPauseMs: 250, budgetMs: 5_000 };
 
 export interface RestorePorts {
   readonly chain: ChainPort;
@@ -136,9 +147,12 @@ export async function restoreNamespace(ports: RestorePorts, o: RestoreOptions): 
   return { restored, skipped, failed, forgotten, total: restored + skipped + failed, truncated: plan.truncated, applied };
 }
 
-/** Downloads, decrypts and re-embeds one batch; what cannot be read is left out. Plaintext lives only in this scope. */
+/**
+ * Downloads, decrypts and re-embeds one batch; a blob that is gone or cannot be opened is left out (counted failed),
+ * a blob store outage that outlasts the read retries rejects. Plaintext lives only in this scope.
+ */
 async function reindex(ports: RestorePorts, owner: string, batch: readonly BlobObject[], credential: DecryptCredential): Promise<RestoredRow[]> {
-  const bytes = await Promise.all(batch.map((b) => ports.blobs.read(b.blobId).catch(() => null)));
+  const bytes = await readCiphertexts(ports.blobs, batch.map((b) => b.blobId), RESTORE_READ_RETRY);
   const present = batch.flatMap((b, i) => (bytes[i] ? [{ blob: b, bytes: bytes[i]! }] : []));
   if (!present.length) return [];
   const opened = await ports.encryption.decryptMany(owner, present.map((p) => p.bytes), credential);

@@ -6,6 +6,8 @@
 // A blob that is gone or cannot be had (404 from every aggregator, another refusal, a quilt it cannot be cut from)
 // is null: the recall leaves it out and counts it in `dropped_count`, as it always did.
 // The port itself does not retry (its race is one round over the aggregators), so this is the only retry of a read.
+// A restore reads the blobs it re-indexes through this too (restore-namespace.ts, with its own ReadRetry): an outage
+// is not a blob that failed.
 import type { BlobPort } from "../../adapters/ports.ts";
 import { isUnavailable } from "../../adapters/unavailable.ts";
 

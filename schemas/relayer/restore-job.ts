@@ -50,7 +50,7 @@ export interface RestoreCounts {
   readonly truncated: boolean;
   /** Skipped because forgotten (part of `skipped`). */
   readonly forgotten: number;
-  /** Could not be downloaded, or opened with the credential (not part of `skipped`). */
+  /** Gone from the blob store (404, refused), or not opened with the credential (not part of `skipped`); never a blob store outage. */
   readonly failed: number;
 }
 
