@@ -1,7 +1,9 @@
 // The actor host: consumes commands from the CMD work queue, rehydrates an XState machine from its snapshot plus
 // newer events, records the command's decision, runs the effect that the machine's state names, appends the
 // resulting events, stores the snapshot and acknowledges. Retries and delays are the host's (nak with backoff),
-// never XState timers, because timers do not survive a restore. A command that fails for any other reason than a
+// never XState timers, because timers do not survive a restore. While it lives, the host keeps every command it holds
+// alive (working()), so its effects may take as long as their budget while a dead host's commands go to another host
+// after a short ack wait (ACK_WAIT_MS). A command that fails for any other reason than a
 // Transient or an unavailable backing service (a defect, a command it cannot parse or decide) is retried a bounded
 // number of times and then set aside (eventlog/dead-letter.ts) with the aggregate's failure recorded, so it never
 // occupies a worker or the queue indefinitely; so is a command whose machine has not come to rest after
@@ -54,7 +56,7 @@ class TransientFailure extends Error {}
 class PermanentFailure extends Error {}
 
 /** An effect: runs against the machine's context (`Ctx`) and reports what happened as events of the aggregate (`E`). */
-export type EffectFn<Cmd, Ctx, E extends NewEvent = NewEvent> = (ctx: { aggregateId: string; context: Ctx; command: Cmd; heartbeat: () => void }) => Effect.Effect<E[], Transient | Permanent>;
+export type EffectFn<Cmd, Ctx, E extends NewEvent = NewEvent> = (ctx: { aggregateId: string; context: Ctx; command: Cmd }) => Effect.Effect<E[], Transient | Permanent>;
 
 /**
  * An actor: machine `M` over the events `E` of its catalogue (e.g. `NewJobEvent`), commands `Cmd`. `decide` sees the
@@ -85,13 +87,14 @@ export interface ActorDefinition<Cmd extends CommandEnvelope = CommandEnvelope, 
   setAside?(command: Cmd | undefined, error: string): E[];
   /**
    * The time an effect may take for this command when it is longer than the host's effectTimeoutMs (e.g. derived
-   * from the size of the text it embeds); the effect heartbeats meanwhile so JetStream does not redeliver it.
+   * from the size of the text it embeds); the host keeps the command alive meanwhile so JetStream does not redeliver it.
    */
   effectBudgetMs?(effect: string, command: Cmd): number;
 }
 
 export interface ActorHostOptions {
   readonly concurrency: number;
+  /** The consumer's ack wait (default ACK_WAIT_MS). */
   readonly ackWaitMs?: number;
   readonly maxBackoffMs?: number;
   readonly effectTimeoutMs?: number;
@@ -130,11 +133,32 @@ export function evolve<M extends AnyStateMachine>(machine: M, snapshot: Snapshot
 /** How long a stop waits for the commands in flight (a stop of every role must end within seconds, issue 28). */
 const STOP_GRACE_MS = 2_000;
 
+/**
+ * The commands consumer's ack wait: how long a command held by a host that died (kill -9, a lost machine) stays with
+ * it before JetStream hands it to another host. A host that lives keeps each command it holds alive (working()) every
+ * KEEP_ALIVE_FRACTION of it, however long the command's effects take, so the ack wait bounds only the recovery from a
+ * dead host, not the length of any effect. 5 s: a killed host's commands resume within seconds, while the host's
+ * event loop may stall for up to 3.75 s between two keep-alives before a live command is redelivered — five times the
+ * longest stall measured in an actor worker (0.75 s, through test/relayer-quilt-faults.test.ts on a loaded 2-core
+ * machine; the heavy work — embedding, signature checks, hashing — runs on worker threads). A redelivery past that is
+ * safe (effects are idempotent, appends are optimistic-concurrency), only wasted work.
+ */
+export const ACK_WAIT_MS = 5_000;
+/** Keep-alives per ack wait (a quarter: three may be lost or late before JetStream redelivers). */
+const KEEP_ALIVE_FRACTION = 4;
+
 export class ActorHost<Cmd extends CommandEnvelope, M extends AnyStateMachine = AnyStateMachine, E extends NewEvent = NewEvent> {
   private readonly store: EventStore;
   private stopped = false;
   /** Commands being handled, with their messages (what a stop hands back when they outlast its grace). */
   private readonly inFlight = new Map<Promise<void>, JsMsg>();
+  /**
+   * Commands delivered to this host that wait for a free slot. The consumer pulls ahead of the slots, so a host under
+   * load holds more commands than it runs; they are kept alive too, or each would be redelivered every ack wait.
+   */
+  private readonly queued: JsMsg[] = [];
+  /** The keep-alive timer of every command this host holds (queued or in flight), cleared once it is answered. */
+  private readonly keepAlives = new Map<JsMsg, NodeJS.Timeout>();
   private messages?: { stop(): void };
 
   constructor(
@@ -150,8 +174,13 @@ export class ActorHost<Cmd extends CommandEnvelope, M extends AnyStateMachine = 
     return `actor-${this.def.aggregateType}`;
   }
 
+  private get ackWaitMs() {
+    return this.opts.ackWaitMs ?? ACK_WAIT_MS;
+  }
+
   async start(): Promise<void> {
-    const ackWaitNs = (this.opts.ackWaitMs ?? 30_000) * 1_000_000;
+    // A consumer created by an older host (a longer ack wait) is updated in place: the stream and its commands stay.
+    const ackWaitNs = this.ackWaitMs * 1_000_000;
     const config = {
       durable_name: this.consumerName,
       ack_policy: AckPolicy.Explicit,
@@ -174,12 +203,10 @@ export class ActorHost<Cmd extends CommandEnvelope, M extends AnyStateMachine = 
         const messages = await consumer.consume({ ...LIVE_CONSUME, max_messages: this.opts.concurrency });
         this.messages = messages;
         for await (const m of messages) {
-          while (this.inFlight.size >= this.opts.concurrency) await Promise.race(this.inFlight.keys());
-          // (an outcome reported after a stop closed the connection fails: the command is redelivered anyway)
-          const p = this.handle(m)
-            .catch((err) => this.logger.warn("command outcome could not be reported; it will be redelivered", { actor: this.def.aggregateType, error: errorText(err) }))
-            .finally(() => this.inFlight.delete(p));
-          this.inFlight.set(p, m);
+          this.keepAlive(m);
+          if (this.stopped) this.handBack(m);
+          else this.queued.push(m);
+          this.startQueued();
         }
       } catch (err) {
         if (this.stopped) break;
@@ -189,23 +216,61 @@ export class ActorHost<Cmd extends CommandEnvelope, M extends AnyStateMachine = 
     }
   }
 
+  /** Runs queued commands while slots are free. */
+  private startQueued(): void {
+    while (!this.stopped && this.inFlight.size < this.opts.concurrency && this.queued.length) {
+      const m = this.queued.shift()!;
+      // (an outcome reported after a stop closed the connection fails: the command is redelivered anyway)
+      const p = this.handle(m)
+        .catch((err) => this.logger.warn("command outcome could not be reported; it will be redelivered", { actor: this.def.aggregateType, error: errorText(err) }))
+        .finally(() => {
+          this.release(m);
+          this.inFlight.delete(p);
+          this.startQueued();
+        });
+      this.inFlight.set(p, m);
+    }
+  }
+
+  /** Tells JetStream, every fraction of the ack wait, that this host still works on `m` (until release). */
+  private keepAlive(m: JsMsg): void {
+    const timer = setInterval(() => {
+      try {
+        m.working(); // a no-op once the command is answered
+      } catch {
+        // the connection is gone: the command is redelivered once the ack wait passes, as after a kill
+      }
+    }, this.ackWaitMs / KEEP_ALIVE_FRACTION);
+    this.keepAlives.set(m, timer);
+  }
+
+  private release(m: JsMsg): void {
+    clearInterval(this.keepAlives.get(m));
+    this.keepAlives.delete(m);
+  }
+
+  /** Answers `m` unhandled (nak): JetStream redelivers it at once, to another host or after a restart. */
+  private handBack(m: JsMsg): void {
+    this.release(m);
+    try {
+      m.nak();
+    } catch {
+      // the connection is gone: JetStream redelivers once the ack wait passes
+    }
+  }
+
   /**
-   * Stops taking commands and waits up to `graceMs` for those in flight. One still running then (an effect wedged on
-   * a service that does not answer) is handed back unacknowledged (nak): JetStream redelivers it, to another replica
-   * or after a restart, and effects are idempotent, so a stop neither waits on it nor loses it.
+   * Stops taking commands, hands back those still queued and waits up to `graceMs` for those in flight. One still
+   * running then (an effect wedged on a service that does not answer) is handed back too: JetStream redelivers it, to
+   * another replica or after a restart, and effects are idempotent, so a stop neither waits on it nor loses it.
    */
   async stop(graceMs = STOP_GRACE_MS): Promise<void> {
     this.stopped = true;
     this.messages?.stop();
+    for (const m of this.queued.splice(0)) this.handBack(m);
     if (await settlesWithin(graceMs, Promise.allSettled(this.inFlight.keys()))) return;
     this.logger.warn("stopping with commands in flight; handed back for redelivery", { actor: this.def.aggregateType, commands: this.inFlight.size });
-    for (const m of this.inFlight.values()) {
-      try {
-        m.nak();
-      } catch {
-        // the connection is gone: JetStream redelivers once the ack wait passes
-      }
-    }
+    for (const m of this.inFlight.values()) this.handBack(m);
   }
 
   private backoffMs(deliveries: number): number {
@@ -215,11 +280,10 @@ export class ActorHost<Cmd extends CommandEnvelope, M extends AnyStateMachine = 
 
   private async handle(m: JsMsg): Promise<void> {
     const aggregateId = m.subject.slice(`cmd.${this.def.aggregateType}.`.length);
-    const heartbeat = () => m.working();
     let command: Cmd | undefined;
     try {
       command = parseCommand<Cmd>(m.data);
-      await this.process(aggregateId, command, heartbeat, m.info.deliveryCount === 1);
+      await this.process(aggregateId, command, m.info.deliveryCount === 1);
       m.ack();
     } catch (err) {
       const defect = err instanceof Defect || !(err instanceof ConcurrencyConflict || err instanceof TransientFailure || isUnavailable(err));
@@ -284,7 +348,7 @@ export class ActorHost<Cmd extends CommandEnvelope, M extends AnyStateMachine = 
     return { snapshot, seq: lastSeq };
   }
 
-  private async process(aggregateId: string, command: Cmd, heartbeat: () => void, firstDelivery: boolean): Promise<void> {
+  private async process(aggregateId: string, command: Cmd, firstDelivery: boolean): Promise<void> {
     const aggregate = `${this.def.aggregateType}.${aggregateId}`;
     // A command delivered for the first time to a fresh aggregate needs no reads: if events did exist after all,
     // the append's expected sequence 0 conflicts and the redelivery rehydrates properly.
@@ -310,7 +374,7 @@ export class ActorHost<Cmd extends CommandEnvelope, M extends AnyStateMachine = 
       const fn = this.def.effects[name];
       if (!fn) throw new Error(`machine ${this.def.aggregateType} names unknown effect ${name}`);
       const budget = Math.max(this.opts.effectTimeoutMs ?? 120_000, this.def.effectBudgetMs?.(name, command) ?? 0);
-      const program = fn({ aggregateId, context: contextOf<M>(snapshot), command, heartbeat }).pipe(
+      const program = fn({ aggregateId, context: contextOf<M>(snapshot), command }).pipe(
         Effect.timeoutOrElse({ duration: budget, orElse: () => Effect.fail(new Transient(`effect ${name} timed out`)) }),
       );
       const exit = await Effect.runPromiseExit(program);

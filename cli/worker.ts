@@ -1,9 +1,8 @@
 // `memrelay worker --roles gateway,actors,projections`: one relayer process joining running services.
 import { loadConfig } from "../config/env.ts";
 import { createLogger, type Logger } from "../config/logger.ts";
-import { startSidecar, type Sidecar } from "../mcp/sidecar/server.ts";
+import type { Sidecar } from "../mcp/sidecar/server.ts";
 import { sidecarSettings } from "../mcp/sidecar/settings.ts";
-import { startWorker } from "../runtime/worker.ts";
 import { withNetworkPreset } from "../config/network-presets.ts";
 import { untilStopped } from "./until-stopped.ts";
 
@@ -32,6 +31,9 @@ export async function workerCommand(args: string[], given = process.env): Promis
   const config = loadConfig(env);
   const logger = createLogger({ format: config.logFormat });
   if (names.length === 1 && names[0] === "mcp" && !config.databaseUrl) return sidecarAlone(env, logger);
+  // The stack's modules load once the configuration has been read (seconds of module loading): a malformed variable
+  // is reported at once, before any of it.
+  const { startWorker } = await import("../runtime/worker.ts");
   const run = untilStopped();
   const w = await startWorker(config, roles, logger, env, run.onLost);
   const port = w.relayer.port || (roles.mcp ? Number(new URL(w.relayer.sidecarUrl()).port) : 0);
@@ -41,6 +43,7 @@ export async function workerCommand(args: string[], given = process.env): Promis
 
 /** The sidecar on its own: it needs no NATS or Postgres, only the relayer it calls for every tool. */
 async function sidecarAlone(env: Record<string, string | undefined>, logger: Logger): Promise<number> {
+  const { startSidecar } = await import("../mcp/sidecar/server.ts");
   let sidecar: Sidecar;
   try {
     sidecar = await startSidecar(sidecarSettings(env), logger);

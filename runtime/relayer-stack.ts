@@ -176,12 +176,13 @@ export async function startRelayer(opts: {
       await host.start();
       actorHost = host as unknown as ActorHost<never>;
       stops.push(() => host.stop());
-      // Restores are few and long (download, decrypt, embed whole namespaces): a handful at a time, a long effect budget.
+      // Restores are few and long (download, decrypt, embed whole namespaces): a handful at a time, a long effect budget
+      // (the host keeps each alive while it runs, so the ack wait stays short).
       const restores = new ActorHost(
         log,
         restoreJobActor({ chain: ports.chain, blobs: ports.blobs, encryption: ports.encryption, embedder: embedding, db, index: new IndexLog(log, db), lexical }, logger.child({ actor: "restore-job" })),
         logger.child({ actor: "restore-job" }),
-        { concurrency: 4, network: ports.chain.network, effectTimeoutMs: 600_000, ackWaitMs: 60_000 },
+        { concurrency: 4, network: ports.chain.network, effectTimeoutMs: 600_000 },
       );
       await restores.start();
       stops.push(() => restores.stop());

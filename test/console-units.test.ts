@@ -166,7 +166,7 @@ describe("key and sponsorship machines", () => {
     const failedWith = async (refusal: PortError) => {
       const def = sponsorActor({ ...ports, sponsorKey: randomBytes(32), chain: { execute: () => Promise.reject(refusal) } } as unknown as ConsoleActorPorts);
       const executing = given(def, [ev(EV.sponsorReserved, { digest: "d", tx_bytes: "AAAA", expires_at: "2026-01-01T00:05:00Z" }), ev(EV.sponsorExecuteRequested)]);
-      const events = await Effect.runPromise(def.effects.execute({ aggregateId: "d", context: executing.context, command: cmd(CMD.sponsorExecute, { signature: "x" }), heartbeat: () => undefined }));
+      const events = await Effect.runPromise(def.effects.execute({ aggregateId: "d", context: executing.context, command: cmd(CMD.sponsorExecute, { signature: "x" }) }));
       return events.map((e) => e.data);
     };
     expect(await failedWith(new SignatureRejected("chain", "invalid signature"))).toEqual([{ code: "invalid_signature", error: "chain: invalid signature", kind: "forbidden" }]);
@@ -184,11 +184,11 @@ describe("the clock is an input", () => {
     const clog = { clock: { now: () => at } } as unknown as ConsoleActorPorts["clog"];
     const key = keyActor({ clog });
     const revoking = given(key, [ev(EV.keyMinted, { key_id: "k" }), ev(EV.keyActivated), ev(EV.keyRevokeRequested)]);
-    const revoked = await Effect.runPromise(key.effects.revoke({ aggregateId: "k", context: revoking.context, command: cmd(CMD.keyRevoke), heartbeat: () => undefined }));
+    const revoked = await Effect.runPromise(key.effects.revoke({ aggregateId: "k", context: revoking.context, command: cmd(CMD.keyRevoke) }));
     expect(revoked).toEqual([{ type: EV.keyRevoked, version: 1, data: { revoked_at: at } }]);
     const bucket = bucketActor({ clog, storage: { ensureBucket: async () => undefined } } as unknown as ConsoleActorPorts);
     const provisioning = given(bucket, [ev(EV.bucketCreated, { bucket_id: "b", name: "n", name_claim: "c", storage_bucket_name: "wc-b" })]);
-    const activated = await Effect.runPromise(bucket.effects.provision({ aggregateId: "b", context: provisioning.context, command: cmd(CMD.bucketCreate), heartbeat: () => undefined }));
+    const activated = await Effect.runPromise(bucket.effects.provision({ aggregateId: "b", context: provisioning.context, command: cmd(CMD.bucketCreate) }));
     expect(activated).toEqual([{ type: EV.bucketActivated, version: 1, data: { activated_at: at } }]);
   });
 });

@@ -109,7 +109,7 @@ describe("remember-job machine", () => {
 
   it("giving up records job.failed with the attempts and the last attempt's error (the fail effect reports, it does not decide)", async () => {
     const giving = replay([accepted, attemptFailed(1), attemptFailed(2), attemptFailed(3), attemptFailed(4), attemptFailed(5)]);
-    const events = await Effect.runPromise(rememberJobActor({} as never).effects.fail({ aggregateId: "j1", context: giving.context, command, heartbeat: () => undefined }));
+    const events = await Effect.runPromise(rememberJobActor({} as never).effects.fail({ aggregateId: "j1", context: giving.context, command }));
     expect(events).toEqual([{ type: JOB_EVENTS.failed, version: 1, data: { error: "upload failed after 5 wallet attempts: no gas", attempts: 5 } }]);
     expect(evolve(rememberJobMachine, giving, events.map((e, i) => ev(e.type, e.data, 100 + i))).value).toBe("failed");
   });

@@ -54,7 +54,7 @@ function ports(o: { barrierReached?: boolean; blobStoreDown?: boolean } = {}) {
 
 async function runEffect(actorPorts: RestorePorts, command: RestoreCommand): Promise<NewEvent[]> {
   const actor = restoreJobActor(actorPorts, logger);
-  return Effect.runPromise(actor.effects.restore({ aggregateId: "r1", context: { owner: command.data.owner, namespace: command.data.namespace, limit: command.data.limit, include_forgotten: command.data.include_forgotten }, command, heartbeat: () => undefined }));
+  return Effect.runPromise(actor.effects.restore({ aggregateId: "r1", context: { owner: command.data.owner, namespace: command.data.namespace, limit: command.data.limit, include_forgotten: command.data.include_forgotten }, command }));
 }
 
 describe("restore-job machine", () => {

@@ -21,7 +21,7 @@ const seen = (over: Partial<UploadChecksSeen> = {}) => stored(consoleEvent(EV.up
 const given = (...events: ConsoleEvent[]) => evolve(uploadMachine, initialSnapshot(uploadMachine), events);
 const actor = uploadActor({} as ConsoleActorPorts);
 const command: ConsoleCommand = { type: "console.upload.start", version: 1, id: "c1", aggregate: "console.upload.f1", issued_at: "t", correlation_id: "c", data: upload };
-const run = (effect: string, s: ReturnType<typeof given>) => Effect.runPromise(actor.effects[effect]({ aggregateId: "f1", context: s.context, command, heartbeat: () => undefined }));
+const run = (effect: string, s: ReturnType<typeof given>) => Effect.runPromise(actor.effects[effect]({ aggregateId: "f1", context: s.context, command }));
 
 describe("upload machine guards", () => {
   it("checks within quota on a live bucket: completing, and complete records the completion at the time seen", async () => {

@@ -48,8 +48,8 @@ export interface RememberJobPorts {
   readonly attemptDelayMs?: number;
   /**
    * How long the blob port lets a store wait for the publisher (BLOBSTORE_STORE_TIMEOUT_MS): an effect that waits on
-   * a store is given that long (and heartbeats meanwhile), so a store only queued at the publisher is never given up
-   * by the host and sent again behind itself.
+   * a store is given that long (the host keeps its command alive meanwhile), so a store only queued at the publisher
+   * is never given up by the host and sent again behind itself.
    */
   readonly storeTimeoutMs?: number;
 }
@@ -58,29 +58,6 @@ const encoder = new TextEncoder();
 
 /** Beyond the embedding's deadline and the store's own limit, what the store effect may spend encrypting and uploading. */
 const STORE_MARGIN_MS = 120_000;
-/** Heartbeats while windows progress: often enough for the consumer's ack wait (30 s), rare enough to cost nothing on short texts. */
-const HEARTBEAT_EVERY_MS = 5_000;
-
-/** `beat` at most once per `everyMs`, the first time `everyMs` after creation. */
-function throttled(beat: () => void, everyMs: number): () => void {
-  let last = performance.now();
-  return () => {
-    const now = performance.now();
-    if (now - last < everyMs) return;
-    last = now;
-    beat();
-  };
-}
-
-/**
- * Heartbeats while `pending` runs: a store waits as long as the publisher's queue, and a delivery silent for the
- * consumer's ack wait would be handed to another worker, which would store the same memory again.
- */
-function beatingWhile<T>(pending: Promise<T>, heartbeat: () => void): Promise<T> {
-  const beat = setInterval(heartbeat, HEARTBEAT_EVERY_MS);
-  return pending.finally(() => clearInterval(beat));
-}
-
 /** Base64 of a ciphertext recorded in `job.encrypted`. */
 const recorded = (ciphertext: Uint8Array) => Buffer.from(ciphertext.buffer, ciphertext.byteOffset, ciphertext.byteLength).toString("base64");
 
@@ -96,8 +73,8 @@ async function quiltOutcome(ports: RememberJobPorts, jobId: string, ctx: JobCont
 }
 
 /** Stores the ciphertext as its own blob, sent to its owner (blob mode), trying wallets as the machine allows. */
-function storeBlob(ctx: JobContext, ports: RememberJobPorts, ciphertext: Uint8Array, embedded: { vector_f32: string; embedder: string }, heartbeat: () => void) {
-  return withWallets(ctx, ports, async (nextWallet) => ({ value: await beatingWhile(ports.blobs.store(ciphertext, { sendObjectTo: ctx.owner }), heartbeat), wallet: nextWallet() }), ({ value: stored }) =>
+function storeBlob(ctx: JobContext, ports: RememberJobPorts, ciphertext: Uint8Array, embedded: { vector_f32: string; embedder: string }) {
+  return withWallets(ctx, ports, async (nextWallet) => ({ value: await ports.blobs.store(ciphertext, { sendObjectTo: ctx.owner }), wallet: nextWallet() }), ({ value: stored }) =>
     jobEvent(JOB_EVENTS.uploaded, { blob_id: stored.blobId, size: stored.size, ...embedded }),
   );
 }
@@ -168,11 +145,11 @@ export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<Remem
       return [jobEvent(JOB_EVENTS.accepted, { owner: d.owner, namespace: d.namespace, accepted_at: d.accepted_at, text_bytes: Buffer.byteLength(d.text) })];
     },
     effects: {
-      store: ({ aggregateId, context: ctx, command, heartbeat }) =>
+      store: ({ aggregateId, context: ctx, command }) =>
         Effect.gen(function* () {
           // Keyed by the job: a redelivery while this embedding runs joins it instead of queueing the text again.
           const vector = yield* Effect.tryPromise({
-            try: () => ports.embedder.embedDocument(aggregateId, command.data.text, { onProgress: throttled(heartbeat, HEARTBEAT_EVERY_MS) }),
+            try: () => ports.embedder.embedDocument(aggregateId, command.data.text),
             catch: (e) => (e instanceof TextTooLong ? new Permanent(e.message) : new Transient(`embedding failed: ${(e as Error).message}`)),
           });
           const ciphertext = yield* Effect.tryPromise({
@@ -188,17 +165,17 @@ export function rememberJobActor(ports: RememberJobPorts): ActorDefinition<Remem
               jobEvent(JOB_EVENTS.quiltJoined, { quilt: ports.quilts.reserve(ciphertext.byteLength) }),
             ];
           }
-          return yield* storeBlob(ctx, ports, ciphertext, embedded, heartbeat);
+          return yield* storeBlob(ctx, ports, ciphertext, embedded);
         }),
       // The recorded ciphertext joins a quilt (again, after its first quilt went out without it); a host that runs
       // in blob mode now stores it as its own blob.
-      gather: ({ context: ctx, heartbeat }) => {
+      gather: ({ context: ctx }) => {
         const ciphertext = Buffer.from(ctx.ciphertext!, "base64");
         if (ports.quilts) return Effect.succeed([jobEvent(JOB_EVENTS.quiltJoined, { quilt: ports.quilts.reserve(ciphertext.byteLength) })]);
-        return storeBlob(ctx, ports, ciphertext, { vector_f32: ctx.vector_f32!, embedder: ctx.embedder ?? ports.embedder.name }, heartbeat);
+        return storeBlob(ctx, ports, ciphertext, { vector_f32: ctx.vector_f32!, embedder: ctx.embedder ?? ports.embedder.name });
       },
-      quilt: ({ aggregateId, context: ctx, heartbeat }) =>
-        withWallets(ctx, ports, async (nextWallet) => ({ value: await beatingWhile(quiltOutcome(ports, aggregateId, ctx), heartbeat), wallet: nextWallet() }), ({ value: outcome }) =>
+      quilt: ({ aggregateId, context: ctx }) =>
+        withWallets(ctx, ports, async (nextWallet) => ({ value: await quiltOutcome(ports, aggregateId, ctx), wallet: nextWallet() }), ({ value: outcome }) =>
           outcome.kind === "left"
             ? jobEvent(JOB_EVENTS.quiltLeft, { quilt: ctx.quilt!, reason: outcome.reason })
             : jobEvent(JOB_EVENTS.uploaded, { blob_id: outcome.quiltPatchId, size: ctx.size ?? 0, vector_f32: ctx.vector_f32!, embedder: ctx.embedder ?? ports.embedder.name }),

@@ -31,7 +31,7 @@ export function restoreJobActor(ports: RestorePorts, logger: Logger): ActorDefin
       return [restoreEvent(RESTORE_EVENTS.accepted, { owner: d.owner, namespace: d.namespace, limit: d.limit, include_forgotten: d.include_forgotten, scope: d.scope })];
     },
     effects: {
-      restore: ({ aggregateId, command, heartbeat }) =>
+      restore: ({ aggregateId, command }) =>
         Effect.promise(async () => {
           const d = command.data;
           try {
@@ -48,7 +48,6 @@ export function restoreJobActor(ports: RestorePorts, logger: Logger): ActorDefin
               scope: d.scope,
               restoreId: aggregateId,
               correlationId: command.correlation_id,
-              onProgress: heartbeat,
             });
             return [restoreEvent(RESTORE_EVENTS.completed, r)];
           } catch (err) {

@@ -70,7 +70,6 @@ interface DocumentJob {
   readonly vectors: Float32Array[];
   readonly at: number;
   readonly promise: Promise<Float32Array>;
-  readonly listeners: Set<() => void>;
   readonly limitMs: number;
   /** Model time spent on this document so far: its share of every batch it was in. */
   modelMs: number;
@@ -87,16 +86,11 @@ type Slot = { kind: "query"; item: QueryItem } | { kind: "window"; job: Document
 
 const isLong = (job: DocumentJob) => job.windows.length > 1;
 
-export interface EmbedDocumentOptions {
-  /** Called whenever one of the document's windows is embedded (the remember job heartbeats its command). */
-  readonly onProgress?: () => void;
-}
-
 /** What embeds whole documents (remember jobs, restores): a pooled vector per text. */
 export interface DocumentEmbedder {
   readonly name: string;
   readonly dims: number;
-  embedDocument(key: string | undefined, text: string, opts?: EmbedDocumentOptions): Promise<Float32Array>;
+  embedDocument(key: string | undefined, text: string): Promise<Float32Array>;
   /** The deadline `text`'s embedding gets (its effect budget follows from it). */
   deadlineMsFor(text: string): number;
 }
@@ -135,19 +129,16 @@ export class EmbeddingScheduler implements EmbeddingPort, DocumentEmbedder {
   }
 
   /** A document's pooled vector. `key` (e.g. the job id) merges concurrent requests for the same document. */
-  embedDocument(key: string | undefined, text: string, opts: EmbedDocumentOptions = {}): Promise<Float32Array> {
+  embedDocument(key: string | undefined, text: string): Promise<Float32Array> {
     const id = key ?? `\u0000${this.anonymous++}`;
     const running = this.documents.get(id);
-    if (running) {
-      if (opts.onProgress) running.listeners.add(opts.onProgress);
-      return running.promise;
-    }
+    if (running) return running.promise;
     let resolve!: (v: Float32Array) => void;
     let reject!: (e: unknown) => void;
     const promise = new Promise<Float32Array>((res, rej) => ((resolve = res), (reject = rej)));
     const windows = windowsOf(text, this.options.window);
     const limitMs = deadlineMs(this.options.deadline, windows.length);
-    const job: DocumentJob = { key: id, windows, vectors: new Array(windows.length), at: performance.now(), promise, listeners: new Set(opts.onProgress ? [opts.onProgress] : []), limitMs, modelMs: 0, progressAt: performance.now(), next: 0, done: 0, settled: false, resolve, reject };
+    const job: DocumentJob = { key: id, windows, vectors: new Array(windows.length), at: performance.now(), promise, limitMs, modelMs: 0, progressAt: performance.now(), next: 0, done: 0, settled: false, resolve, reject };
     this.documents.set(id, job);
     this.ready.push(job);
     this.pump();
@@ -193,7 +184,7 @@ export class EmbeddingScheduler implements EmbeddingPort, DocumentEmbedder {
     if (this.background) return this.windowBatch((job) => !isLong(job));
     const longAllowed = this.inFlightLong < Math.max(1, this.options.concurrency - 1);
     // A batch that may hold long documents' windows starts with one of them, so a steady stream of new short memories
-    // cannot starve a long one (its windows progress, and it heartbeats its job).
+    // cannot starve a long one (its windows progress).
     return this.windowBatch((job) => longAllowed || !isLong(job), longAllowed ? isLong : undefined);
   }
 
@@ -276,7 +267,6 @@ export class EmbeddingScheduler implements EmbeddingPort, DocumentEmbedder {
       job.done++;
       job.modelMs += share;
       job.progressAt = now;
-      for (const l of job.listeners) l();
       if (job.done === job.windows.length) this.settle(job, meanPool(job.vectors));
       else if (job.modelMs > job.limitMs) this.settle(job, new TextTooLong(job.limitMs));
     });

@@ -35,7 +35,7 @@ export interface Readiness {
 export interface RememberQueue {
   /** Seconds the oldest job no actor host has taken yet has been on the queue; 0 when none. */
   readonly waitingSecs: number;
-  /** Jobs taken and handed back (a failed attempt, or no heartbeat within the ack wait), still unfinished. */
+  /** Jobs taken and handed back (a failed attempt, or its host died: no keep-alive within the ack wait), still unfinished. */
   readonly retried: number;
 }
 
