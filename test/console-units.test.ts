@@ -80,7 +80,7 @@ describe("bucket machine", () => {
     const failedWith = async (refusal: PortError) => {
       const def = bucketActor({ ...ports, sponsorKey: randomBytes(32), chain: { execute: () => Promise.reject(refusal) } } as unknown as ConsoleActorPorts);
       const finalizing = given(def, [reserved, ev(EV.bucketFinalizeRequested)]);
-      const effect = def.effects.execute_policy({ aggregateId: "b", context: finalizing.context, command: cmd(CMD.bucketFinalize, { signature: "x", requested_by: "u" }), heartbeat: () => undefined });
+      const effect = def.effects.execute_policy({ aggregateId: "b", context: finalizing.context, command: cmd(CMD.bucketFinalize, { signature: "x", requested_by: "u" }) });
       return (await Effect.runPromise(effect)).map((e) => e.data);
     };
     expect(await failedWith(new SignatureRejected("chain", "invalid signature"))).toEqual([{ code: "invalid_signature", error: "chain: invalid signature" }]);
