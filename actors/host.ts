@@ -93,7 +93,13 @@ export interface ActorDefinition<Cmd extends CommandEnvelope = CommandEnvelope, 
 }
 
 export interface ActorHostOptions {
+  /** Commands run at once, not counting those parked in an effect that only waits (EffectMeta.waitsOnly). */
   readonly concurrency: number;
+  /**
+   * Commands this host holds at most (the consumer's max_ack_pending): running, parked and queued for a slot.
+   * Default: 4 × concurrency, at least 256.
+   */
+  readonly maxHeld?: number;
   /** The consumer's ack wait (default ACK_WAIT_MS). */
   readonly ackWaitMs?: number;
   readonly maxBackoffMs?: number;
@@ -116,6 +122,13 @@ export interface EffectMeta {
   readonly effect: string;
   /** Append the events so far before running this effect (its outcome must follow a durable fact). */
   readonly durableBefore?: boolean;
+  /**
+   * The effect only waits on other systems (a quilt's store, a transaction's finality), with no work on this host:
+   * its command gives its slot back to the queued ones when the effect starts, and runs on outside the count until
+   * it ends. Jobs that wait seconds on a network then do not cap what the host's CPU does (Little's law: slots =
+   * throughput × time held), and the host's `maxHeld` still bounds how many it has at once.
+   */
+  readonly waitsOnly?: boolean;
 }
 
 export function effectOf(snapshot: AnyMachineSnapshot): EffectMeta | undefined {
@@ -152,6 +165,8 @@ export class ActorHost<Cmd extends CommandEnvelope, M extends AnyStateMachine = 
   private stopped = false;
   /** Commands being handled, with their messages (what a stop hands back when they outlast its grace). */
   private readonly inFlight = new Map<Promise<void>, JsMsg>();
+  /** How many of `inFlight` are parked in an effect that only waits (they hold no slot). */
+  private parked = 0;
   /**
    * Commands delivered to this host that wait for a free slot. The consumer pulls ahead of the slots, so a host under
    * load holds more commands than it runs; they are kept alive too, or each would be redelivered every ack wait.
@@ -187,7 +202,7 @@ export class ActorHost<Cmd extends CommandEnvelope, M extends AnyStateMachine = 
       deliver_policy: DeliverPolicy.All,
       filter_subject: commandFilter(this.def.aggregateType),
       ack_wait: ackWaitNs,
-      max_ack_pending: Math.max(this.opts.concurrency * 4, 256),
+      max_ack_pending: this.opts.maxHeld ?? Math.max(this.opts.concurrency * 4, 256),
     };
     await this.log.jsm.consumers.add(STREAMS.commands, config).catch(async (err) => {
       if (!isConsumerExisting(err)) throw err;
@@ -218,12 +233,20 @@ export class ActorHost<Cmd extends CommandEnvelope, M extends AnyStateMachine = 
 
   /** Runs queued commands while slots are free. */
   private startQueued(): void {
-    while (!this.stopped && this.inFlight.size < this.opts.concurrency && this.queued.length) {
+    while (!this.stopped && this.inFlight.size - this.parked < this.opts.concurrency && this.queued.length) {
       const m = this.queued.shift()!;
+      let parked = false;
+      const park = () => {
+        if (parked) return;
+        parked = true;
+        this.parked++;
+        this.startQueued();
+      };
       // (an outcome reported after a stop closed the connection fails: the command is redelivered anyway)
-      const p = this.handle(m)
+      const p = this.handle(m, park)
         .catch((err) => this.logger.warn("command outcome could not be reported; it will be redelivered", { actor: this.def.aggregateType, error: errorText(err) }))
         .finally(() => {
+          if (parked) this.parked--;
           this.release(m);
           this.inFlight.delete(p);
           this.startQueued();
@@ -278,12 +301,12 @@ export class ActorHost<Cmd extends CommandEnvelope, M extends AnyStateMachine = 
     return Math.min(max, 200 * 2 ** Math.min(deliveries - 1, 10)) * (0.5 + Math.random() / 2);
   }
 
-  private async handle(m: JsMsg): Promise<void> {
+  private async handle(m: JsMsg, park: () => void): Promise<void> {
     const aggregateId = m.subject.slice(`cmd.${this.def.aggregateType}.`.length);
     let command: Cmd | undefined;
     try {
       command = parseCommand<Cmd>(m.data);
-      await this.process(aggregateId, command, m.info.deliveryCount === 1);
+      await this.process(aggregateId, command, m.info.deliveryCount === 1, park);
       m.ack();
     } catch (err) {
       const defect = err instanceof Defect || !(err instanceof ConcurrencyConflict || err instanceof TransientFailure || isUnavailable(err));
@@ -348,7 +371,7 @@ export class ActorHost<Cmd extends CommandEnvelope, M extends AnyStateMachine = 
     return { snapshot, seq: lastSeq };
   }
 
-  private async process(aggregateId: string, command: Cmd, firstDelivery: boolean): Promise<void> {
+  private async process(aggregateId: string, command: Cmd, firstDelivery: boolean, park: () => void): Promise<void> {
     const aggregate = `${this.def.aggregateType}.${aggregateId}`;
     // A command delivered for the first time to a fresh aggregate needs no reads: if events did exist after all,
     // the append's expected sequence 0 conflicts and the redelivery rehydrates properly.
@@ -373,6 +396,7 @@ export class ActorHost<Cmd extends CommandEnvelope, M extends AnyStateMachine = 
       }
       const fn = this.def.effects[name];
       if (!fn) throw new Error(`machine ${this.def.aggregateType} names unknown effect ${name}`);
+      if (meta.waitsOnly) park();
       const budget = Math.max(this.opts.effectTimeoutMs ?? 120_000, this.def.effectBudgetMs?.(name, command) ?? 0);
       const program = fn({ aggregateId, context: contextOf<M>(snapshot), command }).pipe(
         Effect.timeoutOrElse({ duration: budget, orElse: () => Effect.fail(new Transient(`effect ${name} timed out`)) }),

@@ -77,13 +77,20 @@ function recordBatching(config: RelayerConfig, wallets: WalletPool) {
 const RECORD_GATHER_MS = 50;
 
 /**
- * Remember jobs one actor host runs at once. Locally, enough that the embedder always has a batch for every model
- * thread while earlier jobs upload, record and commit (128). Where each job also waits seconds on the network (a quilt's
- * store, a record's finality) and not on this CPU, jobs in flight = throughput × latency (Little's law): ~30/s × ~8 s
- * under the testnet profile, so 512 keep the CPU, not the wait, the limit (bench/NOTES.md, issue 31).
+ * Remember jobs one actor host runs at once: enough that the embedder always has a batch for every model thread while
+ * earlier jobs encrypt and commit. A job waiting on its quilt's store or its record's finality is parked
+ * (EffectMeta.waitsOnly) and holds no slot, so the network's seconds do not count here.
  */
-function jobsInFlight(config: RelayerConfig): number {
-  return config.networkProfile.name === "local" ? 128 : 512;
+const REMEMBER_JOBS_RUNNING = 128;
+
+/**
+ * Remember jobs one actor host holds at most (running, parked, queued): jobs held = throughput × time held (Little's
+ * law). A job is held ~1–2 s locally and ~5–8 s under a network profile (a quilt's store, a record's finality), so at
+ * the ~150 memories/s this machine's CPU can do, ~1,000 are held there; 2,048 leave room. Each held command carries
+ * its text (up to 1 MiB), so this is also what bounds the host's memory (bench/NOTES.md, issue 31).
+ */
+function rememberJobsHeld(config: RelayerConfig): number {
+  return config.networkProfile.name === "local" ? 512 : 2_048;
 }
 
 export async function startRelayer(opts: {
@@ -171,7 +178,7 @@ export async function startRelayer(opts: {
         logger.child({ actor: "remember-job" }),
         // Enough jobs in flight that the scheduler always has a batch for every model thread while the jobs of the
         // previous batches upload, record and commit: a neural embedder never waits for the rest of the pipeline.
-        { concurrency: opts.actorConcurrency ?? jobsInFlight(config), network: ports.chain.network },
+        { concurrency: opts.actorConcurrency ?? REMEMBER_JOBS_RUNNING, maxHeld: rememberJobsHeld(config), network: ports.chain.network },
       );
       await host.start();
       actorHost = host as unknown as ActorHost<never>;

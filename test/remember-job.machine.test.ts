@@ -47,7 +47,7 @@ describe("remember-job machine", () => {
     expect(effectOf(running)).toEqual({ effect: "store" });
     const up = replay([accepted, uploaded]);
     expect(up.value).toBe("uploaded");
-    expect(effectOf(up)).toEqual({ effect: "record", durableBefore: true });
+    expect(effectOf(up)).toEqual({ effect: "record", durableBefore: true, waitsOnly: true });
     const done = replay([accepted, uploaded, indexed]);
     expect(done.value).toBe("done");
     expect(effectOf(done)).toBeUndefined();
@@ -59,7 +59,7 @@ describe("remember-job machine", () => {
     const joined = (quilt: string) => ev(JOB_EVENTS.quiltJoined, { quilt });
     const j = replay([accepted, encrypted, joined("k1")]);
     expect(j.value).toBe("joined");
-    expect(effectOf(j)).toEqual({ effect: "quilt", durableBefore: true });
+    expect(effectOf(j)).toEqual({ effect: "quilt", durableBefore: true, waitsOnly: true });
     expect(j.context).toMatchObject({ ciphertext: "Y2lwaGVy", size: 6, vector_f32, embedder: "h", quilt: "k1" });
     // The quilt went out without the job: back to encrypted (gather, durable before), then another quilt, same ciphertext.
     const leftIt = replay([accepted, encrypted, joined("k1"), ev(JOB_EVENTS.quiltLeft, { quilt: "k1", reason: "abandoned" })]);

@@ -89,7 +89,7 @@ export const rememberJobMachine = setup({
     },
     // The quilt it joined is recorded before the writer takes it: the job waits for that quilt, or finds its fate.
     joined: {
-      meta: { effect: "quilt", durableBefore: true },
+      meta: { effect: "quilt", durableBefore: true, waitsOnly: true },
       on: {
         [JOB_EVENTS.uploadAttemptFailed]: attemptFailed,
         [JOB_EVENTS.quiltLeft]: { target: "encrypted", actions: assign({ quilt: undefined }) },
@@ -99,7 +99,7 @@ export const rememberJobMachine = setup({
     },
     uploaded: {
       // The blob id is committed before the chain record, so a crash never records two blobs for one job.
-      meta: { effect: "record", durableBefore: true },
+      meta: { effect: "record", durableBefore: true, waitsOnly: true },
       on: {
         [JOB_EVENTS.uploadAttemptFailed]: attemptFailed,
         // The vector is only needed until it is indexed; the event log keeps it for replay.
