@@ -123,6 +123,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
     natsUp: () => natsUp,
     runProjections,
     runners,
+    readModels: { lastSeq: (subjects) => log.lastSeq(subjects), waitApplied },
   });
   const port = await server.listen(opts.host ?? "127.0.0.1", opts.port ?? 8200).catch(async (err) => {
     // Nothing may outlive a failed start (its runners would keep the process alive, retrying against a closed pool).
