@@ -50,6 +50,32 @@ async function holdBlobsProjection(): Promise<{ release(): Promise<void> }> {
   };
 }
 
+/**
+ * Empties and rewinds the blobs read model as a replay run by another process does, and holds its projection there
+ * (the checkpoint row locked) until `release`.
+ */
+async function rewindBlobsReadModel(): Promise<{ release(): Promise<void> }> {
+  const c = new pg.Client({ connectionString: bs.db.url });
+  await c.connect();
+  for (;;) {
+    await c.query("BEGIN");
+    await c.query("UPDATE projection_checkpoints SET seq = 0 WHERE name = 'blobstore_blobs'");
+    await c.query("TRUNCATE bs_objects, bs_walrus_objects, bs_contents");
+    await c.query("COMMIT");
+    await c.query("BEGIN");
+    const held = await c.query("SELECT seq FROM projection_checkpoints WHERE name = 'blobstore_blobs' AND seq = 0 FOR UPDATE");
+    // (the projection rebuilt in between: rewind again)
+    if (held.rowCount === 1 && (await c.query("SELECT 1 FROM bs_contents LIMIT 1")).rowCount === 0) break;
+    await c.query("ROLLBACK");
+  }
+  return {
+    async release() {
+      await c.query("ROLLBACK");
+      await c.end();
+    },
+  };
+}
+
 const blobIdOf = (b: Buffer) => createHash("sha256").update(b).digest("base64url");
 
 async function until<T>(probe: () => Promise<T>, done: (v: T) => boolean, timeoutMs: number): Promise<T> {
@@ -115,6 +141,21 @@ describe("blob reads while the blobs read model is behind the event log", () => 
       expect(p.status).toBe(200);
       expect(Buffer.compare(p.body, quiltPart)).toBe(0);
     }
+  });
+
+  it("answers 503 at once, not 404, when another process has just rewound the read model (a replay)", async () => {
+    const bytes = randomBytes(500);
+    const put = await bs.http("PUT", "/v1/blobs?epochs=1", { body: bytes });
+    expect(put.status).toBe(200);
+    const rewound = await rewindBlobsReadModel();
+    try {
+      // before the serving process's runner has noticed the rewind (it polls the checkpoint every second)
+      for (const h of [bs.http, replicaHttp]) expectBehind(await h("GET", `/v1/blobs/${blobIdOf(bytes)}`));
+    } finally {
+      await rewound.release();
+    }
+    const r = await until(() => bs.http("GET", `/v1/blobs/${blobIdOf(bytes)}`), (x) => x.status !== 503, 15_000);
+    expect(r.status).toBe(200);
   });
 
   /** Blobs whose only object was deleted: their bytes stay stored (no sweep here), nothing references them. */
