@@ -48,11 +48,11 @@ export interface MissCheckDeps {
 }
 
 export function confirmMisses({ positions, needLog, onBehind }: MissCheckDeps, waitMs = MISS_WAIT_MS): ConfirmMiss {
-  // The last event on a subject filter is found by a scan on the server (nats-server 2.9: ~90 ms on a stream of 200,000
-  // subjects when the filter's last event is at its start). Misses come in bursts (a recall reads many blobs, anyone
-  // may ask for ids that do not exist), so they share lookups: one batch in flight, and every miss that arrives
-  // meanwhile takes the next one, which starts after it arrived (an earlier one could predate an event appended before
-  // it).
+  // The last event on a subject filter is found by a scan on the server (nats-server 2.9, measured on a stream of
+  // 200,000 subjects: 0.4 ms when the filter's last event is recent, 40-90 ms when it is at the start; one aggregate's
+  // subject 0.3 ms). Misses come in bursts (a recall reads many blobs, anyone may ask for ids that do not exist), so
+  // they share lookups: one batch in flight, and every miss that arrives meanwhile takes the next one, which starts
+  // after it arrived (an earlier one could predate an event appended before it).
   const lookups = new ArrivalBatcher<string, number>(
     async (subjects) => {
       const seqs = new Map(await Promise.all([...new Set(subjects)].map(async (s) => [s, await positions.lastSeq(s)] as const)));
