@@ -11,7 +11,7 @@ import { loadConfig } from "../config/env.ts";
 import { namingAddressVariable } from "../config/listen-error.ts";
 import { ServiceMetrics } from "../gateway/metrics.ts";
 import { registerPipelineGauges } from "../gateway/pipeline-metrics.ts";
-import { ProjectionRunner, migrateCheckpoints, resetProjection } from "../projections/runtime.ts";
+import { ProjectionRunner, migrateCheckpoints, readCheckpoint, resetProjection } from "../projections/runtime.ts";
 import { waitForProjection } from "../projections/checkpoint-wait.ts";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { FsBlobBackend, type BlobBackend } from "../adapters/blob-bytes/backend.ts";
@@ -123,6 +123,7 @@ export async function startBlobstore(opts: BlobstoreOptions): Promise<BlobstoreH
     natsUp: () => natsUp,
     runProjections,
     runners,
+    readModels: { lastSeq: (subjects) => log.lastSeq(subjects), applied: (kind) => readCheckpoint(db, PROJECTION_NAMES[kind]), waitApplied },
   });
   const port = await server.listen(opts.host ?? "127.0.0.1", opts.port ?? 8200).catch(async (err) => {
     // Nothing may outlive a failed start (its runners would keep the process alive, retrying against a closed pool).

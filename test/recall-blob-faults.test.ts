@@ -3,7 +3,10 @@
 // connection) is tried again within the request and the memory is recalled; one that keeps failing answers 503 with
 // Retry-After, never a 200 short of the memory; a blob the store says is gone (404) is dropped and counted as before.
 // The ciphertext cache is off (BLOB_CACHE_TTL_SECS=0), so every recall reads its blobs through the aggregator.
+// And with the blob store itself answering: while its blobs read model is behind the event log (rebuilt, or its
+// projection stalled as after a NATS node kill), the memory is refused with 503, not dropped as gone.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import pg from "pg";
 import { startTestStack, type TestStack } from "./support/stack.ts";
 import { startFaultAggregator, type FaultAggregator } from "./support/fault-aggregator.ts";
 import { RelayerError, type MemrelayClient } from "../client/memrelay-client.ts";
@@ -80,5 +83,55 @@ describe("recall when blob reads fail", () => {
     } finally {
       aggregator.reset();
     }
+  });
+
+  /**
+   * Puts the blob store's blobs read model behind the log and holds it there until `release`: emptied and rewound
+   * as a replay leaves it, its projection then blocked on the locked checkpoint row, as a stall leaves it.
+   */
+  async function blobsReadModelHeldBehind(): Promise<{ release(): Promise<void> }> {
+    const c = new pg.Client({ connectionString: t.database.url });
+    await c.connect();
+    for (;;) {
+      await c.query("BEGIN");
+      await c.query("UPDATE projection_checkpoints SET seq = 0 WHERE name = 'blobstore_blobs'");
+      await c.query("TRUNCATE bs_objects, bs_walrus_objects, bs_contents");
+      await c.query("COMMIT");
+      await c.query("BEGIN");
+      const held = await c.query("SELECT seq FROM projection_checkpoints WHERE name = 'blobstore_blobs' AND seq = 0 FOR UPDATE");
+      // (the projection rebuilt in between: rewind again)
+      if (held.rowCount === 1 && (await c.query("SELECT 1 FROM bs_contents LIMIT 1")).rowCount === 0) break;
+      await c.query("ROLLBACK");
+    }
+    // the blob store's runner has noticed the rewind (its readiness shows where it stands)
+    for (let i = 0; i < 100; i++) {
+      const ready = await fetch(`${t.stack.blobstoreUrl}/ready`).then((r) => r.json() as Promise<any>);
+      if (ready.projections?.blobstore_blobs?.checkpoint === 0) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return {
+      async release() {
+        await c.query("ROLLBACK");
+        await c.end();
+      },
+    };
+  }
+
+  it("answers 503, never drops the memory, while the blob store's read model is behind; recalls it once caught up", async () => {
+    const held = await blobsReadModelHeldBehind();
+    try {
+      const err = await refusal(recallIt());
+      expect(err).toBeInstanceOf(RelayerError);
+      expect(err!.status).toBe(503);
+      expect(Number(err!.headers["retry-after"])).toBeGreaterThan(0);
+    } finally {
+      await held.release();
+    }
+    let r = await recallIt().catch(() => undefined);
+    for (let i = 0; i < 50 && r?.results.length !== 1; i++) {
+      await new Promise((res) => setTimeout(res, 200));
+      r = await recallIt().catch(() => undefined);
+    }
+    expect(r?.results.map((m) => m.text)).toEqual([TEXT]);
   });
 });

@@ -11,6 +11,8 @@ import type { Queries } from "../../projections/blobstore/queries.ts";
 import { isBlobId, parseRange } from "../../schemas/blobstore/validation.ts";
 import { enqueueGc } from "../../actors/blobstore/gc.ts";
 import { etagList, type BlobstoreRouteKit, type ServedBlob } from "./route-kit.ts";
+import type { ConfirmMiss } from "./miss-check.ts";
+import { KIND, filterOf } from "../../schemas/blobstore/events.ts";
 
 /** Blobs up to this size are cached in memory by blob id. */
 const SMALL = 64 * 1024;
@@ -57,6 +59,7 @@ export interface BlobServingDeps {
   readonly bytesInNats: boolean;
   /** Throws 503 while the event log is unreachable. */
   readonly needLog: () => void;
+  readonly confirmMiss: ConfirmMiss;
   readonly cache: ContentCache;
   readonly reads: ReturnType<typeof readBuffers>;
   readonly received: ReturnType<typeof bodyBuffers>;
@@ -69,8 +72,8 @@ export interface BlobServingDeps {
   readonly logger: Logger;
 }
 
-export function blobServing(deps: BlobServingDeps): Pick<BlobstoreRouteKit, "serve" | "serveByBlobId" | "storeBody"> {
-  const { backend, bytesInNats, needLog, cache, reads, received, bytesRead, bytesWritten, blobPuts, q, db, maxBlobBytes, logger } = deps;
+export function blobServing(deps: BlobServingDeps): Pick<BlobstoreRouteKit, "serve" | "serveByBlobId" | "storeBody" | "referencedSize"> {
+  const { backend, bytesInNats, needLog, confirmMiss, cache, reads, received, bytesRead, bytesWritten, blobPuts, q, db, maxBlobBytes, logger } = deps;
 
   async function serve(req: Request, b: ServedBlob): Promise<Reply> {
     const headers: Record<string, string> = {
@@ -118,9 +121,23 @@ export function blobServing(deps: BlobServingDeps): Pick<BlobstoreRouteKit, "ser
     return { status, headers, stream: opened.stream, length: opened.size };
   }
 
+  /**
+   * Size of a blob some object references, null when none does. A miss in the read model is judged against the log
+   * (miss-check.ts) unless the backend lacks the bytes: a reference's bytes are stored before its event is appended and
+   * swept only once nothing references them, so absent bytes are "not found" for the cost of one stat, whatever the
+   * read model's lag (ids that never existed, asked by anyone, never reach the log).
+   */
+  async function referencedSize(blobId: string): Promise<number | null> {
+    const size = await q.content(blobId);
+    if (size !== null) return size;
+    if (bytesInNats) needLog();
+    if ((await backend.stat(blobId)) === null) return null;
+    return confirmMiss([{ kind: KIND.blob, subjects: filterOf(KIND.blob) }], () => q.content(blobId));
+  }
+
   async function serveByBlobId(req: Request, raw: string): Promise<Reply> {
     if (!isBlobId(raw)) throw new HttpError(400, "blob id must be 32 bytes as URL-safe base64 without padding (43 characters)");
-    const size = await q.content(raw);
+    const size = await referencedSize(raw);
     if (size === null) throw new HttpError(404, `blob ${raw} not found`);
     return serve(req, { blobId: raw, size, contentType: "application/octet-stream", etag: `"${raw}"`, immutable: true });
   }
@@ -140,5 +157,5 @@ export function blobServing(deps: BlobServingDeps): Pick<BlobstoreRouteKit, "ser
     return { put, orphan };
   }
 
-  return { serve, serveByBlobId, storeBody };
+  return { serve, serveByBlobId, storeBody, referencedSize };
 }

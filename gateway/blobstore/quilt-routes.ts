@@ -5,7 +5,7 @@
 import { Readable } from "node:stream";
 import { HttpError, json, type Reply, type Request } from "../http.ts";
 import { isBlobId, parseWalrusStore } from "../../schemas/blobstore/validation.ts";
-import { E400, E404, type BlobstoreRouteKit } from "./route-kit.ts";
+import { E400, E404, E503, type BlobstoreRouteKit } from "./route-kit.ts";
 import { publishWalrusBlob, readLatency, type PublisherNetwork } from "./walrus-routes.ts";
 import { parseQuiltForm } from "./quilt-form.ts";
 import { QuiltFormatError, encodeQuiltBytes, encodeQuiltPatchId, listQuiltPatches, parseQuiltPatchId, readQuiltPatch, type QuiltInput } from "../../adapters/blobs/quilt-codec.ts";
@@ -42,16 +42,16 @@ async function collect(stream: Readable): Promise<Uint8Array> {
 }
 
 export function registerQuiltRoutes(kit: BlobstoreRouteKit, deps: QuiltRouteDeps): void {
-  const { route, q, maxBlobBytes, storeBody, needLog } = kit;
+  const { route, maxBlobBytes, storeBody, needLog, referencedSize } = kit;
   const { network, shards, backend } = deps;
   const { profile } = network;
   const quilts = new CiphertextCache(QUILT_CACHE_TTL_SECS, QUILT_CACHE_BYTES, QUILT_CACHE_BYTES);
 
-  /** A stored quilt's bytes; 404 when no blob by that id is stored, 400 when the blob is not a quilt. */
+  /** A stored quilt's bytes; 404 when no blob by that id is stored (the read model caught up), 400 when the blob is not a quilt. */
   async function quiltBytes(quiltId: string): Promise<Uint8Array> {
     const hit = quilts.get(quiltId);
     if (hit) return hit;
-    const size = await q.content(quiltId);
+    const size = await referencedSize(quiltId);
     const opened = size === null ? null : await backend.open(quiltId, undefined, { inlineBelow: size + 1, size });
     if (!opened) throw new HttpError(404, `quilt ${quiltId} not found`);
     const bytes = opened.bytes ?? (await collect(opened.stream!));
@@ -116,7 +116,7 @@ export function registerQuiltRoutes(kit: BlobstoreRouteKit, deps: QuiltRouteDeps
       tag: "Walrus",
       auth: "public",
       params: [{ name: "quilt_patch_id", in: "path", description: "URL-safe base64 of (quilt blob id, version, start, end)" }],
-      responses: { 200: { description: "the patch's bytes (X-Quilt-Patch-Identifier)", binary: true }, 400: E400, 404: E404 },
+      responses: { 200: { description: "the patch's bytes (X-Quilt-Patch-Identifier)", binary: true }, 400: E400, 404: E404, 503: E503 },
     },
     "/v1/blobs/by-quilt-patch-id/:quilt_patch_id",
     async (req) => {
@@ -146,7 +146,7 @@ export function registerQuiltRoutes(kit: BlobstoreRouteKit, deps: QuiltRouteDeps
       tag: "Walrus",
       auth: "public",
       params: [{ name: "quilt_id", in: "path", description: "the quilt's blob id" }, { name: "identifier", in: "path", description: "the patch's identifier" }],
-      responses: { 200: { description: "the patch's bytes (X-Quilt-Patch-Identifier)", binary: true }, 400: E400, 404: E404 },
+      responses: { 200: { description: "the patch's bytes (X-Quilt-Patch-Identifier)", binary: true }, 400: E400, 404: E404, 503: E503 },
     },
     "/v1/blobs/by-quilt-id/:quilt_id/:identifier",
     async (req) => {
@@ -173,7 +173,7 @@ export function registerQuiltRoutes(kit: BlobstoreRouteKit, deps: QuiltRouteDeps
       tag: "Walrus",
       auth: "public",
       params: [{ name: "quilt_id", in: "path", description: "the quilt's blob id" }],
-      responses: { 200: { description: "[{identifier, patch_id, tags}]" }, 400: E400, 404: E404 },
+      responses: { 200: { description: "[{identifier, patch_id, tags}]" }, 400: E400, 404: E404, 503: E503 },
     },
     "/v1/quilts/:quilt_id/patches",
     async (req) => {

@@ -11,6 +11,7 @@ import type { BucketRow, KeyRow, ObjectRow, Queries } from "../../projections/bl
 import type { PutResult } from "../../adapters/blob-bytes/backend.ts";
 import { LIMITS } from "../../schemas/blobstore/validation.ts";
 import type { bodyBuffers } from "../recycled-buffers.ts";
+import type { ConfirmMiss } from "./miss-check.ts";
 
 export interface BlobstoreRouteKit {
   /** Registers a route and documents it (HEAD too for public reads). */
@@ -33,10 +34,14 @@ export interface BlobstoreRouteKit {
   readonly storeBody: (req: Request) => Promise<{ put: PutResult; orphan: () => Promise<void> }>;
   /** Serves a blob's bytes: conditional requests, ranges, the content cache. */
   readonly serve: (req: Request, b: ServedBlob) => Promise<Reply>;
-  /** Serves a blob by its id (404 when no object references it). */
+  /** Serves a blob by its id (404 when no object references it once the read model has caught up). */
   readonly serveByBlobId: (req: Request, raw: string) => Promise<Reply>;
+  /** Size of a blob some object references; null when none does (a miss judged against the log: 503 while behind). */
+  readonly referencedSize: (blobId: string) => Promise<number | null>;
   /** Throws 503 while the event log is unreachable (writes need it). */
   readonly needLog: () => void;
+  /** A read-model lookup that missed, run again once its read models caught up with the log (else 503). */
+  readonly confirmMiss: ConfirmMiss;
   /** The Walrus epoch the service reports as current. */
   readonly walrusEpoch: number;
 }
@@ -63,6 +68,8 @@ export const P = {
 };
 export const E401 = { description: "missing, malformed, unknown or revoked key" };
 export const E404 = { description: "not found" };
+/** A read that missed while its read model was behind the event log (or the log is unreachable): retry. */
+export const E503 = { description: "the read model is behind the event log, or the log is unreachable (Retry-After)" };
 export const E400 = { description: "invalid input" };
 
 export const bucketJson = (b: BucketState | BucketRow) => ({

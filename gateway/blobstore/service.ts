@@ -31,6 +31,7 @@ import { publisherNetwork, registerWalrusRoutes } from "./walrus-routes.ts";
 import { registerQuiltRoutes } from "./quilt-routes.ts";
 import type { NetworkProfile } from "../../config/network-profile.ts";
 import { registerPublicRoutes } from "./public-routes.ts";
+import { confirmMisses, type ReadModelPositions } from "./miss-check.ts";
 
 export interface BlobstoreGatewayDeps {
   /** The write side, composed in runtime/blobstore.ts: what the routes dispatch to. */
@@ -56,6 +57,8 @@ export interface BlobstoreGatewayDeps {
   readonly natsUp: () => boolean;
   readonly runProjections: boolean;
   readonly runners: Readonly<Record<Kind, ProjectionRunner>>;
+  /** Where the read models stand against the event log: a read that misses is checked against it (miss-check.ts). */
+  readonly readModels: ReadModelPositions;
 }
 
 function toReply(err: unknown): Reply | undefined {
@@ -79,6 +82,8 @@ export function createBlobstoreServer(deps: BlobstoreGatewayDeps): HttpServer {
   const needLog = () => {
     if (!natsUp()) throw new HttpError(503, "the event log is unavailable; retry shortly", {}, { "retry-after": "1" });
   };
+  const readsBehind = metrics.counter("reads_behind_read_model_total", "Reads that missed while their read model was behind the event log (answered 503)");
+  const confirmMiss = confirmMisses({ positions: deps.readModels, needLog, onBehind: () => readsBehind.inc() });
 
   const auth = new Authenticator(q, log, metrics, logger);
   const server = new HttpServer({
@@ -124,10 +129,10 @@ export function createBlobstoreServer(deps: BlobstoreGatewayDeps): HttpServer {
   /** The raw (percent-encoded) object key: everything after `/blobs/` in the path. */
   const rawKey = (req: Request) => req.path.slice(`/api/v1/buckets/${req.params[0]}/blobs/`.length);
 
-  const { serve, serveByBlobId, storeBody } = blobServing({ backend, bytesInNats, needLog, cache, reads, received, bytesRead, bytesWritten, blobPuts, q, db, maxBlobBytes, logger });
+  const { serve, serveByBlobId, storeBody, referencedSize } = blobServing({ backend, bytesInNats, needLog, confirmMiss, cache, reads, received, bytesRead, bytesWritten, blobPuts, q, db, maxBlobBytes, logger });
   registerInfrastructureRoutes({ route, docs, backend, eventLog, db, natsUp, metrics, runProjections, runners });
 
-  const kit: BlobstoreRouteKit = { route, data, admin, jsonBody, query, rawKey, commands, q, master, maxBlobBytes, received, storeBody, serve, serveByBlobId, needLog, walrusEpoch };
+  const kit: BlobstoreRouteKit = { route, data, admin, jsonBody, query, rawKey, commands, q, master, maxBlobBytes, received, storeBody, serve, serveByBlobId, referencedSize, needLog, confirmMiss, walrusEpoch };
   // One publisher: blobs and quilts share its sub-wallets.
   const publisher = publisherNetwork(deps.networkProfile);
   registerWalrusRoutes(kit, publisher);

@@ -4,10 +4,11 @@
 import { createHash } from "node:crypto";
 import { HttpError, json } from "../http.ts";
 import { LIMITS, isObjectId, parseWalrusStore, type WalrusStoreParams } from "../../schemas/blobstore/validation.ts";
-import { E400, E404, P, type BlobstoreRouteKit } from "./route-kit.ts";
+import { E400, E404, E503, P, type BlobstoreRouteKit } from "./route-kit.ts";
 import type { NetworkProfile } from "../../config/network-profile.ts";
 import type { PutResult } from "../../adapters/blob-bytes/backend.ts";
 import { TransactionWallets, networkDelay } from "../../adapters/network-latency.ts";
+import { KIND, subjectOf, walrusAggregateId } from "../../schemas/blobstore/events.ts";
 
 /** Owner of Walrus blob objects stored without send_object_to (a fixed local publisher address). */
 const PUBLISHER_ADDRESS = "0x" + createHash("sha256").update("memrelay-blobstore-publisher").digest("hex");
@@ -85,7 +86,7 @@ export async function publishWalrusBlob(kit: BlobstoreRouteKit, network: Publish
 
 export function registerWalrusRoutes(kit: BlobstoreRouteKit, network: PublisherNetwork): void {
   const { profile } = network;
-  const { route, q, maxBlobBytes, received, storeBody, serve, serveByBlobId, needLog } = kit;
+  const { route, q, maxBlobBytes, received, storeBody, serve, serveByBlobId, needLog, confirmMiss } = kit;
 
   route(
     {
@@ -126,13 +127,13 @@ export function registerWalrusRoutes(kit: BlobstoreRouteKit, network: PublisherN
       tag: "Walrus",
       auth: "public",
       params: [{ name: "object_id", in: "path", description: "0x + 64 hex" }, P.range],
-      responses: { 200: { description: "bytes", binary: true }, 206: { description: "range", binary: true }, 400: E400, 404: E404, 416: { description: "range not satisfiable" } },
+      responses: { 200: { description: "bytes", binary: true }, 206: { description: "range", binary: true }, 400: E400, 404: E404, 416: { description: "range not satisfiable" }, 503: E503 },
     },
     "/v1/blobs/by-object-id/:object_id",
     async (req) => {
       const id = req.params[0].toLowerCase();
       if (!isObjectId(id)) throw new HttpError(400, "object id must be 0x followed by 64 hex digits");
-      const o = await q.walrusObject(id);
+      const o = (await q.walrusObject(id)) ?? (await confirmMiss([{ kind: KIND.blob, subjects: subjectOf(KIND.blob, walrusAggregateId(id)) }], () => q.walrusObject(id)));
       if (!o) throw new HttpError(404, `blob object ${id} not found`);
       await readLatency(profile);
       return serve(req, { blobId: o.blob_id, size: o.size, contentType: "application/octet-stream", etag: `"${o.blob_id}"`, immutable: true });
@@ -147,7 +148,7 @@ export function registerWalrusRoutes(kit: BlobstoreRouteKit, network: PublisherN
       tag: "Walrus",
       auth: "public",
       params: [P.blobId, P.range],
-      responses: { 200: { description: "bytes", binary: true }, 206: { description: "range", binary: true }, 400: E400, 404: E404, 416: { description: "range not satisfiable" } },
+      responses: { 200: { description: "bytes", binary: true }, 206: { description: "range", binary: true }, 400: E400, 404: E404, 416: { description: "range not satisfiable" }, 503: E503 },
     },
     "/v1/blobs/:blob_id",
     async (req) => {
