@@ -8,7 +8,7 @@ import type { Accepted, CallRecord } from "./chaos/load.ts";
 const call = (kind: CallRecord["kind"], start: number, end: number, reason?: string): CallRecord => ({ kind, start, end, failed: reason !== undefined, ...(reason ? { reason } : {}) });
 
 describe("per-fault figures", () => {
-  it("counts only calls that overlap the window, and recovery ends with the last failed or slow call of each kind", () => {
+  it("counts only calls that end in the window, and recovery ends with the last failed or slow call of each kind", () => {
     const f = figures("nats-kill", 1_000, 20_000, [
       call("write", 500, 900, "503 before"), // ended before the fault: not its call
       call("write", 1_100, 1_200),
@@ -23,6 +23,14 @@ describe("per-fault figures", () => {
   it("counts a call in flight at the injection (a paused node holds calls, and then none starts)", () => {
     const f = figures("nats-sigstop", 1_000, 10_000, [call("write", 500, 1_200), call("read", 800, 7_000, "503 account lookup")], 1_000);
     expect([f.calls, f.failedCalls, f.readRecoveryMs, f.writeRecoveryMs]).toEqual([2, 1, 6_000, 0]);
+  });
+
+  it("counts a call still in flight at the window's end for the next window, not for both", () => {
+    const straddling = call("read", 9_500, 12_000, "503 primary down");
+    const first = figures("projection-kill", 1_000, 10_000, [call("read", 2_000, 2_100), straddling], 1_000);
+    const next = figures("postgres-restart", 10_000, 20_000, [straddling], 1_000);
+    expect([first.calls, first.failedCalls, first.readRecoveryMs]).toEqual([1, 0, 0]);
+    expect([next.calls, next.failedCalls, next.readRecoveryMs]).toEqual([1, 1, 2_000]);
   });
 
   it("says 0 s when no call of a kind failed or was slow", () => {

@@ -201,8 +201,10 @@ export function storedTwice(done: readonly Accepted[], recalled: ReadonlyMap<str
 
 /** `baselineEnd`: the first fault's injection; the calls that ended before it set what counts as slow. */
 export function figures(fault: string, t0: number, t1: number, calls: readonly CallRecord[], baselineEnd: number): FaultFigures {
-  // A call in flight at the injection counts: a paused node holds every call that reached it, and then none starts.
-  const during = calls.filter((c) => c.end >= t0 && c.start <= t1);
+  // A call counts for the window it ended in: one in flight at the injection is this fault's (a paused node holds every
+  // call that reached it, and then none starts), one still in flight at the window's end is the next fault's (its
+  // retries met that fault), and so no call is counted for two faults.
+  const during = calls.filter((c) => c.end >= t0 && c.end < t1);
   const slowOver = (kind: CallRecord["kind"]) => {
     const base = calls.filter((c) => c.kind === kind && !c.failed && c.end < baselineEnd).map((c) => c.end - c.start).sort((a, b) => a - b);
     return Math.max(SLOW_MS, 2 * (base[Math.floor(base.length * 0.99)] ?? 0));
