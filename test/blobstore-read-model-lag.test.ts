@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHash, randomBytes } from "node:crypto";
 import pg from "pg";
+import { holdBlobsReadModelBehind } from "./support/blobstore-read-models.ts";
 import { startTestBlobstore, type TestBlobstore } from "./support/blobstore.ts";
 import { httpClient, type HttpClient } from "./support/blobstore-testkit.ts";
 import { startBlobstore } from "../runtime/blobstore.ts";
@@ -42,32 +43,6 @@ async function holdBlobsProjection(): Promise<{ release(): Promise<void> }> {
   await c.connect();
   await c.query("BEGIN");
   await c.query("SELECT seq FROM projection_checkpoints WHERE name = 'blobstore_blobs' FOR UPDATE");
-  return {
-    async release() {
-      await c.query("ROLLBACK");
-      await c.end();
-    },
-  };
-}
-
-/**
- * Empties and rewinds the blobs read model as a replay run by another process does, and holds its projection there
- * (the checkpoint row locked) until `release`.
- */
-async function rewindBlobsReadModel(): Promise<{ release(): Promise<void> }> {
-  const c = new pg.Client({ connectionString: bs.db.url });
-  await c.connect();
-  for (;;) {
-    await c.query("BEGIN");
-    await c.query("UPDATE projection_checkpoints SET seq = 0 WHERE name = 'blobstore_blobs'");
-    await c.query("TRUNCATE bs_objects, bs_walrus_objects, bs_contents");
-    await c.query("COMMIT");
-    await c.query("BEGIN");
-    const held = await c.query("SELECT seq FROM projection_checkpoints WHERE name = 'blobstore_blobs' AND seq = 0 FOR UPDATE");
-    // (the projection rebuilt in between: rewind again)
-    if (held.rowCount === 1 && (await c.query("SELECT 1 FROM bs_contents LIMIT 1")).rowCount === 0) break;
-    await c.query("ROLLBACK");
-  }
   return {
     async release() {
       await c.query("ROLLBACK");
@@ -147,7 +122,7 @@ describe("blob reads while the blobs read model is behind the event log", () => 
     const bytes = randomBytes(500);
     const put = await bs.http("PUT", "/v1/blobs?epochs=1", { body: bytes });
     expect(put.status).toBe(200);
-    const rewound = await rewindBlobsReadModel();
+    const rewound = await holdBlobsReadModelBehind(bs.db.url);
     try {
       // before the serving process's runner has noticed the rewind (it polls the checkpoint every second)
       for (const h of [bs.http, replicaHttp]) expectBehind(await h("GET", `/v1/blobs/${blobIdOf(bytes)}`));

@@ -6,9 +6,9 @@
 // And with the blob store itself answering: while its blobs read model is behind the event log (rebuilt, or its
 // projection stalled as after a NATS node kill), the memory is refused with 503, not dropped as gone.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import pg from "pg";
-import { startTestStack, type TestStack } from "./support/stack.ts";
-import { startFaultAggregator, type FaultAggregator } from "./support/fault-aggregator.ts";
+import type { TestStack } from "./support/stack.ts";
+import { startStackBehindFaultAggregator, type FaultAggregator } from "./support/fault-aggregator.ts";
+import { holdBlobsReadModelBehind } from "./support/blobstore-read-models.ts";
 import { RelayerError, type MemrelayClient } from "../client/memrelay-client.ts";
 
 const TEXT = "the spare key to the boat shed hangs behind the third fence post";
@@ -20,15 +20,7 @@ describe("recall when blob reads fail", () => {
   let client: MemrelayClient;
 
   beforeAll(async () => {
-    aggregator = await startFaultAggregator();
-    // local-stack.ts takes its aggregator from the process environment (the blob store's port is only known once it listens).
-    process.env.BLOBSTORE_AGGREGATOR_URL = aggregator.url;
-    try {
-      t = await startTestStack({ BLOB_CACHE_TTL_SECS: "0" });
-    } finally {
-      delete process.env.BLOBSTORE_AGGREGATOR_URL;
-    }
-    aggregator.upstream = t.stack.blobstoreUrl;
+    ({ t, aggregator } = await startStackBehindFaultAggregator());
     client = await t.client();
     expect((await client.rememberAndWait(TEXT, NS)).status).toBe("done");
   }, 180_000);
@@ -90,31 +82,14 @@ describe("recall when blob reads fail", () => {
    * as a replay leaves it, its projection then blocked on the locked checkpoint row, as a stall leaves it.
    */
   async function blobsReadModelHeldBehind(): Promise<{ release(): Promise<void> }> {
-    const c = new pg.Client({ connectionString: t.database.url });
-    await c.connect();
-    for (;;) {
-      await c.query("BEGIN");
-      await c.query("UPDATE projection_checkpoints SET seq = 0 WHERE name = 'blobstore_blobs'");
-      await c.query("TRUNCATE bs_objects, bs_walrus_objects, bs_contents");
-      await c.query("COMMIT");
-      await c.query("BEGIN");
-      const held = await c.query("SELECT seq FROM projection_checkpoints WHERE name = 'blobstore_blobs' AND seq = 0 FOR UPDATE");
-      // (the projection rebuilt in between: rewind again)
-      if (held.rowCount === 1 && (await c.query("SELECT 1 FROM bs_contents LIMIT 1")).rowCount === 0) break;
-      await c.query("ROLLBACK");
-    }
+    const held = await holdBlobsReadModelBehind(t.database.url);
     // the blob store's runner has noticed the rewind (its readiness shows where it stands)
     for (let i = 0; i < 100; i++) {
       const ready = await fetch(`${t.stack.blobstoreUrl}/ready`).then((r) => r.json() as Promise<any>);
       if (ready.projections?.blobstore_blobs?.checkpoint === 0) break;
       await new Promise((r) => setTimeout(r, 50));
     }
-    return {
-      async release() {
-        await c.query("ROLLBACK");
-        await c.end();
-      },
-    };
+    return held;
   }
 
   it("answers 503, never drops the memory, while the blob store's read model is behind; recalls it once caught up", async () => {

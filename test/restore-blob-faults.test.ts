@@ -5,8 +5,8 @@
 // is gone (404) is counted failed, as before. The ciphertext cache is off (BLOB_CACHE_TTL_SECS=0), so every restore
 // reads its blobs through the aggregator.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startTestStack, type TestStack } from "./support/stack.ts";
-import { startFaultAggregator, type FaultAggregator } from "./support/fault-aggregator.ts";
+import type { TestStack } from "./support/stack.ts";
+import { startStackBehindFaultAggregator, type FaultAggregator } from "./support/fault-aggregator.ts";
 import { RelayerError, type MemrelayClient } from "../client/memrelay-client.ts";
 import { IndexLog } from "../projections/relayer/index-log.ts";
 
@@ -17,15 +17,7 @@ describe("restore when blob reads fail", () => {
   let aggregator: FaultAggregator;
 
   beforeAll(async () => {
-    aggregator = await startFaultAggregator();
-    // local-stack.ts takes its aggregator from the process environment (the blob store's port is only known once it listens).
-    process.env.BLOBSTORE_AGGREGATOR_URL = aggregator.url;
-    try {
-      t = await startTestStack({ BLOB_CACHE_TTL_SECS: "0" });
-    } finally {
-      delete process.env.BLOBSTORE_AGGREGATOR_URL;
-    }
-    aggregator.upstream = t.stack.blobstoreUrl;
+    ({ t, aggregator } = await startStackBehindFaultAggregator());
   }, 180_000);
   afterAll(async () => {
     await t?.teardown();

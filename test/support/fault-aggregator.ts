@@ -3,6 +3,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { request } from "undici";
+import { startTestStack, type TestStack } from "./stack.ts";
 
 /** What one blob read gets: the blob store's answer, a status of the test's, or a reset connection. */
 export type ReadFault = "pass" | "reset" | { readonly status: number };
@@ -54,4 +55,24 @@ export async function startFaultAggregator(): Promise<FaultAggregator> {
       server.close(() => r());
     }),
   });
+}
+
+/**
+ * A started stack whose relayer reads blobs through a fault aggregator in front of its blob store, the ciphertext
+ * cache off (BLOB_CACHE_TTL_SECS=0) so that every read goes through it.
+ */
+export async function startStackBehindFaultAggregator(): Promise<{ t: TestStack; aggregator: FaultAggregator }> {
+  const aggregator = await startFaultAggregator();
+  // local-stack.ts takes its aggregator from the process environment (the blob store's port is only known once it listens).
+  process.env.BLOBSTORE_AGGREGATOR_URL = aggregator.url;
+  try {
+    const t = await startTestStack({ BLOB_CACHE_TTL_SECS: "0" });
+    aggregator.upstream = t.stack.blobstoreUrl;
+    return { t, aggregator };
+  } catch (err) {
+    await aggregator.close();
+    throw err;
+  } finally {
+    delete process.env.BLOBSTORE_AGGREGATOR_URL;
+  }
 }
