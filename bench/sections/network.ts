@@ -231,6 +231,8 @@ interface RunPlan {
   readonly perAgent: number;
   readonly walletKeys: readonly string[];
   readonly quiltWaitMs: number;
+  /** QUILT_MAX_IN_FLIGHT for the relayer; undefined: its default. */
+  readonly quiltsInFlight?: number;
   /** Also measure the pipeline floor in this environment (quilt, local). */
   readonly floor?: boolean;
   /** Also measure with the first wallet stalled (quilt, network). */
@@ -245,7 +247,7 @@ async function runProfile(ctx: Ctx, plan: RunPlan): Promise<ProfileRun> {
   log(`network (${label}): starting an environment with MEMRELAY_NETWORK_PROFILE=${profile} MEMRELAY_STORE_MODE=${mode} ...`);
   // Any free port for the MCP sidecar: its default (9000) may be another stack's on a shared machine. No sidecar runs
   // in the workers, so no token: with one, the gateway's watchdog stops the gateway after 3 minutes without it.
-  const extraEnv = { MEMRELAY_NETWORK_PROFILE: profile, MEMRELAY_STORE_MODE: mode, QUILT_MAX_WAIT_MS: String(plan.quiltWaitMs), SERVER_CHAIN_PRIVATE_KEYS: plan.walletKeys.join(","), SIDECAR_URL: "http://127.0.0.1:0", SIDECAR_AUTH_TOKEN: "" };
+  const extraEnv = { MEMRELAY_NETWORK_PROFILE: profile, MEMRELAY_STORE_MODE: mode, QUILT_MAX_WAIT_MS: String(plan.quiltWaitMs), ...(plan.quiltsInFlight ? { QUILT_MAX_IN_FLIGHT: String(plan.quiltsInFlight) } : {}), SERVER_CHAIN_PRIVATE_KEYS: plan.walletKeys.join(","), SIDECAR_URL: "http://127.0.0.1:0", SIDECAR_AUTH_TOKEN: "" };
   const env = await BenchEnv.start({ embedder: "hashing", encryptedNats: ctx.opts.encryptedNats, label: `network-${profile}-${mode}`, workerNodeArgs: ctx.workerNodeArgs(), extraEnv }, ctx.sampler);
   const dispatcher = new Agent({ connections: agents * 2 * (plan.pipelined ?? 1), keepAliveTimeout: 30_000 });
   try {
@@ -355,6 +357,8 @@ export async function networkSection(ctx: Ctx): Promise<SectionResult> {
   // Under a network profile a quilt's store takes seconds: quilts gathered for a second hold the memories of ~30
   // agents (≥ 20 make the storage goal), and the p99 budget counts the wait.
   const quiltWaitMs = Number(process.env.MEMRELAY_BENCH_NETWORK_QUILT_WAIT_MS ?? 1_000);
+  // Unset: the relayer's default (4); the publisher has 8 sub-wallets, so up to 8 quilts can be stored at once.
+  const quiltsInFlight = process.env.MEMRELAY_BENCH_NETWORK_QUILTS_IN_FLIGHT ? Number(process.env.MEMRELAY_BENCH_NETWORK_QUILTS_IN_FLIGHT) : undefined;
   // A closed loop's throughput is its agents ÷ its latency (Little's law), so the network profile's seconds of
   // finality cap it whatever the pipeline does; agents that keep several memories in flight show whether the
   // pipeline itself, not latency, limits throughput.
@@ -370,6 +374,7 @@ export async function networkSection(ctx: Ctx): Promise<SectionResult> {
     perAgent: mode === "blob" && profile !== "local" ? blobNetPerAgent : perAgent,
     walletKeys,
     quiltWaitMs,
+    quiltsInFlight,
     floor: mode === "quilt" && profile === "local",
     stall: mode === "quilt" && profile !== "local",
     pipelined: mode === "quilt" ? inFlight : undefined,
@@ -450,7 +455,7 @@ export async function networkSection(ctx: Ctx): Promise<SectionResult> {
     seconds: (performance.now() - t0) / 1000,
     rows,
     notes: [
-      `Each (store mode, profile) in an environment of its own (nats-server, database, services process, gateway/projections/actors workers) started with MEMRELAY_STORE_MODE, MEMRELAY_NETWORK_PROFILE, QUILT_MAX_WAIT_MS=${quiltWaitMs} and the same ${WALLETS} upload wallets (SERVER_CHAIN_PRIVATE_KEYS), one after the other in one run; ${agents} agents (one account each), each a closed loop of rememberAndWait calls (POST /api/remember?wait=, then long polls) in a namespace each has written one memory to already (those first memories, each minting the namespace's data key, measured and shown as the cold rows); latency is the call's, from the request to done. Per-blob under ${net}: ${blobNetPerAgent} per agent (its rate is the publisher's sub-wallets', ~2 blobs/s at most), after the same cold first memory per agent as every environment, so quilt ÷ per-blob is warm against warm. A call that errs or outlasts ${CALL_TIMEOUT_MS / 1000} s counts as failed.`,
+      `Each (store mode, profile) in an environment of its own (nats-server, database, services process, gateway/projections/actors workers) started with MEMRELAY_STORE_MODE, MEMRELAY_NETWORK_PROFILE, QUILT_MAX_WAIT_MS=${quiltWaitMs}${quiltsInFlight ? `, QUILT_MAX_IN_FLIGHT=${quiltsInFlight}` : ""} and the same ${WALLETS} upload wallets (SERVER_CHAIN_PRIVATE_KEYS), one after the other in one run; ${agents} agents (one account each), each a closed loop of rememberAndWait calls (POST /api/remember?wait=, then long polls) in a namespace each has written one memory to already (those first memories, each minting the namespace's data key, measured and shown as the cold rows); latency is the call's, from the request to done. Per-blob under ${net}: ${blobNetPerAgent} per agent (its rate is the publisher's sub-wallets', ~2 blobs/s at most), after the same cold first memory per agent as every environment, so quilt ÷ per-blob is warm against warm. A call that errs or outlasts ${CALL_TIMEOUT_MS / 1000} s counts as failed.`,
       `Under ${net}, the ledger of the actor host waits Sui's owned-object finality per transaction and applies the owned-object rule; the blob store's Walrus publisher waits register + slivers + certify per new blob, each transaction on one of its 8 sub-wallets (Walrus's default --n-clients), one transaction each at a time; figures in docs/network-profile.md.`,
       "Storage cost: `WalrusClient.storageCost(size, 1)` per stored blob (per-blob: each memory's ciphertext; quilt: each quilt holding the run's memories, its size read back from the aggregator), summed, against the local Walrus deployment (10 shards; 100 FROST per unit per epoch, 200 per unit written), so the figure compares modes, not networks. Gas: the SUI the upload wallets paid on the local ledger (record_blob transactions), plus 2 transactions per stored blob (register_blob, certify_blob) at the ledger's fee per transaction: the local publisher's are not on the ledger.",
       "Where the time goes: the sampled jobs' own events (accepted_at, uploaded, indexed; one clock). One quilt's store time: after the run, the idle publisher storing 8 quilts of the run's mean patch count and size, 2 at a time.",
@@ -463,6 +468,7 @@ export async function networkSection(ctx: Ctx): Promise<SectionResult> {
       perAgent,
       blobNetPerAgent,
       quiltWaitMs,
+      quiltsInFlight,
       quiltStore: store,
       runs: runs.map((r) => ({
         profile: r.profile,
