@@ -6,22 +6,32 @@
 /** How long a request is worth trying again: JetStream elects a new stream leader within a few seconds. */
 export const LEADER_ELECTION_BUDGET_MS = 6_000;
 
-/** Pauses between attempts: 100 ms doubling, at most 1 s. */
-const FIRST_PAUSE_MS = 100;
-const MAX_PAUSE_MS = 1_000;
+/** How `retryWithin` paces its attempts. */
+export interface RetryPacing {
+  /** The pause after the first failed attempt. */
+  readonly firstPauseMs: number;
+  /** Each next pause is the previous times this. */
+  readonly factor: number;
+  readonly maxPauseMs: number;
+  /** Attempts at most, the first included. */
+  readonly attempts: number;
+}
+
+/** Leader elections: 100 ms doubling, at most 1 s, for as long as the budget lasts. */
+const ELECTION_PACING: RetryPacing = { firstPauseMs: 100, factor: 2, maxPauseMs: 1_000, attempts: Infinity };
 
 /**
- * Runs `attempt` until it succeeds, it fails with an error `retryable` refuses, or `budgetMs` has passed (then the
- * last error is thrown). `attempt` is told whether an earlier attempt failed (a write that timed out may have been
- * applied all the same).
+ * Runs `attempt` until it succeeds, it fails with an error `retryable` refuses, its attempts are used up, or the next
+ * would start past `budgetMs` (then the last error is thrown). `attempt` is told whether an earlier attempt failed (a
+ * write that timed out may have been applied all the same).
  */
-export async function retryWithin<T>(budgetMs: number, attempt: (retried: boolean) => Promise<T>, retryable: (err: unknown) => boolean = () => true): Promise<T> {
+export async function retryWithin<T>(budgetMs: number, attempt: (retried: boolean) => Promise<T>, retryable: (err: unknown) => boolean = () => true, pacing: RetryPacing = ELECTION_PACING): Promise<T> {
   const deadline = Date.now() + budgetMs;
-  for (let pause = FIRST_PAUSE_MS, retried = false; ; pause = Math.min(2 * pause, MAX_PAUSE_MS), retried = true) {
+  for (let n = 1, pause = pacing.firstPauseMs; ; n++, pause = Math.min(pacing.factor * pause, pacing.maxPauseMs)) {
     try {
-      return await attempt(retried);
+      return await attempt(n > 1);
     } catch (err) {
-      if (!retryable(err) || Date.now() + pause >= deadline) throw err;
+      if (!retryable(err) || n >= pacing.attempts || Date.now() + pause >= deadline) throw err;
       await new Promise((r) => setTimeout(r, pause));
     }
   }

@@ -85,9 +85,9 @@ const REMEMBER_JOBS_RUNNING = 128;
 
 /**
  * Remember jobs one actor host holds at most (running, parked, queued): jobs held = throughput × time held (Little's
- * law). A job is held ~1–2 s locally and ~5–8 s under a network profile (a quilt's store, a record's finality), so at
- * the ~150 memories/s this machine's CPU can do, ~1,000 are held there; 2,048 leave room. Each held command carries
- * its text (up to 1 MiB), so this is also what bounds the host's memory (bench/NOTES.md, issue 31).
+ * law). A job is held ~1–2 s locally and ~5–8 s under a network profile (a quilt's store, a record's finality); at
+ * 2,048 held the network bench reached 235 memories/s with CPU to spare (bench/NOTES.md, issue 31, stop 39). Each
+ * held command carries its text (up to 1 MiB), so this is also what bounds the host's memory.
  */
 function rememberJobsHeld(config: RelayerConfig): number {
   return config.networkProfile.name === "local" ? 512 : 2_048;
@@ -176,8 +176,6 @@ export async function startRelayer(opts: {
           storeTimeoutMs: config.blobstoreStoreTimeoutMs,
         }),
         logger.child({ actor: "remember-job" }),
-        // Enough jobs in flight that the scheduler always has a batch for every model thread while the jobs of the
-        // previous batches upload, record and commit: a neural embedder never waits for the rest of the pipeline.
         { concurrency: opts.actorConcurrency ?? REMEMBER_JOBS_RUNNING, maxHeld: rememberJobsHeld(config), network: ports.chain.network },
       );
       await host.start();

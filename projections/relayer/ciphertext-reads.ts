@@ -10,6 +10,7 @@
 // is not a blob that failed.
 import type { BlobPort } from "../../adapters/ports.ts";
 import { isUnavailable } from "../../adapters/unavailable.ts";
+import { retryWithin } from "../../eventlog/retry-within.ts";
 
 export interface ReadRetry {
   /** Reads of one blob at most, the first included. */
@@ -26,23 +27,16 @@ export interface ReadRetry {
 /** About a second of retries (reads at 0, 0.2 and 0.8 s): past that the client's own retry is the better wait. */
 export const RECALL_READ_RETRY: ReadRetry = { attempts: 3, firstPauseMs: 200, budgetMs: 2_000 };
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
 /** The blobs' bytes in order, null for a blob that is gone or cannot be had; rejects with the outage if one stays unreadable. */
 export function readCiphertexts(blobs: BlobPort, blobIds: readonly string[], retry: ReadRetry = RECALL_READ_RETRY): Promise<(Uint8Array | null)[]> {
   return Promise.all(blobIds.map((id) => readOne(blobs, id, retry)));
 }
 
-async function readOne(blobs: BlobPort, blobId: string, retry: ReadRetry): Promise<Uint8Array | null> {
-  const began = Date.now();
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await blobs.read(blobId);
-    } catch (err) {
-      if (!isUnavailable(err)) return null;
-      const pause = retry.firstPauseMs * 3 ** (attempt - 1);
-      if (attempt >= retry.attempts || Date.now() - began + pause > retry.budgetMs) throw err;
-      await sleep(pause);
-    }
-  }
+/** A blob read again while it fails as an outage; null once it fails otherwise (gone, or not to be had). */
+function readOne(blobs: BlobPort, blobId: string, retry: ReadRetry): Promise<Uint8Array | null> {
+  const pacing = { firstPauseMs: retry.firstPauseMs, factor: 3, maxPauseMs: Infinity, attempts: retry.attempts };
+  return retryWithin(retry.budgetMs, () => blobs.read(blobId), isUnavailable, pacing).catch((err: unknown) => {
+    if (isUnavailable(err)) throw err;
+    return null;
+  });
 }
