@@ -1,12 +1,13 @@
 // The JetStream cluster of `memrelay start --cluster`: three nats-server processes on loopback, each with nats.conf
 // (encrypted store, the data directory's at-rest key), its own store directory and free client and route ports,
 // routed to the other two. Ready when JetStream can place a stream on every node, so the streams can be created at R3.
-import type { ChildProcess } from "node:child_process";
+import { spawnSync, type ChildProcess } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager, StorageType } from "@nats-io/jetstream";
 import { freePort } from "../runtime/tcp-ports.ts";
+import { replicationRefusal } from "../eventlog/nats-version.ts";
 import { natsServerBinary, natsServerOn, stopNatsChild } from "./services.ts";
 
 export interface NatsClusterService {
@@ -21,6 +22,9 @@ const META_LEADER_MS = 30_000;
 
 export async function startNatsCluster(dataDir: string, size = 3): Promise<NatsClusterService> {
   const binary = natsServerBinary();
+  // Refused before any node starts (the event log's connection would refuse it too, after the cluster formed).
+  const refusal = replicationRefusal(spawnSync(binary, ["--version"], { encoding: "utf8" }).stdout ?? "");
+  if (refusal) throw new Error(refusal);
   const clientPorts = await Promise.all(Array.from({ length: size }, freePort));
   const routePorts = await Promise.all(Array.from({ length: size }, freePort));
   const routes = routePorts.map((p) => `nats-route://127.0.0.1:${p}`);

@@ -4,6 +4,7 @@ import { jetstream, jetstreamManager, RetentionPolicy, StorageType, DiscardPolic
 import { Kvm, type KV, type KvOptions } from "@nats-io/kv";
 import { STREAMS, SUBJECTS, KV_BUCKETS } from "./subjects.ts";
 import { isStreamOrConsumerMissing } from "./jetstream-errors.ts";
+import { replicationRefusal } from "./nats-version.ts";
 
 export interface EventLog {
   readonly nc: NatsConnection;
@@ -42,6 +43,11 @@ export async function openEventLog(opts: EventLogOptions): Promise<EventLog> {
     // Request errors need no async stack of the caller; capturing one costs an Error per request on the hot path.
     noAsyncTraces: true,
   });
+  const refusal = (opts.replicas ?? 1) > 1 ? replicationRefusal(nc.info?.version ?? "") : undefined;
+  if (refusal) {
+    await nc.close();
+    throw new Error(refusal);
+  }
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
   await ensureStreams(jsm, opts.replicas);

@@ -43,9 +43,15 @@ apt_install() {
   $sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
-if wanted nats && ! command -v nats-server >/dev/null 2>&1; then
-  echo "setup: installing nats-server (apt-get install nats-server)"
-  apt_install nats-server "Install nats-server 2.9 or later (Debian/Ubuntu: sudo apt-get install -y nats-server; macOS: brew install nats-server; or a release binary from github.com/nats-io/nats-server on the PATH), or set NATS_SERVER_BIN to its path, or NATS_URL to a running JetStream server." nats-server
+# nats-server 2.10 or later (bookworm packages 2.9.10, whose stream replicas diverge under node faults): Debian
+# trixie's binary as /usr/local/bin/nats-server (scripts/install-nats-server.sh), unless the PATH's is recent enough.
+if wanted nats; then
+  why="$(why_no_apt)"
+  if [ -n "$why" ] && ! bash scripts/install-nats-server.sh --check 2>/dev/null; then
+    echo "setup: nats-server 2.10 or later is missing and cannot be installed here ($why). Put nats-server 2.10+ on the PATH (macOS: brew install nats-server; or a release binary from github.com/nats-io/nats-server), or set NATS_SERVER_BIN to its path, or NATS_URL to a running JetStream server." >&2
+    exit 1
+  fi
+  bash scripts/install-nats-server.sh
 fi
 
 # Headless Chromium for the browser tests (sign-in and consent pages), driven by playwright-core.

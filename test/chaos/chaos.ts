@@ -1,12 +1,13 @@
 // Chaos under load on `memrelay start --cluster` (issue 32 §3): agents of several owners write and recall without
 // pause while one fault at a time hits the stack; afterwards every accepted memory is accounted for. Shared by
 // `npm run chaos` (test/chaos/run.ts) and the shorter run in `npm test` (test/chaos.test.ts).
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { jetstreamManager } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { EventStore } from "../../eventlog/event-store.ts";
 import { STREAMS } from "../../eventlog/subjects.ts";
 import { parseQuiltPatchId } from "../../adapters/blobs/quilt-codec.ts";
 import { LocalChain } from "../../adapters/chain/local/local-chain.ts";
@@ -60,6 +61,8 @@ export interface Accounting {
   /** The unsettled jobs' rows in the job-status read model (status, or "no row"), and `memrelay lag` then. */
   readonly unsettledRows: Record<string, number>;
   readonly lagWhenUnsettled: string;
+  /** Up to UNSETTLED_TRACED unsettled jobs, each with its events (time after acceptance), its quilt's and its command's state. */
+  readonly unsettledTraces: string[];
   /** Owners whose rows in `memories` differ from accepted − failed, with both figures. */
   readonly ownerMismatches: { owner: string; expected: number; rows: number }[];
   /** Done memories found under more than one row: their own-text recall answers their text more than once. */
@@ -117,7 +120,10 @@ class Run {
     for (const pid of [...this.respawned, ...natsNodes(this.clusterDir).values()]) if (isAlive(pid)) process.kill(pid, "SIGKILL");
     this.postgres?.remove();
     this.postgres = undefined;
-    for (const d of [this.dataDir, this.home]) rmSync(d, { recursive: true, force: true });
+    // CHAOS_KEEP_LOGS: the processes' logs stay (the stack's own output written beside them) to trace a failed run.
+    if (process.env.CHAOS_KEEP_LOGS && this.stack) writeFileSync(join(this.home, "stack.log"), this.stack.output());
+    for (const d of process.env.CHAOS_KEEP_LOGS ? [this.dataDir] : [this.dataDir, this.home]) rmSync(d, { recursive: true, force: true });
+    if (process.env.CHAOS_KEEP_LOGS) console.log(`chaos: the processes' logs are in ${this.home}`);
   }
 }
 
@@ -400,7 +406,8 @@ async function account(gateways: readonly string[], natsUrl: string, databaseUrl
     await Promise.all(
       done.slice(i, i + 16).map(async (a) => {
         const r = await recall(a).catch((err: Error) => err);
-        if (r instanceof Error) misses.push(r.message.slice(0, 120));
+        // An error after the retries: what the blob store itself answers for the memory's blob right then says whose.
+        if (r instanceof Error) misses.push(`${r.message.slice(0, 120)} (${(await whyDropped(databaseUrl, blobstoreUrl, [a]))[0] ?? "no memory row"})`);
         else if (r.results[0]?.text === a.text) recalled.set(a.jobId, r.results);
         else if (r.dropped_count) {
           // Asked again after a pause: a memory that comes back was dropped for a moment, though a recall drops only
@@ -417,7 +424,7 @@ async function account(gateways: readonly string[], natsUrl: string, databaseUrl
       }),
     );
   }
-  misses.push(...(await whyDropped(databaseUrl, blobstoreUrl, dropped)));
+  misses.push(...(await whyDropped(databaseUrl, blobstoreUrl, dropped)).map((why) => `dropped: ${why}`));
   log(`recalled by their own text: ${done.length - misses.length} of ${done.length}`);
   const lag = memrelay(env, "lag");
   const deadLetters = (lag.out.match(/^.*dead letters.*$/gm) ?? []).join("\n");
@@ -431,6 +438,7 @@ async function account(gateways: readonly string[], natsUrl: string, databaseUrl
     unsettledStatuses: countBy(accepted.filter((a) => !["done", "failed"].includes(status.get(a.jobId)?.status ?? "")).map((a) => status.get(a.jobId)?.status ?? `unknown: ${lookupErrors.get(a.jobId) ?? "never looked up"}`)),
     lagWhenUnsettled: accepted.length - done.length - failed.length ? lag.out.trim() : "",
     unsettledRows,
+    unsettledTraces: await traceUnsettled(natsUrl, accepted.filter((a) => !["done", "failed"].includes(status.get(a.jobId)?.status ?? "")).map((a) => a.jobId)),
     ownerMismatches,
     storedTwice: storedTwice(done, recalled).length,
     unnamedRows,
@@ -440,6 +448,45 @@ async function account(gateways: readonly string[], natsUrl: string, databaseUrl
     failedReasons: countBy(failed.map((a) => (status.get(a.jobId)?.error ?? "").slice(0, 160))),
     deadLetterErrors: countBy(deadLetterErrors),
   };
+}
+
+/** Unsettled jobs traced in the report: enough to tell a lost command from a wedged effect. */
+const UNSETTLED_TRACED = 5;
+
+/**
+ * What the event log says of unsettled jobs: each job's events with their times after its first, the quilt it joined
+ * (its fate's events), whether its command is still on the work queue (an acknowledged one is gone), and the actor
+ * consumer's counts (held, waiting, redelivered).
+ */
+async function traceUnsettled(natsUrl: string, jobIds: readonly string[]): Promise<string[]> {
+  if (!jobIds.length) return [];
+  const nc = await connect({ servers: natsUrl.split(",") });
+  try {
+    const js = jetstream(nc);
+    const jsm = await jetstreamManager(nc);
+    const store = new EventStore(js, jsm);
+    const historyOf = async (aggregate: string) => {
+      const { events } = await store.load(aggregate);
+      const t0 = Date.parse(events[0]?.event.occurred_at ?? "");
+      return events.map((e) => `${e.event.type}#${e.seq}@${((Date.parse(e.event.occurred_at) - t0) / 1000).toFixed(1)}s`).join(", ") || "no events";
+    };
+    const out: string[] = [];
+    for (const id of jobIds.slice(0, UNSETTLED_TRACED)) {
+      const { events } = await store.load(`job.${id}`).catch(() => ({ events: [] }));
+      const joined = events.map((e) => e.event).filter((e) => e.type === "job.quilt_joined").map((e) => (e.data as { quilt: string }).quilt);
+      const quilts = await Promise.all(joined.map(async (q) => `quilt ${q}: ${await historyOf(`quilt.${q}`).catch((e: Error) => e.message)}`));
+      const command = await jsm.streams.getMessage(STREAMS.commands, { last_by_subj: `cmd.job.${id}` }).then(
+        (m) => (m ? `command on the queue (stream seq ${m.seq})` : "no command on the queue"),
+        () => "no command on the queue",
+      );
+      out.push(`job ${id}: ${await historyOf(`job.${id}`).catch((e: Error) => e.message)}; ${[...quilts, command].join("; ")}`);
+    }
+    const c = await jsm.consumers.info(STREAMS.commands, "actor-job").catch(() => undefined);
+    if (c) out.push(`consumer actor-job: ${c.num_ack_pending} held, ${c.num_pending} waiting, ${c.num_redelivered} redelivered, ack floor ${c.ack_floor.stream_seq}, delivered ${c.delivered.stream_seq}`);
+    return out;
+  } finally {
+    await nc.close();
+  }
 }
 
 /** The errors the DLQ stream's records were set aside with (records carry no payload). */
@@ -475,8 +522,11 @@ async function whyDropped(databaseUrl: string, blobstoreUrl: string, dropped: re
         const stored = patch?.quiltId ?? r.blob_id;
         const referenced = (await db.query("SELECT 1 FROM bs_contents WHERE blob_id = $1", [stored])).rowCount! > 0;
         const path = patch ? `by-quilt-patch-id/${r.blob_id}` : r.blob_id;
-        const status = await fetch(`${blobstoreUrl}/v1/blobs/${path}`).then((res) => res.status, (err: Error) => err.message);
-        return `dropped: blob store answers ${status}${referenced ? "" : ` (no bs_contents row${patch ? " for its quilt" : ""})`}${status === 200 ? ", so not decryptable" : ""}`;
+        const status = await fetch(`${blobstoreUrl}/v1/blobs/${path}`).then(
+          async (res) => (res.status === 200 ? 200 : `${res.status} ${(await res.text()).slice(0, 100)}`),
+          (err: Error) => err.message,
+        );
+        return `blob store answers ${status}${referenced ? "" : ` (no bs_contents row${patch ? " for its quilt" : ""})`}${status === 200 ? ", so not decryptable if dropped" : ""}`;
       }),
     );
   } finally {
@@ -498,6 +548,7 @@ export function formatResult(opts: ChaosOptions, r: ChaosResult): string {
     ...r.faults.map((f) => `| ${f.fault} | ${seconds(f.writeRecoveryMs)} | ${seconds(f.readRecoveryMs)} | ${f.calls} | ${f.failedCalls} (${percent(f.failedCalls / Math.max(1, f.calls))})${f.failedCalls ? `: ${Object.entries(f.reasons).map(([r, n]) => `${n}× ${r}`).join("; ")}` : ""} | ${verdict(judge(f))} |`),
     "",
     `Accounting: ${a.accepted} accepted (202), ${a.done} done, ${a.failed} failed (${a.failedWithoutReason} without a reason), ${a.unsettled} not settled${a.unsettled ? ` (${Object.entries(a.unsettledStatuses).map(([st, n]) => `${n}× ${st}`).join(", ")}; their job-status rows: ${Object.entries(a.unsettledRows).map(([st, n]) => `${n}× ${st}`).join(", ")})` : ""}; owners whose rows ≠ accepted − failed: ${a.ownerMismatches.length}${a.ownerMismatches.length ? ` (${a.ownerMismatches.map((m) => `${m.rows} rows for ${m.expected}`).join(", ")})` : ""}; done memories stored under more than one row: ${a.storedTwice}; rows under a job id no 202 named: ${a.unnamedRows}; done memories not recalled first by their own text: ${a.notRecalledByOwnText}${a.notRecalledByOwnText ? ` (${Object.entries(a.notRecalledReasons).map(([r, n]) => `${n}× ${r}`).join("; ")})` : ""}; dead letters: ${a.deadLetters || "none"}${Object.keys(a.deadLetterErrors).length ? ` (${Object.entries(a.deadLetterErrors).map(([e, n]) => `${n}× ${e}`).join("; ")})` : ""}${a.failed ? `; failed jobs: ${Object.entries(a.failedReasons).map(([e, n]) => `${n}× ${e}`).join("; ")}` : ""}. All calls: ${r.totalCalls}, failed after retries: ${r.failedCalls}. Killed processes started again (as a Restart=always unit would): ${r.restarts.join(", ")}.`,
+    ...(a.unsettledTraces.length ? ["", "Unsettled jobs traced:", "", ...a.unsettledTraces.map((t) => `- ${t}`)] : []),
     ...(a.lagWhenUnsettled ? ["", "`memrelay lag` with jobs unsettled:", "", "```", a.lagWhenUnsettled, "```"] : []),
   ].join("\n");
 }
