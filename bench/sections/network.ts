@@ -239,6 +239,8 @@ interface RunPlan {
   readonly stall?: boolean;
   /** Also measure agents that each keep this many remembers in flight (quilt modes). */
   readonly pipelined?: number;
+  /** Memories each of those loops remembers one after another. */
+  readonly pipelinedPerLoop: number;
 }
 
 async function runProfile(ctx: Ctx, plan: RunPlan): Promise<ProfileRun> {
@@ -285,8 +287,8 @@ async function runProfile(ctx: Ctx, plan: RunPlan): Promise<ProfileRun> {
         const namespace = `${NAMESPACE}-pipelined`;
         await Promise.all(clients.map((c) => c.rememberAndWait("warm-up", namespace, CALL_TIMEOUT_MS).catch(() => undefined)));
         await ctx.quiet();
-        const own = memoryTexts(agents * plan.pipelined * perAgent, 40_000 + texts.length);
-        pipelined = await closedLoop(ctx, `${label}, ${plan.pipelined} in flight per agent`, clients, own, perAgent, namespace, plan.pipelined);
+        const own = memoryTexts(agents * plan.pipelined * plan.pipelinedPerLoop, 40_000 + texts.length);
+        pipelined = await closedLoop(ctx, `${label}, ${plan.pipelined} in flight per agent`, clients, own, plan.pipelinedPerLoop, namespace, plan.pipelined);
       }
       let floor: Measured | undefined;
       let pipelinedFloor: Measured | undefined;
@@ -299,8 +301,8 @@ async function runProfile(ctx: Ctx, plan: RunPlan): Promise<ProfileRun> {
         floor = await closedLoop(ctx, `${label}, pipeline floor`, clients, slice(1), perAgent, `${NAMESPACE}-floor`);
         if (plan.pipelined) {
           await ctx.quiet();
-          const own = memoryTexts(agents * plan.pipelined * perAgent, 40_000 + texts.length + agents * plan.pipelined * perAgent);
-          pipelinedFloor = await closedLoop(ctx, `${label}, pipeline floor, ${plan.pipelined} in flight per agent`, clients, own, perAgent, `${NAMESPACE}-floor`, plan.pipelined);
+          const own = memoryTexts(agents * plan.pipelined * plan.pipelinedPerLoop, 40_000 + texts.length + agents * plan.pipelined * plan.pipelinedPerLoop);
+          pipelinedFloor = await closedLoop(ctx, `${label}, pipeline floor, ${plan.pipelined} in flight per agent`, clients, own, plan.pipelinedPerLoop, `${NAMESPACE}-floor`, plan.pipelined);
         }
       }
       let stalled: (Measured & { wallet: string }) | undefined;
@@ -365,6 +367,9 @@ export async function networkSection(ctx: Ctx): Promise<SectionResult> {
   // 8 per agent: 2,048 memories in flight, as many as one actor host holds under a network profile (its maxHeld), and
   // more than it takes to keep this machine's CPU busy at that profile's latency (~260/s × ~7 s ≈ 1,800).
   const inFlight = Number(process.env.MEMRELAY_BENCH_NETWORK_IN_FLIGHT ?? 8);
+  // 12 memories per loop (24,576 in all): the pipeline fills and drains once per run, over about one latency each (7 s
+  // under testnet), which at stop 39's 4 per loop (8,192 memories, 35 s) was a fifth of the window; now about a tenth.
+  const pipelinedPerLoop = Number(process.env.MEMRELAY_BENCH_NETWORK_PER_LOOP ?? 12);
   const net = networkProfileToCompare();
   const walletKeys = Array.from({ length: WALLETS }, () => Buffer.from(generateKeypair().secretKey).toString("hex"));
   const plan = (mode: StoreModeName, profile: NetworkProfileName): RunPlan => ({
@@ -378,6 +383,7 @@ export async function networkSection(ctx: Ctx): Promise<SectionResult> {
     floor: mode === "quilt" && profile === "local",
     stall: mode === "quilt" && profile !== "local",
     pipelined: mode === "quilt" ? inFlight : undefined,
+    pipelinedPerLoop,
   });
   const runs: ProfileRun[] = [];
   for (const mode of ["blob", "quilt"] as const) for (const p of ["local", net] as const) runs.push(await runProfile(ctx, plan(mode, p)));
@@ -404,9 +410,9 @@ export async function networkSection(ctx: Ctx): Promise<SectionResult> {
     ...measuredRows("quilt, local profile, pipeline floor (blob store and chain record stood in)", floor, agents, perAgent),
     ...measuredRows(`quilt, ${net} profile, 1 of ${WALLETS} upload wallets stalled`, stalled, agents, perAgent),
     { metric: `quilt, ${net} profile: one quilt's store time (idle publisher, the run's mean quilt)`, measured: latencyLine(store, 0) },
-    ...measuredRows(`quilt, local profile, ${inFlight} in flight per agent`, pipedLocal, agents, inFlight * perAgent),
-    ...measuredRows(`quilt, local profile, pipeline floor, ${inFlight} in flight per agent`, quiltLocal.pipelinedFloor!, agents, inFlight * perAgent),
-    ...measuredRows(`quilt, ${net} profile, ${inFlight} in flight per agent`, pipedNet, agents, inFlight * perAgent),
+    ...measuredRows(`quilt, local profile, ${inFlight} in flight per agent`, pipedLocal, agents, inFlight * pipelinedPerLoop),
+    ...measuredRows(`quilt, local profile, pipeline floor, ${inFlight} in flight per agent`, quiltLocal.pipelinedFloor!, agents, inFlight * pipelinedPerLoop),
+    ...measuredRows(`quilt, ${net} profile, ${inFlight} in flight per agent`, pipedNet, agents, inFlight * pipelinedPerLoop),
   );
 
   const storageRatio = ratio(per1000(quiltNet.storageCost, quiltNet), per1000(blobNet.storageCost, blobNet));
@@ -460,7 +466,7 @@ export async function networkSection(ctx: Ctx): Promise<SectionResult> {
       "Storage cost: `WalrusClient.storageCost(size, 1)` per stored blob (per-blob: each memory's ciphertext; quilt: each quilt holding the run's memories, its size read back from the aggregator), summed, against the local Walrus deployment (10 shards; 100 FROST per unit per epoch, 200 per unit written), so the figure compares modes, not networks. Gas: the SUI the upload wallets paid on the local ledger (record_blob transactions), plus 2 transactions per stored blob (register_blob, certify_blob) at the ledger's fee per transaction: the local publisher's are not on the ledger.",
       "Where the time goes: the sampled jobs' own events (accepted_at, uploaded, indexed; one clock). One quilt's store time: after the run, the idle publisher storing 8 quilts of the run's mean patch count and size, 2 at a time.",
       `Pipeline floor: in the quilt/local environment after its run, the actor host replaced by bench/pipeline-floor-worker.ts (blob store and chain record answered without I/O), the same agents and load in another namespace, after a first memory per agent there (keys warm, as in the run). Stalled wallet: in the quilt/${net} environment after its run, the actor host restarted with MEMRELAY_NETWORK_STALLED_WALLETS naming the first of the ${WALLETS} wallets (its transactions never get final), a first memory per agent into another namespace with all wallets healthy, then that wallet's transactions hang from the measured load on (MEMRELAY_NETWORK_STALL_SWITCH), the same load in that namespace; the pool moves a batch on once its call runs past 4× the median of the pool's recent record batches (at least 3 s, at most 20 s; before 3 had ended, the network's published finality stands in for them: adapters/chain/stall-bound.ts) and keeps that wallet out.`,
-      `${inFlight} in flight per agent: in both quilt environments after the run (before the floor and the stall), the same agents each running ${inFlight} closed loops at once into a namespace of their own (a first memory per agent there first, keys warm), ${perAgent} memories per loop, and the pipeline floor so too after its closed loops: an agent that hands its memories over and checks their jobs later instead of waiting for each. A closed loop's throughput is agents ÷ latency (Little's law), so under a network profile ${agents} closed loops are capped by the seconds of one quilt's store and one record whatever the pipeline does (the ceiling row); with memories in flight the pipeline's own limit shows, which is what "latency no longer limits throughput" asks.`,
+      `${inFlight} in flight per agent: in both quilt environments after the run (before the floor and the stall), the same agents each running ${inFlight} closed loops at once into a namespace of their own (a first memory per agent there first, keys warm), ${pipelinedPerLoop} memories per loop, and the pipeline floor so too after its closed loops: an agent that hands its memories over and checks their jobs later instead of waiting for each. A closed loop's throughput is agents ÷ latency (Little's law), so under a network profile ${agents} closed loops are capped by the seconds of one quilt's store and one record whatever the pipeline does (the ceiling row); with memories in flight the pipeline's own limit shows, which is what "latency no longer limits throughput" asks.`,
       "A --quick run (32 agents) does not judge the goals: they are stated for 256 agents.",
     ],
     data: {
