@@ -26,7 +26,7 @@ import { describe, expect, it } from "vitest";
 import { ALL_FAULTS, formatResult, judge, runChaos, type ChaosOptions } from "./chaos/chaos.ts";
 
 const RECOVERY_BOUND_MS = 30_000;
-const opts: ChaosOptions = { agents: 8, owners: 3, faults: ALL_FAULTS, pauseMs: 6_000, quietMs: 3_000, stepPauseMs: 1_000, log: (l: string) => process.env.CHAOS_LOG && console.log(l) };
+const opts: ChaosOptions = { agents: 8, owners: 3, faults: ALL_FAULTS, pauseMs: 6_000, quietMs: 3_000, stepPauseMs: 1_000, drainLimitMs: 120_000, log: (l: string) => process.env.CHAOS_LOG && console.log(l) };
 
 describe("chaos under load on the cluster stack", () => {
   it("accounts for every accepted memory after each fault, and writes and reads recover within 30 s of each", async () => {

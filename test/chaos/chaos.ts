@@ -35,8 +35,16 @@ export interface ChaosOptions {
   readonly quietMs: number;
   /** Each agent's think time between calls. */
   readonly stepPauseMs: number;
+  /**
+   * The most the accounting waits for the jobs the load left in flight to settle (a backlog drains at the cluster's
+   * pace), as long as some settle: it gives up sooner once none has for SETTLE_STALL_MS.
+   */
+  readonly drainLimitMs: number;
   readonly log?: (line: string) => void;
 }
+
+/** The accounting stops waiting once no job has settled for this long: what is still open then is reported unsettled. */
+const SETTLE_STALL_MS = 60_000;
 
 export interface FaultFigures {
   readonly fault: string;
@@ -61,6 +69,9 @@ export interface Accounting {
   /** The unsettled jobs' rows in the job-status read model (status, or "no row"), and `memrelay lag` then. */
   readonly unsettledRows: Record<string, number>;
   readonly lagWhenUnsettled: string;
+  /** Jobs not yet settled at the accounting's first look, just after the load stopped, and how long they took to settle (undefined: not all did). */
+  readonly openWhenLoadStopped: number;
+  readonly drainMs: number | undefined;
   /** Up to UNSETTLED_TRACED unsettled jobs, each with its events (time after acceptance), its quilt's and its command's state. */
   readonly unsettledTraces: string[];
   /** Owners whose rows in `memories` differ from accepted − failed, with both figures. */
@@ -335,7 +346,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     await load;
     const faults = windows.map((w) => figures(w.fault, w.t0, w.t1, calls, baselineEnd));
     log(`load stopped: ${accepted.length} memories accepted, ${calls.length} calls`);
-    const accounting = await account(gateways, stackFile.nats_url, stackFile.database_url, stackFile.blobstore_url, identities, accepted, env, log);
+    const accounting = await account(gateways, stackFile.nats_url, stackFile.database_url, stackFile.blobstore_url, identities, accepted, env, log, opts.drainLimitMs);
     return { faults, restarts, accounting, totalCalls: calls.length, failedCalls: calls.filter((c) => c.failed).length };
   } finally {
     await run.cleanup();
@@ -343,15 +354,30 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
 }
 
 /** After the faults: every 202 settled with a reason, rows per owner, no duplicate, each done memory recalled by its text. */
-async function account(gateways: readonly string[], natsUrl: string, databaseUrl: string, blobstoreUrl: string, identities: readonly AgentIdentity[], accepted: readonly Accepted[], env: Record<string, string>, log: (l: string) => void): Promise<Accounting> {
+async function account(gateways: readonly string[], natsUrl: string, databaseUrl: string, blobstoreUrl: string, identities: readonly AgentIdentity[], accepted: readonly Accepted[], env: Record<string, string>, log: (l: string) => void, drainLimitMs: number): Promise<Accounting> {
   const byOwner = new Map(identities.map((w) => [w.owner, new MemrelayClient({ baseUrl: gateways[0]!, delegatePrivateKey: w.delegateSecretKey, accountId: w.accountId, encryptionSession: w.session, agent: boundedCalls })]));
   const status = new Map<string, { status: string; error?: string }>();
   /** Why the last status lookup of a job got no answer, while it has none. */
   const lookupErrors = new Map<string, string>();
-  const deadline = Date.now() + 60_000;
-  for (;;) {
+  const began = Date.now();
+  let openWhenLoadStopped: number | undefined;
+  let drainMs: number | undefined;
+  let fewestOpen = Number.POSITIVE_INFINITY;
+  let settledAt = began;
+  let toldAt = began;
+  for (let looks = 0; ; looks++) {
     const open = accepted.filter((a) => !["done", "failed"].includes(status.get(a.jobId)?.status ?? ""));
-    if (open.length === 0 || Date.now() > deadline) break;
+    if (looks === 1) openWhenLoadStopped = open.length;
+    if (open.length < fewestOpen) [fewestOpen, settledAt] = [open.length, Date.now()];
+    if (open.length === 0) {
+      drainMs = Date.now() - began;
+      break;
+    }
+    if (Date.now() - settledAt > SETTLE_STALL_MS || Date.now() - began > drainLimitMs) break;
+    if (looks > 0 && Date.now() - toldAt > 15_000) {
+      toldAt = Date.now();
+      log(`  ${open.length} jobs still open, ${seconds(Date.now() - began)} s after the load stopped`);
+    }
     for (const w of identities) {
       const mine = open.filter((a) => a.owner === w.owner).map((a) => a.jobId);
       for (let i = 0; i < mine.length; i += 100) {
@@ -438,6 +464,8 @@ async function account(gateways: readonly string[], natsUrl: string, databaseUrl
     unsettledStatuses: countBy(accepted.filter((a) => !["done", "failed"].includes(status.get(a.jobId)?.status ?? "")).map((a) => status.get(a.jobId)?.status ?? `unknown: ${lookupErrors.get(a.jobId) ?? "never looked up"}`)),
     lagWhenUnsettled: accepted.length - done.length - failed.length ? lag.out.trim() : "",
     unsettledRows,
+    openWhenLoadStopped: openWhenLoadStopped ?? 0,
+    drainMs,
     unsettledTraces: await traceUnsettled(natsUrl, accepted.filter((a) => !["done", "failed"].includes(status.get(a.jobId)?.status ?? "")).map((a) => a.jobId)),
     ownerMismatches,
     storedTwice: storedTwice(done, recalled).length,
@@ -547,7 +575,7 @@ export function formatResult(opts: ChaosOptions, r: ChaosResult): string {
     "|---|---|---|---|---|---|",
     ...r.faults.map((f) => `| ${f.fault} | ${seconds(f.writeRecoveryMs)} | ${seconds(f.readRecoveryMs)} | ${f.calls} | ${f.failedCalls} (${percent(f.failedCalls / Math.max(1, f.calls))})${f.failedCalls ? `: ${Object.entries(f.reasons).map(([r, n]) => `${n}× ${r}`).join("; ")}` : ""} | ${verdict(judge(f))} |`),
     "",
-    `Accounting: ${a.accepted} accepted (202), ${a.done} done, ${a.failed} failed (${a.failedWithoutReason} without a reason), ${a.unsettled} not settled${a.unsettled ? ` (${Object.entries(a.unsettledStatuses).map(([st, n]) => `${n}× ${st}`).join(", ")}; their job-status rows: ${Object.entries(a.unsettledRows).map(([st, n]) => `${n}× ${st}`).join(", ")})` : ""}; owners whose rows ≠ accepted − failed: ${a.ownerMismatches.length}${a.ownerMismatches.length ? ` (${a.ownerMismatches.map((m) => `${m.rows} rows for ${m.expected}`).join(", ")})` : ""}; done memories stored under more than one row: ${a.storedTwice}; rows under a job id no 202 named: ${a.unnamedRows}; done memories not recalled first by their own text: ${a.notRecalledByOwnText}${a.notRecalledByOwnText ? ` (${Object.entries(a.notRecalledReasons).map(([r, n]) => `${n}× ${r}`).join("; ")})` : ""}; dead letters: ${a.deadLetters || "none"}${Object.keys(a.deadLetterErrors).length ? ` (${Object.entries(a.deadLetterErrors).map(([e, n]) => `${n}× ${e}`).join("; ")})` : ""}${a.failed ? `; failed jobs: ${Object.entries(a.failedReasons).map(([e, n]) => `${n}× ${e}`).join("; ")}` : ""}. All calls: ${r.totalCalls}, failed after retries: ${r.failedCalls}. Killed processes started again (as a Restart=always unit would): ${r.restarts.join(", ")}.`,
+    `Accounting: ${a.accepted} accepted (202); ${a.openWhenLoadStopped} not yet settled when the load stopped, ${a.drainMs === undefined ? "not all settled after it" : `all settled ${seconds(a.drainMs)} s after it`}; ${a.done} done, ${a.failed} failed (${a.failedWithoutReason} without a reason), ${a.unsettled} not settled${a.unsettled ? ` (${Object.entries(a.unsettledStatuses).map(([st, n]) => `${n}× ${st}`).join(", ")}; their job-status rows: ${Object.entries(a.unsettledRows).map(([st, n]) => `${n}× ${st}`).join(", ")})` : ""}; owners whose rows ≠ accepted − failed: ${a.ownerMismatches.length}${a.ownerMismatches.length ? ` (${a.ownerMismatches.map((m) => `${m.rows} rows for ${m.expected}`).join(", ")})` : ""}; done memories stored under more than one row: ${a.storedTwice}; rows under a job id no 202 named: ${a.unnamedRows}; done memories not recalled first by their own text: ${a.notRecalledByOwnText}${a.notRecalledByOwnText ? ` (${Object.entries(a.notRecalledReasons).map(([r, n]) => `${n}× ${r}`).join("; ")})` : ""}; dead letters: ${a.deadLetters || "none"}${Object.keys(a.deadLetterErrors).length ? ` (${Object.entries(a.deadLetterErrors).map(([e, n]) => `${n}× ${e}`).join("; ")})` : ""}${a.failed ? `; failed jobs: ${Object.entries(a.failedReasons).map(([e, n]) => `${n}× ${e}`).join("; ")}` : ""}. All calls: ${r.totalCalls}, failed after retries: ${r.failedCalls}. Killed processes started again (as a Restart=always unit would): ${r.restarts.join(", ")}.`,
     ...(a.unsettledTraces.length ? ["", "Unsettled jobs traced:", "", ...a.unsettledTraces.map((t) => `- ${t}`)] : []),
     ...(a.lagWhenUnsettled ? ["", "`memrelay lag` with jobs unsettled:", "", "```", a.lagWhenUnsettled, "```"] : []),
   ].join("\n");

@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { ALL_FAULTS, formatResult, runChaos, type ChaosOptions } from "./chaos.ts";
 import { CHAOS_MD, RESULTS_JSON, RESULTS_MD, render } from "../../bench/lib/report.ts";
 
-const opts: ChaosOptions = { agents: 64, owners: 8, faults: ALL_FAULTS, pauseMs: 20_000, quietMs: 15_000, stepPauseMs: 500, log: (l) => console.error(l) };
+const opts: ChaosOptions = { agents: 64, owners: 8, faults: ALL_FAULTS, pauseMs: 20_000, quietMs: 15_000, stepPauseMs: 500, drainLimitMs: 15 * 60_000, log: (l) => console.error(l) };
 const HEADING = "## Chaos under load (npm run chaos)";
 
 const r = await runChaos(opts);
