@@ -87,9 +87,30 @@ export async function dispatchAndAwait<T>(log: EventLog, d: Dispatch<T>): Promis
         }
       })().catch(() => undefined);
     });
-    if (found !== undefined) return { value: found, seq: await lastEventSeq(log.jsm, d.eventSubject) };
+    if (found !== undefined) return { value: found, seq: await storedPast(log, d.eventSubject, startSeq) };
     return fromCommit(await lastCommit(log, d.eventSubject), startSeq);
   } finally {
     sub.unsubscribe();
+  }
+}
+
+/**
+ * How long the outcome's commit may take to show in the stream after a core subscriber saw it: nats-server 2.10 hands
+ * a JetStream publish to core subscribers before its stream has stored it (2.9 stored it first).
+ */
+const STORED_WITHIN_MS = 2_000;
+
+/**
+ * The stream sequence of the last commit on `subject` once it is past `after`: the outcome the subscription saw, or a
+ * later commit. Read models are waited for up to it, so an answer must never name an earlier one (a route that
+ * answered with the sequence before the outcome's released its caller before the read model held the outcome: a
+ * bucket just reserved, then 404 on its finalize). Past STORED_WITHIN_MS, whatever the stream says.
+ */
+async function storedPast(log: EventLog, subject: string, after: number): Promise<number> {
+  const deadline = Date.now() + STORED_WITHIN_MS;
+  for (;;) {
+    const seq = await lastEventSeq(log.jsm, subject);
+    if (seq > after || Date.now() > deadline) return seq;
+    await new Promise((r) => setTimeout(r, 5));
   }
 }
