@@ -10,16 +10,8 @@ if [ -f "$ext_dir/vector.control" ]; then
   exit 0
 fi
 
-sudo_cmd=""
-[ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
-
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-apt_dir="$work/apt"
-mkdir -p "$apt_dir/sources.list.d" "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
-echo "deb-src http://deb.debian.org/debian trixie main" > "$apt_dir/sources.list"
-apt_opts=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o "Dir::Etc::SourceParts=$apt_dir/sources.list.d"
-          -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache" -o "APT::Sandbox::User=root")
+# shellcheck source=scripts/trixie-apt.sh
+source "$(dirname "$0")/trixie-apt.sh" deb-src
 
 echo "pgvector: fetching Debian source package"
 apt-get "${apt_opts[@]}" update -qq

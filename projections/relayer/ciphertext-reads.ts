@@ -10,13 +10,10 @@
 // is not a blob that failed.
 import type { BlobPort } from "../../adapters/ports.ts";
 import { isUnavailable } from "../../adapters/unavailable.ts";
-import { retryWithin } from "../../eventlog/retry-within.ts";
+import { retryWithin, type RetryPacing } from "../../eventlog/retry-within.ts";
 
-export interface ReadRetry {
-  /** Reads of one blob at most, the first included. */
-  readonly attempts: number;
-  /** The pause after the first failed read; each next pause is three times the previous. */
-  readonly firstPauseMs: number;
+/** Reads of one blob at most (`attempts`, the first included) and the pause after the first failed read. */
+export interface ReadRetry extends Pick<RetryPacing, "attempts" | "firstPauseMs"> {
   /**
    * No read starts past this long after the first began: a read that failed by timing out (30 s) is not sent again,
    * and the request stays well within a client's patience (the MemWal SDK gives a recall 15 s).
@@ -29,13 +26,14 @@ export const RECALL_READ_RETRY: ReadRetry = { attempts: 3, firstPauseMs: 200, bu
 
 /** The blobs' bytes in order, null for a blob that is gone or cannot be had; rejects with the outage if one stays unreadable. */
 export function readCiphertexts(blobs: BlobPort, blobIds: readonly string[], retry: ReadRetry = RECALL_READ_RETRY): Promise<(Uint8Array | null)[]> {
-  return Promise.all(blobIds.map((id) => readOne(blobs, id, retry)));
+  // Each next pause three times the previous.
+  const pacing: RetryPacing = { firstPauseMs: retry.firstPauseMs, factor: 3, maxPauseMs: Infinity, attempts: retry.attempts };
+  return Promise.all(blobIds.map((id) => readOne(blobs, id, retry.budgetMs, pacing)));
 }
 
 /** A blob read again while it fails as an outage; null once it fails otherwise (gone, or not to be had). */
-function readOne(blobs: BlobPort, blobId: string, retry: ReadRetry): Promise<Uint8Array | null> {
-  const pacing = { firstPauseMs: retry.firstPauseMs, factor: 3, maxPauseMs: Infinity, attempts: retry.attempts };
-  return retryWithin(retry.budgetMs, () => blobs.read(blobId), isUnavailable, pacing).catch((err: unknown) => {
+function readOne(blobs: BlobPort, blobId: string, budgetMs: number, pacing: RetryPacing): Promise<Uint8Array | null> {
+  return retryWithin(budgetMs, () => blobs.read(blobId), isUnavailable, pacing).catch((err: unknown) => {
     if (isUnavailable(err)) throw err;
     return null;
   });
