@@ -100,6 +100,12 @@ export interface ActorHostOptions {
    * Default: 4 × concurrency, at least 256.
    */
   readonly maxHeld?: number;
+  /**
+   * Bytes of commands this host holds at most (running, parked and queued; a remember command carries its text). A
+   * delivery that would pass it is handed back for HELD_BYTES_RETRY_MS, to another host or to this one once it holds
+   * less; a host holding nothing takes any one command, however large. Default: no bound but `maxHeld`.
+   */
+  readonly maxHeldBytes?: number;
   /** The consumer's ack wait (default ACK_WAIT_MS). */
   readonly ackWaitMs?: number;
   readonly maxBackoffMs?: number;
@@ -159,6 +165,10 @@ const STOP_GRACE_MS = 2_000;
 export const ACK_WAIT_MS = 5_000;
 /** Keep-alives per ack wait (a quarter: three may be lost or late before JetStream redelivers). */
 const KEEP_ALIVE_FRACTION = 4;
+/** How long a command handed back past the host's `maxHeldBytes` waits before JetStream delivers it again. */
+export const HELD_BYTES_RETRY_MS = 1_000;
+/** At most one warning per this long that commands are handed back past `maxHeldBytes`. */
+const HELD_BYTES_WARN_EVERY_MS = 60_000;
 
 export class ActorHost<Cmd extends CommandEnvelope, M extends AnyStateMachine = AnyStateMachine, E extends NewEvent = NewEvent> {
   private readonly store: EventStore;
@@ -172,8 +182,18 @@ export class ActorHost<Cmd extends CommandEnvelope, M extends AnyStateMachine = 
    * load holds more commands than it runs; they are kept alive too, or each would be redelivered every ack wait.
    */
   private readonly queued: JsMsg[] = [];
-  /** The keep-alive timer of every command this host holds (queued or in flight), cleared once it is answered. */
-  private readonly keepAlives = new Map<JsMsg, NodeJS.Timeout>();
+  /** Every command this host holds (queued or in flight) until it is answered: what the keep-alive sweep keeps alive. */
+  private readonly held = new Set<JsMsg>();
+  /**
+   * One timer for all of `held`, running while it is not empty: every fraction of the ack wait it tells JetStream the
+   * host still works on each. Its keep-alives leave in one write to the server; a timer per command wrote each on its
+   * own, a socket write per command per 1.25 s, and with thousands of commands parked on a network's finality that
+   * was the actor host's largest cost after garbage collection (bench/NOTES.md, issue 31, stop 41).
+   */
+  private keepAliveSweep?: NodeJS.Timeout;
+  /** Payload bytes of the commands in `held` (what `maxHeldBytes` bounds). */
+  private heldBytes = 0;
+  private lastHeldBytesWarning = -Infinity;
   private messages?: { stop(): void };
 
   constructor(
@@ -218,9 +238,12 @@ export class ActorHost<Cmd extends CommandEnvelope, M extends AnyStateMachine = 
         const messages = await consumer.consume({ ...LIVE_CONSUME, max_messages: this.opts.concurrency });
         this.messages = messages;
         for await (const m of messages) {
-          this.keepAlive(m);
           if (this.stopped) this.handBack(m);
-          else this.queued.push(m);
+          else if (this.overHeldBytes(m)) this.handBack(m, HELD_BYTES_RETRY_MS);
+          else {
+            this.keepAlive(m);
+            this.queued.push(m);
+          }
           this.startQueued();
         }
       } catch (err) {
@@ -255,28 +278,50 @@ export class ActorHost<Cmd extends CommandEnvelope, M extends AnyStateMachine = 
     }
   }
 
+  /**
+   * Whether holding `m` would pass `maxHeldBytes`. The consumer's max_ack_pending bounds how many commands a host
+   * holds, not their size, and a held command keeps its payload (up to a 1 MiB text) in memory until it is answered.
+   */
+  private overHeldBytes(m: JsMsg): boolean {
+    const max = this.opts.maxHeldBytes;
+    if (max === undefined || this.heldBytes === 0 || this.heldBytes + m.data.byteLength <= max) return false;
+    const now = performance.now();
+    if (now - this.lastHeldBytesWarning >= HELD_BYTES_WARN_EVERY_MS) {
+      this.lastHeldBytesWarning = now;
+      this.logger.warn("holding as many command bytes as allowed; handing new commands back for a while", { actor: this.def.aggregateType, heldBytes: this.heldBytes, maxHeldBytes: max, commands: this.held.size });
+    }
+    return true;
+  }
+
   /** Tells JetStream, every fraction of the ack wait, that this host still works on `m` (until release). */
   private keepAlive(m: JsMsg): void {
-    const timer = setInterval(() => {
-      try {
-        m.working(); // a no-op once the command is answered
-      } catch {
-        // the connection is gone: the command is redelivered once the ack wait passes, as after a kill
+    this.heldBytes += m.data.byteLength;
+    this.held.add(m);
+    this.keepAliveSweep ??= setInterval(() => {
+      for (const h of this.held) {
+        try {
+          h.working();
+        } catch {
+          // the connection is gone: the command is redelivered once the ack wait passes, as after a kill
+        }
       }
     }, this.ackWaitMs / KEEP_ALIVE_FRACTION);
-    this.keepAlives.set(m, timer);
   }
 
   private release(m: JsMsg): void {
-    clearInterval(this.keepAlives.get(m));
-    this.keepAlives.delete(m);
+    if (!this.held.delete(m)) return;
+    this.heldBytes -= m.data.byteLength;
+    if (this.held.size === 0) {
+      clearInterval(this.keepAliveSweep);
+      this.keepAliveSweep = undefined;
+    }
   }
 
-  /** Answers `m` unhandled (nak): JetStream redelivers it at once, to another host or after a restart. */
-  private handBack(m: JsMsg): void {
+  /** Answers `m` unhandled (nak): JetStream redelivers it after `delayMs` (at once by default), to another host or after a restart. */
+  private handBack(m: JsMsg, delayMs?: number): void {
     this.release(m);
     try {
-      m.nak();
+      m.nak(delayMs);
     } catch {
       // the connection is gone: JetStream redelivers once the ack wait passes
     }

@@ -72,9 +72,15 @@ export interface RelayerStack {
  * per wallet free at that moment (bench/NOTES.md, issue 31).
  */
 function recordBatching(config: RelayerConfig, wallets: WalletPool) {
-  return config.networkProfile.name === "local" ? { maxInFlight: 1 } : { maxInFlight: wallets.size, gatherMs: RECORD_GATHER_MS };
+  return config.networkProfile.name === "local" ? { maxInFlight: 1 } : { maxInFlight: wallets.size, gatherMs: RECORD_GATHER_MS, maxBatch: NETWORK_RECORD_BATCH };
 }
 const RECORD_GATHER_MS = 50;
+/**
+ * Records per transaction where finality takes time: wallets × this ÷ finality bounds the records a relayer makes per
+ * second (4 wallets × 64 ÷ ~0.7 s ≈ 365/s was the bound the network bench met). A Sui transaction takes up to 1,024
+ * commands; 256 record calls are ~30 KB of its 128 KiB.
+ */
+const NETWORK_RECORD_BATCH = 256;
 
 /**
  * Remember jobs one actor host runs at once: enough that the embedder always has a batch for every model thread while
@@ -84,14 +90,22 @@ const RECORD_GATHER_MS = 50;
 const REMEMBER_JOBS_RUNNING = 128;
 
 /**
- * Remember jobs one actor host holds at most (running, parked, queued): jobs held = throughput × time held (Little's
- * law). A job is held ~1–2 s locally and ~5–8 s under a network profile (a quilt's store, a record's finality); at
- * 2,048 held the network bench reached 235 memories/s with CPU to spare (bench/NOTES.md, issue 31, stop 39). Each
- * held command carries its text (up to 1 MiB), so this is also what bounds the host's memory.
+ * Remember jobs held at most (running, parked, queued; the consumer's max_ack_pending, shared by every actor host):
+ * jobs held = throughput × time held (Little's law). A job is held ~1–2 s locally and ~5–9 s under a network profile
+ * (a quilt's store, a record's finality); 2,048 held capped the network bench at 2,048 ÷ 5.8 s ≈ 350/s with CPU to
+ * spare (bench/NOTES.md, issue 31, stop 40), so a network profile holds 8,192. What a host's memory needs is bounded
+ * apart, in bytes (REMEMBER_JOBS_HELD_BYTES).
  */
 function rememberJobsHeld(config: RelayerConfig): number {
-  return config.networkProfile.name === "local" ? 512 : 2_048;
+  return config.networkProfile.name === "local" ? 512 : 8_192;
 }
+
+/**
+ * Command bytes one actor host holds at most in remember jobs (ActorHostOptions.maxHeldBytes): `rememberJobsHeld`
+ * counts commands, and each carries its text (up to 1 MiB) until it is answered, its ciphertext beside it once
+ * encrypted. 128 MiB is 8,192 commands of 16 KiB, or 128 of the longest texts.
+ */
+const REMEMBER_JOBS_HELD_BYTES = 128 * 1024 * 1024;
 
 export async function startRelayer(opts: {
   config: RelayerConfig;
@@ -176,7 +190,7 @@ export async function startRelayer(opts: {
           storeTimeoutMs: config.blobstoreStoreTimeoutMs,
         }),
         logger.child({ actor: "remember-job" }),
-        { concurrency: opts.actorConcurrency ?? REMEMBER_JOBS_RUNNING, maxHeld: rememberJobsHeld(config), network: ports.chain.network },
+        { concurrency: opts.actorConcurrency ?? REMEMBER_JOBS_RUNNING, maxHeld: rememberJobsHeld(config), maxHeldBytes: REMEMBER_JOBS_HELD_BYTES, network: ports.chain.network },
       );
       await host.start();
       actorHost = host as unknown as ActorHost<never>;

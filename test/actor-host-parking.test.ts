@@ -1,6 +1,7 @@
 // An effect that only waits on other systems (EffectMeta.waitsOnly: a quilt's store, a transaction's finality) gives
 // its command's slot back while it waits, so commands waiting seconds on a network do not cap what the host runs;
-// the host still holds no more than `maxHeld` commands (the consumer's max_ack_pending). A real nats-server.
+// the host still holds no more than `maxHeld` commands (the consumer's max_ack_pending), nor more than `maxHeldBytes`
+// of them (a remember command carries its text). A real nats-server.
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { randomUUID } from "node:crypto";
 import { Effect } from "effect";
@@ -67,16 +68,17 @@ afterAll(async () => {
   await nats?.cleanup();
 });
 
-async function startHost(def: ActorDefinition<CommandEnvelope, JobMachine>, opts: { concurrency: number; maxHeld?: number }) {
+async function startHost(def: ActorDefinition<CommandEnvelope, JobMachine>, opts: { concurrency: number; maxHeld?: number; maxHeldBytes?: number }) {
   const host = new ActorHost(log, def, silentLogger, opts);
   hosts.push(host);
   await host.start();
 }
 
-async function send(aggregateType: string, n: number): Promise<void> {
+/** Sends `n` start commands; each carries `padding` characters, as a remember command carries its text. */
+async function send(aggregateType: string, n: number, padding = 0): Promise<void> {
   for (let i = 0; i < n; i++) {
     const id = randomUUID();
-    const command: CommandEnvelope = { type: "job.start", version: 1, id, aggregate: `${aggregateType}.${id}`, issued_at: new Date().toISOString(), correlation_id: id, data: {} };
+    const command: CommandEnvelope = { type: "job.start", version: 1, id, aggregate: `${aggregateType}.${id}`, issued_at: new Date().toISOString(), correlation_id: id, data: padding ? { text: "x".repeat(padding) } : {} };
     await log.js.publish(commandSubject(aggregateType, id), JSON.stringify(command), { msgID: id });
   }
 }
@@ -112,5 +114,28 @@ describe("an actor host and effects that only wait", () => {
     expect(gate.waiting).toBe(4);
     gate.open();
     await vi.waitFor(() => expect(gate.waiting).toBe(7), { timeout: 10_000, interval: 50 });
+  });
+
+  it("parked commands count toward maxHeldBytes: past it a delivery is handed back, and every job still runs", async () => {
+    const gate = new Gate();
+    // Commands of ~10 KB: two fit in 25,000 bytes, a third does not.
+    await startHost(jobActor("bytesjob", true, gate), { concurrency: 1, maxHeldBytes: 25_000 });
+    await send("bytesjob", 5, 10_000);
+    await vi.waitFor(() => expect(gate.waiting).toBe(2), { timeout: 10_000, interval: 50 });
+    await settle();
+    expect(gate.waiting).toBe(2);
+    gate.open();
+    await vi.waitFor(() => expect(gate.waiting).toBe(5), { timeout: 20_000, interval: 50 });
+  });
+
+  it("a host holding nothing takes a command larger than maxHeldBytes: no command is too big to run", async () => {
+    const gate = new Gate();
+    await startHost(jobActor("bigjob", true, gate), { concurrency: 1, maxHeldBytes: 1_000 });
+    await send("bigjob", 2, 5_000);
+    await vi.waitFor(() => expect(gate.waiting).toBe(1), { timeout: 10_000, interval: 50 });
+    await settle();
+    expect(gate.waiting).toBe(1);
+    gate.open();
+    await vi.waitFor(() => expect(gate.waiting).toBe(2), { timeout: 20_000, interval: 50 });
   });
 });

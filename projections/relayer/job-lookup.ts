@@ -33,8 +33,15 @@ const FIND_JOBS = `WITH cp AS (SELECT coalesce(min(seq), 0) AS seq FROM projecti
 const FINAL: readonly JobStatus[] = ["done", "failed"];
 /** Jobs missing from the read model read from the log at once, per lookup. */
 const LOG_READS_AT_ONCE = 8;
-/** A long poll reads the job again this often while no outcome was announced (one announced before it registered). */
+/**
+ * A long poll with no outcome announced reads the job again after SAFETY_RECHECK_MS, then twice as long each time up to
+ * SAFETY_RECHECK_MAX_MS: an announcement is core NATS, so one sent while the gateway's connection was down is lost, and
+ * these reads find its outcome. At a fixed 250 ms every waiting poll cost a read 4 times a second: 4,096 memories in
+ * flight for 6–18 s each under the testnet profile made 24–72 reads per memory, and the gateway's and Postgres's CPU
+ * for them tripled the CPU per memory (bench/NOTES.md, issue 31, stop 41).
+ */
 const SAFETY_RECHECK_MS = 250;
+const SAFETY_RECHECK_MAX_MS = 4_000;
 
 interface JobRead {
   readonly id: string;
@@ -119,7 +126,8 @@ export class JobLookup {
    * `one`, but while the job is not done or failed, waits up to `waitMs` for it to be (a long poll). The job-status
    * model's announcement of the job's outcome (job-status.ts `announce`) and then the announced checkpoints of the
    * recall indexes (projections/checkpoint-feed.ts) say when to read again, so a wait costs a read after the outcome
-   * and no request of its own on the event log; a read every SAFETY_RECHECK_MS covers an announcement missed.
+   * and no request of its own on the event log; reads spaced from SAFETY_RECHECK_MS up to SAFETY_RECHECK_MAX_MS cover an
+   * announcement missed.
    * `justPublished`: the job as the route that published its command knows it (POST /api/remember?wait=).
    */
   async settled(id: string, owner: string, waitMs: number, justPublished?: JobView): Promise<JobView | undefined> {
@@ -130,6 +138,7 @@ export class JobLookup {
     try {
       // A job whose command was just published is running: no read needed to know it.
       let j = justPublished ? { view: justPublished } : await this.find(id, owner);
+      let recheckMs = SAFETY_RECHECK_MS;
       while (j && !FINAL.includes(j.view.status) && Date.now() < deadline) {
         const left = deadline - Date.now();
         const outcome = waiter.take();
@@ -137,8 +146,9 @@ export class JobLookup {
         // the status model has the outcome (it announces after its commit); for "done" the recall indexes must too
         else if (outcome?.status === "done") await this.feed.waitFor(RECALL_INDEXES, outcome.seq, left);
         else if (!outcome) {
-          await waiter.next(Math.min(SAFETY_RECHECK_MS, left));
+          await waiter.next(Math.min(recheckMs, left));
           if (waiter.announced) continue;
+          recheckMs = Math.min(recheckMs * 2, SAFETY_RECHECK_MAX_MS);
         }
         j = await this.find(id, owner);
       }
