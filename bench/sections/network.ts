@@ -352,7 +352,9 @@ export async function networkSection(ctx: Ctx): Promise<SectionResult> {
   const started = new Date();
   const t0 = performance.now();
   const agents = Number(process.env.MEMRELAY_BENCH_NETWORK_AGENTS ?? ctx.n(256, 32));
-  const perAgent = Number(process.env.MEMRELAY_BENCH_NETWORK_PER_AGENT ?? ctx.n(4, 3));
+  // 8 per agent: at 4 (stop 40) a local closed-loop run lasted 1–2 s, so its fill and drain and the processes'
+  // background CPU weighed on its throughput and CPU per memory as much as the memories did.
+  const perAgent = Number(process.env.MEMRELAY_BENCH_NETWORK_PER_AGENT ?? ctx.n(8, 3));
   // Per-blob under a network profile is limited by the publisher's sub-wallets (~2 blobs/s): fewer memories per agent
   // keep its run to minutes; its rate is the publisher's either way.
   const blobNetPerAgent = Number(process.env.MEMRELAY_BENCH_NETWORK_BLOB_PER_AGENT ?? 1);
@@ -364,12 +366,14 @@ export async function networkSection(ctx: Ctx): Promise<SectionResult> {
   // A closed loop's throughput is its agents ÷ its latency (Little's law), so the network profile's seconds of
   // finality cap it whatever the pipeline does; agents that keep several memories in flight show whether the
   // pipeline itself, not latency, limits throughput.
-  // 8 per agent: 2,048 memories in flight, as many as one actor host holds under a network profile (its maxHeld), and
-  // more than it takes to keep this machine's CPU busy at that profile's latency (~260/s × ~7 s ≈ 1,800).
-  const inFlight = Number(process.env.MEMRELAY_BENCH_NETWORK_IN_FLIGHT ?? 8);
-  // 12 memories per loop (24,576 in all): the pipeline fills and drains once per run, over about one latency each (7 s
-  // under testnet), which at stop 39's 4 per loop (8,192 memories, 35 s) was a fifth of the window; now about a tenth.
-  const pipelinedPerLoop = Number(process.env.MEMRELAY_BENCH_NETWORK_PER_LOOP ?? 12);
+  // 16 per agent: 4,096 memories in flight. The clients' own Little's law caps what they see at in flight ÷ latency:
+  // stop 40's 8 per agent (2,048) capped `testnet` at 2,048 ÷ 5.8 s ≈ 350/s with CPU to spare; 4,096 is more than it
+  // takes to keep this machine's CPU busy at that profile's latency (~400/s × ~6 s ≈ 2,400), and what a network
+  // profile's actor hosts hold (8,192) takes them all.
+  const inFlight = Number(process.env.MEMRELAY_BENCH_NETWORK_IN_FLIGHT ?? 16);
+  // 8 memories per loop (32,768 in all): the pipeline fills and drains once per run, over about one latency each
+  // (~6–9 s under testnet), a tenth of the window or less.
+  const pipelinedPerLoop = Number(process.env.MEMRELAY_BENCH_NETWORK_PER_LOOP ?? 8);
   const net = networkProfileToCompare();
   const walletKeys = Array.from({ length: WALLETS }, () => Buffer.from(generateKeypair().secretKey).toString("hex"));
   const plan = (mode: StoreModeName, profile: NetworkProfileName): RunPlan => ({
