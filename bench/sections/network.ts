@@ -281,6 +281,21 @@ async function runProfile(ctx: Ctx, plan: RunPlan): Promise<ProfileRun> {
         quiltStore = await quiltStoreTime(env, patches, bytes);
         log(`network (${label}): one quilt's store time (${patches} patches of ${bytes} B, idle publisher): ${latencyLine(quiltStore, 0)}`);
       }
+      // The floor's closed loops right after the run's, before anything grows the index further or the machine's
+      // speed drifts: stop 41's first run measured them after the 32,768 memories in flight, with Postgres's vector
+      // index that much larger and the machine's CPU per memory half as high again, and its floor came out slower than
+      // the relayer it bounds. Then the real actor host again for the memories in flight, then the floor's.
+      let floor: Measured | undefined;
+      if (plan.floor) {
+        await env.stopRole("actors");
+        await env.startPipelineFloorActors();
+        // Its keys warm like the run's: a first memory per agent into the floor's namespace (a call that errs warms less: the floor goes on).
+        await Promise.all(clients.map((c) => c.rememberAndWait("warm-up", `${NAMESPACE}-floor`, CALL_TIMEOUT_MS).catch(() => undefined)));
+        await ctx.quiet();
+        floor = await closedLoop(ctx, `${label}, pipeline floor`, clients, slice(1), perAgent, `${NAMESPACE}-floor`);
+        await env.stopRole("actors");
+        await env.startRole("actors");
+      }
       let pipelined: Measured | undefined;
       if (plan.pipelined) {
         // Its own namespace, its keys warm like the run's (a first memory per agent there), texts none of the others use.
@@ -290,20 +305,13 @@ async function runProfile(ctx: Ctx, plan: RunPlan): Promise<ProfileRun> {
         const own = memoryTexts(agents * plan.pipelined * plan.pipelinedPerLoop, 40_000 + texts.length);
         pipelined = await closedLoop(ctx, `${label}, ${plan.pipelined} in flight per agent`, clients, own, plan.pipelinedPerLoop, namespace, plan.pipelined);
       }
-      let floor: Measured | undefined;
       let pipelinedFloor: Measured | undefined;
-      if (plan.floor) {
+      if (plan.floor && plan.pipelined) {
         await env.stopRole("actors");
         await env.startPipelineFloorActors();
-        // Its keys warm like the run's: a first memory per agent into the floor's namespace (a call that errs warms less: the floor goes on).
-        await Promise.all(clients.map((c) => c.rememberAndWait("warm-up", `${NAMESPACE}-floor`, CALL_TIMEOUT_MS).catch(() => undefined)));
         await ctx.quiet();
-        floor = await closedLoop(ctx, `${label}, pipeline floor`, clients, slice(1), perAgent, `${NAMESPACE}-floor`);
-        if (plan.pipelined) {
-          await ctx.quiet();
-          const own = memoryTexts(agents * plan.pipelined * plan.pipelinedPerLoop, 40_000 + texts.length + agents * plan.pipelined * plan.pipelinedPerLoop);
-          pipelinedFloor = await closedLoop(ctx, `${label}, pipeline floor, ${plan.pipelined} in flight per agent`, clients, own, plan.pipelinedPerLoop, `${NAMESPACE}-floor`, plan.pipelined);
-        }
+        const own = memoryTexts(agents * plan.pipelined * plan.pipelinedPerLoop, 40_000 + texts.length + agents * plan.pipelined * plan.pipelinedPerLoop);
+        pipelinedFloor = await closedLoop(ctx, `${label}, pipeline floor, ${plan.pipelined} in flight per agent`, clients, own, plan.pipelinedPerLoop, `${NAMESPACE}-floor`, plan.pipelined);
       }
       let stalled: (Measured & { wallet: string }) | undefined;
       if (plan.stall) {
@@ -469,8 +477,8 @@ export async function networkSection(ctx: Ctx): Promise<SectionResult> {
       `Under ${net}, the ledger of the actor host waits Sui's owned-object finality per transaction and applies the owned-object rule; the blob store's Walrus publisher waits register + slivers + certify per new blob, each transaction on one of its 8 sub-wallets (Walrus's default --n-clients), one transaction each at a time; figures in docs/network-profile.md.`,
       "Storage cost: `WalrusClient.storageCost(size, 1)` per stored blob (per-blob: each memory's ciphertext; quilt: each quilt holding the run's memories, its size read back from the aggregator), summed, against the local Walrus deployment (10 shards; 100 FROST per unit per epoch, 200 per unit written), so the figure compares modes, not networks. Gas: the SUI the upload wallets paid on the local ledger (record_blob transactions), plus 2 transactions per stored blob (register_blob, certify_blob) at the ledger's fee per transaction: the local publisher's are not on the ledger.",
       "Where the time goes: the sampled jobs' own events (accepted_at, uploaded, indexed; one clock). One quilt's store time: after the run, the idle publisher storing 8 quilts of the run's mean patch count and size, 2 at a time.",
-      `Pipeline floor: in the quilt/local environment after its run, the actor host replaced by bench/pipeline-floor-worker.ts (blob store and chain record answered without I/O), the same agents and load in another namespace, after a first memory per agent there (keys warm, as in the run). Stalled wallet: in the quilt/${net} environment after its run, the actor host restarted with MEMRELAY_NETWORK_STALLED_WALLETS naming the first of the ${WALLETS} wallets (its transactions never get final), a first memory per agent into another namespace with all wallets healthy, then that wallet's transactions hang from the measured load on (MEMRELAY_NETWORK_STALL_SWITCH), the same load in that namespace; the pool moves a batch on once its call runs past 4× the median of the pool's recent record batches (at least 3 s, at most 20 s; before 3 had ended, the network's published finality stands in for them: adapters/chain/stall-bound.ts) and keeps that wallet out.`,
-      `${inFlight} in flight per agent: in both quilt environments after the run (before the floor and the stall), the same agents each running ${inFlight} closed loops at once into a namespace of their own (a first memory per agent there first, keys warm), ${pipelinedPerLoop} memories per loop, and the pipeline floor so too after its closed loops: an agent that hands its memories over and checks their jobs later instead of waiting for each. A closed loop's throughput is agents ÷ latency (Little's law), so under a network profile ${agents} closed loops are capped by the seconds of one quilt's store and one record whatever the pipeline does (the ceiling row); with memories in flight the pipeline's own limit shows, which is what "latency no longer limits throughput" asks.`,
+      `Pipeline floor: in the quilt/local environment right after its closed loops (before the memories in flight, which grow the vector index and take minutes), the actor host replaced by bench/pipeline-floor-worker.ts (blob store and chain record answered without I/O), the same agents and load in another namespace, after a first memory per agent there (keys warm, as in the run); then the relayer's actor host again for the memories in flight, then the floor's. Stalled wallet: in the quilt/${net} environment after its run, the actor host restarted with MEMRELAY_NETWORK_STALLED_WALLETS naming the first of the ${WALLETS} wallets (its transactions never get final), a first memory per agent into another namespace with all wallets healthy, then that wallet's transactions hang from the measured load on (MEMRELAY_NETWORK_STALL_SWITCH), the same load in that namespace; the pool moves a batch on once its call runs past 4× the median of the pool's recent record batches (at least 3 s, at most 20 s; before 3 had ended, the network's published finality stands in for them: adapters/chain/stall-bound.ts) and keeps that wallet out.`,
+      `${inFlight} in flight per agent: in both quilt environments after the closed loops (the floor's too; before the stall), the same agents each running ${inFlight} closed loops at once into a namespace of their own (a first memory per agent there first, keys warm), ${pipelinedPerLoop} memories per loop, and the pipeline floor so too after them: an agent that hands its memories over and checks their jobs later instead of waiting for each. A closed loop's throughput is agents ÷ latency (Little's law), so under a network profile ${agents} closed loops are capped by the seconds of one quilt's store and one record whatever the pipeline does (the ceiling row); with memories in flight the pipeline's own limit shows, which is what "latency no longer limits throughput" asks.`,
       "A --quick run (32 agents) does not judge the goals: they are stated for 256 agents.",
     ],
     data: {
