@@ -75,6 +75,8 @@ interface Measured {
   readonly jobIds: string[];
   readonly cpu: string;
   readonly cpuPerMemory: string;
+  /** Why calls failed, by reason ("" when none did). */
+  readonly why: string;
 }
 
 interface ProfileRun extends Measured {
@@ -142,6 +144,13 @@ async function closedLoop(ctx: Ctx, label: string, clients: readonly MemrelayCli
   const latencies: number[] = [];
   const jobIds: string[] = [];
   let failed = 0;
+  // Why calls failed, by reason (the first words of it): a failed count alone could not be traced afterwards.
+  const reasons = new Map<string, number>();
+  const fail = (reason: string) => {
+    failed++;
+    const key = reason.slice(0, 120);
+    reasons.set(key, (reasons.get(key) ?? 0) + 1);
+  };
   log(`network (${label}): ${clients.length} agents × ${inFlight > 1 ? `${inFlight} in flight × ` : ""}${perAgent} memories, remember → done ...`);
   const loops = clients.flatMap((c) => Array.from({ length: inFlight }, () => c));
   const window = await ctx.cpuWindow(() =>
@@ -150,18 +159,20 @@ async function closedLoop(ctx: Ctx, label: string, clients: readonly MemrelayCli
         for (let k = 0; k < perAgent; k++) {
           const t0 = performance.now();
           // A call that errs or outlasts the wait counts as failed: the row says how many.
-          const job = await c.rememberAndWait(texts[a * perAgent + k]!, namespace, CALL_TIMEOUT_MS).catch(() => undefined);
-          if (job?.status === "done") {
+          const job = await c.rememberAndWait(texts[a * perAgent + k]!, namespace, CALL_TIMEOUT_MS).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))));
+          if (job instanceof Error) fail(`call: ${job.message}`);
+          else if (job.status === "done") {
             latencies.push(performance.now() - t0);
             jobIds.push(job.job_id);
-          } else failed++;
+          } else fail(`job ${job.status}${job.error ? `: ${job.error}` : ""}`);
         }
       }),
     ),
   );
   const memories = latencies.length;
-  log(`network (${label}): ${(memories / window.seconds).toFixed(1)} memories/s, ${latencyLine(summarize(latencies))}, ${failed} failed; CPU ms per memory: ${window.perOp(memories)}`);
-  return { label, memories, failed, seconds: window.seconds, latencies, jobIds, cpu: window.cpu, cpuPerMemory: window.perOp(memories) };
+  const why = [...reasons].sort((x, y) => y[1] - x[1]).map(([r, n]) => `${n} × ${r}`).join("; ");
+  log(`network (${label}): ${(memories / window.seconds).toFixed(1)} memories/s, ${latencyLine(summarize(latencies))}, ${failed} failed${why ? ` (${why})` : ""}; CPU ms per memory: ${window.perOp(memories)}`);
+  return { label, memories, failed, why, seconds: window.seconds, latencies, jobIds, cpu: window.cpu, cpuPerMemory: window.perOp(memories) };
 }
 
 /**
@@ -349,7 +360,7 @@ const runData = (r: Measured) => ({ memories: r.memories, failed: r.failed, seco
 
 function measuredRows(prefix: string, r: Measured, agents: number, perAgent: number): Row[] {
   return [
-    { metric: `${prefix}: remember → done throughput (${agents} agents × ${perAgent})`, measured: `${thr(r).toFixed(1)} memories/s (${int(r.memories)} done, ${r.failed} failed, ${r.seconds.toFixed(1)} s)` },
+    { metric: `${prefix}: remember → done throughput (${agents} agents × ${perAgent})`, measured: `${thr(r).toFixed(1)} memories/s (${int(r.memories)} done, ${r.failed} failed${r.why ? `: ${r.why}` : ""}, ${r.seconds.toFixed(1)} s)` },
     { metric: `${prefix}: remember → done latency`, measured: latencyLine(summarize(r.latencies), 0) },
     { metric: `${prefix}: CPU per process (1 core = 100 %)`, measured: r.cpu },
     { metric: `${prefix}: CPU ms per memory`, measured: r.cpuPerMemory },
