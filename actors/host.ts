@@ -166,7 +166,7 @@ export const ACK_WAIT_MS = 5_000;
 /** Keep-alives per ack wait (a quarter: three may be lost or late before JetStream redelivers). */
 const KEEP_ALIVE_FRACTION = 4;
 /** How long a command handed back past the host's `maxHeldBytes` waits before JetStream delivers it again. */
-export const HELD_BYTES_RETRY_MS = 1_000;
+const HELD_BYTES_RETRY_MS = 1_000;
 /** At most one warning per this long that commands are handed back past `maxHeldBytes`. */
 const HELD_BYTES_WARN_EVERY_MS = 60_000;
 

@@ -143,11 +143,9 @@ async function storageCostOf(env: BenchEnv, sizes: readonly number[]): Promise<b
 async function closedLoop(ctx: Ctx, label: string, clients: readonly MemrelayClient[], texts: readonly string[], perAgent: number, namespace: string, inFlight = 1): Promise<Measured> {
   const latencies: number[] = [];
   const jobIds: string[] = [];
-  let failed = 0;
-  // Why calls failed, by reason (the first words of it): a failed count alone could not be traced afterwards.
+  // Failed calls by reason (the first words of it): a failed count alone could not be traced afterwards.
   const reasons = new Map<string, number>();
   const fail = (reason: string) => {
-    failed++;
     const key = reason.slice(0, 120);
     reasons.set(key, (reasons.get(key) ?? 0) + 1);
   };
@@ -158,7 +156,7 @@ async function closedLoop(ctx: Ctx, label: string, clients: readonly MemrelayCli
       loops.map(async (c, a) => {
         for (let k = 0; k < perAgent; k++) {
           const t0 = performance.now();
-          // A call that errs or outlasts the wait counts as failed: the row says how many.
+          // A call that errs or outlasts the wait counts as failed: the row says how many, and why.
           const job = await c.rememberAndWait(texts[a * perAgent + k]!, namespace, CALL_TIMEOUT_MS).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))));
           if (job instanceof Error) fail(`call: ${job.message}`);
           else if (job.status === "done") {
@@ -170,6 +168,7 @@ async function closedLoop(ctx: Ctx, label: string, clients: readonly MemrelayCli
     ),
   );
   const memories = latencies.length;
+  const failed = [...reasons.values()].reduce((a, b) => a + b, 0);
   const why = [...reasons].sort((x, y) => y[1] - x[1]).map(([r, n]) => `${n} × ${r}`).join("; ");
   log(`network (${label}): ${(memories / window.seconds).toFixed(1)} memories/s, ${latencyLine(summarize(latencies))}, ${failed} failed${why ? ` (${why})` : ""}; CPU ms per memory: ${window.perOp(memories)}`);
   return { label, memories, failed, why, seconds: window.seconds, latencies, jobIds, cpu: window.cpu, cpuPerMemory: window.perOp(memories) };
